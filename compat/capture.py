@@ -1,0 +1,179 @@
+"""The capture format: a versioned header line, then one timestamped record per line.
+
+    {"format": "ccbridge-capture", "version": 1, "created": "...", "source": "...", ...}
+    {"t": 0.012, "kind": "client_in", "text": "{\"type\":\"user\",...}"}
+    {"t": 0.013, "kind": "stdin", "text": "..."}
+    {"t": 0.512, "kind": "stdout", "b64": "..."}          # a line that is not UTF-8
+    {"t": 0.513, "kind": "client_out", "text": "...", "partial": true}  # no newline
+    {"t": 9.000, "kind": "exit", "text": "0"}
+    {"t": 9.000, "kind": "stats", "text": "{...}"}
+
+Kinds, chosen so a capture reads like the reference transcripts (which are the same
+records without a header): ``stdin``/``stdout``/``stderr`` are what the *backend* read and
+wrote; ``client_in``/``client_out`` what the bridge read from and wrote to the client
+(only in captures made through the bridge); ``meta``/``note``/``exit``/``stats`` describe
+the run. ``text`` is the line verbatim without its newline. Readers also accept a plain
+stdout dump (every line a frame: all ``stdout``).
+
+Pure: parsing takes lines, writing returns bytes. Credentials are redacted in every
+record written (``compat.redact``).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import attrs
+import orjson
+
+from compat.redact import redact_env, redact_line
+
+FORMAT = "ccbridge-capture"
+VERSION = 1
+LINE_KINDS = frozenset({"stdin", "stdout", "stderr", "client_in", "client_out"})
+
+
+class CaptureError(ValueError):
+    pass
+
+
+@attrs.frozen
+class Record:
+    t: float
+    kind: str
+    data: bytes  # the line without its newline (meta/note/exit/stats: UTF-8 text)
+    partial: bool = False
+    lineno: int = 0  # line number in the capture file (1-based)
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", "replace")
+
+
+@attrs.frozen
+class Capture:
+    header: dict[str, Any]
+    records: tuple[Record, ...]
+    #: "ccbridge" (this format), "transcript" (reference transcripts), "stdout" (a dump)
+    flavor: str
+
+    def lines(self, kind: str) -> list[Record]:
+        return [r for r in self.records if r.kind == kind]
+
+    @property
+    def exit_status(self) -> int | None:
+        for r in reversed(self.records):
+            if r.kind == "exit":
+                return parse_exit(r.text)
+        return None
+
+    def client_view(self) -> list[Record]:
+        """What a client saw: ``client_out`` when the capture went through the bridge,
+        else the backend's ``stdout``."""
+        out = self.lines("client_out")
+        return out if out else self.lines("stdout")
+
+
+def parse_exit(text: str) -> int | None:
+    text = text.strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    if text.startswith("killed:"):
+        try:
+            return 128 - int(text.split(":", 1)[1]) if "-" in text else None
+        except ValueError:
+            return None
+    if text.startswith("sigterm"):
+        return 143
+    return None
+
+
+def header(source: str, **meta: Any) -> dict[str, Any]:
+    h: dict[str, Any] = {"format": FORMAT, "version": VERSION, "source": source}
+    if "env" in meta and isinstance(meta["env"], dict):
+        meta["env"] = redact_env(meta["env"])
+    h.update(meta)
+    return h
+
+
+def encode_header(h: dict[str, Any]) -> bytes:
+    return orjson.dumps(h) + b"\n"
+
+
+def encode_record(t: float, kind: str, data: bytes, partial: bool = False) -> bytes:
+    """One capture line (with its newline). Credentials in ``data`` are redacted."""
+    data = redact_line(data)
+    rec: dict[str, Any] = {"t": round(t, 6), "kind": kind}
+    try:
+        rec["text"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        rec["b64"] = base64.b64encode(data).decode("ascii")
+    if partial:
+        rec["partial"] = True
+    return orjson.dumps(rec) + b"\n"
+
+
+def parse(lines: Iterable[bytes]) -> Capture:
+    """Parse a capture, a reference transcript or a plain stdout dump."""
+    it: Iterator[tuple[int, bytes]] = (
+        (i, ln.rstrip(b"\r\n")) for i, ln in enumerate(lines, 1)
+    )
+    first: tuple[int, bytes] | None = None
+    for first in it:
+        if first[1].strip():
+            break
+    else:
+        return Capture({}, (), "stdout")
+    assert first is not None
+    try:
+        head = orjson.loads(first[1])
+    except orjson.JSONDecodeError:
+        head = None
+    if isinstance(head, dict) and head.get("format") == FORMAT:
+        if head.get("version") != VERSION:
+            raise CaptureError(
+                f"capture format version {head.get('version')!r} is not supported "
+                f"(this ccbridge reads version {VERSION})"
+            )
+        return Capture(head, tuple(_records(it)), "ccbridge")
+    if isinstance(head, dict) and {"t", "kind"} <= head.keys() and (
+        "text" in head or "b64" in head
+    ):
+        recs = list(_records(iter([first])))
+        recs.extend(_records(it))
+        meta: dict[str, Any] = {}
+        for r in recs:
+            if r.kind == "meta":
+                try:
+                    meta = orjson.loads(r.data)
+                except orjson.JSONDecodeError:
+                    meta = {"meta": r.text}
+                break
+        return Capture({"source": "reference transcript", "meta": meta}, tuple(recs),
+                       "transcript")
+    # a plain dump: every non-empty line is something the backend wrote
+    recs = [Record(0.0, "stdout", first[1], lineno=first[0])]
+    recs.extend(Record(0.0, "stdout", ln, lineno=i) for i, ln in it if ln.strip())
+    return Capture({"source": "stdout dump"}, tuple(recs), "stdout")
+
+
+def _records(it: Iterable[tuple[int, bytes]]) -> Iterator[Record]:
+    for lineno, line in it:
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+            t = float(rec.get("t", 0.0))
+            kind = str(rec["kind"])
+            if "b64" in rec:
+                data = base64.b64decode(rec["b64"])
+            else:
+                text = rec["text"]
+                data = text.encode("utf-8") if isinstance(text, str) else orjson.dumps(text)
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CaptureError(f"line {lineno}: not a capture record ({e})") from e
+        yield Record(t, kind, data, bool(rec.get("partial", False)), lineno)

@@ -1,0 +1,286 @@
+"""The sans-I/O session: events in, commands out.
+
+Events: bytes from a side (``feed``), a side's EOF (``eof``), time passing
+(``advance``), the backend's exit (``backend_exited``). Commands: ``Write`` to a side,
+``CloseBackendInput``, ``Log``. Time is only ever passed in; the driver asks
+``next_deadline()`` and calls ``advance(now)`` when it is reached, so a 5 s grace window is
+tested with an integer clock and no sleeping.
+
+Sides: ``client`` (the program that thinks it runs Claude Code) and ``backend`` (the real
+CLI). Bytes the client sends flow ``up``; bytes the backend sends flow ``down``.
+
+Lossless by construction: every line is either written (verbatim when no rule touched
+it), or dropped/held by a named rule and counted; oversize lines and a partial last line
+pass through verbatim; invalid JSON passes through verbatim and is logged.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import attrs
+
+from compat.framing import DEFAULT_MAX_LINE, Line, LineSplitter, Oversize, Partial
+from compat.frames import Frame
+from compat.pipeline import Pipeline
+from compat.session import SessionState
+from compat.stage import Context, Direction, Env, Stage
+
+Side = Literal["client", "backend"]
+_SOURCE: dict[Side, Direction] = {"client": "up", "backend": "down"}
+_DEST: dict[Direction, Side] = {"up": "backend", "down": "client"}
+#: invalid lines logged one by one per side before only counting them
+_LOG_INVALID = 20
+
+
+@attrs.frozen
+class Write:
+    side: Side
+    data: bytes
+
+
+@attrs.frozen
+class CloseBackendInput:
+    pass
+
+
+@attrs.frozen
+class Log:
+    level: str
+    rule: str
+    message: str
+
+
+Command = Write | CloseBackendInput | Log
+
+
+class Stats:
+    """Frames in/out per direction, per-rule counters, and the odd lines seen."""
+
+    def __init__(self) -> None:
+        self.frames: dict[str, Counter[str]] = {"up": Counter(), "down": Counter()}
+        self.rules: dict[str, Counter[str]] = {}
+        self.peak_buffer = 0
+
+    def rule(self, rule: str) -> Counter[str]:
+        c = self.rules.get(rule)
+        if c is None:
+            c = self.rules[rule] = Counter()
+        return c
+
+    def count(self, rule: str, what: str, n: int = 1) -> None:
+        self.rule(rule)[what] += n
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "frames": {d: dict(c) for d, c in self.frames.items()},
+            "rules": {r: dict(c) for r, c in sorted(self.rules.items()) if c},
+            "peak_buffer": self.peak_buffer,
+        }
+
+
+class Engine:
+    def __init__(
+        self,
+        up: Sequence[Stage],
+        down: Sequence[Stage],
+        env: Env,
+        *,
+        max_line: int = DEFAULT_MAX_LINE,
+        strict: bool = False,
+    ) -> None:
+        self.stats = Stats()
+        self.state = SessionState()
+        self.ctx = Context(self, env, self.state)
+        self.pipelines: dict[Direction, Pipeline] = {
+            "up": Pipeline("up", up, self.stats),
+            "down": Pipeline("down", down, self.stats),
+        }
+        for p in self.pipelines.values():
+            p.strict = strict
+        self._splitters: dict[Side, LineSplitter] = {
+            "client": LineSplitter(max_line),
+            "backend": LineSplitter(max_line),
+        }
+        self._out: list[Command] = []
+        self._pending: dict[Side, list[bytes]] = {"client": [], "backend": []}
+        self._timers: dict[tuple[int, str], tuple[float, Stage]] = {}
+        self._current: Pipeline | None = None
+        self._invalid: Counter[Side] = Counter()
+        self._eof: set[Side] = set()
+        self.backend_status: int | None = None
+
+    # -- events -----------------------------------------------------------------------
+    def feed(self, side: Side, data: bytes, now: float) -> list[Command]:
+        self.ctx.now = now
+        direction = _SOURCE[side]
+        pipeline = self.pipelines[direction]
+        counter = self.stats.frames[direction]
+        frames: list[Frame] = []
+        for ev in self._splitters[side].feed(data):
+            if type(ev) is Line:
+                frames.append(Frame(ev.data))
+            else:
+                frames = self._flush_frames(pipeline, frames)
+                self._passthrough(side, ev)
+        counter["in"] += len(frames)
+        self._flush_frames(pipeline, frames)
+        return self._commands()
+
+    def eof(self, side: Side, now: float) -> list[Command]:
+        """The side stopped sending (client closed stdin / backend closed stdout)."""
+        self.ctx.now = now
+        if side in self._eof:
+            return self._commands()
+        self._eof.add(side)
+        for ev in self._splitters[side].eof():
+            self._passthrough(side, ev)
+        direction = _SOURCE[side]
+        pipeline = self.pipelines[direction]
+        for stage in pipeline.stages:
+            self._run_hook(pipeline, stage, stage.on_input_eof, self.ctx)
+        if side == "client":
+            self._flush_pending()
+            self._out.append(CloseBackendInput())
+        return self._commands()
+
+    def advance(self, now: float) -> list[Command]:
+        """Fire every timer due at ``now``, in deadline order."""
+        self.ctx.now = now
+        while True:
+            due = [(d, k, s) for k, (d, s) in self._timers.items() if d <= now]
+            if not due:
+                break
+            due.sort(key=lambda x: x[0])
+            deadline, key, stage = due[0]
+            del self._timers[key]
+            pipeline = self.pipelines[stage.direction]
+            self._run_hook(pipeline, stage, stage.on_timer, key[1], self.ctx)
+        return self._commands()
+
+    def backend_exited(self, status: int, now: float) -> list[Command]:
+        self.ctx.now = now
+        self.backend_status = status
+        self.eof("backend", now)
+        pipeline = self.pipelines["down"]
+        for stage in pipeline.stages:
+            self._run_hook(pipeline, stage, stage.on_backend_exit, status, self.ctx)
+        self._timers.clear()
+        return self._commands()
+
+    def next_deadline(self) -> float | None:
+        if not self._timers:
+            return None
+        return min(d for d, _ in self._timers.values())
+
+    def statistics(self) -> dict[str, Any]:
+        self.stats.peak_buffer = max(s.peak_buffer for s in self._splitters.values())
+        return self.stats.as_dict()
+
+    # -- called by Context --------------------------------------------------------------
+    def _set_timer(self, stage: Stage, key: str, deadline: float) -> None:
+        self._timers[(id(stage), key)] = (deadline, stage)
+
+    def _cancel_timer(self, stage: Stage, key: str) -> None:
+        self._timers.pop((id(stage), key), None)
+
+    def _hold(self) -> None:
+        if self._current is not None:
+            self._current.holding = True
+
+    def _emit_direct(self, direction: Direction, frame: Frame, rule: str) -> None:
+        if frame.synthesized_by is None:
+            frame.synthesized_by = rule
+        self.stats.rule(rule)["synthesized"] += 1
+        self._write_frames(direction, [frame])
+
+    def _log(self, level: str, rule: str, message: str) -> None:
+        self._out.append(Log(level, rule, message))
+
+    # -- internals ----------------------------------------------------------------------
+    def _flush_frames(self, pipeline: Pipeline, frames: list[Frame]) -> list[Frame]:
+        if frames:
+            self._current = pipeline
+            out = pipeline.run(frames, self.ctx)
+            self._current = None
+            self._write_frames(pipeline.direction, out)
+        return []
+
+    def _run_hook(self, pipeline: Pipeline, stage: Stage, hook: Any, *args: Any) -> None:
+        self._current = pipeline
+        try:
+            produced = hook(*args)
+        except Exception as exc:
+            if pipeline.strict:
+                raise
+            self.stats.rule(stage.rule)["errors"] += 1
+            self._log("error", stage.rule, f"stage failed open ({type(exc).__name__}: {exc})")
+            produced = None
+        if produced:
+            out = pipeline.run_from(stage, list(produced), self.ctx)
+            self._write_frames(pipeline.direction, out)
+        self._current = None
+
+    def _write_frames(self, direction: Direction, frames: Sequence[Frame]) -> None:
+        if not frames:
+            return
+        self.stats.frames[direction]["out"] += len(frames)
+        self._pending[_DEST[direction]].extend(f.encode() + b"\n" for f in frames)
+        for f in frames:
+            if f.raw and f.synthesized_by is None and f.obj is None and f.parsed:
+                self._note_invalid(direction, f.raw)
+
+    def _note_invalid(self, direction: Direction, raw: bytes) -> None:
+        side: Side = "client" if direction == "up" else "backend"
+        self._invalid[side] += 1
+        self.stats.count("framing", f"invalid-{direction}")
+        if self._invalid[side] <= _LOG_INVALID:
+            try:
+                raw.decode("utf-8")
+                what = "not valid JSON"
+            except UnicodeDecodeError:
+                what = "not valid UTF-8"
+            self._log(
+                "warning",
+                "framing",
+                f"{side} sent a line that is {what} ({len(raw)} bytes); passed through unchanged",
+            )
+
+    def _passthrough(self, side: Side, ev: Oversize | Partial | Line) -> None:
+        direction = _SOURCE[side]
+        dest = _DEST[direction]
+        if type(ev) is Oversize:
+            if ev.end:
+                self.stats.count("framing", f"oversize-{direction}")
+                self._log(
+                    "warning",
+                    "framing",
+                    f"{side} sent a line over the {self._splitters[side].max_line}-byte "
+                    "limit; passed through unchanged, not inspected",
+                )
+                self.stats.frames[direction]["in"] += 1
+                self.stats.frames[direction]["out"] += 1
+            self._pending[dest].append(ev.data)
+        elif type(ev) is Partial:
+            self.stats.count("framing", f"partial-{direction}")
+            self._log(
+                "warning",
+                "framing",
+                f"{side} ended with a partial line ({len(ev.data)} bytes, no newline); "
+                "passed through unchanged",
+            )
+            self._pending[dest].append(ev.data)
+
+    def _flush_pending(self) -> None:
+        for side in ("client", "backend"):
+            chunks = self._pending[side]  # type: ignore[index]
+            if chunks:
+                self._out.append(Write(side, b"".join(chunks)))  # type: ignore[arg-type]
+                chunks.clear()
+
+    def _commands(self) -> list[Command]:
+        self._flush_pending()
+        out, self._out = self._out, []
+        return out

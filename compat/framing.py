@@ -1,0 +1,97 @@
+"""Bytes -> lines, with a bounded buffer (the h11 way: bytes in, events out, no I/O).
+
+Invariants:
+- Every byte fed comes out again exactly once, in order: as a complete ``Line`` (without
+  its ``\\n``), as ``Oversize`` chunks of a line longer than ``max_line`` (streamed through
+  untouched, so memory stays bounded by ``max_line`` however long the line is), or as a
+  ``Partial`` tail when the stream ends without a final newline.
+- Nothing here decodes or parses: invalid UTF-8 and invalid JSON are the next layer's
+  concern, and they pass through unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import attrs
+
+#: 64 MiB lines must pass as ordinary lines (issue "Core"); the default leaves headroom.
+DEFAULT_MAX_LINE = 128 * 1024 * 1024
+
+
+@attrs.frozen
+class Line:
+    data: bytes  # without the trailing newline
+
+
+@attrs.frozen
+class Oversize:
+    """A piece of a line longer than the limit; ``end`` is True on the piece holding its
+    newline (the newline is included in ``data``, which is written verbatim)."""
+
+    data: bytes
+    end: bool
+
+
+@attrs.frozen
+class Partial:
+    """Bytes after the last newline when the stream ended."""
+
+    data: bytes
+
+
+Event = Line | Oversize | Partial
+
+
+class LineSplitter:
+    def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
+        if max_line < 1:
+            raise ValueError("max_line must be positive")
+        self.max_line = max_line
+        self._buf = bytearray()
+        self._oversize = False  # inside a line already known to be too long
+        self.peak_buffer = 0
+
+    def feed(self, data: bytes) -> Iterator[Event]:
+        if self._oversize:
+            nl = data.find(b"\n")
+            if nl < 0:
+                yield Oversize(bytes(data), end=False)
+                return
+            self._oversize = False
+            yield Oversize(bytes(data[: nl + 1]), end=True)
+            data = data[nl + 1 :]
+        buf = self._buf
+        if buf:
+            buf += data
+            data = bytes(buf)
+            buf.clear()
+        start = 0
+        find = data.find
+        while True:
+            nl = find(b"\n", start)
+            if nl < 0:
+                break
+            if nl - start > self.max_line:
+                yield Oversize(data[start : nl + 1], end=True)
+            else:
+                yield Line(data[start:nl])
+            start = nl + 1
+        rest = len(data) - start
+        if rest > self.max_line:
+            self._oversize = True
+            yield Oversize(data[start:], end=False)
+        elif rest:
+            buf += data[start:]
+            if len(buf) > self.peak_buffer:
+                self.peak_buffer = len(buf)
+
+    def eof(self) -> Iterator[Event]:
+        """The stream ended: whatever is buffered is a partial last line."""
+        if self._oversize:
+            self._oversize = False
+            return
+        if self._buf:
+            data = bytes(self._buf)
+            self._buf.clear()
+            yield Partial(data)

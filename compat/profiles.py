@@ -1,0 +1,146 @@
+"""Profiles: explicit, ordered stage lists per direction, and the rule settings that tune them.
+
+``--rule ID=MODE`` (``on``/``off`` or one of the stage's ``modes``) and
+``--rule ID.option=VALUE`` (an attrs field of the stage, structured by cattrs) are parsed
+here, strictly: an unknown rule, mode or option is an error that names what exists.
+A test pins the order of every profile (tests/compat/test_profiles.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+import cattrs
+
+from compat.stage import Stage
+from compat.stages import REGISTRY
+
+PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
+    "identity": {"up": (), "down": ()},
+    "cbc-to-claude": {
+        "up": (),
+        "down": (
+            "session",
+            "foreign-init",
+            "init-once",
+            "private-fields",
+            "vocabulary",
+            "task-correlation",
+            "task-type",
+            "workflow-name",
+            "workflow-prompt",
+            "task-noise",
+            "task-status",
+            "late-progress",
+            "progress-snapshot",
+            "progress-final",
+            "terminal-guarantee",
+            "tasks-snapshot",
+            "task-fields",
+        ),
+    },
+}
+
+#: rules that are bookkeeping other rules depend on; they cannot be switched off
+ALWAYS_ON = frozenset({"session"})
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+class RuleError(ValueError):
+    pass
+
+
+def parse_rule_settings(items: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``["late-progress=fold", "late-progress.grace=2", "tasks-snapshot=off"]`` ->
+    ``{"late-progress": {"mode": "fold", "grace": "2"}, "tasks-snapshot": {"mode": "off"}}``.
+    Items may also be comma-separated lists (``CCBRIDGE_RULES``)."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        for part in item.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            key, sep, value = part.partition("=")
+            if not sep:
+                raise RuleError(f"rule setting {part!r} is not ID=VALUE")
+            rule, _, option = key.strip().partition(".")
+            out.setdefault(rule, {})[option or "mode"] = value.strip()
+    return out
+
+
+def known_rules(profile: str) -> list[str]:
+    p = PROFILES[profile]
+    return [*p["up"], *p["down"]]
+
+
+def build(
+    profile: str, settings: Mapping[str, Mapping[str, str]] | None = None
+) -> tuple[list[Stage], list[Stage]]:
+    """Fresh stage instances (they hold per-session state) for ``profile``."""
+    if profile not in PROFILES:
+        raise RuleError(f"unknown profile {profile!r} (one of {', '.join(PROFILES)})")
+    settings = dict(settings or {})
+    rules = known_rules(profile)
+    for rule in settings:
+        if rule not in REGISTRY:
+            raise RuleError(f"unknown rule {rule!r} (known: {', '.join(sorted(REGISTRY))})")
+    built: dict[str, list[Stage]] = {"up": [], "down": []}
+    for direction in ("up", "down"):
+        for rule in PROFILES[profile][direction]:
+            stage = make_stage(rule, settings.get(rule, {}))
+            if stage is not None:
+                built[direction].append(stage)
+    unused = [r for r in settings if r not in rules]
+    if unused:
+        raise RuleError(f"rule(s) {', '.join(unused)} are not part of profile {profile!r}")
+    return built["up"], built["down"]
+
+
+def make_stage(rule: str, options: Mapping[str, str]) -> Stage | None:
+    cls = REGISTRY[rule]
+    opts: dict[str, Any] = dict(options)
+    mode = opts.pop("mode", "")
+    if mode == "off":
+        if rule in ALWAYS_ON:
+            raise RuleError(f"rule {rule!r} cannot be switched off")
+        return None
+    if mode == "on":
+        mode = ""
+    fields = {f.name: f for f in attrs.fields(cls) if f.name != "mode"}
+    for name in opts:
+        if name not in fields:
+            raise RuleError(
+                f"rule {rule!r} has no option {name!r} "
+                f"(options: {', '.join(fields) or 'none'})"
+            )
+    try:
+        typed = {
+            name: _structure(value, fields[name].type) for name, value in opts.items()
+        }
+        return cls(mode=mode, **typed)
+    except (ValueError, TypeError, cattrs.BaseValidationError) as exc:
+        raise RuleError(f"rule {rule!r}: {exc}") from exc
+
+
+def _structure(value: str, type_: Any) -> Any:
+    if type_ in (bool, "bool"):
+        if value.lower() in ("1", "true", "yes", "on"):
+            return True
+        if value.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{value!r} is not a boolean")
+    if isinstance(type_, str):
+        type_ = {"int": int, "float": float, "str": str}.get(type_, str)
+    return _converter.structure(value, type_)
+
+
+def describe() -> list[tuple[str, str, tuple[str, ...]]]:
+    """(rule id, one-line summary, modes) for ``ccbridge rules`` and the README."""
+    rows = []
+    for rule, cls in sorted(REGISTRY.items()):
+        doc = (cls.__doc__ or "").strip().splitlines()
+        rows.append((rule, doc[0] if doc else "", cls.modes))
+    return rows

@@ -1,0 +1,138 @@
+"""The stage protocol: one rule family of PROTOCOL.md = one ``Stage`` subclass.
+
+A stage is a plain attrs object whose fields are its options (``--rule ID.field=VALUE``) and
+whose ``mode`` is what ``--rule ID=VALUE`` sets. The pipeline calls ``on_frame`` only for
+frames the stage declared interest in (``interested(type, subtype)`` and/or ``triggers``),
+so the common frame costs a dict lookup, not a parse.
+
+``on_frame`` returns ``None`` to pass the frame unchanged (the cheap, byte-identical path),
+or a sequence of frames that replaces it: ``()`` drops it, ``(frame.replace(new),)``
+rewrites it, extra ``Frame.synth(..., rule)`` frames are synthesized. The pipeline counts
+each of those per rule from the frames' lineage, so a stage never counts by hand what it
+returns; it counts only what it does out of band (``ctx.count``).
+
+Time is never read: ``ctx.now`` is passed in, timers are requests (``ctx.set_timer``) that
+come back as ``on_timer``. Randomness, wall-clock stamps and file reads reach a stage only
+through ``ctx.env``, which the I/O side (or a test) supplies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import attrs
+
+from compat.frames import Frame
+
+if TYPE_CHECKING:
+    from compat.session import SessionState
+
+Direction = Literal["up", "down"]  # up: client -> backend; down: backend -> client
+Output = Sequence[Frame] | None
+
+
+@attrs.define
+class Env:
+    """What the pure core may ask of the outside world."""
+
+    new_uuid: Callable[[], str]
+    #: read a workflow script: (session cwd, path as the tool call gave it) -> text or None.
+    #: The I/O side enforces "below cwd, regular file, size-capped, no link out of cwd".
+    read_script: Callable[[str, str], str | None] = lambda cwd, path: None
+    #: milliseconds since the Unix epoch at engine time 0.0 (for ``end_time`` stamps)
+    epoch_ms: int = 0
+    #: the Claude Code version the stream is made to look like
+    target_version: str = "2.1.220"
+
+
+class Context:
+    """Handed to every stage call; owned by the engine."""
+
+    def __init__(self, engine: Any, env: Env, state: SessionState) -> None:
+        self._engine = engine
+        self.env = env
+        self.state = state
+        self.now = 0.0
+
+    # -- time -------------------------------------------------------------------------
+    def wall_ms(self) -> int:
+        return self.env.epoch_ms + int(self.now * 1000)
+
+    def set_timer(self, stage: Stage, key: str, delay: float) -> None:
+        self._engine._set_timer(stage, key, self.now + max(0.0, delay))
+
+    def cancel_timer(self, stage: Stage, key: str) -> None:
+        self._engine._cancel_timer(stage, key)
+
+    # -- side channels ----------------------------------------------------------------
+    def emit(self, direction: Direction, frame: Frame, rule: str) -> None:
+        """Write a frame straight to one side, bypassing the pipeline (e.g. answering a
+        control request locally). Counted as synthesized by ``rule``."""
+        self._engine._emit_direct(direction, frame, rule)
+
+    def hold(self) -> None:
+        """Say that the frame the stage is returning ``()`` for is kept to be released
+        later (counted as held, not dropped)."""
+        self._engine._hold()
+
+    def log(self, rule: str, message: str, level: str = "info") -> None:
+        self._engine._log(level, rule, message)
+
+    def count(self, rule: str, what: str, n: int = 1) -> None:
+        self._engine.stats.count(rule, what, n)
+
+
+@attrs.define
+class Stage:
+    """Base class. Subclasses set ``rule``, ``direction`` and their interest."""
+
+    rule: ClassVar[str] = ""
+    direction: ClassVar[Direction] = "down"
+    #: modes ``--rule ID=MODE`` accepts besides on/off; the first is the default
+    modes: ClassVar[tuple[str, ...]] = ("on",)
+    #: frame types (``"system"``) or ``"type/subtype"`` keys this stage wants; None = all
+    kinds: ClassVar[frozenset[str] | None] = frozenset()
+    #: raw substrings that also make a frame interesting, whatever its type
+    triggers: ClassVar[tuple[bytes, ...]] = ()
+
+    mode: str = attrs.field(default="", kw_only=True)
+
+    def __attrs_post_init__(self) -> None:
+        if not self.mode:
+            self.mode = self.modes[0]
+        elif self.mode not in self.modes:
+            raise ValueError(
+                f"rule {self.rule}: unknown mode {self.mode!r} (one of {', '.join(self.modes)})"
+            )
+
+    def interested(self, type_: str | None, subtype: str | None) -> bool:
+        kinds = self.kinds
+        if kinds is None:
+            return True
+        return type_ in kinds or (subtype is not None and f"{type_}/{subtype}" in kinds)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        return None
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        return None
+
+    def on_input_eof(self, ctx: Context) -> Output:
+        """The stream this stage's direction reads from ended."""
+        return None
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        """The backend process exited; last chance to emit frames downstream."""
+        return None
+
+
+#: rule id -> stage class; filled by ``register`` as the stage modules are imported
+REGISTRY: dict[str, type[Stage]] = {}
+
+
+def register(cls: type[Stage]) -> type[Stage]:
+    if not cls.rule or cls.rule in REGISTRY:
+        raise ValueError(f"stage {cls.__name__}: missing or duplicate rule id {cls.rule!r}")
+    REGISTRY[cls.rule] = cls
+    return cls

@@ -1,0 +1,91 @@
+"""``foreign-init`` and ``init-once``: one ``system/init`` per turn, of this session only.
+
+cbc writes ``system/init`` twice per turn, the second copy possibly after the turn's
+``result`` and possibly a stub (``tools: []``, ``model: "unknown"``); a sub-agent's own
+init (another ``session_id``) can also reach stdout (PROTOCOL.md §2, captures
+``cbc-2.163.0/mockoai_workflow-inline``, ``mockoai_bg-agent``).
+
+``init-once`` holds an init until the turn actually starts (the first assistant, user,
+stream_event or result frame): a later init of the same session replaces the held one
+when it is the fuller copy, and an init that no turn follows is dropped. Task frames do
+not release it, which also matches Claude's order (notification, then the next turn's
+init).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+
+_TURN_CONTENT = frozenset({"assistant", "user", "stream_event", "result"})
+
+
+def _is_stub(obj: dict[str, Any]) -> bool:
+    return not obj.get("tools") or obj.get("model") in (None, "", "unknown")
+
+
+@register
+@attrs.define
+class ForeignInit(Stage):
+    """Drop `system/init` frames of another session (a sub-agent's)."""
+
+    rule: ClassVar[str] = "foreign-init"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        sid = frame.obj.get("session_id")
+        if ctx.state.session_id is not None and sid != ctx.state.session_id:
+            ctx.log(self.rule, f"dropped the system/init of session {sid!r}", "debug")
+            return ()
+        return None
+
+
+@register
+@attrs.define
+class InitOnce(Stage):
+    """Forward one `system/init` per turn (the fullest copy), drop the rest."""
+
+    rule: ClassVar[str] = "init-once"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", *_TURN_CONTENT})
+
+    held: Frame | None = attrs.field(default=None, init=False)
+    sent_this_turn: bool = attrs.field(default=False, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        t = obj.get("type")
+        if t == "system":
+            if self.sent_this_turn:
+                return ()  # a second copy inside a turn
+            if self.held is not None:
+                if _is_stub(obj) and not _is_stub(self.held.obj):
+                    return ()  # keep the fuller copy held; this one is dropped
+                ctx.count(self.rule, "dropped")  # the held copy is replaced
+            self.held = frame
+            ctx.hold()
+            return ()
+        if t == "result":
+            out = self._release()
+            self.sent_this_turn = False
+            return (*out, frame) if out else None
+        if not self.sent_this_turn and self.held is not None:
+            out = self._release()
+            return (*out, frame)
+        return None
+
+    def _release(self) -> tuple[Frame, ...]:
+        held, self.held = self.held, None
+        if held is None:
+            return ()
+        self.sent_this_turn = True
+        return (held,)
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        if self.held is not None:
+            ctx.count(self.rule, "dropped")
+            self.held = None
+        return None

@@ -1,0 +1,63 @@
+"""``session``: bookkeeping every other rule reads (not a PROTOCOL.md rule; always on).
+
+Keeps the session id and cwd from the first ``system/init`` (later inits of the same
+session refresh cwd/model; inits of other sessions are sub-agents, see ``foreign-init``),
+every ``tool_use`` the assistant makes (for ``task-correlation`` and ``workflow-name``),
+and whether a turn is running. It never changes a frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.session import ToolUse
+from compat.stage import Context, Output, Stage, register
+
+
+@register
+@attrs.define
+class SessionStage(Stage):
+    """Track session id, cwd and tool calls for the other rules."""
+
+    rule: ClassVar[str] = "session"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", "assistant", "result"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj: dict[str, Any] = frame.obj
+        state = ctx.state
+        t = obj.get("type")
+        if t == "assistant":
+            message = obj.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            if isinstance(content, list):
+                for block in content:
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        tid, name = block.get("id"), block.get("name")
+                        if isinstance(tid, str) and isinstance(name, str):
+                            inp = block.get("input")
+                            state.remember_tool_use(
+                                ToolUse(
+                                    tid,
+                                    name,
+                                    inp if isinstance(inp, dict) else {},
+                                    obj.get("parent_tool_use_id"),
+                                )
+                            )
+        elif t == "result":
+            state.in_turn = False
+        else:  # system/init
+            sid = obj.get("session_id")
+            if state.session_id is None and isinstance(sid, str):
+                state.session_id = sid
+            if sid == state.session_id:
+                state.in_turn = True
+                state.turns += 1
+                cwd, model = obj.get("cwd"), obj.get("model")
+                if isinstance(cwd, str) and cwd:
+                    state.cwd = cwd
+                if isinstance(model, str) and model and model != "unknown":
+                    state.model = model
+        return None
