@@ -1,0 +1,100 @@
+"""``ccbridge``: one module per subcommand, and the one place that turns exceptions into
+exit codes (2 usage/config errors, 127 no backend, 130 interrupted, 141 closed stdout)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from compat import TARGET_CLAUDE_VERSION, __version__
+
+EXIT_USAGE = 2
+
+
+def _version() -> str:
+    return f"ccbridge {__version__} (emulates Claude Code {TARGET_CLAUDE_VERSION})"
+
+
+def _lazy(module: str) -> Callable[[list[str]], int]:
+    def run(argv: list[str]) -> int:
+        import importlib
+
+        return int(importlib.import_module(module).main(argv))
+
+    return run
+
+
+COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
+    "run": ("relay a client and a backend through a profile", _lazy("bridge.run_cmd")),
+    "record": ("run a backend directly and record the session", _lazy("bridge.record_cmd")),
+    "replay": ("serve a capture as a backend", _lazy("bridge.replay")),
+    "rules": ("list the rules, their modes and profiles", _lazy("bridge.rules_cmd")),
+}
+#: subcommands contributed by modules that may not be present in every build
+OPTIONAL = {
+    "check": ("does a stream honour the Claude Code 2.1.220 contract?", "bridge.check_cmd"),
+    "diff": ("semantic diff of two captures", "bridge.diff_cmd"),
+    "scenario": ("run a scripted scenario against a backend", "bridge.scenario_cmd"),
+    "ab": ("run one scenario on two backends and compare", "bridge.ab_cmd"),
+    "backends": ("install or list the real backends", "bridge.backends"),
+    "demo": ("replay a bundled cbc capture through the bridge to an example client",
+             "bridge.demo"),
+}
+
+
+def _commands() -> dict[str, tuple[str, Callable[[list[str]], int]]]:
+    import importlib.util
+
+    cmds = dict(COMMANDS)
+    for name, (help_, module) in OPTIONAL.items():
+        if importlib.util.find_spec(module) is not None:
+            cmds[name] = (help_, _lazy(module))
+    return cmds
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    cmds = _commands()
+    if not args or args[0] in ("-h", "--help", "help"):
+        lines = [f"usage: ccbridge COMMAND [ARGS...]   ({_version()})", "", "commands:"]
+        lines += [f"  {name:<10} {help_}" for name, (help_, _) in cmds.items()]
+        lines += ["", "ccbridge COMMAND --help for each command's options."]
+        print("\n".join(lines), file=sys.stderr if not args else sys.stdout)
+        return EXIT_USAGE if not args else 0
+    if args[0] in ("--version", "-V", "version"):
+        print(_version())
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in cmds:
+        print(f"ccbridge: unknown command {name!r} (try ccbridge --help)", file=sys.stderr)
+        return EXIT_USAGE
+    return guarded(lambda: cmds[name][1](rest))
+
+
+def guarded(fn: Callable[[], int]) -> int:
+    from bridge.config import ConfigError
+    from compat.capture import CaptureError
+    from compat.profiles import RuleError
+
+    try:
+        return fn()
+    except (ConfigError, RuleError, CaptureError) as e:
+        print(f"ccbridge: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ccbridge: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # stdout closed under us (``ccbridge diff a b | head``): not an error worth a trace
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except OSError:
+            pass
+        return 141
+
+
+def parser(prog: str, description: str) -> argparse.ArgumentParser:
+    return argparse.ArgumentParser(prog=f"ccbridge {prog}", description=description)

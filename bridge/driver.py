@@ -1,0 +1,338 @@
+"""The one nursery: a backend process, the client's stdio, the engine, the clock.
+
+Tasks (all in one nursery, ARCHITECTURE.md):
+- ``client reader``: client bytes -> ``engine.feed("client")``; EOF -> ``engine.eof``.
+- ``backend reader``: backend stdout -> ``engine.feed("backend")``.
+- ``stderr relay``: backend stderr -> our stderr (and the capture), verbatim.
+- ``writer`` per side: drains a channel of size ``WRITE_QUEUE``. A client that stops
+  reading blocks its writer, which fills the channel, which blocks the backend reader,
+  which stops reading the backend's stdout, so the backend stalls: memory stays bounded.
+- ``timers``: sleeps until ``engine.next_deadline()`` and calls ``engine.advance``.
+- ``waiter``: the backend's exit; then the engine's last words (``backend_exited``), and
+  the session ends with the backend's status.
+
+Failure handling: a client that vanishes (EPIPE on its stdout) ends the session: the
+backend is terminated (SIGTERM, then SIGKILL after ``KILL_GRACE``) and we exit 141. A
+signal (SIGINT/SIGTERM/SIGHUP) is forwarded to the backend, which gets ``KILL_GRACE`` to
+exit. After the client's EOF the backend gets ``eof_grace`` seconds to exit before it is
+terminated. The backend runs in its own process group, which is killed on the way out, so
+no orphan survives us.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from bridge.log import Logger
+from bridge.recorder import Recorder
+from compat.engine import CloseBackendInput, Command, Engine, Log, Side, Write
+
+#: chunks queued per writer before the producer blocks (backpressure)
+WRITE_QUEUE = 16
+READ_SIZE = 64 * 1024
+#: seconds a backend gets between SIGTERM and SIGKILL
+KILL_GRACE = 5.0
+EXIT_CLIENT_GONE = 141  # 128 + SIGPIPE, what a shell reports for a broken pipe
+
+_CLOSE = None  # sentinel on a writer channel: close that side
+
+
+@attrs.define
+class SessionConfig:
+    backend_argv: Sequence[str]
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    #: seconds the backend may take to exit after the client's EOF; None: wait forever
+    eof_grace: float | None = 60.0
+    print_stats: bool = False
+
+
+class ClientGone(Exception):
+    pass
+
+
+class Session:
+    def __init__(
+        self,
+        config: SessionConfig,
+        engine: Engine,
+        client_in: trio.abc.ReceiveStream,
+        client_out: trio.abc.SendStream,
+        logger: Logger,
+        recorder: Recorder | None = None,
+        stderr: Callable[[bytes], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.engine = engine
+        self.client_in = client_in
+        self.client_out = client_out
+        self.log = logger
+        self.recorder = recorder
+        self._stderr = stderr or _write_stderr
+        self._wake = trio.Event()
+        self._send: dict[Side, trio.MemorySendChannel[bytes | None]] = {}
+        self._recv: dict[Side, trio.MemoryReceiveChannel[bytes | None]] = {}
+        for side in ("client", "backend"):
+            s, r = trio.open_memory_channel[bytes | None](WRITE_QUEUE)
+            self._send[side] = s  # type: ignore[index]
+            self._recv[side] = r  # type: ignore[index]
+        self.proc: trio.Process | None = None
+        self.exit_status: int | None = None
+        self._client_gone = False
+        self._stdout_done = trio.Event()
+        self._client_writer_done = trio.Event()
+
+    # -- public ----------------------------------------------------------------------
+    async def run(self) -> int:
+        try:
+            self.proc = await trio.lowlevel.open_process(
+                list(self.config.backend_argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.config.env,
+                cwd=self.config.cwd,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            self.log.error(f"backend not found: {self.config.backend_argv[0]}")
+            return 127
+        except PermissionError:
+            self.log.error(f"backend is not executable: {self.config.backend_argv[0]}")
+            return 126
+        self.log.debug("backend started: " + " ".join(self.config.backend_argv), "argv")
+        if self.recorder:
+            self.recorder.note(f"spawned pid {self.proc.pid}")
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._client_reader, nursery)
+                nursery.start_soon(self._backend_reader)
+                nursery.start_soon(self._stderr_relay)
+                nursery.start_soon(self._writer, "client")
+                nursery.start_soon(self._writer, "backend")
+                nursery.start_soon(self._timers)
+                nursery.start_soon(self._signals)
+                await self._wait_backend(nursery)
+        finally:
+            await self._reap()
+        status = self.exit_status if self.exit_status is not None else 1
+        if self._client_gone:
+            status = EXIT_CLIENT_GONE
+        if self.recorder:
+            self.recorder.exit(status, self.engine.statistics())
+        if self.config.print_stats:
+            self._print_stats()
+        return status
+
+    # -- tasks -----------------------------------------------------------------------
+    async def _client_reader(self, nursery: trio.Nursery) -> None:
+        while True:
+            try:
+                data = await self.client_in.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                data = b""
+            now = trio.current_time()
+            if not data:
+                if self.recorder:
+                    self.recorder.note("stdin closed")
+                await self._dispatch(self.engine.eof("client", now))
+                if self.config.eof_grace is not None:
+                    nursery.start_soon(self._eof_deadline, self.config.eof_grace)
+                return
+            if self.recorder:
+                self.recorder.data("client_in", data)
+            await self._dispatch(self.engine.feed("client", data, now))
+
+    async def _backend_reader(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        stdout = self.proc.stdout
+        try:
+            while True:
+                try:
+                    data = await stdout.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    data = b""
+                if not data:
+                    return
+                if self.recorder:
+                    self.recorder.data("stdout", data)
+                await self._dispatch(self.engine.feed("backend", data, trio.current_time()))
+        finally:
+            self._stdout_done.set()
+
+    async def _stderr_relay(self) -> None:
+        assert self.proc is not None and self.proc.stderr is not None
+        while True:
+            try:
+                data = await self.proc.stderr.receive_some(READ_SIZE)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                return
+            if not data:
+                return
+            if self.recorder:
+                self.recorder.data("stderr", data)
+            self._stderr(data)
+
+    async def _writer(self, side: Side) -> None:
+        recv = self._recv[side]
+        async for chunk in recv:
+            if side == "client":
+                if chunk is None:
+                    break
+                if self._client_gone:
+                    continue
+                try:
+                    await self.client_out.send_all(chunk)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    self._client_gone = True
+                    self.log.error("the client stopped reading (its stdout pipe closed); "
+                                   "terminating the backend")
+                    self._terminate()
+                    continue
+                if self.recorder:
+                    self.recorder.data("client_out", chunk)
+            else:
+                assert self.proc is not None and self.proc.stdin is not None
+                if chunk is None:
+                    await self._close_backend_stdin()
+                    continue
+                try:
+                    await self.proc.stdin.send_all(chunk)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                    lost = chunk.count(b"\n")
+                    self.log.warning(
+                        f"the backend's stdin is closed; {lost} line(s) "
+                        "from the client could not be delivered"
+                    )
+                    continue
+                if self.recorder:
+                    self.recorder.data("stdin", chunk)
+        if side == "client":
+            self._client_writer_done.set()
+
+    async def _timers(self) -> None:
+        while True:
+            deadline = self.engine.next_deadline()
+            wake = self._wake
+            with trio.move_on_at(deadline if deadline is not None else math.inf):
+                await wake.wait()
+            if self._wake is wake:
+                self._wake = trio.Event()
+            now = trio.current_time()
+            deadline = self.engine.next_deadline()
+            if deadline is not None and deadline <= now:
+                await self._dispatch(self.engine.advance(now))
+
+    async def _signals(self) -> None:
+        sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        with trio.open_signal_receiver(*sigs) as receiver:
+            async for signum in receiver:
+                name = signal.Signals(signum).name
+                self.log.warning(f"received {name}; passing it to the backend")
+                if self.recorder:
+                    self.recorder.note(f"signal {name}")
+                self._send_signal(signum)
+                trio.lowlevel.spawn_system_task(self._kill_after, KILL_GRACE)
+
+    async def _wait_backend(self, nursery: trio.Nursery) -> None:
+        assert self.proc is not None
+        rc = await self.proc.wait()
+        self.exit_status = 128 - rc if rc < 0 else rc
+        with trio.move_on_after(KILL_GRACE):
+            await self._stdout_done.wait()
+        await self._dispatch(self.engine.backend_exited(self.exit_status, trio.current_time()))
+        await self._send["client"].send(_CLOSE)
+        with trio.move_on_after(KILL_GRACE if not self._client_gone else 0):
+            await self._client_writer_done.wait()
+        if rc < 0:
+            self.log.warning(f"the backend was killed by {signal.Signals(-rc).name}")
+        nursery.cancel_scope.cancel()
+
+    async def _eof_deadline(self, grace: float) -> None:
+        await trio.sleep(grace)
+        if self.proc is not None and self.proc.returncode is None:
+            self.log.warning(
+                f"the backend did not exit within {grace:g}s of the client's EOF; terminating it"
+            )
+            self._terminate()
+
+    # -- helpers ---------------------------------------------------------------------
+    async def _dispatch(self, commands: list[Command]) -> None:
+        for cmd in commands:
+            if type(cmd) is Write:
+                await self._send[cmd.side].send(cmd.data)
+            elif type(cmd) is Log:
+                self.log.log(cmd.level, cmd.rule, cmd.message)
+            elif type(cmd) is CloseBackendInput:
+                await self._send["backend"].send(_CLOSE)
+        self._wake.set()
+
+    async def _close_backend_stdin(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            await self.proc.stdin.aclose()
+        except (trio.BrokenResourceError, OSError):
+            pass
+
+    def _send_signal(self, signum: int) -> None:
+        if self.proc is None or self.proc.returncode is not None:
+            return
+        try:
+            os.killpg(self.proc.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            try:
+                self.proc.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    def _terminate(self) -> None:
+        self._send_signal(signal.SIGTERM)
+        trio.lowlevel.spawn_system_task(self._kill_after, KILL_GRACE)
+
+    async def _kill_after(self, grace: float) -> None:
+        await trio.sleep(grace)
+        if self.proc is not None and self.proc.returncode is None:
+            self.log.warning(f"the backend ignored SIGTERM for {grace:g}s; killing it")
+            self._send_signal(signal.SIGKILL)
+
+    async def _reap(self) -> None:
+        """Nothing of the backend's outlives us: kill its process group, wait for it."""
+        proc = self.proc
+        if proc is None:
+            return
+        with trio.CancelScope(shield=True):
+            if proc.returncode is None:
+                self._send_signal(signal.SIGTERM)
+                with trio.move_on_after(KILL_GRACE):
+                    await proc.wait()
+            if proc.returncode is None:
+                self._send_signal(signal.SIGKILL)
+                await proc.wait()
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)  # stragglers in its group
+            except (ProcessLookupError, PermissionError):
+                pass
+            if self.exit_status is None and proc.returncode is not None:
+                rc = proc.returncode
+                self.exit_status = 128 - rc if rc < 0 else rc
+
+    def _print_stats(self) -> None:
+        import orjson
+
+        stats: dict[str, Any] = self.engine.statistics()
+        self._stderr(b"ccbridge stats: " + orjson.dumps(stats, option=orjson.OPT_SORT_KEYS) + b"\n")
+
+
+def _write_stderr(data: bytes) -> None:
+    try:
+        os.write(2, data)
+    except OSError:
+        pass

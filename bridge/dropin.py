@@ -1,0 +1,128 @@
+"""``claude-on-cbc``: the drop-in executable a Claude client is given instead of ``claude``
+(``cli_path=`` in the Python SDK, ``pathToClaudeCodeExecutable`` in the TypeScript SDK).
+
+Its argv belongs to the client; everything else comes from the environment or the config
+file (``bridge.config``). The backend is, in order: ``CCBRIDGE_BACKEND`` (a command line,
+shlex-split), ``CODEBUDDY_CODE_PATH``, ``cbc`` / ``codebuddy`` on PATH, the binary bundled
+in an installed ``codebuddy-agent-sdk``. None found: say what was tried, exit 127.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+
+import trio
+
+from bridge import config
+from bridge.cli import guarded
+from bridge.log import Logger
+from bridge.proxy import backend_command, serve_stdio
+from compat import TARGET_CLAUDE_VERSION, __version__
+from compat.argv import CBC_BOOL, CBC_OPTIONAL, CBC_VALUE, CBC_VARIADIC, CLAUDE_ONLY
+
+EXIT_NO_BACKEND = 127
+
+
+def version_text() -> str:
+    # SDKs parse the first "X.Y.Z": the emulated Claude version comes first
+    return f"{TARGET_CLAUDE_VERSION} (Claude Code; ccbridge {__version__} on cbc)"
+
+
+def bundled_cbc() -> str | None:
+    spec = importlib.util.find_spec("codebuddy_agent_sdk")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        for name in ("codebuddy-headless", "codebuddy"):
+            path = os.path.join(loc, "bin", name)
+            if os.path.isfile(path) and os.access(path, os.X_OK):
+                return path
+    return None
+
+
+def find_backend(settings_backend: str | None, env: Mapping[str, str]) -> tuple[list[str] | None,
+                                                                               list[str]]:
+    tried: list[str] = []
+    if settings_backend:
+        return shlex.split(settings_backend), tried
+    tried.append("CCBRIDGE_BACKEND (unset)")
+    path = env.get("CODEBUDDY_CODE_PATH")
+    if path:
+        return [path], tried
+    tried.append("CODEBUDDY_CODE_PATH (unset)")
+    for name in ("cbc", "codebuddy"):
+        found = shutil.which(name, path=env.get("PATH"))
+        if found:
+            return [found], tried
+        tried.append(f"{name} on PATH (not found)")
+    bundled = bundled_cbc()
+    if bundled:
+        return [bundled], tried
+    tried.append("codebuddy-agent-sdk's bundled binary (package not installed)")
+    return None, tried
+
+
+def help_text() -> str:
+    accepted = sorted(CBC_VALUE | CBC_VARIADIC | CBC_OPTIONAL | CBC_BOOL)
+    dropped = sorted(CLAUDE_ONLY)
+    return "\n".join(
+        [
+            f"Usage: claude-on-cbc [options]   ({version_text()})",
+            "",
+            "A drop-in for the `claude` executable that runs CodeBuddy Code (cbc) behind",
+            "the ccbridge normalization pipeline (profile cbc-to-claude).",
+            "",
+            "Claude options passed on to cbc:",
+            *(f"  {f}" for f in accepted),
+            "",
+            "Claude options accepted and dropped with a warning (cbc has no equivalent):",
+            *(f"  {f}" for f in dropped),
+            "",
+            "Environment: CCBRIDGE_BACKEND, CODEBUDDY_CODE_PATH, CCBRIDGE_RULES,",
+            "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG (see the ccbridge README).",
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-v", "--version", "-V"):
+        print(version_text())
+        return 0
+    if args and args[0] in ("-h", "--help"):
+        print(help_text())
+        return 0
+    return guarded(lambda: _run(args))
+
+
+def _run(client_argv: list[str]) -> int:
+    env = dict(os.environ)
+    settings = config.load(env)
+    log = Logger.open(settings.log, settings.log_level)
+    backend, tried = find_backend(settings.backend, env)
+    if backend is None:
+        log.error("no cbc backend found; tried: " + "; ".join(tried)
+                  + ". Set CCBRIDGE_BACKEND or CODEBUDDY_CODE_PATH, or "
+                    "pip install codebuddy-agent-sdk.")
+        return EXIT_NO_BACKEND
+    argv = backend_command(backend, settings.profile, client_argv, log)
+    return trio.run(
+        lambda: serve_stdio(
+            backend_argv=argv,
+            profile=settings.profile,
+            rules=settings.rules,
+            env=env,
+            log=log,
+            record=settings.record,
+            stats=settings.stats,
+            max_line=settings.max_line,
+            eof_grace=settings.eof_grace,
+            script_roots=settings.script_roots,
+            source="claude-on-cbc",
+        )
+    )

@@ -1,0 +1,42 @@
+"""``ccbridge record --out FILE -- CMD...``: run a backend directly (profile ``identity``:
+nothing is changed) with our stdio as its client, and record the whole session."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import trio
+
+from bridge.cli import parser
+from bridge.log import Logger
+from bridge.proxy import serve_stdio
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv:
+        print("usage: ccbridge record --out FILE -- CMD [ARGS...]", file=sys.stderr)
+        return 2
+    k = argv.index("--")
+    p = parser("record", __doc__.split("\n\n")[0])
+    p.add_argument("--out", required=True, metavar="FILE")
+    p.add_argument("--stats", action="store_true")
+    args = p.parse_args(argv[:k])
+    cmd = argv[k + 1 :]
+    if not cmd:
+        print("ccbridge record: no command after --", file=sys.stderr)
+        return 2
+    log = Logger.open(os.environ.get("CCBRIDGE_LOG"))
+    return trio.run(
+        lambda: serve_stdio(
+            backend_argv=cmd,
+            profile="identity",
+            rules=(),
+            env=dict(os.environ),
+            log=log,
+            record=args.out,
+            stats=args.stats,
+            eof_grace=None,
+            source="ccbridge record",
+        )
+    )

@@ -1,0 +1,63 @@
+"""``ccbridge run [--profile P] --backend CMD [--record FILE] [--rule ID=VALUE ...]
+[--stats] -- [client argv...]``: relay the client (our stdio) and a backend through a
+profile's pipelines, and exit with the backend's status."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+
+import trio
+
+from bridge import config
+from bridge.cli import parser
+from bridge.log import Logger
+from bridge.proxy import backend_command, serve_stdio
+from compat.profiles import PROFILES
+
+
+def main(argv: list[str]) -> int:
+    if "--" in argv:
+        k = argv.index("--")
+        own, client_argv = argv[:k], argv[k + 1 :]
+    else:
+        own, client_argv = argv, []
+    p = parser("run", __doc__.split("\n\n")[0])
+    p.add_argument("--profile", choices=sorted(PROFILES), default=None)
+    p.add_argument("--backend", help="the backend command line (shlex-split, never a shell)")
+    p.add_argument("--record", metavar="FILE", help="record the session to a capture file")
+    p.add_argument("--rule", action="append", default=[], metavar="ID=VALUE",
+                   help="switch or tune a rule: late-progress=pass, tasks-snapshot=off, "
+                        "late-progress.grace=2 (repeatable)")
+    p.add_argument("--stats", action="store_true", help="print frame statistics at exit")
+    p.add_argument("--max-line", type=int, default=None, help="framing limit in bytes")
+    p.add_argument("--eof-grace", type=float, default=None,
+                   help="seconds the backend may take to exit after the client's EOF")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    args = p.parse_args(own)
+    env = dict(os.environ)
+    settings = config.load(env)
+    profile = args.profile or settings.profile
+    backend = args.backend or settings.backend
+    log = Logger.open(settings.log, args.log_level or settings.log_level)
+    if not backend:
+        print("ccbridge run: --backend is required (or CCBRIDGE_BACKEND / backend = in "
+              "ccbridge.toml)", file=sys.stderr)
+        return 2
+    rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
+    backend_argv = backend_command(shlex.split(backend), profile, client_argv, log)
+    return trio.run(
+        lambda: serve_stdio(
+            backend_argv=backend_argv,
+            profile=profile,
+            rules=rules,
+            env=env,
+            log=log,
+            record=args.record or settings.record,
+            stats=args.stats or settings.stats,
+            max_line=args.max_line or settings.max_line,
+            eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
+            script_roots=settings.script_roots,
+        )
+    )
