@@ -27,16 +27,20 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "init-once",
             "private-fields",
             "vocabulary",
+            # task rules (compat/stages/tasks.py, workflow.py, lifecycle.py): the ones that
+            # hold, drop or reorder lifecycle frames first; terminal-guarantee then sees what
+            # the client will see; late-progress after it so a synthesized notification also
+            # closes the task; tasks-snapshot after every holder; task-fields last.
             "task-correlation",
             "task-type",
             "workflow-name",
             "workflow-prompt",
             "task-noise",
             "task-status",
-            "late-progress",
             "progress-snapshot",
             "progress-final",
             "terminal-guarantee",
+            "late-progress",
             "tasks-snapshot",
             "task-fields",
         ),

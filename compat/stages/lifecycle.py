@@ -1,0 +1,268 @@
+"""``terminal-guarantee``, ``late-progress``, ``tasks-snapshot``: every task the client saw
+start ends exactly once, and nothing follows its end (PROTOCOL.md §1-2, seed 000 §delivery).
+
+Strategy: these stages come after every rule that holds or drops lifecycle frames
+(``task-noise``, ``progress-final``), so what they see is what the client will see.
+
+- ``terminal-guarantee`` is the one place that decides which frames end a task, and the
+  writer of ``TaskInfo.started/status/terminal/notified/end_time``. A terminal
+  ``task_updated`` arms a ``grace`` timer; when it fires with no notification, one is
+  synthesized. A notification without a terminal update gets one synthesized before it
+  (Claude always sends the pair). Second terminal updates and second notifications are
+  dropped, as is any ``task_updated`` after the notification: that is how the late
+  duplicates cbc sends after ``interrupt-terminal`` already ended a task disappear. At
+  backend exit every open task gets ``task_updated{killed,end_time}`` +
+  ``task_notification{stopped}``.
+- ``late-progress``: ``task_progress`` after the task's notification. ``drop`` (default,
+  counted), ``pass``, or ``fold``: the notification is held for ``grace`` seconds (seed
+  000 recommends 5 s) so late progress goes out before it; it is released early when the
+  stream moves on (a turn's frames) and at backend exit.
+- ``tasks-snapshot``: Claude sends ``background_tasks_changed`` with the full list of live
+  tasks (``{task_id, task_type, description}``) before each ``task_started`` and before
+  the terminal ``task_updated`` (``[]`` when none); cbc never does
+  (``claude-2.1.220/mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+from compat.taskkit import (
+    NOTIFICATION_OF,
+    PATCH_OF,
+    TERMINAL,
+    claude_summary,
+    claude_type,
+    patch_status,
+    remember,
+    system_frame,
+    task_id_of,
+)
+
+_LIFECYCLE = frozenset({"system/task_started", "system/task_updated", "system/task_notification"})
+
+
+@attrs.define
+class _Open:
+    task_type: Any
+    description: str
+    tool_use_id: str | None
+    status: str | None = None  # Claude patch status once terminal
+    end_time: int | None = None
+
+
+@register
+@attrs.define
+class TerminalGuarantee(Stage):
+    """Exactly one `task_notification` per started task, even if the backend dies."""
+
+    rule: ClassVar[str] = "terminal-guarantee"
+    kinds: ClassVar[frozenset[str] | None] = _LIFECYCLE
+
+    #: seconds a terminal task_updated waits for cbc's own notification
+    grace: float = 5.0
+    _open: dict[str, _Open] = attrs.field(factory=dict, init=False)
+    _done: dict[str, None] = attrs.field(factory=dict, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        tid = task_id_of(obj)
+        if tid is None:
+            return None
+        st = obj.get("subtype")
+        info = ctx.state.task(tid)
+        if st == "task_started":
+            if tid in self._open or tid in self._done:
+                ctx.log(self.rule, f"task {tid}: second task_started dropped", "debug")
+                return ()
+            d = obj.get("description")
+            use = obj.get("tool_use_id")
+            self._open[tid] = _Open(
+                claude_type(obj.get("task_type")),
+                d if isinstance(d, str) else "",
+                use if isinstance(use, str) else info.tool_use_id,
+            )
+            info.started = True
+            return None
+        if tid in self._done:
+            ctx.count(self.rule, f"after-notification:{st}")
+            return ()
+        task = self._open.get(tid)
+        if st == "task_updated":
+            status = patch_status(obj)
+            if task is None:
+                return None  # a task the client never saw start: not ours to police
+            if task.status is not None:
+                # already ended: a duplicate, or a change after the end
+                ctx.count(self.rule, "after-terminal")
+                return ()
+            if status in TERMINAL:
+                task.status = PATCH_OF.get(status, status)
+                end = obj["patch"].get("end_time")
+                task.end_time = end if type(end) is int else None
+                info.terminal, info.status, info.end_time = True, task.status, task.end_time
+                ctx.set_timer(self, tid, self.grace)
+            elif status is not None:
+                info.status = status
+            return None
+        # task_notification
+        ctx.cancel_timer(self, tid)
+        remember(self._done, tid, None)
+        info.notified = True
+        if task is None:
+            return None
+        del self._open[tid]
+        if task.status is not None:
+            return None
+        status = obj.get("status")
+        patch_st = PATCH_OF.get(status, "killed") if isinstance(status, str) else "killed"
+        info.terminal, info.status, info.end_time = True, patch_st, ctx.wall_ms()
+        update = self._update(ctx, tid, patch_st, info.end_time)
+        return (update, frame)
+
+    def _update(self, ctx: Context, tid: str, status: str, end_time: int) -> Frame:
+        obj = system_frame(
+            ctx, "task_updated", {"task_id": tid, "patch": {"status": status, "end_time": end_time}}
+        )
+        return Frame.synth(obj, self.rule)
+
+    def _notification(self, ctx: Context, tid: str, task: _Open) -> Frame:
+        status = NOTIFICATION_OF.get(task.status or "killed", "stopped")
+        fields: dict[str, Any] = {"task_id": tid}
+        if task.tool_use_id:
+            fields["tool_use_id"] = task.tool_use_id
+        fields["status"] = status
+        fields["output_file"] = ""
+        fields["summary"] = claude_summary(task.task_type, status, task.description)
+        remember(self._done, tid, None)
+        info = ctx.state.task(tid)
+        info.notified = True
+        return Frame.synth(system_frame(ctx, "task_notification", fields), self.rule)
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        task = self._open.pop(key, None)
+        if task is None or task.status is None:
+            return None
+        ctx.log(self.rule, f"task {key}: no notification {self.grace:g}s after it ended; "
+                "synthesized one", "info")  # fmt: skip
+        return (self._notification(ctx, key, task),)
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        out: list[Frame] = []
+        for tid, task in list(self._open.items()):
+            if task.status is None:
+                task.status, task.end_time = "killed", ctx.wall_ms()
+                info = ctx.state.task(tid)
+                info.terminal, info.status, info.end_time = True, "killed", task.end_time
+                out.append(self._update(ctx, tid, "killed", task.end_time))
+            out.append(self._notification(ctx, tid, task))
+        if out:
+            ctx.log(self.rule, f"backend exited with {len(self._open)} task(s) open; "
+                    "ended them as stopped", "info")  # fmt: skip
+        self._open.clear()
+        return out
+
+
+_TURN = frozenset({"system/init", "assistant", "user", "result"})
+
+
+@register
+@attrs.define
+class LateProgress(Stage):
+    """`task_progress` after the task's notification: drop (default), pass, or fold."""
+
+    rule: ClassVar[str] = "late-progress"
+    modes: ClassVar[tuple[str, ...]] = ("drop", "pass", "fold")
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"system/task_progress", "system/task_notification"}
+    )
+
+    #: fold: seconds a notification is held for late progress
+    grace: float = 5.0
+    _notified: dict[str, None] = attrs.field(factory=dict, init=False)
+    _held: dict[str, Frame] = attrs.field(factory=dict, init=False)
+
+    def interested(self, type_: str | None, subtype: str | None) -> bool:
+        if self.mode == "pass":
+            return False
+        if self.mode == "fold" and (type_ in _TURN or f"{type_}/{subtype}" in _TURN):
+            return True
+        return super().interested(type_, subtype)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        st = obj.get("subtype") if obj.get("type") == "system" else None
+        if st not in ("task_progress", "task_notification"):
+            return (*self._release_all(ctx), frame) if self._held else None
+        tid = task_id_of(obj)
+        if tid is None:
+            return None
+        if st == "task_notification":
+            remember(self._notified, tid, None)
+            if self.mode == "fold" and tid not in self._held:
+                self._held[tid] = frame
+                ctx.hold()
+                ctx.set_timer(self, tid, self.grace)
+                return ()
+            return None
+        if tid not in self._notified or tid in self._held:
+            return None  # fold: goes out ahead of the held notification
+        ctx.log(self.rule, f"task {tid}: progress after its notification dropped", "debug")
+        return ()
+
+    def _release_all(self, ctx: Context) -> list[Frame]:
+        out = list(self._held.values())
+        for tid in self._held:
+            ctx.cancel_timer(self, tid)
+        self._held.clear()
+        return out
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        f = self._held.pop(key, None)
+        return (f,) if f is not None else None
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        return self._release_all(ctx)
+
+
+@register
+@attrs.define
+class TasksSnapshot(Stage):
+    """Claude's `background_tasks_changed` full snapshots around task start and end."""
+
+    rule: ClassVar[str] = "tasks-snapshot"
+    kinds: ClassVar[frozenset[str] | None] = _LIFECYCLE
+
+    _live: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        tid = task_id_of(obj)
+        if tid is None:
+            return None
+        st = obj.get("subtype")
+        if st == "task_started":
+            if tid in self._live:
+                return None
+            d = obj.get("description")
+            entry = {"task_id": tid, "task_type": obj.get("task_type"),
+                     "description": d if isinstance(d, str) else ""}  # fmt: skip
+            remember(self._live, tid, entry, cap=1024)
+            return (self._snapshot(ctx), frame)
+        if tid not in self._live:
+            return None
+        if st == "task_updated" and patch_status(obj) not in TERMINAL:
+            return None
+        # the terminal task_updated (or a notification that came without one)
+        del self._live[tid]
+        return (self._snapshot(ctx), frame)
+
+    def _snapshot(self, ctx: Context) -> Frame:
+        tasks = [dict(e) for e in self._live.values()]
+        return Frame.synth(
+            system_frame(ctx, "background_tasks_changed", {"tasks": tasks}), self.rule
+        )

@@ -1,0 +1,398 @@
+"""``task-correlation``, ``task-type``, ``task-noise``, ``task-status``, ``task-fields``:
+the per-frame shape of cbc's background-task frames (PROTOCOL.md §2).
+
+Strategy: each rule is a small stage over the ``system/task_*`` kinds only, so the rest of
+the stream is never parsed for them.
+
+- ``task-correlation``: cbc's ``task_started`` of a background ``Agent`` has no
+  ``tool_use_id`` and comes *before* the tool result that names it (``task_id: agent-…``,
+  capture ``cbc-2.163.0/mockoai_bg-agent``). The stage holds that ``task_started`` (and
+  later frames of the task, to keep their order) until the tool result arrives, then
+  fills the id in; after ``wait`` seconds it falls back to the oldest unclaimed Agent call
+  with the same description, or releases it as is. Progress and notifications get the id
+  too, as Claude writes it there (``claude-2.1.220/mockapi_background-agent_*``).
+- ``task-type``: ``Agent→local_agent``, ``Bash/PowerShell/Monitor→local_bash``; unknown
+  values pass and are logged once per value.
+- ``task-noise``: cbc sends ``task_updated{pending}`` and a ``task_progress`` before
+  ``task_started`` (agents) and ``task_updated{running}`` right after it. Non-terminal
+  ``pending``/``running`` patches are dropped; other frames of a task not started yet are
+  held (bounded) and released right after its ``task_started``. ``paused→running`` is a
+  real transition and passes.
+- ``task-status``: ``cancelled→killed`` in patches, ``killed/cancelled→stopped`` in
+  notifications, the top-level duplicate ``status`` of ``task_updated`` dropped.
+- ``task-fields``: last in the profile; fills what the Python SDK requires
+  (``output_file``, ``summary``, ``usage``, ``uuid``, ``session_id``...), words cbc's
+  summaries the Claude way (``Dynamic workflow "<description>" completed``; a stopped
+  task's summary is its description), and writes keys in Claude's order.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+from compat.taskkit import (
+    AGENT_TOOLS,
+    NOTIFICATION_OF,
+    TASK_FRAMES,
+    TASK_TYPE_MAP,
+    claude_summary,
+    claude_type,
+    is_known_type,
+    ordered,
+    patch_status,
+    remember,
+    rewrite_summary,
+    task_id_of,
+)
+from compat.vocabulary import NOTIFICATION_STATUSES, TASK_STATUSES
+
+_RESULT_TASK_ID = re.compile(r"(?m)^\s*task_id:\s*([A-Za-z0-9][A-Za-z0-9_.:@\-]{0,200})\s*$")
+#: tasks with frames held before their task_started, and frames held per task
+MAX_PENDING_TASKS = 256
+
+
+def _result_texts(obj: dict[str, Any]) -> list[tuple[str, str]]:
+    """(tool_use_id, text) of every tool_result block of a ``user`` frame."""
+    msg = obj.get("message")
+    content = msg.get("content") if isinstance(msg, dict) else None
+    out: list[tuple[str, str]] = []
+    if not isinstance(content, list):
+        return out
+    for block in content:
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            continue
+        use_id, body = block.get("tool_use_id"), block.get("content")
+        if not isinstance(use_id, str):
+            continue
+        if isinstance(body, str):
+            out.append((use_id, body))
+        elif isinstance(body, list):
+            for part in body:
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    out.append((use_id, part["text"]))
+    return out
+
+
+def _with(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return ordered({**obj, **fields})
+
+
+@register
+@attrs.define
+class TaskCorrelation(Stage):
+    """Give every task the tool_use_id of the call that started it."""
+
+    rule: ClassVar[str] = "task-correlation"
+    kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES
+    triggers: ClassVar[tuple[bytes, ...]] = (b"task_id: ",)
+
+    #: seconds to wait for the tool result that names a held task
+    wait: float = 2.0
+    _held: dict[str, list[Frame]] = attrs.field(factory=dict, init=False)
+    _from_results: dict[str, str] = attrs.field(factory=dict, init=False)
+    _claimed: dict[str, None] = attrs.field(factory=dict, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        t = obj.get("type")
+        if t == "user":
+            return self._tool_result(frame, obj, ctx)
+        if t != "system" or f"system/{obj.get('subtype')}" not in TASK_FRAMES:
+            return None
+        tid = task_id_of(obj)
+        if tid is None:
+            return None
+        held = self._held.get(tid)
+        if held is not None:
+            held.append(frame)
+            ctx.hold()
+            return ()
+        info = ctx.state.task(tid)
+        use_id = obj.get("tool_use_id")
+        if obj.get("subtype") == "task_started":
+            if isinstance(use_id, str) and use_id:
+                info.tool_use_id = use_id
+                remember(self._claimed, use_id, None)
+                return None
+            known = self._from_results.get(tid)
+            if known is not None:
+                return (self._fill(frame, info, known),)
+            if not self._candidates(ctx, obj):
+                return None  # nothing could have started it: no reason to wait
+            self._held[tid] = [frame]
+            ctx.hold()
+            ctx.set_timer(self, tid, self.wait)
+            return ()
+        if (
+            obj.get("subtype") in ("task_progress", "task_notification")
+            and not use_id
+            and info.tool_use_id
+        ):
+            return (frame.replace(_with(obj, tool_use_id=info.tool_use_id)),)
+        return None
+
+    def _fill(self, frame: Frame, info: Any, use_id: str) -> Frame:
+        info.tool_use_id = use_id
+        remember(self._claimed, use_id, None)
+        return frame.replace(_with(frame.obj, tool_use_id=use_id))
+
+    def _candidates(self, ctx: Context, started: dict[str, Any]) -> list[str]:
+        """Unclaimed Agent calls, oldest first; those with the task's description first."""
+        desc = started.get("description")
+        same: list[str] = []
+        other: list[str] = []
+        for use in ctx.state.tool_uses.values():
+            if use.name in AGENT_TOOLS and use.id not in self._claimed:
+                (same if use.input.get("description") == desc else other).append(use.id)
+        return same + other
+
+    def _tool_result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        released: list[Frame] = []
+        for use_id, text in _result_texts(obj):
+            for m in _RESULT_TASK_ID.finditer(text):
+                tid = m.group(1)
+                remember(self._from_results, tid, use_id)
+                held = self._held.pop(tid, None)
+                if held is not None:
+                    ctx.cancel_timer(self, tid)
+                    released.extend(self._release(ctx, tid, held, use_id))
+        return (*released, frame) if released else None
+
+    def _release(
+        self, ctx: Context, tid: str, held: list[Frame], use_id: str | None
+    ) -> list[Frame]:
+        info = ctx.state.task(tid)
+        if use_id is None:
+            ctx.log(self.rule, f"task {tid}: no tool call found for it; forwarded without "
+                    "tool_use_id", "warning")  # fmt: skip
+            return held
+        out = [self._fill(held[0], info, use_id)]
+        for f in held[1:]:
+            o = f.obj
+            if o.get("subtype") in ("task_progress", "task_notification") and not o.get(
+                "tool_use_id"
+            ):
+                f = f.replace(_with(o, tool_use_id=use_id))
+            out.append(f)
+        return out
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        held = self._held.pop(key, None)
+        if held is None:
+            return None
+        cands = self._candidates(ctx, held[0].obj)
+        use = ctx.state.tool_uses.get(cands[0]) if cands else None
+        if use is not None and use.input.get("description") == held[0].obj.get("description"):
+            ctx.log(self.rule, f"task {key}: matched to {use.id} by description", "debug")
+            return self._release(ctx, key, held, use.id)
+        return self._release(ctx, key, held, None)
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        out: list[Frame] = []
+        for tid in list(self._held):
+            out.extend(self.on_timer(tid, ctx) or ())
+        return out
+
+
+@register
+@attrs.define
+class TaskType(Stage):
+    """Map cbc task types to Claude's (`Agent`→`local_agent`, `Bash`→`local_bash`, ...)."""
+
+    rule: ClassVar[str] = "task-type"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_started"})
+
+    _unknown: set[str] = attrs.field(factory=set, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        tt = obj.get("task_type")
+        tid = task_id_of(obj)
+        mapped = TASK_TYPE_MAP.get(tt) if isinstance(tt, str) else None
+        if tid is not None and isinstance(tt, str):
+            ctx.state.task(tid).task_type = mapped or tt
+        if mapped is not None:
+            return (frame.replace(_with(obj, task_type=mapped)),)
+        if not is_known_type(tt) and repr(tt) not in self._unknown:
+            self._unknown.add(repr(tt))
+            ctx.log(self.rule, f"unknown task_type {tt!r} passed unchanged", "warning")
+        return None
+
+
+@register
+@attrs.define
+class TaskNoise(Stage):
+    """`task_started` first; drop non-terminal `pending`/`running` patches."""
+
+    rule: ClassVar[str] = "task-noise"
+    kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES
+
+    #: frames held per task before its task_started; more are dropped
+    max_held: int = 64
+    _started: dict[str, None] = attrs.field(factory=dict, init=False)
+    _pending: dict[str, list[Frame]] = attrs.field(factory=dict, init=False)
+    #: tasks whose last status was paused: a running patch is then a real transition
+    _paused: dict[str, None] = attrs.field(factory=dict, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        tid = task_id_of(obj)
+        if tid is None:
+            return None
+        st = obj.get("subtype")
+        if st == "task_started":
+            if tid in self._started:
+                return None
+            remember(self._started, tid, None)
+            held = self._pending.pop(tid, None)
+            return (frame, *held) if held else None
+        rewritten = False
+        if st == "task_updated":
+            status = patch_status(obj)
+            was_paused = tid in self._paused
+            if status == "paused":
+                remember(self._paused, tid, None)
+            elif status is not None:
+                self._paused.pop(tid, None)
+            if status in ("pending", "running") and not was_paused:
+                # not a transition Claude reports; keep whatever else the patch says
+                patch = {k: v for k, v in obj["patch"].items() if k != "status"}
+                if not patch:
+                    return ()
+                obj = {k: v for k, v in obj.items() if k != "status"}
+                frame, rewritten = frame.replace({**obj, "patch": patch}), True
+        if tid in self._started:
+            return (frame,) if rewritten else None
+        if st == "task_notification":
+            # the task never started (or started before we saw it): let it all through
+            held = self._pending.pop(tid, [])
+            return (*held, frame)
+        held = self._pending.get(tid)
+        if held is None:
+            if len(self._pending) >= MAX_PENDING_TASKS:
+                old = next(iter(self._pending))
+                ctx.count(self.rule, "dropped", len(self._pending.pop(old)))
+            held = self._pending[tid] = []
+        if len(held) >= self.max_held:
+            return ()
+        held.append(frame)
+        ctx.hold()
+        return ()
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        for tid, held in self._pending.items():
+            ctx.count(self.rule, "dropped", len(held))
+            ctx.log(self.rule, f"task {tid} never started; {len(held)} frame(s) dropped",
+                    "debug")  # fmt: skip
+        self._pending.clear()
+        return None
+
+
+@register
+@attrs.define
+class TaskStatus(Stage):
+    """Claude's status vocabulary: `cancelled`→`killed`, notification `killed`→`stopped`."""
+
+    rule: ClassVar[str] = "task-status"
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"system/task_updated", "system/task_notification"}
+    )
+
+    _unknown: set[str] = attrs.field(factory=set, init=False)
+
+    def _note(self, ctx: Context, value: Any, allowed: frozenset[str]) -> None:
+        if value not in allowed and repr(value) not in self._unknown:
+            self._unknown.add(repr(value))
+            ctx.log(self.rule, f"unknown task status {value!r} passed unchanged", "warning")
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        if obj.get("subtype") == "task_notification":
+            status = obj.get("status")
+            if status in ("killed", "cancelled"):
+                return (frame.replace({**obj, "status": "stopped"}),)
+            self._note(ctx, status, NOTIFICATION_STATUSES)
+            return None
+        patch = obj.get("patch")
+        if not isinstance(patch, dict):
+            return None
+        status = patch.get("status")
+        new = obj
+        if status == "cancelled":
+            new = {**obj, "patch": {**patch, "status": "killed"}}
+        elif status is not None:
+            self._note(ctx, status, TASK_STATUSES)
+        if "status" in new:
+            new = {k: v for k, v in new.items() if k != "status"}
+        return None if new is obj else (frame.replace(new),)
+
+
+_ZERO_USAGE = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0}
+
+
+@register
+@attrs.define
+class TaskFields(Stage):
+    """Fill the fields Claude always sends on task frames; Claude's summary wording."""
+
+    rule: ClassVar[str] = "task-fields"
+    kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"system/background_tasks_changed"}
+
+    #: task_id -> (Claude task type, description) as forwarded on task_started
+    _seen: dict[str, tuple[Any, str]] = attrs.field(factory=dict, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        st = obj.get("subtype")
+        new = dict(obj)
+        tid = task_id_of(obj)
+        info = ctx.state.tasks.get(tid) if tid else None
+        if st == "task_started" and tid:
+            if not isinstance(new.get("description"), str):
+                new["description"] = (info.description if info else "") or ""
+            remember(self._seen, tid, (claude_type(new.get("task_type")), new["description"]))
+        elif st == "task_progress":
+            if not isinstance(new.get("description"), str):
+                new["description"] = self._desc(tid, info)
+            usage = new.get("usage")
+            if not isinstance(usage, dict) or any(k not in usage for k in _ZERO_USAGE):
+                new["usage"] = {**_ZERO_USAGE, **(usage if isinstance(usage, dict) else {})}
+        elif st == "task_notification":
+            if not isinstance(new.get("output_file"), str):
+                new["output_file"] = ""
+            status = new.get("status")
+            status = NOTIFICATION_OF.get(status, status) if isinstance(status, str) else ""
+            ttype = self._seen[tid][0] if tid in self._seen else (info.task_type if info else "")
+            desc = self._desc(tid, info)
+            summary = new.get("summary")
+            if not isinstance(summary, str):
+                new["summary"] = claude_summary(ttype, status, desc)
+            else:
+                new["summary"] = rewrite_summary(summary, status, ttype, desc or None)
+        if st in ("task_started", "task_progress", "task_notification"):
+            if not new.get("tool_use_id") and info is not None and info.tool_use_id:
+                new["tool_use_id"] = info.tool_use_id
+        if st == "task_updated" and not isinstance(new.get("patch"), dict):
+            new["patch"] = {}
+        if st == "background_tasks_changed" and not isinstance(new.get("tasks"), list):
+            new["tasks"] = []
+        if not isinstance(new.get("uuid"), str):
+            new["uuid"] = ctx.env.new_uuid()
+        if not isinstance(new.get("session_id"), str):
+            new["session_id"] = ctx.state.session_id or ""
+        if tid is None and st != "background_tasks_changed":
+            return None if new == obj else (frame.replace(new),)
+        new = ordered(new)
+        if new == obj and list(new) == list(obj):
+            return None
+        return (frame.replace(new),)
+
+    def _desc(self, tid: str | None, info: Any) -> str:
+        if tid in self._seen:
+            return self._seen[tid][1]
+        return (info.description or info.backend_description or "") if info else ""

@@ -1,0 +1,203 @@
+"""Shared vocabulary and helpers of the background-task rules (PROTOCOL.md §2).
+
+The task stages (``compat/stages/tasks.py``, ``workflow.py``, ``lifecycle.py``) are separate
+so each can be switched off by id; what they must agree on lives here: which statuses are
+terminal (cbc's internal ``cancelled`` included, so every stage still works with
+``task-status`` off), Claude's task types, the tool call that started a task (unwrapping
+cbc's ``DeferExecuteTool``), a workflow's script and ``meta``, Claude's summary wording and
+the order Claude writes task-frame keys in.
+
+Facts one stage learns for the others go into ``SessionState.tasks`` (``TaskInfo``); each
+field there has one writer, named in ``compat/session.py``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from compat.jsmeta import MetaError, meta_summary, parse_meta
+from compat.vocabulary import TASK_TYPES
+
+if TYPE_CHECKING:
+    from compat.session import SessionState, TaskInfo
+    from compat.stage import Context
+
+TASK_FRAMES = frozenset(
+    {"system/task_started", "system/task_progress", "system/task_updated",
+     "system/task_notification"}
+)  # fmt: skip
+
+#: patch statuses that end a task (``cancelled`` is cbc's internal word for ``killed``)
+TERMINAL = frozenset({"completed", "failed", "killed", "cancelled"})
+#: patch status -> notification status (Claude: completed|failed|stopped)
+NOTIFICATION_OF = {"completed": "completed", "failed": "failed", "killed": "stopped",
+                   "cancelled": "stopped", "stopped": "stopped"}  # fmt: skip
+#: notification status -> patch status
+PATCH_OF = {"completed": "completed", "failed": "failed", "stopped": "killed",
+            "killed": "killed", "cancelled": "killed"}  # fmt: skip
+
+#: cbc task_type (the raw tool name) -> Claude task_type (rule ``task-type``)
+TASK_TYPE_MAP = {"Agent": "local_agent", "Task": "local_agent", "Bash": "local_bash",
+                 "PowerShell": "local_bash", "Monitor": "local_bash"}  # fmt: skip
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+SHELL_TOOLS = frozenset({"Bash", "PowerShell", "Monitor"})
+WORKFLOW = "local_workflow"
+FALLBACK_WORKFLOW_DESCRIPTION = "Dynamic workflow"
+
+#: the key order Claude Code 2.1.220 writes (captures ``claude-2.1.220/mockapi_*``)
+KEY_ORDER: dict[str, tuple[str, ...]] = {
+    "task_started": ("type", "subtype", "task_id", "tool_use_id", "description",
+                     "subagent_type", "task_type", "workflow_name", "prompt"),
+    "task_progress": ("type", "subtype", "task_id", "tool_use_id", "description", "usage",
+                      "last_tool_name", "summary", "workflow_progress"),
+    "task_updated": ("type", "subtype", "task_id", "patch"),
+    "task_notification": ("type", "subtype", "task_id", "tool_use_id", "status",
+                          "output_file", "summary", "usage"),
+    "background_tasks_changed": ("type", "subtype", "tasks"),
+}  # fmt: skip
+_TAIL = ("uuid", "session_id")
+
+
+def claude_type(task_type: Any) -> Any:
+    """The Claude task type a stage should reason with, whether or not ``task-type`` ran."""
+    return TASK_TYPE_MAP.get(task_type, task_type) if isinstance(task_type, str) else task_type
+
+
+def is_known_type(task_type: Any) -> bool:
+    return task_type in TASK_TYPES
+
+
+def patch_status(obj: dict[str, Any]) -> str | None:
+    patch = obj.get("patch")
+    st = patch.get("status") if isinstance(patch, dict) else None
+    return st if isinstance(st, str) else None
+
+
+def task_id_of(obj: dict[str, Any]) -> str | None:
+    tid = obj.get("task_id")
+    return tid if isinstance(tid, str) and tid else None
+
+
+def ordered(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` with Claude's key order for its subtype; unknown keys keep their order
+    before ``uuid``/``session_id``."""
+    order = KEY_ORDER.get(obj.get("subtype"))  # type: ignore[arg-type]
+    if order is None:
+        return obj
+    out = {k: obj[k] for k in order if k in obj}
+    out.update((k, v) for k, v in obj.items() if k not in out and k not in _TAIL)
+    out.update((k, obj[k]) for k in _TAIL if k in obj)
+    return out
+
+
+def system_frame(ctx: Context, subtype: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """A new Claude-shaped ``system`` frame with a fresh uuid and the session id."""
+    obj = {"type": "system", "subtype": subtype, **fields}
+    obj["uuid"] = ctx.env.new_uuid()
+    obj["session_id"] = ctx.state.session_id or ""
+    return ordered(obj)
+
+
+def remember(d: dict[str, Any], key: str, value: Any, cap: int = 4096) -> None:
+    """Insert into an insertion-ordered dict used as a bounded registry."""
+    d[key] = value
+    while len(d) > cap:
+        del d[next(iter(d))]
+
+
+# -- the tool call that started a task ------------------------------------------------
+
+
+def starting_call(state: SessionState, tool_use_id: Any) -> tuple[str, dict[str, Any]] | None:
+    """(tool name, input) of the call ``tool_use_id``; a ``DeferExecuteTool`` call is
+    unwrapped to the tool it runs (``mockoai_workflow-by-path-via-deferexecutetool``)."""
+    if not isinstance(tool_use_id, str):
+        return None
+    use = state.tool_uses.get(tool_use_id)
+    if use is None:
+        return None
+    name, inp = use.name, use.input
+    if name == "DeferExecuteTool":
+        inner, params = inp.get("toolName"), inp.get("params")
+        if isinstance(inner, str) and isinstance(params, dict):
+            return inner, params
+    return name, inp
+
+
+def resolve_workflow(ctx: Context, info: TaskInfo, tool_use_id: Any, rule: str) -> None:
+    """Fill ``info.script`` and ``info.meta`` once per task, from the inline ``script`` of
+    the ``Workflow`` call or the file at its ``scriptPath`` (read through
+    ``ctx.env.read_script``, which enforces the path policy). Never evaluates anything."""
+    if info.source_resolved or not isinstance(tool_use_id, str):
+        return
+    call = starting_call(ctx.state, tool_use_id)
+    if call is None:
+        return  # the tool call may not have been seen (yet); try again on a later frame
+    info.source_resolved = True
+    name, inp = call
+    if name != "Workflow":
+        ctx.log(rule, f"task {info.task_id}: started by {name!r}, not Workflow", "debug")
+        return
+    script = inp.get("script")
+    if not isinstance(script, str):
+        path = inp.get("scriptPath")
+        if not isinstance(path, str) or not path:
+            ctx.log(rule, f"task {info.task_id}: no script or scriptPath (a saved "
+                    "workflow?); keeping the backend's name", "debug")  # fmt: skip
+            return
+        if ctx.state.cwd is None:
+            ctx.log(rule, f"task {info.task_id}: session cwd unknown; not reading {path!r}",
+                    "warning")  # fmt: skip
+            return
+        script = ctx.env.read_script(ctx.state.cwd, path)
+        if script is None:
+            ctx.log(rule, f"task {info.task_id}: could not read workflow script {path!r}; "
+                    "keeping the backend's name", "warning")  # fmt: skip
+            return
+    info.script = script
+    try:
+        info.meta = parse_meta(script)
+    except MetaError as exc:
+        ctx.log(rule, f"task {info.task_id}: workflow meta not readable ({exc}); "
+                "keeping the backend's values", "warning")  # fmt: skip
+
+
+def meta_fields(info: TaskInfo) -> tuple[str | None, str | None, list[str] | None]:
+    """(name, description, phase titles) from the task's workflow meta, when known."""
+    if info.meta is None:
+        return None, None, None
+    return meta_summary(info.meta)
+
+
+# -- summaries ---------------------------------------------------------------------------
+
+_PREFIX = {WORKFLOW: "Dynamic workflow", "local_bash": "Background command",
+           "local_agent": "Background agent"}  # fmt: skip
+_CBC_SUMMARY = re.compile(
+    r'\A(Background command|Dynamic workflow|Background agent) "(.*)" '
+    r"(completed|failed|was stopped|was killed|stopped|killed|cancelled)(.*)\Z",
+    re.S,
+)
+
+
+def claude_summary(task_type: Any, status: str, description: str) -> str:
+    """Claude's wording: ``Background command "<d>" completed`` and the like; a stopped task's
+    summary is its bare description (``mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``,
+    ``mockapi_taskstop-background-bash_killed-stopped``)."""
+    if status == "stopped":
+        return description
+    prefix = _PREFIX.get(claude_type(task_type), "Background task")
+    return f'{prefix} "{description}" {status}'
+
+
+def rewrite_summary(summary: str, status: str, task_type: Any, description: str | None) -> str:
+    """Re-word one of cbc's summary templates the Claude way; other text is kept."""
+    m = _CBC_SUMMARY.match(summary)
+    if m is None:
+        return summary
+    kind = {v: k for k, v in _PREFIX.items()}[m.group(1)]
+    desc = description if description is not None else m.group(2)
+    if status == "stopped":
+        return desc
+    return claude_summary(task_type or kind, status, desc) + m.group(4)
