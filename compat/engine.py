@@ -131,9 +131,13 @@ class Engine:
 
     def eof(self, side: Side, now: float) -> list[Command]:
         """The side stopped sending (client closed stdin / backend closed stdout)."""
+        self._side_eof(side, now)
+        return self._commands()
+
+    def _side_eof(self, side: Side, now: float) -> None:
         self.ctx.now = now
         if side in self._eof:
-            return self._commands()
+            return
         self._eof.add(side)
         for ev in self._splitters[side].eof():
             self._passthrough(side, ev)
@@ -144,7 +148,6 @@ class Engine:
         if side == "client":
             self._flush_pending()
             self._out.append(CloseBackendInput())
-        return self._commands()
 
     def advance(self, now: float) -> list[Command]:
         """Fire every timer due at ``now``, in deadline order."""
@@ -163,7 +166,7 @@ class Engine:
     def backend_exited(self, status: int, now: float) -> list[Command]:
         self.ctx.now = now
         self.backend_status = status
-        self.eof("backend", now)
+        self._side_eof("backend", now)
         pipeline = self.pipelines["down"]
         for stage in pipeline.stages:
             self._run_hook(pipeline, stage, stage.on_backend_exit, status, self.ctx)
@@ -274,10 +277,9 @@ class Engine:
             self._pending[dest].append(ev.data)
 
     def _flush_pending(self) -> None:
-        for side in ("client", "backend"):
-            chunks = self._pending[side]  # type: ignore[index]
+        for side, chunks in self._pending.items():
             if chunks:
-                self._out.append(Write(side, b"".join(chunks)))  # type: ignore[arg-type]
+                self._out.append(Write(side, b"".join(chunks)))
                 chunks.clear()
 
     def _commands(self) -> list[Command]:

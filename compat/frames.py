@@ -87,7 +87,7 @@ class Frame:
 
     def encode(self) -> bytes:
         """The bytes to write, without the newline."""
-        if self.raw or self._obj is _UNPARSED:
+        if self.raw or not self.changed:
             return self.raw
         self.raw = dumps(self._obj)
         return self.raw

@@ -1,0 +1,165 @@
+"""Process lifecycle through ``bridge.driver.Session`` (identity profile: no rules)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from bridge.driver import Session, SessionConfig
+from bridge.log import Logger
+from bridge.recorder import Recorder
+from compat.capture import parse
+
+from ..compat.helpers import engine_for
+from .fakes import CRASH, ECHO, FLOOD, HANG, argv
+
+
+class Collect:
+    def __init__(self) -> None:
+        self.data = b""
+        self.stderr = b""
+
+
+def session(
+    backend: list[str], client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream,
+    sink: Collect, eof_grace: float | None = 30.0, recorder: Recorder | None = None,
+) -> Session:
+    import io
+
+    log = Logger(io.StringIO())
+    return Session(SessionConfig(backend, eof_grace=eof_grace), engine_for("identity"),
+                   client_in, client_out, log, recorder,
+                   stderr=lambda b: setattr(sink, "stderr", sink.stderr + b))
+
+
+async def drain(stream: trio.abc.ReceiveStream, sink: Collect) -> None:
+    while True:
+        data = await stream.receive_some(65536)
+        if not data:
+            return
+        sink.data += data
+
+
+async def test_relays_both_ways_and_exits_with_the_backend_status(tmp_path: Path) -> None:
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    sink = Collect()
+    rec = Recorder(str(tmp_path / "c.jsonl"), "test")
+    s = session(argv(ECHO, "3"), in_recv, out_send, sink, recorder=rec)
+    async with trio.open_nursery() as n:
+        n.start_soon(drain, out_recv, sink)
+        await in_send.send_all(b'{"type":"user","n":1}\n{"type":"user","n":2}\n')
+        await in_send.aclose()
+        with trio.fail_after(20):
+            status = await s.run()
+        await out_send.aclose()
+    assert status == 3
+    lines = sink.data.splitlines()
+    assert lines == [b'{"type": "assistant", "echo": {"type": "user", "n": 1}}',
+                     b'{"type": "assistant", "echo": {"type": "user", "n": 2}}']
+    with (tmp_path / "c.jsonl").open("rb") as f:
+        cap = parse(f)
+    assert [r.kind for r in cap.records if r.kind in ("client_in", "stdin", "stdout",
+                                                      "client_out")].count("client_out") == 2
+    assert cap.exit_status == 3
+    assert any(r.kind == "note" and r.text == "stdin closed" for r in cap.records)
+
+
+async def test_a_crashing_backend_loses_nothing() -> None:
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    sink = Collect()
+    s = session(argv(CRASH), in_recv, out_send, sink)
+    async with trio.open_nursery() as n:
+        n.start_soon(drain, out_recv, sink)
+        with trio.fail_after(20):
+            status = await s.run()
+        await out_send.aclose()
+    assert status == 2
+    assert sink.data == b'{"type":"assistant"}\n{"type":"resu'  # partial line kept
+    assert sink.stderr == b"boom\n"
+
+
+async def test_a_backend_that_hangs_after_eof_is_terminated() -> None:
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    sink = Collect()
+    s = session(argv(HANG), in_recv, out_send, sink, eof_grace=0.5)
+    async with trio.open_nursery() as n:
+        n.start_soon(drain, out_recv, sink)
+        await in_send.aclose()
+        with trio.fail_after(20):
+            status = await s.run()
+        await out_send.aclose()
+    assert status == 143  # SIGTERM
+    assert b'"init"' in sink.data
+
+
+async def test_a_backend_that_ignores_sigterm_is_killed(autojump_clock: object) -> None:
+    # autojump: the 5 s SIGTERM->SIGKILL grace passes as soon as everything is idle
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    sink = Collect()
+    s = session(argv(HANG, "ignore-term"), in_recv, out_send, sink, eof_grace=1.0)
+
+    async def close_when_ready() -> None:
+        while b"init" not in sink.data:  # the backend has set SIGTERM to ignored by then
+            await trio.sleep(0.01)
+        await in_send.aclose()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(drain, out_recv, sink)
+        n.start_soon(close_when_ready)
+        status = await s.run()
+        await out_send.aclose()
+    assert status == 137  # SIGKILL
+
+
+async def test_a_client_that_vanishes_ends_the_session() -> None:
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    await out_recv.aclose()  # nobody will ever read
+    sink = Collect()
+    s = session(argv(HANG), in_recv, out_send, sink)
+    with trio.fail_after(20):
+        status = await s.run()
+    assert status == 141
+    assert s.proc is not None and s.proc.returncode is not None  # no orphan
+
+
+async def test_a_client_that_stops_reading_stalls_the_backend(tmp_path: Path) -> None:
+    """Backpressure: what is buffered stays bounded by pipes + WRITE_QUEUE chunks."""
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.lockstep_stream_one_way_pair()
+    sink = Collect()
+    progress = tmp_path / "progress"
+    total = 20_000  # ~20 MB
+    s = session(argv(FLOOD, str(total), str(progress)), in_recv, out_send, sink)
+    async def run() -> None:
+        assert await s.run() == 0
+        await out_send.aclose()
+
+    async with trio.open_nursery() as n:
+        n.start_soon(run)
+        await trio.sleep(1.5)  # the client reads nothing meanwhile
+        stalled_at = progress.read_text() if progress.exists() else "0"
+        assert stalled_at != "done"
+        assert int(stalled_at) < 5_000  # ≤ ~5 MB in flight, not 20 MB
+        n.start_soon(drain, out_recv, sink)
+        await in_send.aclose()
+    assert sink.data.count(b"\n") == total
+
+
+async def test_missing_backend_is_127() -> None:
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, _ = trio.testing.memory_stream_one_way_pair()
+    s = session(["/nonexistent/backend-binary"], in_recv, out_send, Collect())
+    assert await s.run() == 127
+
+
+def test_no_fd_leak_marker() -> None:
+    # the driver dups stdio in bridge.proxy only; sessions here use streams
+    assert os.get_inheritable(0) in (True, False)

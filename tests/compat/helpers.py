@@ -1,0 +1,47 @@
+"""Test helpers: a deterministic engine and frame builders."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from compat.engine import Engine, Write
+from compat.profiles import build, parse_rule_settings
+from compat.stage import Env, Stage
+
+
+def det_env(scripts: dict[str, str] | None = None) -> Env:
+    counter = itertools.count(1)
+    files = scripts or {}
+    return Env(
+        new_uuid=lambda: f"00000000-0000-4000-8000-{next(counter):012d}",
+        read_script=lambda cwd, path: files.get(path),
+        epoch_ms=1_800_000_000_000,
+    )
+
+
+def engine_for(
+    profile: str = "cbc-to-claude",
+    rules: Sequence[str] = (),
+    scripts: dict[str, str] | None = None,
+    up: Sequence[Stage] | None = None,
+    down: Sequence[Stage] | None = None,
+    **kw: Any,
+) -> Engine:
+    if up is None and down is None:
+        up, down = build(profile, parse_rule_settings(rules))
+    return Engine(up or [], down or [], det_env(scripts), strict=True, **kw)
+
+
+def line(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def written(commands: Iterable[object], side: str = "client") -> bytes:
+    return b"".join(c.data for c in commands if isinstance(c, Write) and c.side == side)
+
+
+def frames_out(commands: Iterable[object], side: str = "client") -> list[dict[str, Any]]:
+    return [json.loads(x) for x in written(commands, side).splitlines() if x.strip()]

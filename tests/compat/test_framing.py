@@ -1,0 +1,70 @@
+"""Framing: every byte comes out exactly once, whole or byte by byte (the h11 habit)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compat.framing import Line, LineSplitter, Oversize, Partial
+
+
+def collect(chunks: list[bytes], max_line: int = 1 << 20) -> list[object]:
+    sp = LineSplitter(max_line)
+    out: list[object] = []
+    for c in chunks:
+        out.extend(sp.feed(c))
+    out.extend(sp.eof())
+    return out
+
+
+def joined(events: list[object]) -> bytes:
+    parts = []
+    for e in events:
+        if isinstance(e, Line):
+            parts.append(e.data + b"\n")
+        else:
+            parts.append(e.data)  # type: ignore[attr-defined]
+    return b"".join(parts)
+
+
+STREAM = b'{"type":"a"}\n\n{"type":"b","x":"\xff\xfe"}\nnot json\n{"partial":'
+
+
+@pytest.mark.parametrize("size", [len(STREAM), 1, 2, 3, 7])
+def test_same_events_whatever_the_chunking(size: int) -> None:
+    chunks = [STREAM[i : i + size] for i in range(0, len(STREAM), size)]
+    events = collect(chunks)
+    assert events == [
+        Line(b'{"type":"a"}'),
+        Line(b""),
+        Line(b'{"type":"b","x":"\xff\xfe"}'),
+        Line(b"not json"),
+        Partial(b'{"partial":'),
+    ]
+    assert joined(events) == STREAM
+
+
+@pytest.mark.parametrize("size", [1, 5, 64, 10_000])
+def test_oversize_line_streams_through_with_bounded_buffer(size: int) -> None:
+    big = b"x" * 5000
+    data = b"short\n" + big + b"\nafter\n"
+    sp = LineSplitter(max_line=100)
+    events: list[object] = []
+    for i in range(0, len(data), size):
+        events.extend(sp.feed(data[i : i + size]))
+    events.extend(sp.eof())
+    assert events[0] == Line(b"short")
+    assert events[-1] == Line(b"after")
+    middle = events[1:-1]
+    assert all(isinstance(e, Oversize) for e in middle)
+    assert middle[-1].end is True  # type: ignore[attr-defined]
+    assert joined(events) == data
+    assert sp.peak_buffer <= 100 + size
+
+
+def test_line_exactly_at_limit_is_a_line() -> None:
+    assert collect([b"x" * 10 + b"\n"], max_line=10) == [Line(b"x" * 10)]
+
+
+def test_eof_inside_oversize_line_loses_nothing() -> None:
+    events = collect([b"y" * 50], max_line=10)
+    assert joined(events) == b"y" * 50
