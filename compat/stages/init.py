@@ -22,6 +22,8 @@ from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 
 _TURN_CONTENT = frozenset({"assistant", "user", "stream_event", "result"})
+#: system frames that belong to the turn itself (cbc: init, status, assistant, ...)
+_TURN_SYSTEM = frozenset({"system/status"})
 
 
 def _is_stub(obj: dict[str, Any]) -> bool:
@@ -50,7 +52,8 @@ class InitOnce(Stage):
     """Forward one `system/init` per turn (the fullest copy), drop the rest."""
 
     rule: ClassVar[str] = "init-once"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", *_TURN_CONTENT})
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", *_TURN_CONTENT,
+                                                         *_TURN_SYSTEM})
 
     held: Frame | None = attrs.field(default=None, init=False)
     sent_this_turn: bool = attrs.field(default=False, init=False)
@@ -58,7 +61,7 @@ class InitOnce(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         t = obj.get("type")
-        if t == "system":
+        if t == "system" and obj.get("subtype") == "init":
             if self.sent_this_turn:
                 return ()  # a second copy inside a turn
             if self.held is not None:
