@@ -41,7 +41,8 @@ REQUESTS = {
 
 async def example_client(proc: trio.Process, deadline: float = 30.0) -> list[dict[str, Any]]:
     """A minimal Claude-protocol client; returns the frames it received."""
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     received: list[dict[str, Any]] = []
     buf = b""
     stdout = proc.stdout

@@ -82,8 +82,8 @@ class Session:
         self._recv: dict[Side, trio.MemoryReceiveChannel[bytes | None]] = {}
         for side in ("client", "backend"):
             s, r = trio.open_memory_channel[bytes | None](WRITE_QUEUE)
-            self._send[side] = s  # type: ignore[index]
-            self._recv[side] = r  # type: ignore[index]
+            self._send[side] = s
+            self._recv[side] = r
         self.proc: trio.Process | None = None
         self.exit_status: int | None = None
         self._client_gone = False
@@ -136,7 +136,7 @@ class Session:
     async def _client_reader(self, nursery: trio.Nursery) -> None:
         while True:
             try:
-                data = await self.client_in.receive_some(READ_SIZE)
+                data = bytes(await self.client_in.receive_some(READ_SIZE))
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 data = b""
             now = trio.current_time()
@@ -152,12 +152,13 @@ class Session:
             await self._dispatch(self.engine.feed("client", data, now))
 
     async def _backend_reader(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
+        assert self.proc is not None
+        assert self.proc.stdout is not None
         stdout = self.proc.stdout
         try:
             while True:
                 try:
-                    data = await stdout.receive_some(READ_SIZE)
+                    data = bytes(await stdout.receive_some(READ_SIZE))
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     data = b""
                 if not data:
@@ -169,10 +170,11 @@ class Session:
             self._stdout_done.set()
 
     async def _stderr_relay(self) -> None:
-        assert self.proc is not None and self.proc.stderr is not None
+        assert self.proc is not None
+        assert self.proc.stderr is not None
         while True:
             try:
-                data = await self.proc.stderr.receive_some(READ_SIZE)
+                data = bytes(await self.proc.stderr.receive_some(READ_SIZE))
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 return
             if not data:
@@ -200,7 +202,8 @@ class Session:
                 if self.recorder:
                     self.recorder.data("client_out", chunk)
             else:
-                assert self.proc is not None and self.proc.stdin is not None
+                assert self.proc is not None
+                assert self.proc.stdin is not None
                 if chunk is None:
                     await self._close_backend_stdin()
                     continue
@@ -276,7 +279,8 @@ class Session:
         self._wake.set()
 
     async def _close_backend_stdin(self) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
+        assert self.proc is not None
+        assert self.proc.stdin is not None
         try:
             await self.proc.stdin.aclose()
         except (trio.BrokenResourceError, OSError):

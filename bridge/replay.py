@@ -98,7 +98,7 @@ class Replayer:
         sp = LineSplitter()
         while True:
             try:
-                data = await stream.receive_some(65536)
+                data = bytes(await stream.receive_some(65536))
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 data = b""
             if not data:

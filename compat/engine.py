@@ -22,8 +22,8 @@ from typing import Any, Literal
 
 import attrs
 
-from compat.framing import DEFAULT_MAX_LINE, Line, LineSplitter, Oversize, Partial
 from compat.frames import Frame
+from compat.framing import DEFAULT_MAX_LINE, Line, LineSplitter, Oversize, Partial
 from compat.pipeline import Pipeline
 from compat.session import SessionState
 from compat.stage import Context, Direction, Env, Stage

@@ -16,6 +16,7 @@ from typing import ClassVar
 import attrs
 
 from compat.frames import Frame
+from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
 from compat.vocabulary import in_vocabulary
 
@@ -57,8 +58,9 @@ class Vocabulary(Stage):
         t, st = obj.get("type"), obj.get("subtype")
         label = f"{t}/{st}" if t == "system" else str(t)
         if t == "error":
-            detail = obj.get("error") or obj.get("message") or obj
-            ctx.log(self.rule, f"backend error frame (not forwarded): {str(detail)[:500]}", "warning")
+            detail, _ = redact_obj(obj.get("error") or obj.get("message") or obj)
+            text = str(detail)[:500]
+            ctx.log(self.rule, f"backend error frame (not forwarded): {text}", "warning")
         else:
             ctx.log(self.rule, f"dropped a {label} frame (not in the 2.1.220 vocabulary)", "debug")
         ctx.count(self.rule, f"dropped:{label}")

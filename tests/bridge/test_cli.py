@@ -28,21 +28,25 @@ def test_versions(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.startswith("ccbridge 0.1.0")
     assert dropin.main(["--version"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("2.1.220 (Claude Code") and "ccbridge" in out
+    assert out.startswith("2.1.220 (Claude Code")
+    assert "ccbridge" in out
 
 
 def test_dropin_help_lists_claude_flags(capsys: pytest.CaptureFixture[str]) -> None:
     assert dropin.main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert "--permission-prompt-tool" in out and "--allowedTools" in out
+    assert "--permission-prompt-tool" in out
+    assert "--allowedTools" in out
 
 
 def test_unknown_command_and_bad_rule_are_usage_errors(tmp_path: Path) -> None:
     assert cli.main(["frobnicate"]) == 2
     r = run(str(BIN / "ccbridge"), "run", "--backend", "true", "--rule", "no-such-rule=on")
-    assert r.returncode == 2 and b"unknown rule" in r.stderr
+    assert r.returncode == 2
+    assert b"unknown rule" in r.stderr
     r = run(str(BIN / "ccbridge"), "run", "--backend", "true", "--rule", "late-progress=zzz")
-    assert r.returncode == 2 and b"unknown mode" in r.stderr
+    assert r.returncode == 2
+    assert b"unknown mode" in r.stderr
 
 
 def test_dropin_without_backend_says_what_it_tried_and_exits_127(tmp_path: Path) -> None:
@@ -54,13 +58,16 @@ def test_dropin_without_backend_says_what_it_tried_and_exits_127(tmp_path: Path)
     r = run(sys.executable, "-c", code, env=env, cwd=tmp_path)
     assert r.returncode == 127
     err = r.stderr.decode()
-    assert "CCBRIDGE_BACKEND" in err and "CODEBUDDY_CODE_PATH" in err and "cbc on PATH" in err
+    assert "CCBRIDGE_BACKEND" in err
+    assert "CODEBUDDY_CODE_PATH" in err
+    assert "cbc on PATH" in err
 
 
 def test_config_file_unknown_key_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "ccbridge.toml").write_text('backend = "x"\nbackendd = "typo"\n')
     r = run(str(BIN / "claude-on-cbc"), "-p", cwd=tmp_path)
-    assert r.returncode == 2 and b"backendd" in r.stderr
+    assert r.returncode == 2
+    assert b"backendd" in r.stderr
 
 
 def test_run_relays_a_replay_and_records_it(tmp_path: Path) -> None:
@@ -86,7 +93,8 @@ def test_demo_runs(tmp_path: Path) -> None:
     r = run(str(BIN / "ccbridge"), "demo", "--keep", str(tmp_path))
     assert r.returncode == 0, r.stderr
     out = r.stdout.decode()
-    assert "cbc sent" in out and "the client received" in out
+    assert "cbc sent" in out
+    assert "the client received" in out
     assert "workflow_name=par-slow-flow" in out  # meta.name, where cbc sent path:…
     assert "workflow_name=path:par-slow-flow.js" in out
     assert (tmp_path / "demo-session.capture.jsonl").exists()

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-from contextlib import aclosing
 import shlex
 import shutil
 import subprocess
 import sys
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -195,5 +195,6 @@ def test_seed000_javascript_consumer_cancel_resolves(tmp_path: Path) -> None:
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["cancelled"] is True
     [task] = summary["tasks"]
-    assert task["notified"] and task["status"] == "stopped"
+    assert task["notified"]
+    assert task["status"] == "stopped"
     assert summary["notifications"] == 1

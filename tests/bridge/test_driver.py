@@ -106,7 +106,8 @@ async def test_a_backend_that_ignores_sigterm_is_killed(autojump_clock: object) 
     s = session(argv(HANG, "ignore-term"), in_recv, out_send, sink, eof_grace=1.0)
 
     async def close_when_ready() -> None:
-        while b"init" not in sink.data:  # the backend has set SIGTERM to ignored by then
+        # the backend has set SIGTERM to ignored once it wrote its init
+        while b"init" not in sink.data:  # noqa: ASYNC110 - polling another task's sink
             await trio.sleep(0.01)
         await in_send.aclose()
 
@@ -127,7 +128,8 @@ async def test_a_client_that_vanishes_ends_the_session() -> None:
     with trio.fail_after(20):
         status = await s.run()
     assert status == 141
-    assert s.proc is not None and s.proc.returncode is not None  # no orphan
+    assert s.proc is not None
+    assert s.proc.returncode is not None
 
 
 async def test_a_client_that_stops_reading_stalls_the_backend(tmp_path: Path) -> None:

@@ -55,7 +55,8 @@ def test_partial_last_line_and_oversize_pass_verbatim() -> None:
     cmds += eng.eof("backend", 0.0)
     assert written(cmds) == big + b'{"tail":'
     stats = eng.statistics()["rules"]["framing"]
-    assert stats["oversize-down"] == 1 and stats["partial-down"] == 1
+    assert stats["oversize-down"] == 1
+    assert stats["partial-down"] == 1
 
 
 def test_client_eof_closes_backend_input_after_pending_writes() -> None:

@@ -42,7 +42,8 @@ def test_vocabulary_drops_foreign_types_and_logs_error_frames() -> None:
                                                                        "assistant"]
     assert any(getattr(c, "level", "") == "warning" and "boom" in c.message for c in cmds)
     counts = engine_stats = eng.statistics()["rules"]["vocabulary"]
-    assert engine_stats["dropped"] == 4 and counts["dropped:error"] == 1
+    assert engine_stats["dropped"] == 4
+    assert counts["dropped:error"] == 1
 
 
 def test_one_init_per_turn_fullest_copy_and_trailing_stub_dropped() -> None:
