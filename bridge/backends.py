@@ -1,0 +1,167 @@
+"""``ccbridge backends install [--dir DIR] [--only claude|cbc]`` and ``ccbridge backends
+list``: the real CLIs the A/B scenarios run, pinned to the versions the bridge targets.
+
+Layout of the cache (``$CCBRIDGE_BACKENDS_DIR`` or ``~/.cache/ccbridge/backends``):
+
+    cbc-venv/         a venv with PyPI ``codebuddy-agent-sdk==0.3.274``, whose package
+                      ships the native ``bin/codebuddy-headless`` (reports 2.163.0)
+    claude/           ``npm install @anthropic-ai/claude-code@2.1.220``; the native binary
+                      is ``node_modules/@anthropic-ai/claude-code/bin/claude.exe`` (npm 11
+                      skips the package's postinstall script; the binary is there anyway)
+
+Discovery (``find_backend``) looks in the cache, then on ``PATH``, then (cbc) in an
+installed ``codebuddy_agent_sdk`` package. It returns an argv prefix, or None. It does not
+check versions: the scenario runner records what ``--version`` says in each capture.
+Installing uses the registries' own clients (pip, npm) and nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.220"
+CBC_PACKAGE = "codebuddy-agent-sdk==0.3.274"
+NAMES = ("claude", "cbc")
+#: names a cbc binary goes by on PATH
+CBC_EXECUTABLES = ("codebuddy-headless", "codebuddy", "cbc")
+
+Runner = Callable[[Sequence[str]], int]
+
+
+def cache_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("CCBRIDGE_BACKENDS_DIR"):
+        return Path(env["CCBRIDGE_BACKENDS_DIR"]).expanduser()
+    return Path(env.get("HOME") or Path.home()).expanduser() / ".cache/ccbridge/backends"
+
+
+def _claude_in(d: Path) -> Path | None:
+    exe = d / "claude/node_modules/@anthropic-ai/claude-code/bin/claude.exe"
+    return exe if exe.is_file() and os.access(exe, os.X_OK) else None
+
+
+def _sdk_bin(site: Path) -> Path | None:
+    exe = site / "codebuddy_agent_sdk/bin/codebuddy-headless"
+    return exe if exe.is_file() and os.access(exe, os.X_OK) else None
+
+
+def _cbc_in(d: Path) -> Path | None:
+    for site in sorted((d / "cbc-venv/lib").glob("python*/site-packages")):
+        exe = _sdk_bin(site)
+        if exe is not None:
+            return exe
+    return None
+
+
+def _cbc_from_package() -> Path | None:
+    try:
+        spec = importlib.util.find_spec("codebuddy_agent_sdk")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        exe = _sdk_bin(Path(loc).parent)
+        if exe is not None:
+            return exe
+    return None
+
+
+def find_backend(name: str, *, dir: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> list[str] | None:
+    """The argv prefix that starts backend ``name`` ("claude" or "cbc"), or None."""
+    env = os.environ if env is None else env
+    d = dir if dir is not None else cache_dir(env)
+    path = env.get("PATH", os.defpath)
+    if name == "claude":
+        exe = _claude_in(d)
+        found = str(exe) if exe else shutil.which("claude", path=path)
+        return [found] if found else None
+    if name == "cbc":
+        exe = _cbc_in(d)
+        if exe is not None:
+            return [str(exe)]
+        for candidate in CBC_EXECUTABLES:
+            found = shutil.which(candidate, path=path)
+            if found:
+                return [found]
+        exe = _cbc_from_package()
+        return [str(exe)] if exe else None
+    raise ValueError(f"unknown backend {name!r} (one of {', '.join(NAMES)})")
+
+
+def _run(argv: Sequence[str]) -> int:
+    print("+ " + " ".join(argv), file=sys.stderr)
+    try:
+        return subprocess.run(list(argv), check=False).returncode
+    except FileNotFoundError:
+        print(f"ccbridge backends: {argv[0]} not found", file=sys.stderr)
+        return 127
+
+
+def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run) -> int:
+    """Install the pinned backends into ``d``; the first failure's status, else 0."""
+    d.mkdir(parents=True, exist_ok=True)
+    if "cbc" in only:
+        venv = d / "cbc-venv"
+        if not (venv / "bin/python").exists():
+            rc = run([sys.executable, "-m", "venv", str(venv)])
+            if rc:
+                return rc
+        rc = run([str(venv / "bin/python"), "-m", "pip", "install", "--disable-pip-version-check",
+                  "--quiet", CBC_PACKAGE])
+        if rc:
+            return rc
+    if "claude" in only:
+        npm = shutil.which("npm")
+        if npm is None:
+            print("ccbridge backends: npm not found (Claude Code installs from npm; "
+                  "Node.js >= 18 runs its installer)", file=sys.stderr)
+            return 127
+        rc = run([npm, "install", "--prefix", str(d / "claude"), "--no-audit", "--no-fund",
+                  "--loglevel", "error", CLAUDE_PACKAGE])
+        if rc:
+            return rc
+    for name in only:
+        found = find_backend(name, dir=d, env={"PATH": ""})
+        if found is None:
+            print(f"ccbridge backends: {name} installed but its binary was not found under "
+                  f"{d}", file=sys.stderr)
+            return 1
+        print(f"{name}: {found[0]}", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="ccbridge backends",
+                                description="install or list the real backends")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pi = sub.add_parser("install", help=f"install {CLAUDE_PACKAGE} and {CBC_PACKAGE}")
+    pi.add_argument("--dir", type=Path, default=None,
+                    help="cache directory (default $CCBRIDGE_BACKENDS_DIR or "
+                         "~/.cache/ccbridge/backends)")
+    pi.add_argument("--only", choices=NAMES, action="append", default=None)
+    pl = sub.add_parser("list", help="where each backend would be found")
+    pl.add_argument("--dir", type=Path, default=None)
+    args = p.parse_args(argv)
+    d = args.dir if args.dir is not None else cache_dir()
+    if args.cmd == "install":
+        return install(d, tuple(args.only or NAMES))
+    missing = 0
+    for name in NAMES:
+        found = find_backend(name, dir=d)
+        # a listing the user asked for: stdout is not a protocol channel here
+        print(f"{name}\t{' '.join(found) if found else '(not found)'}")
+        missing += found is None
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,224 @@
+"""What the stand-in model answers (pure: a request in, a decision out; no I/O).
+
+The reply is decided from the *latest input* only: the last user message (all its text
+blocks, so Claude's ``<system-reminder>`` blocks count) or the latest tool results, plus
+any ``system`` messages after them (Claude Code 2.1.220 surfaces a user line written
+mid-turn that way). Rules are tried in order; a rule fires only for the kind of agent it
+names (default ``main``) and a tool rule never for a request that offers no tools
+(Claude's title requests), so a trigger repeated in a sub-agent's prompt, a title request
+or a notification cannot loop. Otherwise: "done." after a tool result, "ok" after user
+text (the replies of the stand-in the reference captures were made with).
+
+Who is asking: cbc says so in ``X-Agent-Type`` (``main``, ``subagent``, ``team`` for a
+background agent); Claude Code in the billing line that opens a sub-agent's system prompt
+(``SUBAGENT_MARKER``). A request offering no tools is a ``utility`` request.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import attrs
+
+AgentKind = Literal["main", "sub", "utility"]
+RuleAgent = Literal["main", "sub", "utility", "any"]
+#: Claude Code 2.1.220 marks a sub-agent's (and a workflow agent's) request in the billing
+#: line that opens its system prompt: ``cc_entrypoint=sdk-cli; cc_is_subagent=true;``
+SUBAGENT_MARKER = "cc_is_subagent=true"
+
+def _nonneg(_: object, a: attrs.Attribute[float], v: float) -> None:
+    if v < 0:
+        raise ValueError(f"{a.name} must be >= 0, not {v}")
+
+
+@attrs.frozen
+class Rule:
+    """When the latest input contains ``when`` (or matches ``regex``), reply with ``text``
+    and/or a call of ``tool`` with ``input``. With ``regex``, ``$1``..``$9`` in the string
+    values of ``input`` and in ``text`` are replaced by the groups."""
+
+    when: str | None = None
+    regex: str | None = None
+    agent: RuleAgent = "main"
+    tool: str | None = None
+    input: dict[str, Any] = attrs.field(factory=dict)
+    text: str | None = None
+    delay: float = attrs.field(default=0.0, validator=_nonneg)
+    times: int | None = None  # fire at most this many times
+
+    def __attrs_post_init__(self) -> None:
+        if self.when is not None and self.regex is not None:
+            raise ValueError("a rule takes `when` or `regex`, not both")
+        if self.regex is not None:
+            try:
+                re.compile(self.regex)
+            except re.error as e:
+                raise ValueError(f"regex {self.regex!r}: {e}") from None
+        if self.input and self.tool is None:
+            raise ValueError("`input` needs `tool`")
+        if self.times is not None and self.times < 1:
+            raise ValueError("`times` must be >= 1")
+
+    def match(self, latest: str) -> re.Match[str] | bool:
+        if self.regex is not None:
+            return re.search(self.regex, latest) or False
+        return self.when is None or self.when in latest
+
+
+@attrs.frozen
+class ModelScript:
+    rules: tuple[Rule, ...] = ()
+    default_text: str = "ok"
+    after_tool_text: str = "done."
+    #: requests offering no tools (Claude's session-title request)
+    utility_text: str = "Mock title"
+    default_delay: float = attrs.field(default=0.0, validator=_nonneg)
+
+
+@attrs.frozen
+class Decision:
+    text: str | None
+    tool: str | None = None
+    input: dict[str, Any] = attrs.field(factory=dict)
+    delay: float = 0.0
+    rule: int | None = None  # index of the rule that fired
+
+    def summary(self) -> list[Any]:
+        return ["tool_use", self.tool] if self.tool else ["text", self.text]
+
+
+@attrs.frozen
+class Request:
+    """What the rules look at, the same for both dialects."""
+
+    dialect: Literal["anthropic", "openai"]
+    agent: AgentKind
+    model: str
+    stream: bool
+    n_messages: int
+    tools: tuple[str, ...]
+    latest: str  # text of the latest user message or tool results, and system notes after
+    after_tool: bool
+    shown: str = ""  # the latest input without the trailing system messages (for the log)
+
+
+# -- reading requests -------------------------------------------------------------------
+def _texts(content: Any) -> Iterator[tuple[str, bool]]:
+    """(text, is_tool_result) pieces of a message's content, either dialect."""
+    if isinstance(content, str):
+        yield content, False
+        return
+    if not isinstance(content, list):
+        return
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text" and isinstance(block.get("text"), str):
+            yield block["text"], False
+        elif block.get("type") == "tool_result":
+            for text, _ in _texts(block.get("content")):
+                yield text, True
+
+
+def agent_kind_anthropic(body: dict[str, Any]) -> AgentKind:
+    if not body.get("tools"):
+        return "utility"
+    system = body.get("system")
+    text = system if isinstance(system, str) else "".join(t for t, _ in _texts(system))
+    return "sub" if SUBAGENT_MARKER in text else "main"
+
+
+def parse_request(dialect: str, headers: dict[str, str], body: dict[str, Any]) -> Request:
+    messages = body.get("messages") or []
+    tools: list[str] = []
+    for t in body.get("tools") or []:
+        if isinstance(t, dict):
+            name = t.get("name") or (t.get("function") or {}).get("name")
+            if isinstance(name, str):
+                tools.append(name)
+    pieces: list[tuple[str, bool]] = []
+    if dialect == "anthropic":
+        agent = agent_kind_anthropic(body)
+    else:
+        kind = headers.get("x-agent-type", "").lower()
+        agent = ("sub" if kind in ("subagent", "team") else "main") if tools else "utility"
+    # The latest input: trailing tool results (OpenAI: one `tool` message per call), else
+    # the last user message; plus the `system` messages after it. Claude Code 2.1.220
+    # (beta "mid-conversation-system") appends one after the first user message (the agent
+    # list), and surfaces a user line written mid-turn as one after the tool results
+    # ("The user sent a new message while you were working: ...").
+    convo = [m for m in messages if isinstance(m, dict)]
+    late: list[dict[str, Any]] = []
+    while len(convo) > 1 and convo[-1].get("role") == "system":
+        late.insert(0, convo.pop())
+    tail = []
+    for m in reversed(convo):
+        if m.get("role") != "tool":
+            break
+        tail.append(m)
+    if tail:
+        pieces = [(t, True) for m in reversed(tail) for t, _ in _texts(m.get("content"))]
+    elif convo and convo[-1].get("role") == "user":
+        pieces = list(_texts(convo[-1].get("content")))
+    shown = "\n".join(t for t, _ in pieces)
+    pieces += [(t, False) for m in late for t, _ in _texts(m.get("content"))]
+    return Request(
+        dialect="anthropic" if dialect == "anthropic" else "openai",
+        agent=agent,
+        model=str(body.get("model") or "mock-model"),
+        stream=bool(body.get("stream")),
+        n_messages=len(messages),
+        tools=tuple(tools),
+        latest="\n".join(t for t, _ in pieces),
+        after_tool=any(is_tool for _, is_tool in pieces),
+        shown=shown,
+    )
+
+
+# -- deciding -------------------------------------------------------------------------
+def _expand(value: Any, m: re.Match[str] | bool) -> Any:
+    if not isinstance(m, re.Match):
+        return value
+    if isinstance(value, str):
+        return re.sub(r"\$([1-9])", lambda g: m.group(int(g.group(1))) or "", value)
+    if isinstance(value, dict):
+        return {k: _expand(v, m) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, m) for v in value]
+    return value
+
+
+class Brain:
+    """Applies a ``ModelScript``; remembers how often each rule fired."""
+
+    def __init__(self, script: ModelScript) -> None:
+        self.script = script
+        self.fired: Counter[int] = Counter()
+
+    def decide(self, req: Request) -> Decision:
+        s = self.script
+        for i, rule in enumerate(s.rules):
+            if rule.agent != "any" and rule.agent != req.agent:
+                continue
+            if rule.tool is not None and req.agent == "utility":
+                continue  # no tools offered: a call could not be answered
+            if rule.times is not None and self.fired[i] >= rule.times:
+                continue
+            m = rule.match(req.latest)
+            if not m:
+                continue
+            self.fired[i] += 1
+            text = _expand(rule.text, m)
+            if rule.tool is None and text is None:
+                text = self._fallback(req)
+            return Decision(text, rule.tool, _expand(rule.input, m),
+                            rule.delay or s.default_delay, i)
+        return Decision(self._fallback(req), delay=s.default_delay)
+
+    def _fallback(self, req: Request) -> str:
+        if req.agent == "utility":
+            return self.script.utility_text
+        return self.script.after_tool_text if req.after_tool else self.script.default_text

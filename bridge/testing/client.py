@@ -1,0 +1,302 @@
+"""The scripted client of a scenario run, and the recording it writes into.
+
+``Recording`` keeps every record of the run in memory, stamped with seconds since the
+spawn, and writes the capture once at the end (``encode``): the header, then the records
+in time order, each scrubbed of the run's paths and redacted (``compat.capture``). It
+splits the backend's streams into lines (``compat.framing``) and keeps stdout's frames.
+
+``Client`` plays the steps of the scenario in order. Waiting is "check, else sleep until
+something new arrives": every stdout line and every model request wakes the waiters
+(one ``trio.Event`` replaced on each arrival), and a condition is always evaluated over
+everything seen since the start, so nothing that arrived before the wait is missed.
+"""
+
+from __future__ import annotations
+
+import string
+import uuid
+from typing import Any
+
+import orjson
+import trio
+
+from bridge.testing.brain import Request
+from bridge.testing.scenario import Condition, Scenario, Step
+from compat import capture
+from compat.framing import Line, LineSplitter, Oversize, Partial
+
+READ_SIZE = 64 * 1024
+INITIALIZE = {"subtype": "initialize", "hooks": {}, "capabilities": {}, "hasPrompt": True}
+
+
+class Recording:
+    def __init__(self, scrub: list[tuple[bytes, bytes]], via: bool) -> None:
+        self.pairs = scrub
+        self.via = via
+        self.out_kind = "client_out" if via else "stdout"
+        self.in_kind = "client_in" if via else "stdin"
+        self.header: dict[str, Any] = {}
+        self.records: list[tuple[float, str, bytes, bool]] = []
+        self.lines: list[tuple[dict[str, Any] | None, bytes]] = []  # stdout, in order
+        self.frames: list[dict[str, Any]] = []
+        self.model_latest: list[str] = []
+        self.changed = trio.Event()
+        self._t0: float | None = None
+
+    # -- time and records ---------------------------------------------------------------
+    def start(self) -> None:
+        self._t0 = trio.current_time()
+
+    def now(self) -> float:
+        return 0.0 if self._t0 is None else trio.current_time() - self._t0
+
+    def add(self, kind: str, data: bytes, partial: bool = False) -> None:
+        self.records.append((self.now(), kind, data, partial))
+
+    def note(self, text: str) -> None:
+        self.add("note", text.encode())
+
+    def exit(self, text: str) -> None:
+        self.add("exit", text.encode())
+
+    def scrub(self, data: bytes) -> bytes:
+        for old, new in self.pairs:
+            if old in data:
+                data = data.replace(old, new)
+        return data
+
+    def scrub_text(self, text: str) -> str:
+        return self.scrub(text.encode()).decode()
+
+    def encode(self) -> bytes:
+        head = orjson.loads(self.scrub(orjson.dumps(self.header)))
+        out = [capture.encode_header(head)]
+        for t, kind, data, partial in sorted(self.records, key=lambda r: r[0]):
+            out.append(capture.encode_record(t, kind, self.scrub(data), partial))
+        return b"".join(out)
+
+    def _poke(self) -> None:
+        self.changed.set()
+        self.changed = trio.Event()
+
+    # -- inputs -------------------------------------------------------------------------
+    async def read(self, stream: trio.abc.ReceiveStream, kind: str, done: trio.Event) -> None:
+        splitter = LineSplitter()
+        try:
+            while True:
+                try:
+                    data = await stream.receive_some(READ_SIZE)
+                except (trio.BrokenResourceError, trio.ClosedResourceError):
+                    data = b""
+                events = list(splitter.feed(bytes(data)) if data else splitter.eof())
+                for ev in events:
+                    if isinstance(ev, Line):
+                        self._line(kind, ev.data)
+                    elif isinstance(ev, Oversize):
+                        self.add(kind, ev.data.rstrip(b"\n"), partial=not ev.end)
+                    elif isinstance(ev, Partial) and ev.data:
+                        self.add(kind, ev.data, partial=True)
+                if not data:
+                    return
+        finally:
+            done.set()
+
+    def _line(self, kind: str, data: bytes) -> None:
+        self.add(kind, data)
+        if kind != self.out_kind:
+            return
+        try:
+            frame = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            frame = None
+        if not isinstance(frame, dict):
+            frame = None
+        self.lines.append((frame, data))
+        if frame is not None:
+            self.frames.append(frame)
+        self._poke()
+
+    def model_request(self, entry: dict[str, Any], req: Request | None) -> None:
+        self.note("model " + orjson.dumps(entry).decode())
+        if req is not None:
+            self.model_latest.append(req.latest)
+            self._poke()
+
+    def merge_bridge_capture(self, path: str) -> None:
+        """The backend side of a run through the bridge, from its ``--record`` file."""
+        try:
+            with open(path, "rb") as f:
+                cap = capture.parse(f)
+        except OSError:
+            self.note("the bridge wrote no capture (--record); backend side not recorded")
+            return
+        except capture.CaptureError as e:
+            self.note(f"the bridge's capture is unreadable: {e}")
+            return
+        # The bridge's clock starts after its interpreter did: shift its records so its
+        # first backend stdout line is not later than the first line we got from it.
+        first_in = next((r.t for r in cap.records if r.kind == "stdout"), None)
+        first_out = next((t for t, k, _, _ in self.records if k == self.out_kind), None)
+        shift = 0.0
+        if first_in is not None and first_out is not None:
+            shift = max(0.0, first_out - first_in)
+        if shift:
+            self.note(f"bridge capture shifted by +{shift:.3f}s to align it with ours")
+        for r in cap.records:
+            if r.kind in ("stdin", "stdout", "stats"):
+                self.records.append((r.t + shift, r.kind, r.data, r.partial))
+            elif r.kind in ("note", "exit", "meta"):
+                self.records.append((r.t + shift, "note",
+                                     b"bridge " + r.kind.encode() + b": " + r.data, False))
+
+
+class Client:
+    def __init__(self, scenario: Scenario, proc: trio.Process, rec: Recording) -> None:
+        self.scenario = scenario
+        self.proc = proc
+        self.rec = rec
+        self.answered: set[str] = set()
+        self.current = -1  # index of the step being played; -1: initialize
+        #: (stdout lines, model requests) seen when the previous step was done
+        self.mark = (0, 0)
+        self.finished = False
+        self.stdin_closed = False
+
+    # -- waiting ------------------------------------------------------------------------
+    def _find(self, cond: Condition) -> dict[str, Any] | None:
+        seen = 0
+        if cond.model_request is not None:
+            start = self.mark[1] if cond.fresh else 0
+            for latest in self.rec.model_latest[start:]:
+                seen += cond.model_request in latest
+                if seen >= cond.nth:
+                    return {}
+            return None
+        for frame, raw in self.rec.lines[self.mark[0] if cond.fresh else 0 :]:
+            if cond.matches(frame or {}, raw):
+                seen += 1
+                if seen >= cond.nth:
+                    return frame or {}
+        return None
+
+    async def wait_for(self, cond: Condition) -> dict[str, Any]:
+        while True:
+            changed = self.rec.changed
+            found = self._find(cond)
+            if found is not None:
+                return found
+            await changed.wait()
+
+    async def _wait_frame(self, pred: Any) -> dict[str, Any]:
+        while True:
+            changed = self.rec.changed
+            for frame in self.rec.frames:
+                if pred(frame):
+                    return frame
+            await changed.wait()
+
+    # -- writing ------------------------------------------------------------------------
+    async def write(self, obj: Any) -> None:
+        data = obj if isinstance(obj, bytes) else orjson.dumps(obj)
+        self.rec.add(self.rec.in_kind, data)
+        assert self.proc.stdin is not None
+        await self.proc.stdin.send_all(data + b"\n")
+
+    async def close_stdin(self) -> None:
+        assert self.proc.stdin is not None
+        if not self.stdin_closed:
+            self.stdin_closed = True
+            await self.proc.stdin.aclose()
+            self.rec.note("stdin closed")
+
+    # -- the script ---------------------------------------------------------------------
+    async def run_steps(self) -> None:
+        try:
+            if self.scenario.initialize:
+                await self.write({"type": "control_request", "request_id": "init",
+                                  "request": INITIALIZE})
+                await self._wait_frame(_is_reply_to("init"))
+            for i, step in enumerate(self.scenario.steps):
+                self.current = i
+                await self._play(i, step)
+                self.mark = (len(self.rec.lines), len(self.rec.model_latest))
+            self.current = len(self.scenario.steps)
+            if not self.scenario.keep_stdin_open:
+                await self.close_stdin()
+            self.finished = True
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.rec.note(f"stdin is closed: the client script stopped at {self._where()}")
+            self.finished = True
+
+    def _where(self) -> str:
+        if self.current < 0:
+            return "initialize"
+        if self.current >= len(self.scenario.steps):
+            return "the end"
+        step = self.scenario.steps[self.current]
+        after = f" after {step.after.describe()}" if step.after else ""
+        return f"step {self.current + 1} ({step.action}{after})"
+
+    def report_unfinished(self) -> None:
+        if not self.finished:
+            self.rec.note(f"the client script did not finish: it was at {self._where()}")
+
+    async def _play(self, i: int, step: Step) -> None:
+        frame: dict[str, Any] = {}
+        if step.after is not None:
+            frame = await self.wait_for(step.after)
+        if step.delay:
+            await trio.sleep(step.delay)
+        if step.note:
+            self.rec.note(step.note)
+        values = {k: str(v) for k, v in frame.items()
+                  if isinstance(v, str | int | float) and not isinstance(v, bool)}
+        if step.user is not None:
+            uid = step.uuid or str(uuid.uuid5(uuid.NAMESPACE_URL,
+                                              f"ccbridge-scenario:{self.scenario.name}:{i}"))
+            await self.write({"type": "user",
+                              "message": {"role": "user", "content": _sub(step.user, values)},
+                              "parent_tool_use_id": None, "session_id": "", "uuid": uid})
+        elif step.line is not None:
+            await self.write(_sub(step.line, values).encode())
+        elif step.control is not None:
+            await self.write({"type": "control_request",
+                              "request_id": step.request_id or f"req-{i + 1}",
+                              "request": _sub(step.control, values)})
+        elif step.permission is not None:
+            req = await self._wait_frame(self._unanswered_permission)
+            rid = str(req.get("request_id"))
+            self.answered.add(rid)
+            answer = dict(step.permission)
+            allow = answer.get("behavior") == "allow" or answer.get("allowed") is True
+            if allow and "updatedInput" not in answer:
+                answer["updatedInput"] = (req.get("request") or {}).get("input", {})
+            await self.write({"type": "control_response",
+                              "response": {"subtype": "success", "request_id": rid,
+                                           "response": answer}})
+        elif step.close_stdin:
+            await self.close_stdin()
+
+    def _unanswered_permission(self, frame: dict[str, Any]) -> bool:
+        req = frame.get("request")
+        return (frame.get("type") == "control_request" and isinstance(req, dict)
+                and req.get("subtype") == "can_use_tool"
+                and str(frame.get("request_id")) not in self.answered)
+
+
+def _is_reply_to(request_id: str) -> Any:
+    def pred(frame: dict[str, Any]) -> bool:
+        resp = frame.get("response")
+        return (frame.get("type") == "control_response" and isinstance(resp, dict)
+                and resp.get("request_id") == request_id)
+    return pred
+
+
+def _sub(value: Any, values: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return string.Template(value).safe_substitute(values)
+    if isinstance(value, dict):
+        return {k: _sub(v, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sub(v, values) for v in value]
+    return value
