@@ -1,0 +1,62 @@
+"""``ccbridge diff A B``: a semantic diff of two captures (what each side's client saw).
+
+Volatile values (ids, timestamps, durations, costs, token counts, paths under the working
+directory, HOME and /tmp, model names unless ``--keep-model``) are masked; turns, frames
+and task lifecycles are aligned; each difference is printed as ``path: A <value>, B
+<value>`` (see ``compat.diff``). Either side may be ``-`` (stdin). Exit 0: equivalent;
+1: different; 2: a capture could not be read (or bad usage). ``--json`` for programs.
+Strings from the streams are escaped; colour only on a terminal without ``NO_COLOR``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from bridge.check_cmd import read_capture, use_color
+from bridge.cli import parser
+from compat.diff import DEFAULT_OPAQUE, DiffOptions, diff, format_text, to_json
+
+EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
+
+
+def main(argv: list[str]) -> int:
+    p = parser("diff", __doc__.split("\n\n")[0].split(": ", 1)[1])
+    p.add_argument("a", metavar="A", help="a capture, reference transcript or stdout dump")
+    p.add_argument("b", metavar="B", help="the capture to compare it with (- reads stdin)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--keep-model", action="store_true", help="compare model names too")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="also compare the content of the keys ignored by default "
+        f"({', '.join(sorted(DEFAULT_OPAQUE))}) and model names",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="skip KEY entirely (a key name, a dotted suffix such as message.id, "
+        "or system/init.KEY); repeatable, comma lists allowed",
+    )
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:  # argparse: --help (0) or a usage error (2)
+        return int(e.code or 0)
+    if args.a == "-" and args.b == "-":
+        print("ccbridge diff: only one side can be read from stdin", file=sys.stderr)
+        return EXIT_ERROR
+    a = read_capture(args.a, "diff")
+    b = read_capture(args.b, "diff") if a is not None else None
+    if a is None or b is None:
+        return EXIT_ERROR
+    ignore = {k.strip() for item in args.ignore for k in item.split(",") if k.strip()}
+    opts = DiffOptions(ignore=frozenset(ignore), keep_model=args.keep_model,
+                       strict=args.strict)  # fmt: skip
+    result = diff(a, b, opts)
+    names = ("stdin" if args.a == "-" else args.a, "stdin" if args.b == "-" else args.b)
+    if args.json:
+        print(to_json(result, names))
+    else:
+        sys.stdout.write(format_text(result, color=use_color(sys.stdout), names=names))
+    return EXIT_SAME if result.equivalent else EXIT_DIFFERENT

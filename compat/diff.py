@@ -1,0 +1,409 @@
+"""Semantic diff of two captures: what a client saw on side A against side B.
+
+``diff(a, b, options) -> DiffResult`` (``.equivalent``, ``.differences``: ``Difference(path,
+a, b, kind)``, kind ``changed``/``only-a``/``only-b``), for ``ccbridge diff``, the A/B
+command and the conformance table. Pure.
+
+Each side is its ``Capture.client_view()``, parsed and masked so that two runs of one
+scenario compare equal (ids numbered by first appearance, clocks, durations, costs, token
+counts, paths under cwd/HOME/tmp, model names: ``compat.diffside``), then aligned, then
+compared key by key (key sets, then masked values).
+
+Alignment: a turn is the frames up to and including a ``result`` (what follows the last one
+is "after turn N"); turns pair by index and, inside a turn, frames pair by signature
+(``type`` or ``system/<subtype>``, ``control_request/<subtype>``, a ``system/init`` of
+another session marked) with difflib, leaving frames present on one side only. Task frames
+and the ``background_tasks_changed`` snapshots before them form one lifecycle per task,
+outside the turns: background frames interleave with turns by timing. Tasks pair by
+(task_type, workflow_name or description) in start order, then by task_type, then by start
+turn, never by id. Per pair: the lifecycle shape (snapshot/started/progress/updated(status)/
+notification(status), consecutive progress frames collapsed: their count is timing), the
+first ``task_started``, the last ``task_progress`` (its ``workflow_progress`` phases by
+index, agents by phase and label: states, labels, phases, not the intermediate snapshots),
+the terminal ``task_updated``, the last ``task_notification``, the turn each arrived in,
+and the snapshots pairwise. A difference's path starts with the turn of A's frame.
+
+Default ignorable keys (``DEFAULT_OPAQUE``): present/absent and JSON type are compared, the
+content is not. They are inventories of the installation or the CLI, not behaviour a
+client relies on: init ``tools``/``slash_commands``/``mcp_servers``/``skills``/``plugins``/
+``agents``/``capabilities``, initialize ``commands``/``models``/``account``/
+``available_output_styles``, and ``usage``/``modelUsage`` (token accounting whose numbers
+are masked anyway; their shape is ``contract``'s business, result-shape). Not in the set:
+``permission_denials`` (what the permission-routing rule produces), ``message.id`` and
+``model`` (masked rather than ignored, so their presence still counts). ``ignore`` drops
+keys entirely (presence too); an entry is a key name, a dotted suffix (``message.id``) or
+signature-qualified (``system/init.model``); an entry equal to a frame signature
+(``system/status``, ``command_lifecycle``) drops those frames from the turns. ``strict``
+also compares the opaque keys' content and model names; masking stays (ids and clocks
+never agree across runs).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from typing import Any
+
+import attrs
+import orjson
+
+from compat.capture import Capture
+from compat.contract import escape
+from compat.diffside import SNAPSHOT, Frame, Side, Task, load_side
+
+DEFAULT_OPAQUE = frozenset({
+    "tools", "slash_commands", "mcp_servers", "skills", "plugins", "agents", "capabilities",
+    "commands", "models", "account", "available_output_styles", "usage", "modelUsage",
+})  # fmt: skip
+ABSENT = "(absent)"
+_UNSAFE_JSON = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
+
+
+@attrs.frozen
+class DiffOptions:
+    ignore: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    keep_model: bool = False
+    strict: bool = False
+    opaque: frozenset[str] = attrs.field(default=DEFAULT_OPAQUE, converter=frozenset)
+
+
+@attrs.frozen
+class Difference:
+    path: str  # "turn 2 / task local_workflow \"x\" / task_notification.status"
+    a: Any  # A's (masked) value; None when kind is only-b
+    b: Any
+    kind: str  # "changed" | "only-a" | "only-b"
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class DiffResult:
+    differences: list[Difference]
+    summary: dict[str, Any] = attrs.Factory(dict)
+
+    @property
+    def equivalent(self) -> bool:
+        return not self.differences
+
+
+# -- comparison --------------------------------------------------------------------------
+
+
+def _jtype(v: Any) -> str:
+    if v is None or isinstance(v, bool):
+        return "null" if v is None else "boolean"
+    return {int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(v), type(v).__name__)  # fmt: skip
+
+
+def _join(path: str, key: str) -> str:
+    return path + key if not path or path.endswith("/ ") else f"{path}.{key}"
+
+
+def _matches(keys: frozenset[str], sig: str, rel: str) -> bool:
+    for cand in (rel, f"{sig}.{rel}"):
+        for k in keys:
+            if cand == k or cand.endswith(("." + k, "/" + k)):
+                return True
+    return False
+
+
+class _Differ:
+    def __init__(self, opts: DiffOptions) -> None:
+        self.ignore = opts.ignore
+        self.opaque = frozenset() if opts.strict else opts.opaque
+        self.out: list[tuple[tuple[int, int, int], Difference]] = []
+        self.turn_labels: dict[int, str] = {}
+        self.group = 0  # turn frames first, then tasks, each in their order
+
+    def add(self, turn: int, path: str, a: Any, b: Any, kind: str) -> None:
+        label = self.turn_labels.get(turn, f"turn {turn}")
+        d = Difference(f"{label} / {path}", a, b, kind)
+        self.out.append(((turn, self.group, len(self.out)), d))
+
+    def values(self, turn: int, path: str, sig: str, rel: str, a: Any, b: Any) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k in [*a, *(k for k in b if k not in a)]:
+                r = f"{rel}.{k}" if rel else k
+                if _matches(self.ignore, sig, r):
+                    continue
+                p = _join(path, k)
+                if k not in b:
+                    self.add(turn, p, a[k], None, "only-a")
+                elif k not in a:
+                    self.add(turn, p, None, b[k], "only-b")
+                elif _matches(self.opaque, sig, r):
+                    if _jtype(a[k]) != _jtype(b[k]):
+                        self.add(turn, p, f"<{_jtype(a[k])}>", f"<{_jtype(b[k])}>", "changed")
+                else:
+                    self.values(turn, p, sig, r, a[k], b[k])
+        elif isinstance(a, list) and isinstance(b, list):
+            for i in range(max(len(a), len(b))):
+                p = f"{path}[{i}]"
+                if i >= len(b):
+                    self.add(turn, p, a[i], None, "only-a")
+                elif i >= len(a):
+                    self.add(turn, p, None, b[i], "only-b")
+                else:
+                    self.values(turn, p, sig, rel, a[i], b[i])
+        elif _jtype(a) != _jtype(b) or a != b:
+            self.add(turn, path, a, b, "changed")
+
+    def frame(self, turn: int, label: str, fa: Frame | None, fb: Frame | None,
+              sub: str = "") -> None:  # fmt: skip
+        if fa is not None and fb is not None:
+            self.values(turn, label + sub, fa.sig, "", fa.obj, fb.obj)
+        elif fa is not None:
+            self.add(turn, label, fa.obj, None, "only-a")
+        elif fb is not None:
+            self.add(turn, label, None, fb.obj, "only-b")
+
+    def turn(self, k: int, ta: list[Frame], tb: list[Frame]) -> None:
+        ta = [f for f in ta if f.sig not in self.ignore]
+        tb = [f for f in tb if f.sig not in self.ignore]
+        sa, sb = [f.sig for f in ta], [f.sig for f in tb]
+        ca, cb = Counter(sa), Counter(sb)
+        seen: dict[tuple[str, str], int] = Counter()
+
+        def label(f: Frame, side: str) -> str:
+            seen[side, f.sig] += 1
+            many = max(ca[f.sig], cb[f.sig]) > 1
+            return f"{f.sig} #{seen[side, f.sig]}" if many else f.sig
+
+        sm = difflib.SequenceMatcher(None, sa, sb, autojunk=False)
+        for op, i1, i2, j1, j2 in sm.get_opcodes():
+            if op == "equal":
+                for fa, fb in zip(ta[i1:i2], tb[j1:j2], strict=True):
+                    seen["b", fb.sig] += 1
+                    self.frame(k, label(fa, "a"), fa, fb, " / ")
+                continue
+            for fa in ta[i1:i2]:
+                self.frame(k, label(fa, "a"), fa, None)
+            for fb in tb[j1:j2]:
+                self.frame(k, label(fb, "b"), None, fb)
+
+    def task(self, name: str, a: Task | None, b: Task | None) -> None:
+        self.group = 1
+        if a is None or b is None:
+            t = a or b
+            assert t is not None
+            kind = "only-a" if a is not None else "only-b"
+            shape = " → ".join(_shape(t, self.ignore))
+            self.add(t.start_turn(), name, shape if a else None, shape if b else None, kind)
+            return
+        sa, sb = _shape(a, self.ignore), _shape(b, self.ignore)
+        if sa != sb:
+            self.add(a.start_turn(), f"{name} / lifecycle", " → ".join(sa), " → ".join(sb),
+                     "changed")  # fmt: skip
+        picks = [("task_started", 0), ("task_updated", -1), ("task_notification", -1)]
+        for sub, at in picks:
+            fa, fb = _pick(a, sub, at), _pick(b, sub, at)
+            if fa is None or fb is None:
+                continue  # the lifecycle shape said so
+            if fa.turn != fb.turn:
+                self.add(fa.turn, f"{name} / {sub} (turn)", fa.turn, fb.turn, "changed")
+            self.values(fa.turn, f"{name} / {sub}", fa.sig, "", fa.obj, fb.obj)
+        pa, pb = _pick(a, "task_progress", -1), _pick(b, "task_progress", -1)
+        if pa is not None and pb is not None:
+            path = f"{name} / task_progress (final)"
+            oa, ob = dict(pa.obj), dict(pb.obj)
+            wa, wb = oa.pop("workflow_progress", None), ob.pop("workflow_progress", None)
+            self.values(pa.turn, path, pa.sig, "", oa, ob)
+            self.progress(pa.turn, path, pa.sig, wa, wb)
+        snaps_a, snaps_b = a.frames(SNAPSHOT[7:]), b.frames(SNAPSHOT[7:])
+        for i, (fa, fb) in enumerate(zip(snaps_a, snaps_b, strict=False), 1):
+            self.values(fa.turn, f"{name} / background_tasks_changed #{i}", fa.sig, "",
+                        fa.obj, fb.obj)  # fmt: skip
+
+    def progress(self, turn: int, path: str, sig: str, wa: Any, wb: Any) -> None:
+        if not isinstance(wa, list) or not isinstance(wb, list):
+            self.values(turn, path, sig, "", {"workflow_progress": wa} if wa is not None else {},
+                        {"workflow_progress": wb} if wb is not None else {})  # fmt: skip
+            return
+        ea, eb = _entries(wa), _entries(wb)
+        for key in [*ea, *(k for k in eb if k not in ea)]:
+            p = f"{path} / workflow_progress {key}"
+            if key not in eb:
+                self.add(turn, p, ea[key], None, "only-a")
+            elif key not in ea:
+                self.add(turn, p, None, eb[key], "only-b")
+            else:
+                self.values(turn, p, sig, "workflow_progress", ea[key], eb[key])
+
+
+def _pick(t: Task, subtype: str, at: int) -> Frame | None:
+    frames = t.frames(subtype)
+    if subtype == "task_updated":
+        terminal = [f for f in frames if _status(f) not in ("pending", "running", None)]
+        frames = terminal or frames
+    return frames[at] if frames else None
+
+
+def _status(f: Frame) -> Any:
+    patch = f.obj.get("patch")
+    return patch.get("status") if isinstance(patch, dict) else f.obj.get("status")
+
+
+def _shape(t: Task, ignore: frozenset[str]) -> list[str]:
+    out: list[str] = []
+    for e in t.events:
+        st = e.sig.removeprefix("system/")
+        word = {"task_started": "started", "task_progress": "progress",
+                "background_tasks_changed": "snapshot"}.get(st)  # fmt: skip
+        if word is None:
+            hidden = _matches(ignore, e.sig, "status") or _matches(ignore, e.sig, "patch.status")
+            word = st.removeprefix("task_") + ("" if hidden else f"({_status(e)})")
+        if not (word == "progress" and out and out[-1] == "progress"):
+            out.append(word)
+    return out
+
+
+def _entries(entries: list[Any]) -> dict[str, Any]:
+    """Workflow progress entries keyed for matching: phases by index, agents by phase and
+    label (index when unlabelled): agent indexing is CLI-specific, labels are the script's."""
+    out: dict[str, Any] = {}
+    for e in entries:
+        if not isinstance(e, dict):
+            key = f"entry {orjson.dumps(e).decode()}"
+        elif e.get("type") == "workflow_phase":
+            key = f"phase {e.get('index')}"
+        elif e.get("type") == "workflow_agent":
+            who = e.get("label") if isinstance(e.get("label"), str) else f"#{e.get('index')}"
+            key = f"agent {orjson.dumps(who).decode()} (phase {e.get('phaseIndex')})"
+        else:
+            key = f"{e.get('type')} {e.get('index')}"
+        n, base = 1, key
+        while key in out:
+            n += 1
+            key = f"{base} #{n}"
+        out[key] = e
+    return out
+
+
+def _match_tasks(ta: list[Task], tb: list[Task]) -> list[tuple[Task | None, Task | None]]:
+    pairs: list[tuple[Task | None, Task | None]] = []
+    free = list(tb)
+    for same in (lambda x, y: (x.type, x.name) == (y.type, y.name),
+                 lambda x, y: x.type == y.type,
+                 lambda x, y: x.start_turn() == y.start_turn()):  # fmt: skip
+        for a in ta:
+            if any(p[0] is a for p in pairs):
+                continue
+            b = next((b for b in free if same(a, b)), None)
+            if b is not None:
+                free.remove(b)
+                pairs.append((a, b))
+    pairs += [(a, None) for a in ta if not any(p[0] is a for p in pairs)]
+    pairs.sort(key=lambda p: p[0].order if p[0] else 0)
+    return pairs + [(None, b) for b in free]
+
+
+_TASK_ID = re.compile(r"<task#\d+>")
+
+
+def _rename_tasks(side: Side, pairs: list[tuple[Task | None, Task | None]], n: int) -> None:
+    """Give B's tasks the placeholder of the A task they matched (numbering follows first
+    appearance, and two tasks may start in the other order); unmatched B tasks get numbers
+    past A's. Tool-call ids keep their own numbering: they are the correlation evidence."""
+    ren = {b.id: a.id if a else f"<task#{n + i}>" for i, (a, b) in enumerate(pairs, 1) if b}
+    if all(k == v for k, v in ren.items()):
+        return
+
+    def sub(v: Any) -> Any:
+        if isinstance(v, str):
+            return _TASK_ID.sub(lambda m: ren.get(m.group(), m.group()), v)
+        if isinstance(v, dict):
+            return {k: sub(x) for k, x in v.items()}
+        return [sub(x) for x in v] if isinstance(v, list) else v
+
+    def frames(fs: list[Frame]) -> list[Frame]:
+        return [Frame(f.sig, f.turn, sub(f.obj)) for f in fs]
+
+    side.turns = [frames(t) for t in side.turns]
+    for t in side.tasks:
+        t.id, t.events = ren.get(t.id, t.id), frames(t.events)
+
+
+def diff(a: Capture, b: Capture, options: DiffOptions | None = None) -> DiffResult:
+    """Compare what the clients of ``a`` and ``b`` saw (see the module docstring)."""
+    opts = options or DiffOptions()
+    keep = opts.keep_model or opts.strict
+    sa, sb = load_side(a, keep), load_side(b, keep)
+    pairs = _match_tasks(sa.tasks, sb.tasks)
+    _rename_tasks(sb, pairs, len(sa.tasks) + len(sb.tasks))
+    d = _Differ(opts)
+    n_results = max(sa.results, sb.results)
+    for k in range(1, max(len(sa.turns), len(sb.turns)) + 1):
+        d.turn_labels[k] = f"turn {k}" if k <= n_results or k == 1 else f"after turn {k - 1}"
+        d.turn(k, sa.turns[k - 1] if k <= len(sa.turns) else [],
+               sb.turns[k - 1] if k <= len(sb.turns) else [])  # fmt: skip
+    names: Counter[str] = Counter()
+    for ta, tb in pairs:
+        t = ta or tb
+        assert t is not None
+        name = f"task {t.type} {orjson.dumps(t.name).decode()}"
+        names[name] += 1
+        d.task(name if names[name] == 1 else f"{name} #{names[name]}", ta, tb)
+    diffs = [x for _, x in sorted(d.out, key=lambda kv: kv[0])]
+    summary = {"frames": [sa.frames, sb.frames], "turns": [sa.results, sb.results],
+               "tasks": [len(sa.tasks), len(sb.tasks)],
+               "kinds": dict(sorted(Counter(x.kind for x in diffs).items()))}  # fmt: skip
+    return DiffResult(diffs, summary)
+
+
+# -- output ------------------------------------------------------------------------------
+
+
+def _render(v: Any, other: Any = None, width: int = 100) -> str:
+    s = orjson.dumps(v).decode()
+    if len(s) <= width:
+        return s
+    start = 0
+    if isinstance(v, str) and isinstance(other, str):  # show where the strings part
+        o = orjson.dumps(other).decode()
+        start = next((i for i, (x, y) in enumerate(zip(s, o, strict=False)) if x != y), 0)
+        start = max(0, start - 20)
+    cut = s[start : start + width]
+    return ("…" if start else "") + cut + f"…(+{len(s) - start - len(cut)} chars)"
+
+
+def format_text(result: DiffResult, *, color: bool = False,
+                names: tuple[str, str] = ("A", "B")) -> str:  # fmt: skip
+    """One line per difference, ``path: A <value>, B <value>``; every string from the
+    streams is escaped; ANSI colour only when asked."""
+
+    def c(code: str, s: str) -> str:
+        return f"\x1b[{code}m{s}\x1b[0m" if color else s
+
+    lines = [c("31", f"--- A: {escape(names[0])}"), c("32", f"+++ B: {escape(names[1])}")]
+    for d in result.differences:
+        ra = ABSENT if d.kind == "only-b" else escape(_render(d.a, d.b))
+        rb = ABSENT if d.kind == "only-a" else escape(_render(d.b, d.a))
+        lines.append(f"{c('1', escape(d.path))}: {c('31', 'A ' + ra)}, {c('32', 'B ' + rb)}")
+    s = result.summary
+    stats = (f"frames {s.get('frames')}, turns {s.get('turns')}, tasks {s.get('tasks')}"
+             if s else "")  # fmt: skip
+    if result.equivalent:
+        lines.append(c("32", f"equivalent ({stats})"))
+    else:
+        kinds = ", ".join(f"{k}: {n}" for k, n in s.get("kinds", {}).items())
+        lines.append(c("1", f"{len(result.differences)} difference(s) ({kinds}; {stats})"))
+    return "\n".join(lines) + "\n"
+
+
+def terminal_safe_json(text: str) -> str:
+    """JSON text with C1, bidi and zero-width characters as ``\\uXXXX`` escapes: the same
+    JSON value, but harmless if a person pipes it to a terminal (orjson already escapes
+    C0 controls; these characters can only occur inside JSON strings)."""
+    return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def to_json(result: DiffResult, names: tuple[str, str] = ("A", "B")) -> str:
+    """``{"equivalent", "a", "b", "summary", "differences": [{path, a, b, kind}]}``."""
+    doc = {"equivalent": result.equivalent, "a": names[0], "b": names[1],
+           "summary": result.summary,
+           "differences": [d.to_dict() for d in result.differences]}  # fmt: skip
+    return terminal_safe_json(orjson.dumps(doc).decode())
