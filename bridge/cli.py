@@ -38,6 +38,8 @@ OPTIONAL = {
     "diff": ("semantic diff of two captures", "bridge.diff_cmd"),
     "scenario": ("run a scripted scenario against a backend", "bridge.scenario_cmd"),
     "ab": ("run one scenario on two backends and compare", "bridge.ab_cmd"),
+    "conformance": ("the Claude-vs-bridged-cbc conformance table (and its twin captures)",
+                    "bridge.conformance_cmd"),
     "backends": ("install or list the real backends", "bridge.backends"),
     "demo": ("replay a bundled cbc capture through the bridge to an example client",
              "bridge.demo"),

@@ -1,0 +1,365 @@
+"""``ccbridge ab FILE... --a SPEC --b SPEC [--via-a PROFILE] [--via-b PROFILE] [--out DIR]``:
+run scenarios on two backends and compare what their clients saw.
+
+SPEC is ``claude``, ``cbc`` (found by ``ccbridge backends``) or a command line. Each run has
+its own HOME, working directory and stand-in model server (``bridge.testing.runner``), so
+the two sides of a scenario run concurrently unless ``--sequential``; with several
+scenarios (``--all``: every ``scenarios/*.toml``) at most ``--jobs`` CLIs run at once, the
+longest scenarios first, under one overall ``--deadline``. Captures go to
+``DIR/<scenario>.a.jsonl`` and ``.b.jsonl`` (default: a fresh temporary directory, printed).
+
+The report: per scenario, the semantic diff (``compat.diff``; ``--explain`` adds each
+difference's reason from the known differences, see ``bridge.conformance_cmd``) and the
+contract check (``compat.contract``) of each side's client view. ``--json`` for programs.
+Exit 0: every scenario equivalent; 1: some differ; 2: an error (bad scenario or usage, a
+backend not installed, a run the harness could not finish).
+
+``run_jobs`` (bounded concurrency, deadline, captures written only when a run completes) is
+also what ``ccbridge conformance --regenerate`` uses for the twin captures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from bridge.testing import runner
+from bridge.testing.scenario import Scenario, ScenarioError, load
+from compat.capture import Capture, CaptureError, parse
+from compat.contract import Violation, counts
+from compat.diff import DiffResult, format_text, terminal_safe_json
+from compat.diff import to_json as diff_json
+
+EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
+SCENARIOS = runner.REPO / "scenarios"
+#: 2 cores: three CLIs at once keep them busy without starving the timing-sensitive ones
+DEFAULT_JOBS = 3
+DEFAULT_DEADLINE = 1800.0
+
+
+@attrs.frozen
+class Side:
+    spec: str  # claude | cbc | a command line
+    via: str | None = None  # a bridge profile the backend runs behind
+    label: str = ""  # the capture's file stem suffix
+
+    def describe(self) -> str:
+        return self.spec + (f" via {self.via}" if self.via else "")
+
+
+@attrs.frozen
+class Job:
+    path: Path  # the scenario file
+    scenario: Scenario
+    side: Side
+    out: Path
+
+
+@attrs.frozen
+class Outcome:
+    job: Job
+    result: runner.RunResult | None = None
+    error: str | None = None  # the harness could not finish the run
+
+    @property
+    def ok(self) -> bool:
+        return self.result is not None and self.error is None
+
+
+Progress = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+async def run_jobs(jobs: Sequence[Job], *, limit: int = DEFAULT_JOBS,
+                   deadline: float = DEFAULT_DEADLINE, time_limit: float | None = None,
+                   progress: Progress = _stderr) -> list[Outcome]:  # fmt: skip
+    """Run every job, at most ``limit`` at once, the longest scenarios first, all within
+    ``deadline`` seconds. A capture is written to ``job.out`` only when its run completes
+    (into ``.partial`` first): an interrupted regeneration leaves the old capture in place.
+    Outcomes come back in the order of ``jobs``."""
+    limiter = trio.CapacityLimiter(max(1, limit))
+    outcomes: dict[int, Outcome] = {}
+    order = sorted(range(len(jobs)), key=lambda i: -jobs[i].scenario.time_limit)
+    done = 0
+
+    async def one(i: int) -> None:
+        nonlocal done
+        job = jobs[i]
+        async with limiter:
+            outcomes[i] = await _run_one(job, time_limit)
+        done += 1
+        o = outcomes[i]
+        r = o.result
+        what = (f"exit {r.exit} after {r.duration:.1f}s, {len(r.frames)} frames"
+                if r and not o.error else f"error: {o.error}")  # fmt: skip
+        progress(f"[{done}/{len(jobs)}] {job.scenario.name} on {job.side.describe()}: "
+                 f"{what}")
+
+    with trio.move_on_after(deadline) as cs:
+        async with trio.open_nursery() as nursery:
+            for i in order:
+                nursery.start_soon(one, i)
+    if cs.cancelled_caught:
+        progress(f"deadline of {deadline:g}s reached: {len(jobs) - len(outcomes)} run(s) "
+                 "not finished")
+    return [outcomes.get(i, Outcome(jobs[i], error="not finished before the deadline"))
+            for i in range(len(jobs))]
+
+
+async def _run_one(job: Job, time_limit: float | None) -> Outcome:
+    try:
+        target = runner.resolve_target(job.side.spec)
+    except runner.BackendNotFound as e:
+        return Outcome(job, error=str(e))
+    partial = job.out.with_name(job.out.name + ".partial")
+    completed = False
+    try:
+        res = await runner.run(job.scenario, target, partial, via=job.side.via,
+                               time_limit=time_limit, source=job.path.name)
+        completed = True
+    except OSError as e:
+        return Outcome(job, error=f"{type(e).__name__}: {e}")
+    finally:
+        _settle(partial, job.out, completed)
+    if res.exit == "127" and not res.frames:
+        return Outcome(job, res, error=f"could not start {target.argv[0]} (exit 127)")
+    return Outcome(job, res)
+
+
+def _settle(partial: Path, out: Path, completed: bool) -> None:
+    """Keep a finished run's capture; drop an unfinished one (the old capture stays)."""
+    if completed:
+        os.replace(partial, out)
+    else:
+        partial.unlink(missing_ok=True)
+
+
+# -- comparison and report ----------------------------------------------------------------
+
+
+@attrs.frozen
+class Pair:
+    name: str
+    a: Outcome
+    b: Outcome
+    result: DiffResult | None = None
+    violations: tuple[list[Violation], list[Violation]] = ([], [])
+    items: list[Any] = attrs.Factory(list)  # conformance.Item, with --explain
+    error: str | None = None
+
+
+def read(path: Path) -> Capture:
+    with open(path, "rb") as f:
+        return parse(f.read().split(b"\n"))
+
+
+def compare_pair(name: str, a: Outcome, b: Outcome, explain: bool = False) -> Pair:
+    if not a.ok or not b.ok:
+        return Pair(name, a, b, error="; ".join(
+            f"{side}: {o.error}" for side, o in (("A", a), ("B", b)) if o.error))  # fmt: skip
+    from compat import conformance
+
+    try:
+        ca, cb = read(a.job.out), read(b.job.out)
+    except (OSError, CaptureError) as e:
+        return Pair(name, a, b, error=f"cannot read a capture: {e}")
+    cmp = conformance.compare(ca, cb)
+    items: list[Any] = []
+    if explain:
+        known = load_known_default()
+        items = conformance.explain(cmp, name, known).items
+    return Pair(name, a, b, cmp.diff, (cmp.violations_a, cmp.violations_b), items)
+
+
+def load_known_default(path: Path | None = None) -> Any:
+    from compat import conformance
+
+    p = path or KNOWN_DIFFERENCES
+    return conformance.load_known(p.read_text(encoding="utf-8"), str(p))
+
+
+KNOWN_DIFFERENCES = Path(__file__).resolve().parent / "data" / "known_differences.toml"
+
+
+def _contract_line(side: str, vs: list[Violation]) -> str:
+    if not vs:
+        return f"contract {side}: no violations"
+    c = ", ".join(f"{k}: {n}" for k, n in counts(vs).items())
+    return f"contract {side}: {len(vs)} violation(s) ({c})"
+
+
+def _run_line(side: str, o: Outcome) -> str:
+    r = o.result
+    ver = f" {r.backend_version}" if r and r.backend_version else ""
+    if r is None:
+        return f"{side}: {o.job.side.describe()}: {o.error}"
+    return (f"{side}: {o.job.side.describe()}{ver}: exit {r.exit} after {r.duration:.1f}s, "
+            f"{len(r.frames)} frames -> {o.job.out}")
+
+
+def report_text(pairs: Sequence[Pair], color: bool = False) -> str:
+    from compat.contract import escape
+
+    out: list[str] = []
+    for p in pairs:
+        out += [f"== {escape(p.name)}", _run_line("A", p.a), _run_line("B", p.b)]
+        if p.error or p.result is None:
+            out.append(f"error: {escape(p.error or 'no result')}")
+            continue
+        out.append(format_text(p.result, color=color,
+                               names=(str(p.a.job.out), str(p.b.job.out))).rstrip("\n"))
+        out += [_contract_line("A", p.violations[0]), _contract_line("B", p.violations[1])]
+        if p.items:
+            out.append("reasons:")
+            for i in p.items:
+                out.append(f"  {escape(i.path)}: {escape(i.reason)}")
+    if len(pairs) > 1:
+        same = sum(1 for p in pairs if p.result is not None and p.result.equivalent)
+        errs = sum(1 for p in pairs if p.error)
+        out.append(f"{len(pairs)} scenario(s): {same} equivalent, "
+                   f"{len(pairs) - same - errs} different, {errs} error(s)")
+    return "\n".join(out) + "\n"
+
+
+def report_json(pairs: Sequence[Pair], out_dir: Path) -> str:
+    def side(o: Outcome) -> dict[str, Any]:
+        r = o.result
+        return {"spec": o.job.side.spec, "via": o.job.side.via, "capture": str(o.job.out),
+                "error": o.error, "exit": r.exit if r else None,
+                "duration": round(r.duration, 3) if r else None,
+                "backend_version": r.backend_version if r else None}  # fmt: skip
+
+    docs = []
+    for p in pairs:
+        d: dict[str, Any] = {"scenario": p.name, "a": side(p.a), "b": side(p.b),
+                             "error": p.error}  # fmt: skip
+        if p.result is not None:
+            d["equivalent"] = p.result.equivalent
+            d["diff"] = orjson.loads(diff_json(p.result, (str(p.a.job.out),
+                                                          str(p.b.job.out))))
+            for k, vs in zip(("a", "b"), p.violations, strict=True):
+                d[k]["contract"] = {"ok": not vs, "counts": counts(vs),
+                                    "violations": [v.to_dict() for v in vs]}  # fmt: skip
+            if p.items:
+                d["reasons"] = [i.to_dict() for i in p.items]
+        docs.append(d)
+    ok = all(p.result is not None and p.result.equivalent for p in pairs)
+    doc = {"out": str(out_dir), "equivalent": ok, "scenarios": docs}
+    return terminal_safe_json(orjson.dumps(doc).decode())
+
+
+def exit_status(pairs: Sequence[Pair]) -> int:
+    if any(p.error or p.result is None for p in pairs):
+        return EXIT_ERROR
+    return EXIT_SAME if all(p.result and p.result.equivalent for p in pairs) else EXIT_DIFFERENT
+
+
+def pair_jobs(files: Sequence[Path], a: Side, b: Side, out_dir: Path) -> list[Job]:
+    """Two jobs per scenario file (A then B), captures ``DIR/<scenario>.<a|b>.jsonl``."""
+    work: list[Job] = []
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        s = load(f)
+        work.append(Job(f, s, a, out_dir / f"{s.name}.{a.label or 'a'}.jsonl"))
+        work.append(Job(f, s, b, out_dir / f"{s.name}.{b.label or 'b'}.jsonl"))
+    return work
+
+
+async def run_ab(work: Sequence[Job], *, sequential: bool = False, jobs: int = DEFAULT_JOBS,
+                 deadline: float = DEFAULT_DEADLINE, time_limit: float | None = None,
+                 explain: bool = False, progress: Progress = _stderr) -> list[Pair]:  # fmt: skip
+    """Run ``pair_jobs`` (concurrently unless ``sequential``) and compare each pair."""
+    outcomes = await run_jobs(work, limit=1 if sequential else jobs, deadline=deadline,
+                              time_limit=time_limit, progress=progress)
+    pairs = []
+    for k in range(0, len(work), 2):
+        pairs.append(await trio.to_thread.run_sync(
+            compare_pair, work[k].scenario.name, outcomes[k], outcomes[k + 1], explain))
+    return pairs
+
+
+def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
+    files = [Path(f) for f in args_files]
+    if all_:
+        files += sorted(p for p in SCENARIOS.glob("*.toml") if p not in files)
+    return files
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="ccbridge ab", description="run scenarios on two backends and compare what "
+        "their clients saw (semantic diff and contract check of each side)")
+    p.add_argument("files", nargs="*", metavar="FILE", help="scenario .toml file(s)")
+    p.add_argument("--all", action="store_true", help=f"every scenario in {SCENARIOS}")
+    p.add_argument("--a", required=True, metavar="SPEC", help="claude, cbc or a command line")
+    p.add_argument("--b", required=True, metavar="SPEC", help="claude, cbc or a command line")
+    p.add_argument("--via-a", metavar="PROFILE", default=None,
+                   help="run side A behind `ccbridge run --profile PROFILE`")
+    p.add_argument("--via-b", metavar="PROFILE", default=None,
+                   help="run side B behind `ccbridge run --profile PROFILE`")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="where the captures go (default: a new temporary directory)")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--explain", action="store_true",
+                   help="give each difference its reason from the known differences")
+    p.add_argument("--sequential", action="store_true", help="one run at a time")
+    p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
+                   help=f"CLIs running at once (default {DEFAULT_JOBS})")
+    p.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE,
+                   help=f"seconds for everything (default {DEFAULT_DEADLINE:g})")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="override each scenario's time_limit (seconds)")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    files = scenario_files(args.files, args.all)
+    if not files:
+        _stderr("ccbridge ab: give a scenario FILE (or --all)")
+        return EXIT_ERROR
+    if args.jobs < 1 or args.deadline <= 0 or (args.time_limit is not None
+                                               and args.time_limit <= 0):  # fmt: skip
+        _stderr("ccbridge ab: --jobs, --deadline and --time-limit must be positive")
+        return EXIT_ERROR
+    for f in files:
+        try:
+            load(f)
+        except ScenarioError as e:
+            _stderr(f"ccbridge ab: {e}")
+            return EXIT_ERROR
+    a, b = Side(args.a, args.via_a, "a"), Side(args.b, args.via_b, "b")
+    for s in (a, b):
+        try:
+            runner.resolve_target(s.spec)
+        except runner.BackendNotFound as e:
+            _stderr(f"ccbridge ab: {e}")
+            return EXIT_ERROR
+    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ccbridge-ab-"))
+    _stderr(f"ccbridge ab: captures in {out_dir}")
+    work = pair_jobs(files, a, b, out_dir)
+    pairs = trio.run(lambda: run_ab(work, sequential=args.sequential,
+                                    jobs=args.jobs, deadline=args.deadline,
+                                    time_limit=args.time_limit, explain=args.explain))
+    if args.json:
+        print(report_json(pairs, out_dir))
+    else:
+        from bridge.check_cmd import use_color
+
+        sys.stdout.write(report_text(pairs, color=use_color(sys.stdout)))
+    return exit_status(pairs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,222 @@
+"""``ccbridge conformance [--captures DIR] [--markdown|--json] [--write-readme]
+[--regenerate [--only NAME...] [--jobs N] [--deadline S]]``: how close cbc through the
+bridge comes to Claude Code 2.1.220, scenario by scenario, and why it is not closer.
+
+The twin captures live in ``DIR`` (default ``captures/twins``) as
+``<scenario>.claude.jsonl`` (the real Claude Code), ``<scenario>.cbc-bridged.jsonl``
+(the real cbc behind ``--via cbc-to-claude``, as ``claude-on-cbc`` runs it) and
+``<scenario>.cbc-raw.jsonl`` (the same cbc, no bridge: the "before" column).
+``--regenerate`` runs them again (every ``scenarios/*.toml`` or ``--only`` those names;
+at most ``--jobs`` CLIs at once, the whole under ``--deadline`` seconds) and records each
+run's duration in ``DIR/index.json``; a run that does not finish keeps the old capture.
+
+Every remaining difference and contract violation gets a reason from the known
+differences (``bridge/data/known_differences.toml``, or ``--known FILE``; format and
+policy in ``compat.conformance``); one with no reason is "unexplained", never hidden.
+``--write-readme`` puts the Markdown table between ``<!-- conformance:start -->`` and
+``<!-- conformance:end -->`` in README.md. Exit 0: nothing unexplained; 1: something is;
+2: an error (bad known-differences file, missing markers, a backend not installed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import trio
+
+from bridge import ab_cmd
+from bridge.testing import runner
+from bridge.testing.scenario import ScenarioError, load
+from compat import conformance
+from compat.capture import Capture, CaptureError
+
+EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = 0, 1, 2
+TWINS = runner.REPO / "captures" / "twins"
+README = runner.REPO / "README.md"
+#: what each role runs (PROTOCOL.md: Claude directly; cbc as claude-on-cbc runs it; raw cbc)
+SIDES = {
+    "claude": ab_cmd.Side("claude", None, "claude"),
+    "cbc-bridged": ab_cmd.Side("cbc", "cbc-to-claude", "cbc-bridged"),
+    "cbc-raw": ab_cmd.Side("cbc", None, "cbc-raw"),
+}
+REGENERATE = "ccbridge conformance --regenerate --write-readme"
+
+
+def _err(msg: str) -> None:
+    print(f"ccbridge conformance: {msg}", file=sys.stderr, flush=True)
+
+
+def scenario_names(scenarios_dir: Path = ab_cmd.SCENARIOS) -> dict[str, Path]:
+    """Scenario name -> file, for every valid scenario file."""
+    out: dict[str, Path] = {}
+    for f in sorted(scenarios_dir.glob("*.toml")):
+        out[load(f).name] = f
+    return out
+
+
+def twin_files(d: Path) -> dict[str, dict[str, Path]]:
+    """``{scenario: {role: path}}`` for the captures in ``d``."""
+    out: dict[str, dict[str, Path]] = {}
+    for f in sorted(d.glob("*.jsonl")):
+        stem = f.name[: -len(".jsonl")]
+        for role in conformance.ROLES:
+            if stem.endswith("." + role):
+                out.setdefault(stem[: -len(role) - 1], {})[role] = f
+                break
+    return out
+
+
+def load_rows(d: Path, known: conformance.Known, names: list[str] | None = None
+              ) -> list[conformance.Row]:  # fmt: skip
+    """One row per scenario: those given (missing captures shown as such), else every
+    scenario that has a capture in ``d``."""
+    files = twin_files(d)
+    rows = []
+    for name in names if names is not None else sorted(files):
+        caps: dict[str, Capture] = {}
+        for role, path in files.get(name, {}).items():
+            caps[role] = ab_cmd.read(path)
+        rows.append(conformance.row(name, caps, known))
+    return rows
+
+
+def twin_jobs(d: Path, scenarios: dict[str, Path],
+              roles: tuple[str, ...] = conformance.ROLES) -> list[ab_cmd.Job]:  # fmt: skip
+    """One job per scenario and role, capture ``d/<scenario>.<role>.jsonl``."""
+    d.mkdir(parents=True, exist_ok=True)
+    return [ab_cmd.Job(path, load(path), SIDES[role], d / f"{name}.{role}.jsonl")
+            for name, path in scenarios.items() for role in roles]  # fmt: skip
+
+
+async def regenerate(d: Path, work: list[ab_cmd.Job], *, jobs: int, deadline: float
+                     ) -> list[ab_cmd.Outcome]:  # fmt: skip
+    """Run the twin jobs into ``d`` and record their durations in ``d/index.json``."""
+    t0 = time.monotonic()
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    outcomes = await ab_cmd.run_jobs(work, limit=jobs, deadline=deadline)
+    wall = time.monotonic() - t0
+    await trio.to_thread.run_sync(_write_index, d, outcomes, started, wall, jobs)
+    return outcomes
+
+
+def _write_index(d: Path, outcomes: list[ab_cmd.Outcome], started: str, wall: float,
+                 jobs: int) -> None:
+    path = d / "index.json"
+    try:
+        index: dict[str, Any] = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        index = {}
+    runs = index.setdefault("runs", {})
+    for o in outcomes:
+        r = o.result
+        if r is None:
+            continue
+        runs[o.job.out.name] = {"scenario": o.job.scenario.name, "role": o.job.side.label,
+                                "backend_version": r.backend_version, "exit": r.exit,
+                                "duration": round(r.duration, 1), "frames": len(r.frames)}
+    index["runs"] = dict(sorted(runs.items()))
+    index["last_regeneration"] = {"started": started, "wall_seconds": round(wall, 1),
+                                  "jobs": jobs, "runs": len(outcomes),
+                                  "failed": sorted(o.job.out.name for o in outcomes
+                                                   if not o.ok)}  # fmt: skip
+    path.write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="ccbridge conformance", description="how close cbc through the bridge comes to "
+        "Claude Code 2.1.220, scenario by scenario, and why it is not closer")
+    p.add_argument("--captures", type=Path, default=TWINS, metavar="DIR",
+                   help=f"the twin captures (default {TWINS})")
+    p.add_argument("--known", type=Path, default=None, metavar="FILE",
+                   help="the known differences (default bridge/data/known_differences.toml)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--markdown", action="store_true", help="print the Markdown table")
+    fmt.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--write-readme", nargs="?", const=README, default=None, type=Path,
+                   metavar="README", help=f"write the table into README (default {README})")
+    p.add_argument("--regenerate", action="store_true",
+                   help="run the scenarios on the real CLIs first (needs them installed)")
+    p.add_argument("--only", action="append", default=None, metavar="NAME",
+                   help="only these scenarios (repeatable)")
+    p.add_argument("--jobs", type=int, default=ab_cmd.DEFAULT_JOBS,
+                   help=f"CLIs running at once (default {ab_cmd.DEFAULT_JOBS})")
+    p.add_argument("--deadline", type=float, default=ab_cmd.DEFAULT_DEADLINE,
+                   help=f"seconds for the whole regeneration (default "
+                        f"{ab_cmd.DEFAULT_DEADLINE:g})")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    try:
+        known = ab_cmd.load_known_default(args.known)
+        all_names = scenario_names()
+    except (OSError, conformance.KnownError, ScenarioError) as e:
+        _err(str(e))
+        return EXIT_ERROR
+    unknown = [n for n in args.only or [] if n not in all_names]
+    if unknown:
+        _err(f"unknown scenario(s) {', '.join(unknown)} (known: {', '.join(all_names)})")
+        return EXIT_ERROR
+    if args.regenerate:
+        if args.jobs < 1 or args.deadline <= 0:
+            _err("--jobs and --deadline must be positive")
+            return EXIT_ERROR
+        for name in ("claude", "cbc"):
+            try:
+                runner.resolve_target(name)
+            except runner.BackendNotFound as e:
+                _err(str(e))
+                return EXIT_ERROR
+        todo = {n: all_names[n] for n in (args.only or all_names)}
+        work = twin_jobs(args.captures, todo)
+        outcomes = trio.run(lambda: regenerate(args.captures, work, jobs=args.jobs,
+                                               deadline=args.deadline))
+        failed = [o for o in outcomes if not o.ok]
+        for o in failed:
+            _err(f"{o.job.out.name}: {o.error}")
+    # the canonical twins list every scenario (a missing capture shows); another
+    # directory only what it holds
+    canonical = args.captures.resolve() == TWINS.resolve()
+    everything = sorted(set(twin_files(args.captures)) | (set(all_names) if canonical
+                                                           else set()))  # fmt: skip
+    # the README always gets the whole table; --only narrows what is printed
+    names = args.only if args.only and not args.write_readme else everything
+    try:
+        rows = load_rows(args.captures, known, names)
+    except (OSError, CaptureError) as e:
+        _err(str(e))
+        return EXIT_ERROR
+    md = None
+    if args.markdown or args.write_readme:
+        md = conformance.render_markdown(rows, known, source=_rel(args.captures),
+                                         command=REGENERATE)
+    if args.write_readme:
+        try:
+            text = args.write_readme.read_text(encoding="utf-8")
+            args.write_readme.write_text(conformance.replace_block(text, md or ""),
+                                         encoding="utf-8")
+        except (OSError, ValueError) as e:
+            _err(f"{args.write_readme}: {e}")
+            return EXIT_ERROR
+        _err(f"wrote the table into {args.write_readme}")
+    if args.json:
+        print(conformance.to_json(rows, known))
+    elif args.markdown:
+        sys.stdout.write(md or "")
+    elif not args.write_readme:
+        sys.stdout.write(conformance.render_text(rows, known))
+    return EXIT_UNEXPLAINED if any(r.unexplained for r in rows) else EXIT_OK
+
+
+def _rel(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(runner.REPO)) + "/"
+    except ValueError:
+        return str(p)

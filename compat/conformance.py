@@ -1,0 +1,548 @@
+"""Conformance: what still tells cbc-through-the-bridge apart from Claude Code 2.1.220, and why.
+
+Input: per scenario, the twin captures (``claude``: the real Claude Code 2.1.220;
+``cbc-bridged``: the real cbc 2.163.0 behind ``bridge run --profile cbc-to-claude``;
+``cbc-raw``: the same cbc with no bridge). ``compare`` diffs each cbc side against Claude
+(``compat.diff``) and runs the contract (``compat.contract``) on every side's client view;
+``explain`` gives every remaining difference and every contract violation of the bridged
+side a reason from the *known differences* (a reviewed TOML file, ``load_known``):
+
+    [[difference]]
+    id = "init-version"                       # unique; reported when it matches nothing
+    paths = ["* / system/init* / claude_code_version"]   # `*`: any run of characters;
+                                              # the whole ``Difference.path`` must match
+    kind = "only-a"                           # optional: changed | only-a | only-b
+    a = "2.1.220"                             # optional: A's / B's (masked) value, exactly
+                                              # ("<null>": JSON null, which TOML lacks)
+    scenarios = ["simple-success"]            # optional: only in these scenarios
+    violations = ["init-shape"]               # or: contract violations with these rule ids
+    message = "*claude_code_version*"         # optional, with `violations`: message glob
+    side = "claude"                           # with `violations`: a violation of the Claude
+                                              # run (default: of the bridged cbc run)
+    # exactly one reason:
+    missing_rule = "init-shape"               # a rule (PROTOCOL.md id) not written, or not
+                                              # covering this yet
+    cbc = "what cbc does that no rule can undo"   # cbc behaviour the bridge cannot change
+    design = "why the bridge differs on purpose"  # a deliberate choice (a rule's default)
+    checker = "why the check is wrong here"   # the contract check trips on real Claude output
+    evidence = "captures/twins/..., PROTOCOL.md §2"   # required with `cbc` and `checker`
+    note = "free text"
+
+The first matching entry wins. Nothing is ever hidden: a difference no entry matches is
+``unexplained``; so is a violation of a rule the bridge already implements (a bug) and a
+violation on the Claude side (the checker is wrong) that no ``checker`` entry names. A
+violation of a rule the bridge does not implement yet is explained mechanically as
+"missing rule: <id>" (the contract is the reviewed list of rules). A ``missing_rule`` entry
+whose rule now exists in the profile says so ("<id> is in the profile but does not cover
+this"): a gap, still visible.
+
+Pure: text in (TOML, captures), data and text out. ``bridge.conformance_cmd`` does the I/O.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import attrs
+import orjson
+
+from compat.capture import Capture
+from compat.contract import Violation, check, escape
+from compat.diff import DiffOptions, DiffResult, diff, terminal_safe_json
+
+#: the roles of a twin set, in table order
+ROLES = ("claude", "cbc-bridged", "cbc-raw")
+#: rules that are not pipeline stages but are implemented (pure translations, compat/argv.py,
+#: compat/env.py); the stage rules come from the profile
+TRANSLATION_RULES = frozenset({"argv", "env"})
+KINDS = ("changed", "only-a", "only-b")
+MARK_START, MARK_END = "<!-- conformance:start -->", "<!-- conformance:end -->"
+UNEXPLAINED = "unexplained"
+_UNSET: Any = object()
+#: every rule id of PROTOCOL.md, and the contract's own (framing, frame-fields, redact): a
+#: ``missing_rule`` must be one of them (propose a new rule in PROTOCOL.md first)
+RULE_IDS = frozenset({
+    "task-type", "workflow-name", "workflow-prompt", "late-progress", "task-status",
+    "task-fields", "terminal-guarantee", "tasks-snapshot", "task-noise", "task-correlation",
+    "progress-final", "interrupt-terminal", "progress-snapshot", "init-once", "init-shape",
+    "private-fields", "vocabulary", "result-shape", "interrupted-turn", "foreign-init",
+    "tool-parent", "initialize-reply", "interrupt-request", "interrupt-reply",
+    "permission-reply", "permission-cancel", "unsupported-control", "argv", "session-pin",
+    "permission-routing", "env", "stdin-vocabulary", "user-line", "eof-wind-down",
+    "framing", "frame-fields", "redact",
+})  # fmt: skip
+REASONS = ("missing_rule", "cbc", "design", "checker")
+#: categories of an explained item, in display order, then "unexplained"
+CATEGORIES = ("missing-rule", "cbc", "design", "checker")
+_ENTRY_KEYS = {"id", "paths", "violations", "message", "kind", "a", "b", "scenarios", "side",
+               *REASONS, "evidence", "note"}  # fmt: skip
+
+
+class KnownError(ValueError):
+    pass
+
+
+def implemented_rules(profile: str = "cbc-to-claude") -> frozenset[str]:
+    from compat.profiles import known_rules
+
+    return frozenset(known_rules(profile)) | TRANSLATION_RULES
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")), re.S)
+
+
+def _same(expected: Any, actual: Any) -> bool:
+    return actual is None if expected == NULL else bool(expected == actual)
+
+
+NULL = "<null>"
+
+
+@attrs.frozen
+class Entry:
+    id: str
+    paths: tuple[str, ...] = ()
+    violations: tuple[str, ...] = ()
+    message: str | None = None
+    kind: str | None = None
+    a: Any = _UNSET
+    b: Any = _UNSET
+    scenarios: tuple[str, ...] = ()
+    side: str = "cbc"
+    missing_rule: str | None = None
+    cbc: str | None = None
+    design: str | None = None
+    checker: str | None = None
+    evidence: str = ""
+    note: str = ""
+    _res: tuple[re.Pattern[str], ...] = attrs.field(init=False, eq=False, repr=False)
+    _msg: re.Pattern[str] | None = attrs.field(init=False, eq=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_res", tuple(_glob(p) for p in self.paths))
+        object.__setattr__(self, "_msg", _glob(self.message) if self.message else None)
+
+    def category(self) -> str:
+        return ("missing-rule" if self.missing_rule else "cbc" if self.cbc else
+                "design" if self.design else "checker")  # fmt: skip
+
+    def reason(self, implemented: frozenset[str]) -> str:
+        note = f" — {self.note}" if self.note else ""
+        ev = f" (evidence: {self.evidence})" if self.evidence else ""
+        if self.missing_rule:
+            r = f"missing rule: {self.missing_rule}"
+            if self.missing_rule in implemented:
+                r += f" ({self.missing_rule} is in the profile but does not cover this)"
+            return r + note
+        if self.cbc:
+            return f"cbc behaviour the bridge cannot change: {self.cbc}{ev}"
+        if self.design:
+            return f"by design: {self.design}{ev}"
+        return f"contract check too strict for real Claude output: {self.checker}{ev}"
+
+    def matches_difference(self, scenario: str, path: str, kind: str, a: Any, b: Any) -> bool:
+        if not self._res or (self.scenarios and scenario not in self.scenarios):
+            return False
+        if self.kind is not None and kind != self.kind:
+            return False
+        if self.a is not _UNSET and not _same(self.a, a):
+            return False
+        if self.b is not _UNSET and not _same(self.b, b):
+            return False
+        return any(r.fullmatch(path) for r in self._res)
+
+    def matches_violation(self, scenario: str, v: Violation, side: str = "cbc") -> bool:
+        if not self.violations or (self.scenarios and scenario not in self.scenarios):
+            return False
+        if side != self.side:
+            return False
+        if v.rule not in self.violations and "*" not in self.violations:
+            return False
+        return self._msg is None or bool(self._msg.fullmatch(v.message))
+
+
+@attrs.frozen
+class Known:
+    entries: tuple[Entry, ...]
+
+    def find_difference(self, scenario: str, path: str, kind: str, a: Any, b: Any
+                        ) -> Entry | None:  # fmt: skip
+        return next((e for e in self.entries
+                     if e.matches_difference(scenario, path, kind, a, b)), None)  # fmt: skip
+
+    def find_violation(self, scenario: str, v: Violation, side: str = "cbc") -> Entry | None:
+        return next((e for e in self.entries if e.matches_violation(scenario, v, side)), None)
+
+
+def load_known(text: str, source: str = "<known differences>") -> Known:
+    """Parse a known-differences file strictly: unknown keys, wrong types, duplicate ids,
+    an entry with no match or with zero or two reasons are errors naming the entry."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise KnownError(f"{source}: not valid TOML: {e}") from e
+    extra = set(data) - {"difference"}
+    if extra:
+        raise KnownError(f"{source}: unknown top-level key(s) {sorted(extra)} "
+                         "(only [[difference]] tables)")  # fmt: skip
+    raw = data.get("difference", [])
+    if not isinstance(raw, list):
+        raise KnownError(f"{source}: `difference` must be an array of tables ([[difference]])")
+    entries, seen = [], set()
+    for i, item in enumerate(raw):
+        where = f"{source}: difference[{i}]"
+        if not isinstance(item, dict):
+            raise KnownError(f"{where}: not a table")
+        entry = _entry(item, where)
+        if entry.id in seen:
+            raise KnownError(f"{where}: duplicate id {entry.id!r}")
+        seen.add(entry.id)
+        entries.append(entry)
+    return Known(tuple(entries))
+
+
+def _entry(item: dict[str, Any], where: str) -> Entry:
+    unknown = set(item) - _ENTRY_KEYS
+    if unknown:
+        raise KnownError(f"{where}: unknown key(s) {sorted(unknown)}")
+    where = f"{where} ({item.get('id', '?')})"
+
+    def text(key: str, required: bool = False) -> str | None:
+        v = item.get(key)
+        if v is None and not required:
+            return None
+        if not isinstance(v, str) or not v.strip():
+            raise KnownError(f"{where}: `{key}` must be a non-empty string")
+        return v
+
+    def strings(key: str) -> tuple[str, ...]:
+        v = item.get(key, [])
+        if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+            raise KnownError(f"{where}: `{key}` must be a list of non-empty strings")
+        return tuple(v)
+
+    paths, violations = strings("paths"), strings("violations")
+    if not paths and not violations:
+        raise KnownError(f"{where}: give `paths` (diff paths) or `violations` (rule ids)")
+    if item.get("message") is not None and not violations:
+        raise KnownError(f"{where}: `message` goes with `violations`")
+    kind = text("kind")
+    if kind is not None and kind not in KINDS:
+        raise KnownError(f"{where}: `kind` must be one of {', '.join(KINDS)}")
+    reasons = {k: text(k) for k in REASONS}
+    given = [k for k, v in reasons.items() if v is not None]
+    if len(given) != 1:
+        raise KnownError(f"{where}: give exactly one reason: {', '.join(REASONS)} "
+                         f"(got {', '.join(given) or 'none'})")
+    if reasons["missing_rule"] is not None and reasons["missing_rule"] not in RULE_IDS:
+        raise KnownError(f"{where}: `missing_rule` {reasons['missing_rule']!r} is not a "
+                         "PROTOCOL.md rule id")
+    if given[0] in ("cbc", "checker") and text("evidence") is None:
+        raise KnownError(f"{where}: a `{given[0]}` reason needs its `evidence`")
+    side = text("side") or "cbc"
+    if side not in ("cbc", "claude"):
+        raise KnownError(f"{where}: `side` must be cbc or claude")
+    if side == "claude" and (not violations or given[0] != "checker"):
+        raise KnownError(f"{where}: `side = \"claude\"` is for `violations` of the Claude "
+                         "run, with a `checker` reason")
+    return Entry(id=text("id", True) or "", paths=paths, violations=violations,
+                 message=text("message"), kind=kind, a=item.get("a", _UNSET),
+                 b=item.get("b", _UNSET), scenarios=strings("scenarios"), side=side,
+                 evidence=text("evidence") or "", note=text("note") or "",
+                 **reasons)  # fmt: skip
+
+
+# -- one comparison ----------------------------------------------------------------------
+
+
+@attrs.frozen
+class Item:
+    """One remaining difference or contract violation, with its reason."""
+
+    what: str  # "difference" | "violation"
+    path: str  # the diff path, or "contract [rule] line N: message"
+    kind: str  # changed/only-a/only-b; for a violation: its rule id
+    a: Any
+    b: Any
+    category: str  # "missing-rule" | "cbc" | "unexplained"
+    reason: str
+    entry: str | None = None  # the known-differences id that explained it
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+@attrs.frozen
+class Comparison:
+    """Side B (a cbc run) against side A (Claude)."""
+
+    diff: DiffResult
+    violations_a: list[Violation]
+    violations_b: list[Violation]
+    items: list[Item] = attrs.Factory(list)
+
+    @property
+    def equivalent(self) -> bool:
+        return self.diff.equivalent
+
+    @property
+    def unexplained(self) -> list[Item]:
+        return [i for i in self.items if i.category == UNEXPLAINED]
+
+    def counts(self) -> dict[str, int]:
+        c = dict.fromkeys((*CATEGORIES, UNEXPLAINED), 0)
+        for i in self.items:
+            c[i.category] += 1
+        return c
+
+
+def compare(a: Capture, b: Capture, options: DiffOptions | None = None) -> Comparison:
+    """Diff and contract check, without reasons (``explain`` adds them)."""
+    return Comparison(diff(a, b, options), check(a), check(b))
+
+
+def explain(cmp: Comparison, scenario: str, known: Known,
+            implemented: frozenset[str] | None = None) -> Comparison:  # fmt: skip
+    """``cmp`` with an ``Item`` (and its reason) for every difference, every violation of
+    side B and every violation of side A."""
+    impl = implemented_rules() if implemented is None else implemented
+    items: list[Item] = []
+    for d in cmp.diff.differences:
+        e = known.find_difference(scenario, d.path, d.kind, d.a, d.b)
+        items.append(Item("difference", d.path, d.kind, d.a, d.b,
+                          e.category() if e else UNEXPLAINED,
+                          e.reason(impl) if e else UNEXPLAINED, e.id if e else None))
+    for v in cmp.violations_b:
+        path = _violation_path(v)
+        e = known.find_violation(scenario, v)
+        if e is not None:
+            items.append(Item("violation", path, v.rule, None, v.frame, e.category(),
+                              e.reason(impl), e.id))
+        elif v.rule not in impl:
+            items.append(Item("violation", path, v.rule, None, v.frame, "missing-rule",
+                              f"missing rule: {v.rule} (a contract rule the bridge does "
+                              "not implement yet)"))
+        else:
+            items.append(Item("violation", path, v.rule, None, v.frame, UNEXPLAINED,
+                              f"{UNEXPLAINED}: the bridge implements {v.rule} but its "
+                              "output still violates it"))
+    for v in cmp.violations_a:
+        path = "Claude side: " + _violation_path(v)
+        e = known.find_violation(scenario, v, "claude")
+        if e is not None:
+            items.append(Item("violation", path, v.rule, v.frame, None, e.category(),
+                              e.reason(impl), e.id))
+        else:
+            items.append(Item("violation", path, v.rule, v.frame, None, UNEXPLAINED,
+                              f"{UNEXPLAINED}: Claude Code itself violates the contract "
+                              "(the checker or the capture is wrong)"))
+    return attrs.evolve(cmp, items=items)
+
+
+def _violation_path(v: Violation) -> str:
+    where = f"line {v.lineno}" if v.lineno else "end of stream"
+    return f"contract [{v.rule}] {where}: {v.message}"
+
+
+# -- the table ---------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Row:
+    scenario: str
+    bridged: Comparison | None  # None: a capture of the pair is missing
+    raw: Comparison | None
+    missing: tuple[str, ...] = ()  # roles whose capture is missing
+    meta: dict[str, Any] = attrs.Factory(dict)  # per role: version, exit, duration, created
+
+    @property
+    def unexplained(self) -> int:
+        n = len(self.bridged.unexplained) if self.bridged else 0
+        return n + (1 if "claude" in self.missing or "cbc-bridged" in self.missing else 0)
+
+
+def row(scenario: str, caps: dict[str, Capture], known: Known,
+        implemented: frozenset[str] | None = None) -> Row:  # fmt: skip
+    """One scenario's row from its twin captures (keys: ``ROLES``; some may be absent)."""
+    missing = tuple(r for r in ROLES if r not in caps)
+    claude = caps.get("claude")
+    bridged = raw = None
+    if claude is not None and "cbc-bridged" in caps:
+        bridged = explain(compare(claude, caps["cbc-bridged"]), scenario, known, implemented)
+    if claude is not None and "cbc-raw" in caps:
+        raw = compare(claude, caps["cbc-raw"])
+    meta = {r: _meta(c) for r, c in caps.items()}
+    return Row(scenario, bridged, raw, missing, meta)
+
+
+def _meta(c: Capture) -> dict[str, Any]:
+    h = c.header
+    return {k: h.get(k) for k in ("backend", "backend_version", "via", "created")
+            if h.get(k) is not None} | {"exit": next(
+                (r.text for r in reversed(c.records) if r.kind == "exit"), None)}  # fmt: skip
+
+
+def unused_entries(known: Known, rows: Sequence[Row]) -> list[str]:
+    """Ids of entries that explained nothing in ``rows`` (stale, or for a scenario not run)."""
+    used = {i.entry for r in rows if r.bridged for i in r.bridged.items}
+    return [e.id for e in known.entries if e.id not in used]
+
+
+def _cell(c: Comparison | None) -> str:
+    if c is None:
+        return "(no capture)"
+    n, v = len(c.diff.differences), len(c.violations_b)
+    return f"{n} difference{'s' * (n != 1)}, {v} violation{'s' * (v != 1)}"
+
+
+def _counts(r: Row) -> dict[str, int]:
+    return r.bridged.counts() if r.bridged else dict.fromkeys((*CATEGORIES, UNEXPLAINED), 0)
+
+
+def _explained_cell(c: dict[str, int]) -> str:
+    return " / ".join(str(c[k]) for k in CATEGORIES)
+
+
+def _eq(r: Row) -> str:
+    return ("yes" if r.bridged.equivalent else "no") if r.bridged else "?"
+
+
+def _md(s: str) -> str:
+    """Text safe inside a Markdown table cell or list item (escaped, pipes and backticks)."""
+    return escape(s).replace("|", "\\|").replace("`", "'")
+
+
+def _versions(rows: Sequence[Row]) -> str:
+    seen: dict[str, set[str]] = {}
+    for r in rows:
+        for role, m in r.meta.items():
+            if m.get("backend_version"):
+                seen.setdefault(role.split("-")[0], set()).add(str(m["backend_version"]))
+    names = {"claude": "Claude Code", "cbc": "cbc"}
+    order = sorted(seen, key=lambda k: (k not in names, list(names).index(k) if k in names
+                                        else 0, k))  # fmt: skip
+    return ", ".join(f"{names.get(k, k)} {'/'.join(sorted(seen[k]))}" for k in order)
+
+
+def _dates(rows: Sequence[Row]) -> str:
+    ds = sorted({str(m["created"])[:10] for r in rows for m in r.meta.values()
+                 if m.get("created")})  # fmt: skip
+    return ds[0] if len(ds) == 1 else (f"{ds[0]} to {ds[-1]}" if ds else "unknown dates")
+
+
+def _short(v: Any, width: int = 60) -> str:
+    s = orjson.dumps(v).decode()
+    return s if len(s) <= width else s[: width - 1] + "…"
+
+
+def _grouped(items: Iterable[Item]) -> dict[str, list[Item]]:
+    out: dict[str, list[Item]] = {}
+    order = {k: n for n, k in enumerate((UNEXPLAINED, *CATEGORIES))}
+    for i in sorted(items, key=lambda i: order[i.category]):
+        out.setdefault(i.reason, []).append(i)
+    return out
+
+
+def _item_text(i: Item) -> str:
+    if i.what == "violation":
+        return i.path
+    if i.kind == "only-a":
+        return f"{i.path} (only Claude: {_short(i.a)})"
+    if i.kind == "only-b":
+        return f"{i.path} (only cbc: {_short(i.b)})"
+    return f"{i.path} (Claude {_short(i.a)}, cbc {_short(i.b)})"
+
+
+def render_markdown(rows: Sequence[Row], known: Known, *, source: str = "captures/twins/",
+                    command: str = "ccbridge conformance --markdown") -> str:  # fmt: skip
+    """The table and, per scenario, every remaining difference grouped by reason."""
+    out = [f"Generated by `{command}` from `{source}` ({_versions(rows)}; captured "
+           f"{_dates(rows)}). Each cbc run is compared with the Claude run of the same "
+           "scenario by `ccbridge diff` (volatile values masked), and every run's client "
+           "view is checked by `ccbridge check` (violations).", "",
+           "| scenario | raw cbc vs Claude | cbc through the bridge vs Claude | equivalent "
+           "| explained: missing rule / cbc / by design / checker | unexplained |",
+           "|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        c = _counts(r)
+        unexpl = str(r.unexplained) + (f" (no capture: {', '.join(r.missing)})"
+                                       if r.missing else "")  # fmt: skip
+        out.append(f"| `{_md(r.scenario)}` | {_cell(r.raw)} | {_cell(r.bridged)} | {_eq(r)} "
+                   f"| {_explained_cell(c)} | {unexpl} |")
+    out += ["", "Every remaining difference and violation (cbc through the bridge vs Claude), "
+            "by reason:", ""]  # fmt: skip
+    for r in rows:
+        if r.bridged is None:
+            out.append(f"- `{_md(r.scenario)}`: no comparison (no capture: "
+                       f"{', '.join(r.missing)})")
+            continue
+        if not r.bridged.items:
+            out.append(f"- `{_md(r.scenario)}`: none")
+            continue
+        out += [f"<details><summary><code>{_md(r.scenario)}</code>: "
+                f"{_cell(r.bridged)}</summary>", ""]
+        for reason, items in _grouped(r.bridged.items).items():
+            out.append(f"- **{_md(reason)}**")
+            out += [f"  - `{_md(_item_text(i))}`" for i in items]
+        out += ["", "</details>", ""]
+    unused = unused_entries(known, rows)
+    if unused:
+        out += ["", "Known-difference entries that matched nothing: "
+                + ", ".join(f"`{_md(u)}`" for u in unused)]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def render_text(rows: Sequence[Row], known: Known, *, verbose: bool = True) -> str:
+    w = max([len(r.scenario) for r in rows] + [8])
+    out = [f"{'scenario':<{w}}  {'raw cbc vs Claude':<32}  {'bridged cbc vs Claude':<32}  "
+           "eq   rule/cbc/design/checker  unexplained"]
+    for r in rows:
+        c = _counts(r)
+        miss = f"  (no capture: {', '.join(r.missing)})" if r.missing else ""
+        out.append(f"{escape(r.scenario):<{w}}  {_cell(r.raw):<32}  {_cell(r.bridged):<32}  "
+                   f"{_eq(r):<3}  {_explained_cell(c):<23}  {r.unexplained:>11}" + miss)
+    if verbose:
+        for r in rows:
+            if not r.bridged or not r.bridged.items:
+                continue
+            out += ["", f"{escape(r.scenario)}:"]
+            for reason, items in _grouped(r.bridged.items).items():
+                out.append(f"  {escape(reason)}")
+                out += [f"    {escape(_item_text(i))}" for i in items]
+    unused = unused_entries(known, rows)
+    if unused:
+        out += ["", "known differences that matched nothing: " + ", ".join(unused)]
+    total = sum(r.unexplained for r in rows)
+    out += ["", f"{len(rows)} scenario(s), "
+            f"{sum(1 for r in rows if r.bridged and r.bridged.equivalent)} equivalent, "
+            f"{total} unexplained"]  # fmt: skip
+    return "\n".join(out) + "\n"
+
+
+def to_json(rows: Sequence[Row], known: Known) -> str:
+    def comp(c: Comparison | None) -> Any:
+        if c is None:
+            return None
+        return {"equivalent": c.equivalent, "differences": len(c.diff.differences),
+                "violations_a": [v.to_dict() for v in c.violations_a],
+                "violations_b": [v.to_dict() for v in c.violations_b],
+                "counts": c.counts(), "items": [i.to_dict() for i in c.items]}  # fmt: skip
+
+    doc = {"scenarios": [{"scenario": r.scenario, "missing": list(r.missing), "meta": r.meta,
+                          "bridged": comp(r.bridged), "raw": comp(r.raw),
+                          "unexplained": r.unexplained} for r in rows],
+           "unexplained": sum(r.unexplained for r in rows),
+           "unused_entries": unused_entries(known, rows)}  # fmt: skip
+    return terminal_safe_json(orjson.dumps(doc).decode())
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with what lies between the conformance markers replaced by ``block``."""
+    i, j = text.find(MARK_START), text.find(MARK_END)
+    if i < 0 or j < 0 or j < i:
+        raise ValueError(f"the markers {MARK_START} ... {MARK_END} were not found (in order)")
+    return text[: i + len(MARK_START)] + "\n" + block.rstrip("\n") + "\n" + text[j:]

@@ -1,0 +1,391 @@
+"""``ccbridge ab`` and ``ccbridge conformance`` without real CLIs.
+
+The backends here are replays (``ccbridge replay --materialize``) of the cbc 2.163.0
+captures in ``captures/`` and of the reference Claude Code 2.1.220 transcripts (skipped
+when the shared reference folder is absent): the same runner, bridge and stand-in model
+as the real A/B runs, in seconds. The known-differences logic is tested on small
+synthetic captures; the committed twins (``captures/twins``) must be fully explained by
+the committed known differences, and the README must carry their table.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge import ab_cmd, conformance_cmd
+from compat import capture, conformance
+from compat.conformance import KnownError, load_known
+from compat.contract import check
+
+from ..conftest import CAPTURES, REPO
+
+SCENARIOS = REPO / "scenarios"
+TWINS = CAPTURES / "twins"
+KNOWN = REPO / "bridge" / "data" / "known_differences.toml"
+
+
+def replay(path: Path) -> str:
+    return shlex.join([sys.executable, "-m", "bridge", "replay", "--materialize", str(path)])
+
+
+def cap(*frames: dict[str, Any], kind: str = "stdout", **header: Any) -> capture.Capture:
+    lines = [capture.encode_header(capture.header("test", **header))]
+    lines += [capture.encode_record(0.1 * i, kind, json.dumps(f).encode())
+              for i, f in enumerate(frames)]
+    return capture.parse(b"".join(lines).split(b"\n"))
+
+
+INIT = {"type": "system", "subtype": "init", "cwd": "/w", "session_id": "s1", "uuid": "u-1",
+        "model": "m", "tools": [], "mcp_servers": [], "permissionMode": "default",
+        "slash_commands": [], "apiKeySource": "none", "output_style": "default",
+        "claude_code_version": "2.1.220", "capabilities": [], "agents": [], "skills": [],
+        "plugins": []}  # fmt: skip
+RESULT = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5,
+          "duration_api_ms": 4, "num_turns": 1, "result": "ok", "session_id": "s1",
+          "total_cost_usd": 0, "uuid": "u-2", "modelUsage": {}, "permission_denials": [],
+          "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
+                    "cache_read_input_tokens": 0}}  # fmt: skip
+
+
+def known(text: str) -> conformance.Known:
+    return load_known(text, "test.toml")
+
+
+# -- the known-differences file ------------------------------------------------------------
+
+
+def test_shipped_known_differences_load() -> None:
+    k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
+    assert k.entries
+    for e in k.entries:
+        assert e.paths or e.violations
+        assert e.reason(conformance.implemented_rules())
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ('[[difference]]\nid="x"\npaths=["a"]\n', "exactly one reason"),
+    ('[[difference]]\nid="x"\npaths=["a"]\ncbc="c"\nmissing_rule="init-shape"\n',
+     "exactly one reason"),
+    ('[[difference]]\nid="x"\npaths=["a"]\ncbc="c"\n', "needs its `evidence`"),
+    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="no-such-rule"\n',
+     "not a PROTOCOL.md rule id"),
+    ('[[difference]]\nid="x"\nmissing_rule="init-shape"\n', "give `paths`"),
+    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\nkind="gone"\n',
+     "`kind` must be"),
+    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\ncolour=1\n',
+     "unknown key"),
+    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\n'
+     '[[difference]]\nid="x"\npaths=["b"]\nmissing_rule="init-shape"\n', "duplicate id"),
+    ('[[difference]]\nid="x"\nviolations=["init-once"]\nside="claude"\n'
+     'missing_rule="init-once"\n', "side"),
+    ('[thing]\n', "unknown top-level"),
+    ('[[difference]\n', "not valid TOML"),
+])  # fmt: skip
+def test_known_differences_are_strict(text: str, words: str) -> None:
+    with pytest.raises(KnownError, match=None) as e:
+        known(text)
+    assert words in str(e.value)
+
+
+# -- explaining one comparison -------------------------------------------------------------
+
+
+def test_every_difference_gets_a_reason_or_is_unexplained() -> None:
+    a = cap(INIT, RESULT)
+    b = cap({**INIT, "apiKeySource": "host.example"},
+            {**RESULT, "num_turns": 3, "extra": True})  # fmt: skip
+    k = known('''
+[[difference]]
+id = "turns"
+paths = ["* / result / num_turns"]
+cbc = "cbc counts its turns its own way"
+evidence = "test"
+
+[[difference]]
+id = "key-source"
+paths = ["turn * / system/init / apiKeySource"]
+a = "none"
+missing_rule = "init-shape"
+''')
+    cmp = conformance.explain(conformance.compare(a, b), "s", k, frozenset())
+    by = {i.path: i for i in cmp.items}
+    assert by["turn 1 / result / num_turns"].category == "cbc"
+    assert "cbc counts" in by["turn 1 / result / num_turns"].reason
+    assert by["turn 1 / system/init / apiKeySource"].reason == "missing rule: init-shape"
+    extra = by["turn 1 / result / extra"]
+    assert (extra.category, extra.kind, extra.entry) == ("unexplained", "only-b", None)
+    assert [i.path for i in cmp.unexplained] == ["turn 1 / result / extra"]
+    assert cmp.counts() == {"missing-rule": 1, "cbc": 1, "design": 0, "checker": 0,
+                            "unexplained": 1}  # fmt: skip
+
+
+def test_value_scenario_and_kind_narrow_an_entry() -> None:
+    a, b = cap(INIT, RESULT), cap(INIT, {**RESULT, "num_turns": 3})
+    for extra in ('a = 2', 'b = 4', 'scenarios = ["other"]', 'kind = "only-b"'):
+        k = known(f'[[difference]]\nid="t"\npaths=["*num_turns"]\n{extra}\n'
+                  'missing_rule="result-shape"\n')
+        cmp = conformance.explain(conformance.compare(a, b), "s", k, frozenset())
+        assert [i.category for i in cmp.items] == ["unexplained"], extra
+
+
+def test_a_rule_that_now_exists_is_reported_as_a_gap() -> None:
+    a, b = cap(INIT, RESULT), cap(INIT, {**RESULT, "num_turns": 3})
+    k = known('[[difference]]\nid="t"\npaths=["*num_turns"]\nmissing_rule="result-shape"\n')
+    [item] = conformance.explain(conformance.compare(a, b), "s", k,
+                                 frozenset({"result-shape"})).items  # fmt: skip
+    assert item.category == "missing-rule"
+    assert "result-shape is in the profile but does not cover this" in item.reason
+
+
+def test_violations_of_missing_rules_explain_themselves_but_not_of_existing_ones() -> None:
+    stub = {k: v for k, v in INIT.items() if k != "claude_code_version"}
+    a, b = cap(INIT, RESULT), cap(stub, RESULT)
+    k = known("")
+    [v] = [i for i in conformance.explain(conformance.compare(a, b), "s", k,
+                                          frozenset()).items if i.what == "violation"]
+    assert (v.kind, v.category) == ("init-shape", "missing-rule")
+    assert v.reason.startswith("missing rule: init-shape")
+    [v] = [i for i in conformance.explain(conformance.compare(a, b), "s", k,
+                                          frozenset({"init-shape"})).items
+           if i.what == "violation"]  # fmt: skip
+    assert v.category == "unexplained"
+
+
+def test_a_claude_side_violation_needs_a_checker_entry() -> None:
+    stub = {k: v for k, v in INIT.items() if k != "claude_code_version"}
+    a = b = cap(stub, RESULT)
+    cmp = conformance.compare(a, b)
+    assert cmp.equivalent
+    assert cmp.violations_a
+    items = conformance.explain(cmp, "s", known(""), frozenset()).items
+    assert {i.category for i in items if i.path.startswith("Claude side")} == {"unexplained"}
+    k = known('[[difference]]\nid="c"\nviolations=["init-shape"]\nside="claude"\n'
+              'checker="too strict"\nevidence="test"\n')
+    items = conformance.explain(cmp, "s", k, frozenset()).items
+    assert {i.category for i in items if i.path.startswith("Claude side")} == {"checker"}
+
+
+# -- rendering -----------------------------------------------------------------------------
+
+
+def _rows() -> tuple[list[conformance.Row], conformance.Known]:
+    k = known('[[difference]]\nid="t"\npaths=["*num_turns"]\ncbc="c|`x`"\nevidence="e"\n'
+              '[[difference]]\nid="never"\npaths=["nothing"]\nmissing_rule="argv"\n')
+    claude = cap(INIT, RESULT, backend="claude", backend_version="2.1.220",
+                 created="2025-01-02T00:00:00+00:00")  # fmt: skip
+    bridged = cap(INIT, {**RESULT, "num_turns": 3}, backend="cbc", backend_version="2.163.0")
+    raw = cap({**INIT, "uuid": "s1"}, {**RESULT, "num_turns": 3, "_meta": {}})
+    rows = [conformance.row("demo", {"claude": claude, "cbc-bridged": bridged,
+                                     "cbc-raw": raw}, k, frozenset()),
+            conformance.row("lonely", {"claude": claude}, k, frozenset())]  # fmt: skip
+    return rows, k
+
+
+def test_markdown_table_lists_every_difference_with_its_reason() -> None:
+    rows, k = _rows()
+    md = conformance.render_markdown(rows, k)
+    assert "(Claude Code 2.1.220, cbc 2.163.0; captured 2025-01-02)" in md
+    assert "| `demo` | 3 differences, 2 violations | 1 difference, 0 violations | no " \
+           "| 0 / 1 / 0 / 0 | 0 |" in md
+    assert "| `lonely` | (no capture) | (no capture) | ? | 0 / 0 / 0 / 0 | 1 (no capture: " \
+           "cbc-bridged, cbc-raw) |" in md
+    # the reason is escaped for a table: a pipe cannot split the cell, a backtick the span
+    assert "- **cbc behaviour the bridge cannot change: c\\|'x' (evidence: e)**" in md
+    assert "  - `turn 1 / result / num_turns (Claude 1, cbc 3)`" in md
+    assert "matched nothing: `never`" in md
+    assert rows[1].unexplained == 1  # a missing capture is never a silent pass
+    text = conformance.render_text(rows, k)
+    assert "2 scenario(s), 0 equivalent, 1 unexplained" in text
+    doc = json.loads(conformance.to_json(rows, k))
+    assert doc["unexplained"] == 1
+    assert doc["unused_entries"] == ["never"]
+    [item] = doc["scenarios"][0]["bridged"]["items"]
+    assert item["entry"] == "t"
+
+
+def test_replace_block_keeps_the_rest_of_the_readme() -> None:
+    text = f"intro\n{conformance.MARK_START}\nold\n{conformance.MARK_END}\noutro\n"
+    out = conformance.replace_block(text, "new table\n")
+    assert out == f"intro\n{conformance.MARK_START}\nnew table\n{conformance.MARK_END}\noutro\n"
+    assert conformance.replace_block(out, "new table\n") == out
+    with pytest.raises(ValueError, match="markers"):
+        conformance.replace_block("no markers", "x")
+
+
+# -- ab on replays -------------------------------------------------------------------------
+
+
+def test_ab_raw_against_bridged_cbc(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                    ) -> None:  # fmt: skip
+    r = replay(CAPTURES / "cbc-workflow-inline.jsonl")
+    rc = ab_cmd.main([str(SCENARIOS / "workflow-inline.toml"), "--a", r, "--b", r,
+                      "--via-b", "cbc-to-claude", "--out", str(tmp_path), "--json",
+                      "--time-limit", "30"])  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert rc == 1  # the bridge changes what the client sees
+    [s] = doc["scenarios"]
+    assert s["scenario"] == "workflow-inline"
+    assert s["equivalent"] is False
+    assert (tmp_path / "workflow-inline.a.jsonl").is_file()
+    assert (tmp_path / "workflow-inline.b.jsonl").is_file()
+    assert s["a"]["via"] is None
+    assert s["b"]["via"] == "cbc-to-claude"
+    assert s["a"]["exit"] == s["b"]["exit"] == "0"
+    # what the bridge is for: raw cbc breaks the contract more than cbc through it
+    assert len(s["a"]["contract"]["violations"]) > len(s["b"]["contract"]["violations"])
+    assert s["a"]["contract"]["counts"].get("private-fields")
+    assert not s["b"]["contract"]["counts"].get("private-fields")
+    paths = [d["path"] for d in s["diff"]["differences"]]
+    assert any("workflow_name" in p for p in paths)  # inline-<sha> vs meta.name
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_ab_same_replay_twice_is_equivalent(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    r = replay(CAPTURES / "cbc-bg-bash.jsonl")
+    rc = ab_cmd.main([str(SCENARIOS / "bg-bash.toml"), "--a", r, "--b", r, "--sequential",
+                      "--via-a", "cbc-to-claude", "--via-b", "cbc-to-claude",
+                      "--out", str(tmp_path), "--explain"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "equivalent (frames" in out
+    assert "contract A:" in out
+    assert "contract B:" in out
+
+
+def test_ab_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    f = str(SCENARIOS / "simple-success.toml")
+    assert ab_cmd.main([f, "--a", "/nonexistent/cli", "--b", "/nonexistent/cli",
+                        "--out", str(tmp_path)]) == 2  # fmt: skip
+    assert "could not start /nonexistent/cli" in capsys.readouterr().out
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nsteps = [{usr = "hi"}]\n')
+    assert ab_cmd.main([str(bad), "--a", "x", "--b", "y"]) == 2
+    assert "usr" in capsys.readouterr().err
+    assert ab_cmd.main(["--a", "x", "--b", "y"]) == 2
+
+
+def test_run_jobs_deadline_keeps_old_captures(tmp_path: Path) -> None:
+    """A run cut by the overall deadline writes nothing: the previous capture stays."""
+    from bridge.testing.scenario import load
+
+    f = SCENARIOS / "interrupt-idle-workflow.toml"
+    out = tmp_path / "x.cbc-raw.jsonl"
+    out.write_text("old\n")
+    job = ab_cmd.Job(f, load(f), ab_cmd.Side(replay(CAPTURES /
+                     "cbc-interrupt-idle-workflow.jsonl"), None, "cbc-raw"), out)
+    msgs: list[str] = []
+    [o] = trio.run(lambda: ab_cmd.run_jobs([job], deadline=1.0, progress=msgs.append))
+    assert o.error == "not finished before the deadline"
+    assert not o.ok
+    assert out.read_text() == "old\n"
+    assert not list(tmp_path.glob("*.partial"))
+    assert any("deadline" in m for m in msgs)
+
+
+# -- twins derived from the reference captures -------------------------------------------
+
+#: scenario -> (the reference Claude Code 2.1.220 session, the cbc 2.163.0 one in captures/)
+REFERENCE_TWINS = {
+    "bg-bash": ("claude-2.1.220/mockapi_background-bash_task-started-updated-notification"
+                ".transcript.jsonl", "cbc-bg-bash.jsonl"),
+    "workflow-inline": ("claude-2.1.220/mockapi_workflow_local-workflow-task-progress"
+                        ".transcript.jsonl", "cbc-workflow-inline.jsonl"),
+}  # fmt: skip
+
+
+def test_conformance_on_reference_derived_twins(tmp_path: Path, reference: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from bridge.testing.scenario import load
+
+    jobs = []
+    for name, (claude, cbc) in REFERENCE_TWINS.items():
+        f = SCENARIOS / f"{name}.toml"
+        s = load(f)
+        sides = {"claude": ab_cmd.Side(replay(reference / claude), None, "claude"),
+                 "cbc-bridged": ab_cmd.Side(replay(CAPTURES / cbc), "cbc-to-claude",
+                                            "cbc-bridged"),
+                 "cbc-raw": ab_cmd.Side(replay(CAPTURES / cbc), None, "cbc-raw")}
+        jobs += [ab_cmd.Job(f, s, side, tmp_path / f"{name}.{role}.jsonl")
+                 for role, side in sides.items()]  # fmt: skip
+    outcomes = trio.run(lambda: ab_cmd.run_jobs(jobs, limit=3, deadline=120,
+                                                time_limit=30, progress=lambda _: None))
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n{conformance.MARK_START}\n{conformance.MARK_END}\nend\n")
+    rc = conformance_cmd.main(["--captures", str(tmp_path), "--write-readme", str(readme)])
+    assert rc in (0, 1)
+    text = readme.read_text()
+    assert text.startswith("# x\n")
+    assert text.endswith(f"{conformance.MARK_END}\nend\n")
+    assert "| `bg-bash` |" in text
+    assert "| `workflow-inline` |" in text
+    assert conformance_cmd.main(["--captures", str(tmp_path), "--json"]) == rc
+    doc = json.loads(capsys.readouterr().out)
+    assert [s["scenario"] for s in doc["scenarios"]] == sorted(REFERENCE_TWINS)
+    for s in doc["scenarios"]:
+        raw, bridged = s["raw"], s["bridged"]
+        # the before/after columns: the bridge removes differences and violations
+        assert bridged["differences"] < raw["differences"]
+        assert len(bridged["violations_b"]) < len(raw["violations_b"])
+        assert not bridged["violations_a"]  # real Claude output passes the contract
+        assert s["meta"]["cbc-bridged"]["via"] == "cbc-to-claude"
+        # nothing is silently dropped: every difference and violation is an item
+        assert len(bridged["items"]) == bridged["differences"] + len(bridged["violations_b"])
+
+
+def test_conformance_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert conformance_cmd.main(["--only", "no-such-scenario"]) == 2
+    bad = tmp_path / "k.toml"
+    bad.write_text("[[difference]]\nid='x'\n")
+    assert conformance_cmd.main(["--known", str(bad), "--captures", str(tmp_path)]) == 2
+    readme = tmp_path / "README.md"
+    readme.write_text("no markers\n")
+    assert conformance_cmd.main(["--captures", str(tmp_path), "--write-readme",
+                                 str(readme)]) == 2  # fmt: skip
+    assert "markers" in capsys.readouterr().err
+
+
+# -- the committed twins -------------------------------------------------------------------
+
+
+def _twins_or_skip() -> dict[str, dict[str, Path]]:
+    files = conformance_cmd.twin_files(TWINS)
+    if not files:
+        pytest.skip("captures/twins not generated yet (ccbridge conformance --regenerate)")
+    return files
+
+
+def test_committed_twins_cover_every_scenario_and_stay_small() -> None:
+    files = _twins_or_skip()
+    assert set(files) == set(conformance_cmd.scenario_names())
+    for name, roles in files.items():
+        assert set(roles) == set(conformance.ROLES), name
+    total = sum(p.stat().st_size for p in TWINS.iterdir())
+    assert total < 4_000_000
+    for p in TWINS.glob("*.jsonl"):
+        c = ab_cmd.read(p)
+        assert c.header["scenario"] == p.name.split(".")[0]
+        assert "{CWD}" in p.read_text()  # run paths were replaced by placeholders
+        assert not [v for v in check(c) if v.rule == "redact"], p
+
+
+def test_committed_twins_are_fully_explained_and_in_the_readme() -> None:
+    _twins_or_skip()
+    k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
+    rows = conformance_cmd.load_rows(TWINS, k, sorted(conformance_cmd.scenario_names()))
+    unexplained = [(r.scenario, i.path, i.reason) for r in rows if r.bridged
+                   for i in r.bridged.unexplained]  # fmt: skip
+    assert not unexplained
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    start = readme.index(conformance.MARK_START)
+    block = readme[start: readme.index(conformance.MARK_END)]
+    for r in rows:
+        assert f"| `{r.scenario}` |" in block
