@@ -42,6 +42,10 @@ export function makeSummary(script) {
     sdk_version: null,
     node: process.version,
     ended: false, // the SDK's async iterator finished (for await ... of returned)
+    // the SDK ended the iterator by throwing "Claude Code returned an error result: ..."
+    // because the CLI exited 1 after an error result, as Claude Code 2.1.220 does when the
+    // session's last result is an error: that message, else null
+    ended_by_error_result: null,
     timed_out: false,
     error: null,
     failures: [],
@@ -69,6 +73,21 @@ export function finish(summary, code) {
   if (code === undefined) code = summary.error ? 3 : summary.failures.length ? 1 : 0;
   summary.exit_code = code;
   process.stdout.write(JSON.stringify(summary) + "\n", () => process.exit(code));
+}
+
+/** Record what the SDK threw. The one exception that is a normal end: the CLI exited 1
+ *  after an error `result` that was the last message (Claude Code exits 1 when the last
+ *  result was an error, and the SDK then throws with that result's errors). */
+export function sdkThrew(summary, e) {
+  const message = String(e?.message ?? e);
+  const last = summary.messages.at(-1);
+  if (message.startsWith("Claude Code returned an error result") &&
+      last?.type === "result" && last.is_error) {
+    summary.ended = true;
+    summary.ended_by_error_result = message;
+    return;
+  }
+  summary.error = String(e?.stack ?? e);
 }
 
 /** The script's own deadline: print what was seen so far, exit 2. */

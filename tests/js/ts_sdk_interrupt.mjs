@@ -17,7 +17,7 @@
 import { query } from "@anthropic-ai/claude-agent-sdk";
 import {
   armDeadline, check, checkLifecycles, finish, makeSummary, openPrompt, parseArgs, record,
-  sdkOptions,
+  sdkOptions, sdkThrew,
 } from "./ts_sdk_common.mjs";
 
 const args = parseArgs();
@@ -94,7 +94,7 @@ try {
   summary.ended = true;
   if (interruptPromise) await interruptPromise;
 } catch (e) {
-  summary.error = String(e?.stack ?? e);
+  sdkThrew(summary, e);
 }
 input.close();
 disarm();

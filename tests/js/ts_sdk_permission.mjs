@@ -14,7 +14,7 @@
 // here: the callback was called at least once, a `result` arrived, the iterator ended.
 import { query } from "@anthropic-ai/claude-agent-sdk";
 import {
-  armDeadline, check, finish, makeSummary, parseArgs, record, sdkOptions,
+  armDeadline, check, finish, makeSummary, parseArgs, record, sdkOptions, sdkThrew,
 } from "./ts_sdk_common.mjs";
 
 const args = parseArgs();
@@ -53,7 +53,7 @@ try {
   }
   summary.ended = true;
 } catch (e) {
-  summary.error = String(e?.stack ?? e);
+  sdkThrew(summary, e);
 }
 disarm();
 

@@ -22,7 +22,7 @@ import { join } from "node:path";
 import { query } from "@anthropic-ai/claude-agent-sdk";
 import {
   armDeadline, check, checkLifecycles, finish, makeSummary, metaName, parseArgs, record,
-  sdkOptions,
+  sdkOptions, sdkThrew,
 } from "./ts_sdk_common.mjs";
 
 const args = parseArgs();
@@ -77,7 +77,7 @@ try {
   }
   summary.ended = true;
 } catch (e) {
-  summary.error = String(e?.stack ?? e);
+  sdkThrew(summary, e);
 }
 disarm();
 
