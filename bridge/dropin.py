@@ -124,5 +124,6 @@ def _run(client_argv: list[str]) -> int:
             eof_grace=settings.eof_grace,
             script_roots=settings.script_roots,
             source="claude-on-cbc",
+            client_argv=client_argv,
         )
     )

@@ -2,13 +2,16 @@
 
 Never stdout (the protocol channel). Messages can quote backend strings, which are
 untrusted: control characters are escaped before anything reaches a terminal, and
-credential-looking values are redacted by the caller (compat.redact) before logging.
+credential-looking values are redacted here (``compat.redact.redact_text``) whatever the
+caller did (the launch line, a backend error, a stage's message).
 """
 
 from __future__ import annotations
 
 import sys
 from typing import IO
+
+from compat.redact import redact_text
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
@@ -42,7 +45,7 @@ class Logger:
         tag = f"[{rule}] " if rule else ""
         prefix = "" if level == "info" else f"{level}: "
         try:
-            self.stream.write(f"ccbridge: {prefix}{tag}{escape(message)}\n")
+            self.stream.write(f"ccbridge: {prefix}{tag}{escape(redact_text(message))}\n")
             self.stream.flush()
         except (OSError, ValueError):
             pass  # a closed stderr must not take the session down

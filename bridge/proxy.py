@@ -67,6 +67,17 @@ def backend_command(
     return argv
 
 
+def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None) -> None:
+    """What the rules must know about the launch (``SessionState``): the pid the client is
+    told (``initialize-reply``), and under ``cbc-to-claude`` whether the client asked for
+    permission prompts over stdio (``permission-routing``) and named the session itself."""
+    engine.state.pid = os.getpid()
+    if profile == "cbc-to-claude" and client_argv is not None:
+        tr = translate_to_cbc(client_argv)
+        engine.state.stdio_permissions = tr.stdio_permissions
+        engine.state.session_given = tr.session_given
+
+
 def backend_env(profile: str, env: Mapping[str, str]) -> dict[str, str]:
     return translate_env_to_cbc(env) if profile == "cbc-to-claude" else dict(env)
 
@@ -94,8 +105,10 @@ async def serve_stdio(
     eof_grace: float | None = 60.0,
     script_roots: Sequence[str] = (),
     source: str = "ccbridge run",
+    client_argv: Sequence[str] | None = None,
 ) -> int:
     engine = build_engine(profile, rules, max_line=max_line, script_roots=script_roots)
+    set_launch_facts(engine, profile, client_argv)
     path = record_file(record)
     recorder = None
     if path:

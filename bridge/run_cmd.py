@@ -59,5 +59,6 @@ def main(argv: list[str]) -> int:
             max_line=args.max_line or settings.max_line,
             eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
             script_roots=settings.script_roots,
+            client_argv=client_argv,
         )
     )

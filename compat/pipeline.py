@@ -63,6 +63,8 @@ class Pipeline:
         self._triggered = [
             (i, s.triggers) for i, s in enumerate(self.stages) if s.triggers
         ]
+        #: stages that also take lines that are not JSON objects (``Stage.invalid``)
+        self._invalid = [i for i, s in enumerate(self.stages) if s.invalid]
 
     def index(self, stage: Stage) -> int:
         for i, s in enumerate(self.stages):
@@ -104,17 +106,17 @@ class Pipeline:
             (f, start, self._wanted(f)) for f in reversed(frames)
         ]
         while todo:
-            frame, i, wanted = todo.pop()
-            if wanted is None:
-                out.append(frame)
-                continue
-            while i < n and i not in wanted:
-                i += 1
+            frame, first, wanted = todo.pop()
+            i = first
+            if wanted is not None:
+                while i < n and i not in wanted:
+                    i += 1
+            if wanted is None or (i < n and not isinstance(frame.obj, dict)):
+                # not a JSON object (or a valid prefix, broken JSON): only the stages that
+                # take such lines see it; otherwise it passes and the engine logs it
+                i = next((j for j in self._invalid if j >= first), n)
             if i >= n:
                 out.append(frame)
-                continue
-            if not isinstance(frame.obj, dict):
-                out.append(frame)  # valid prefix, broken JSON: pass it, the engine logs it
                 continue
             stage = stages[i]
             result = self._call(stage, frame, ctx)

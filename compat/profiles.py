@@ -20,13 +20,29 @@ from compat.stages import REGISTRY
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "identity": {"up": (), "down": ()},
     "cbc-to-claude": {
-        "up": (),
+        # control protocol (compat/stages/control.py, interrupts.py, permissions.py):
+        # stdin-vocabulary first (nothing else sees what cbc must never get); the
+        # request rewriters before unsupported-control, which registers and times what is
+        # really forwarded
+        "up": (
+            "stdin-vocabulary",
+            "user-line",
+            "permission-reply",
+            "interrupt-request",
+            "unsupported-control",
+        ),
         "down": (
             "session",
             "foreign-init",
             "init-once",
             "private-fields",
             "vocabulary",
+            # control replies: control-reply matches them to requests first; control-state
+            # after init-once sees one init per turn, where the client sees the turn start
+            "control-reply",
+            "control-state",
+            "initialize-reply",
+            "interrupt-reply",
             # task rules (compat/stages/tasks.py, workflow.py, lifecycle.py): the ones that
             # hold, drop or reorder lifecycle frames first; terminal-guarantee then sees what
             # the client will see; late-progress after it so a synthesized notification also
@@ -38,6 +54,12 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "task-noise",
             "task-status",
             "progress-snapshot",
+            # at an interrupt's receipt: open prompts withdrawn, then agents/workflows ended
+            # (their frames pass progress-final, terminal-guarantee and tasks-snapshot);
+            # permission-routing after the rule that drops cbc's own post-interrupt turn
+            "permission-cancel",
+            "interrupt-terminal",
+            "permission-routing",
             "progress-final",
             "terminal-guarantee",
             "late-progress",
@@ -48,7 +70,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 #: rules that are bookkeeping other rules depend on; they cannot be switched off
-ALWAYS_ON = frozenset({"session"})
+ALWAYS_ON = frozenset({"session", "control-state"})
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 

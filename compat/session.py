@@ -8,6 +8,7 @@ this object, never through each other, so each stays testable alone: a test buil
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 import attrs
@@ -55,6 +56,72 @@ class TaskInfo:
 
 
 @attrs.define
+class ControlRequest:
+    """A client ``control_request`` forwarded to the backend [unsupported-control]."""
+
+    request_id: str
+    subtype: str
+    request: dict[str, Any]  # the request as forwarded (replayed after "Session not found")
+    #: the client has its reply: [control-reply] (the backend's) or [unsupported-control]
+    #: (its safety timer, the client's control_cancel_request); a later reply is dropped
+    answered: bool = False
+
+
+@attrs.define
+class Interrupt:
+    """An interrupt the client asked for [interrupt-request]."""
+
+    request_id: str
+    cancel_queued: bool = False
+    #: [interrupt-reply] cbc's error ("Session not found") that became Claude's success
+    backend_error: str | None = None
+
+
+@attrs.define
+class PermissionRequest:
+    """A ``can_use_tool`` the bridge forwarded to the client [permission-routing]; removed
+    when answered [permission-reply] or cancelled [permission-cancel]."""
+
+    request_id: str
+    tool_name: str
+    tool_use_id: str | None
+    input: dict[str, Any]
+
+
+@attrs.define
+class ControlState:
+    """The control protocol's facts (compat/stages/control.py, permissions.py,
+    interrupts.py). Writers in brackets."""
+
+    requests: dict[str, ControlRequest] = attrs.Factory(dict)  # [unsupported-control]
+    #: request ids the bridge sent upstream itself -> what for; [control-reply] swallows
+    #: their replies (the client never asked)
+    own: dict[str, str] = attrs.Factory(dict)
+    #: requests held until the backend has a session ([unsupported-control],
+    #: [interrupt-request]); [control-reply] sends them at the session's first init
+    deferred: list[dict[str, Any]] = attrs.Factory(list)
+    interrupts: dict[str, Interrupt] = attrs.Factory(dict)  # [interrupt-request]
+    permissions: dict[str, PermissionRequest] = attrs.Factory(dict)  # [permission-routing]
+    #: [permission-routing] can_use_tool requests the bridge denied itself (no stdio
+    #: prompts): ``{tool_name, tool_use_id, tool_input}``, Claude's ``permission_denials``
+    #: entries, with ``turn`` = ``client_turns`` when denied. cbc lists them in its own
+    #: result too (it sees an SDK deny: ``mockoai_can-use-tool-deny``).
+    permission_denials: deque[dict[str, Any]] = attrs.Factory(lambda: deque(maxlen=256))
+    #: [user-line] uuids (None when absent) of user lines sent upstream whose turn has not
+    #: started; [control-state] pops one at each turn start
+    pending_user: deque[str | None] = attrs.Factory(lambda: deque(maxlen=1024))
+    user_lines: int = 0  # [user-line] user lines sent upstream
+    # [control-state] turns as the client sees them (after init-once)
+    turn_active: bool = False
+    turn_from_client: bool = False  # the running/last turn consumed a client user line
+    turns: int = 0  # turns started
+    client_turns: int = 0  # of which started by a client user line
+    mcp_servers: list[Any] = attrs.Factory(list)  # from the last system/init
+    last_result: dict[str, Any] | None = None  # usage/modelUsage of the last result
+    default_model: str | None = None  # [initialize-reply] cbc's currentModelId
+
+
+@attrs.define
 class SessionState:
     session_id: str | None = None
     cwd: str | None = None
@@ -64,6 +131,14 @@ class SessionState:
     #: a turn is running (between a user line and its ``result``)
     in_turn: bool = False
     turns: int = 0
+    #: launch facts ``bridge/proxy.py`` copies from ``compat.argv.Translation``: the client
+    #: passed ``--permission-prompt-tool stdio`` (permission-routing); it named the session
+    #: itself (--resume/--continue/--session-id)
+    stdio_permissions: bool = False
+    session_given: bool = False
+    #: the pid the client is told in the initialize reply (the bridge's own; 0 unknown)
+    pid: int = 0
+    control: ControlState = attrs.Factory(ControlState)
 
     def remember_tool_use(self, use: ToolUse) -> None:
         uses = self.tool_uses

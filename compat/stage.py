@@ -95,6 +95,8 @@ class Stage:
     kinds: ClassVar[frozenset[str] | None] = frozenset()
     #: raw substrings that also make a frame interesting, whatever its type
     triggers: ClassVar[tuple[bytes, ...]] = ()
+    #: also called for lines that are not JSON objects (``frame.obj`` is then not a dict)
+    invalid: ClassVar[bool] = False
 
     mode: str = attrs.field(default="", kw_only=True)
 

@@ -1,6 +1,16 @@
 """One module per rule family of PROTOCOL.md. Importing this package registers them all."""
 
 from compat.stage import REGISTRY
-from compat.stages import hygiene, init, lifecycle, session, tasks, workflow  # noqa: F401
+from compat.stages import (  # noqa: F401
+    control,
+    hygiene,
+    init,
+    interrupts,
+    lifecycle,
+    permissions,
+    session,
+    tasks,
+    workflow,
+)
 
 __all__ = ["REGISTRY"]

@@ -1,0 +1,328 @@
+"""``interrupt-request``, ``interrupt-reply``, ``interrupt-terminal``: an interrupt behaves
+the way it does in Claude Code 2.1.220 (PROTOCOL.md §2 "Control protocol" and "Background
+tasks").
+
+- ``interrupt-request`` (up): Claude takes ``{subtype:"interrupt"}`` with optional
+  ``reason``/``cancel_queued`` and ignores a ``session_id``
+  (``nocreds_idle-interrupt_session-id_cancel-queued_…``); cbc needs its own session id
+  (another one: ``Session not found: <id>``) and knows ``subtype, session_id, reason``
+  only (``nomodel_controls-after-session``). So the request is rebuilt from the latest
+  ``system/init``'s session id; ``cancel_queued`` is remembered for the reply. Before cbc
+  has a session it answers ``Session not found: current`` (``nomodel_interrupt-before-
+  session``, also with ``--session-id``) after its slow start: the bridge answers at once
+  instead, and when a user line is already on its way the interrupt is held and sent the
+  moment that turn's session exists (``control-reply`` sends it).
+- ``interrupt-reply`` (down): cbc's ``{session_id, interrupted, reason}`` (or that error)
+  becomes ``{still_queued: [uuids of user lines not started]}``, plus ``cancelled: []``
+  when ``cancel_queued`` was asked (cbc cannot take back lines it was already given).
+- ``interrupt-terminal`` (down, before ``progress-final``/``terminal-guarantee``): cbc
+  kills running workflows and background agents at once but reports it up to ~30 s later
+  (``mockoai_interrupt-idle-workflow-2-running-agents``); Claude reports
+  ``task_updated{killed,end_time}`` + ``task_notification{stopped}`` for each before the
+  receipt and keeps background shells running
+  (``mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``). Those frames are
+  synthesized ahead of the receipt and pass the later task rules (``tasks-snapshot`` adds
+  the snapshot before each, ``progress-final`` the last progress, ``terminal-guarantee``
+  marks them notified); cbc's late duplicates are dropped here. cbc then runs a model turn
+  by itself (init, status, assistant, result: ``mockoai_interrupt-midturn-…``); Claude
+  does not. Mode ``drop-auto-turn`` drops such a turn: one that starts within ``window``
+  seconds of an interrupt that ended tasks, when no client user line is pending
+  (``ControlState.pending_user``) and no genuine task notification (a shell that really
+  finished, which Claude would also answer with a turn) came since the last turn. Its
+  ``system/status`` frames are held until that is known; tasks it starts are hidden; a
+  permission request it makes is denied. ``keep`` forwards it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat import controlkit as ck
+from compat.frames import Frame
+from compat.session import ControlRequest, Interrupt
+from compat.stage import Context, Direction, Output, Stage, register
+from compat.taskkit import (
+    TASK_FRAMES,
+    TERMINAL,
+    claude_summary,
+    claude_type,
+    patch_status,
+    remember,
+    system_frame,
+    task_id_of,
+)
+
+#: background task types an interrupt kills (shells keep running)
+KILLS = frozenset({"local_agent", "local_workflow"})
+#: what a model turn writes; dropped when the turn is cbc's own after an interrupt
+_TURN_CONTENT = frozenset({"system/init", "assistant", "user", "stream_event", "result",
+                           "tool_progress"})  # fmt: skip
+#: the model's first output: a turn held as "pending" is decided by it
+_COMMIT = frozenset({"assistant", "user", "stream_event", "result", "tool_progress"})
+_TURN_EXTRA = frozenset({"system/status", "system/api_retry", "system/thinking_tokens",
+                         "rate_limit_event", "tool_use_summary", "prompt_suggestion"})  # fmt: skip
+
+
+@register
+@attrs.define
+class InterruptRequest(Stage):
+    """Give cbc the interrupt it understands (its session id, a reason, nothing else)."""
+
+    rule: ClassVar[str] = "interrupt-request"
+    direction: ClassVar[Direction] = "up"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        rid, body = ck.request_of(obj)
+        if rid is None or body.get("subtype") != "interrupt":
+            return None
+        control = ctx.state.control
+        cancel = body.get("cancel_queued") is True
+        remember(control.interrupts, rid, Interrupt(rid, cancel), cap=256)
+        reason = body.get("reason")
+        reason = reason if isinstance(reason, str) and reason else ck.INTERRUPT_REASON
+        if cancel and control.pending_user:
+            ctx.log(self.rule, "cancel_queued: user lines already given to cbc cannot be "
+                    "taken back; they stay queued", "warning")  # fmt: skip
+        if ctx.state.session_id is None:
+            pending = list(control.pending_user)
+            if pending:  # the first turn is on its way: interrupt it once it exists
+                control.deferred.append({"subtype": "interrupt", "reason": reason})
+                pending = pending[1:]
+            reply: dict[str, Any] = {"still_queued": ck.still_queued(pending)}
+            if cancel:
+                reply["cancelled"] = []
+            ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
+            ctx.count(self.rule, "answered:no-session")
+            remember(control.requests, rid, ControlRequest(rid, "interrupt", body, True),
+                     cap=1024)  # a reply cbc may still send is dropped (control-reply)
+            return ()
+        new = {"subtype": "interrupt", "session_id": ctx.state.session_id, "reason": reason}
+        extra = sorted(k for k in body if k not in ck.CBC_INTERRUPT_FIELDS)
+        if extra:
+            ctx.log(self.rule, f"interrupt fields cbc does not know dropped: {extra}", "debug")
+        if new == body:
+            return None
+        return (frame.replace({**obj, "request": new}),)
+
+
+@register
+@attrs.define
+class InterruptReply(Stage):
+    """cbc's `{session_id, interrupted, reason}` (or "no session yet") -> `{still_queued}`."""
+
+    rule: ClassVar[str] = "interrupt-reply"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        rid, sub, resp = ck.response_of(frame.obj)
+        if rid is None:
+            return None
+        control = ctx.state.control
+        info = control.interrupts.get(rid)
+        body = ck.body_of(resp)
+        if info is None:  # interrupt-request off: recognise cbc's receipt by its shape
+            if sub != "success" or "interrupted" not in body or "still_queued" in body:
+                return None
+            info = Interrupt(rid)
+        if sub == "error":
+            message = resp.get("error")
+            if not (isinstance(message, str) and message.startswith(ck.SESSION_NOT_FOUND)):
+                return None
+            info.backend_error = message  # Claude: an interrupt with nothing to stop succeeds
+        elif sub != "success":
+            return None
+        reply: dict[str, Any] = {"still_queued": ck.still_queued(control.pending_user)}
+        if info.cancel_queued:
+            reply["cancelled"] = []
+        return (ck.with_response(frame, {"subtype": "success", "request_id": rid,
+                                         "response": reply}),)  # fmt: skip
+
+
+@attrs.define
+class _Task:
+    task_type: Any
+    description: str
+    tool_use_id: str | None
+
+
+@register
+@attrs.define
+class InterruptTerminal(Stage):
+    """End running agents and workflows before the interrupt receipt; drop cbc's own turn."""
+
+    rule: ClassVar[str] = "interrupt-terminal"
+    modes: ClassVar[tuple[str, ...]] = ("drop-auto-turn", "keep")
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"control_response", "control_request", *TASK_FRAMES, *_TURN_CONTENT, *_TURN_EXTRA}
+    )
+
+    #: seconds after an interrupt during which a turn nobody asked for is cbc's own
+    window: float = 90.0
+    _live: dict[str, _Task] = attrs.field(factory=dict, init=False)
+    _ended: dict[str, None] = attrs.field(factory=dict, init=False)  # by an interrupt
+    _hidden: dict[str, None] = attrs.field(factory=dict, init=False)  # started by a dropped turn
+    _armed: bool = attrs.field(default=False, init=False)
+    #: frames of a turn nobody asked for, held until the model's first output decides
+    _held: list[Frame] = attrs.field(factory=list, init=False)
+    _justified: bool = attrs.field(default=False, init=False)  # a genuine notification came
+    _turn_no: int = attrs.field(default=0, init=False)  # ControlState.turns of the last turn
+    #: that turn: "keep", "drop", or "pending" (held until the model answers)
+    _turn: str = attrs.field(default="keep", init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        t, st = obj.get("type"), obj.get("subtype")
+        kind = f"system/{st}" if t == "system" else str(t)
+        if t == "control_response":
+            return self._receipt(frame, ctx)
+        if kind in TASK_FRAMES:
+            return self._task(frame, kind, ctx)
+        if t == "control_request":
+            return self._permission(frame, ctx)
+        return self._turn_frame(frame, kind, ctx)
+
+    # -- the receipt ------------------------------------------------------------------
+    def _receipt(self, frame: Frame, ctx: Context) -> Output:
+        rid, sub, _ = ck.response_of(frame.obj)
+        info = ctx.state.control.interrupts.get(rid) if rid is not None else None
+        if info is None or sub != "success" or info.backend_error is not None:
+            return None
+        out: list[Frame] = []
+        end = ctx.wall_ms()
+        for tid, task in list(self._live.items()):
+            if claude_type(task.task_type) not in KILLS:
+                continue
+            del self._live[tid]
+            remember(self._ended, tid, None)
+            use = task.tool_use_id or ctx.state.task(tid).tool_use_id
+            fields: dict[str, Any] = {"task_id": tid}
+            if use:
+                fields["tool_use_id"] = use
+            fields.update(status="stopped", output_file="",
+                          summary=claude_summary(task.task_type, "stopped", task.description))
+            out.append(Frame.synth(system_frame(ctx, "task_updated", {
+                "task_id": tid, "patch": {"status": "killed", "end_time": end}}), self.rule))
+            out.append(Frame.synth(system_frame(ctx, "task_notification", fields), self.rule))
+        if not out:
+            return None
+        ctx.log(self.rule, f"interrupt {rid!r}: ended {len(out) // 2} background agent/workflow "
+                "task(s) before its receipt", "debug")  # fmt: skip
+        if self.mode == "drop-auto-turn":
+            self._armed, self._justified = True, False
+            ctx.set_timer(self, "window", self.window)
+        return (*out, frame)
+
+    # -- task frames ------------------------------------------------------------------
+    def _task(self, frame: Frame, kind: str, ctx: Context) -> Output:
+        obj = frame.obj
+        tid = task_id_of(obj)
+        if tid is None:
+            return None
+        if tid in self._hidden:
+            return ()
+        if kind == "system/task_started":
+            if self._turn == "drop" and self._current(ctx, ""):
+                remember(self._hidden, tid, None)
+                ctx.count(self.rule, "hidden-task")
+                return ()
+            d, use = obj.get("description"), obj.get("tool_use_id")
+            remember(self._live, tid, _Task(obj.get("task_type"), d if isinstance(d, str) else "",
+                                            use if isinstance(use, str) else None))
+            return None
+        if tid in self._ended:
+            if kind != "system/task_progress":
+                ctx.count(self.rule, "late-duplicate")
+                return ()  # cbc's own report of what the bridge already ended
+            return None  # late progress: the late-progress rule's business
+        ended = kind == "system/task_notification" or (
+            kind == "system/task_updated" and patch_status(obj) in TERMINAL)
+        if ended:
+            self._live.pop(tid, None)
+        if kind == "system/task_notification" and self._armed:
+            if self._turn == "pending" and self._current(ctx, ""):
+                self._turn = "keep"  # the turn answers a real completion
+            else:
+                self._justified = True  # ... or the next one will
+            held, self._held = self._held, []
+            return (frame, *held) if held else None  # Claude: notification, then the turn
+        return None
+
+    # -- turn frames ------------------------------------------------------------------
+    def _current(self, ctx: Context, kind: str) -> bool:
+        """The frame belongs to the last turn control-state started (its result included)."""
+        control = ctx.state.control
+        return control.turns == self._turn_no and (control.turn_active or kind == "result")
+
+    def _turn_frame(self, frame: Frame, kind: str, ctx: Context) -> Output:
+        control = ctx.state.control
+        if kind in _TURN_CONTENT and control.turns != self._turn_no:
+            self._turn_no = control.turns  # this frame starts a turn
+            self._turn = self._decide(ctx)
+        elif not self._current(ctx, kind):
+            # between turns (status, api_retry... before an init): part of what comes next
+            if self._armed and not control.pending_user:
+                self._held.append(frame)
+                ctx.hold()
+                return ()
+            return None
+        if self._turn == "pending":
+            if kind not in _COMMIT:
+                self._held.append(frame)
+                ctx.hold()
+                return ()
+            self._drop_turn(ctx)  # the model answered: a turn nobody asked for
+        if self._turn == "drop":
+            return ()
+        held, self._held = self._held, []
+        return (*held, frame) if held else None
+
+    def _decide(self, ctx: Context) -> str:
+        if not self._armed:
+            return "keep"
+        if ctx.state.control.turn_from_client:
+            self._disarm(ctx)  # the client is back: what comes now was asked for
+            return "keep"
+        if self._justified:  # a real completion: Claude would run a turn for it too
+            self._justified = False
+            return "keep"
+        return "pending"
+
+    def _drop_turn(self, ctx: Context) -> None:
+        self._turn = "drop"
+        ctx.count(self.rule, "auto-turn")
+        ctx.count(self.rule, "dropped", len(self._held))
+        self._held.clear()
+        ctx.log(self.rule, "dropped the model turn cbc started by itself after the interrupt",
+                "debug")
+
+    def _permission(self, frame: Frame, ctx: Context) -> Output:
+        rid, body = ck.request_of(frame.obj)
+        if rid is None or body.get("subtype") != "can_use_tool":
+            return None
+        if self._turn == "pending" and self._current(ctx, ""):
+            self._drop_turn(ctx)  # cbc asks before it writes the assistant frame
+        if not (self._turn == "drop" and self._current(ctx, "")):
+            return None
+        reply: dict[str, Any] = {"allowed": False, "interrupt": True,
+                                 "reason": "The user doesn't want to proceed with this tool use."}
+        ctx.emit("up", Frame.from_obj(ck.success(rid, reply)), self.rule)
+        return ()
+
+    def _disarm(self, ctx: Context) -> None:
+        self._armed, self._justified = False, False
+        ctx.cancel_timer(self, "window")
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        self._armed, self._justified = False, False
+        if self._turn == "pending":
+            self._turn = "keep"
+        held, self._held = self._held, []
+        return held or None
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        held, self._held = self._held, []
+        return held or None

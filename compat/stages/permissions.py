@@ -1,0 +1,155 @@
+"""``permission-routing``, ``permission-reply``, ``permission-cancel``: tool permission
+prompts the Claude way (PROTOCOL.md §2 "Control protocol", §3 ``permission-routing``).
+
+cbc 2.163.0 asks the client about every tool its policy does not allow
+(``control_request{subtype:"can_use_tool", tool_name, input, tool_use_id}``, no
+``--permission-prompt-tool`` needed) and reads ``{allowed, reason, interrupt,
+updatedInput}`` back; a reply without ``allowed`` is a deny
+(``mockoai_can-use-tool-claude-shaped-allow`` denies a Claude-shaped allow). Claude Code
+2.1.220 asks only when the client passed ``--permission-prompt-tool stdio`` and reads
+``{behavior:"allow", updatedInput}`` / ``{behavior:"deny", message, interrupt?}``
+(``mockapi_permission-prompt-stdio_can-use-tool_{allow,deny}``); otherwise it denies by
+itself with "Claude requested permissions to use X, but you haven't granted it yet."
+(to *write to <path>* for file edits) and lists the call in ``result.permission_denials``.
+
+- ``permission-routing`` (down): mode ``auto`` forwards ``can_use_tool`` when the client
+  asked for stdio prompts (``SessionState.stdio_permissions``, from the launch line) and
+  denies it itself, Claude-worded, otherwise; ``forward`` / ``deny`` force one way. A
+  forwarded request is remembered by ``request_id``; a local denial is recorded in
+  ``ControlState.permission_denials`` (cbc also lists it in its own result, since to cbc
+  it is an SDK deny: ``mockoai_can-use-tool-deny``).
+- ``permission-reply`` (up): the client's answer to a forwarded request (or any answer of
+  Claude's shape) is translated to cbc's; a client error reply becomes a deny.
+- ``permission-cancel`` (down): at the receipt of an interrupt, Claude withdraws every open
+  prompt with ``control_cancel_request{request_id}`` before the receipt
+  (``mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request``); cbc
+  cancels them internally and says nothing (``mockoai_can-use-tool-then-interrupt``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat import controlkit as ck
+from compat.frames import Frame
+from compat.session import PermissionRequest
+from compat.stage import Context, Direction, Output, Stage, register
+from compat.taskkit import remember
+
+#: tools whose denial Claude words as a write to the file they name
+WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+
+
+def claude_denial(tool_name: str, tool_input: dict[str, Any]) -> str:
+    """Claude Code's message when it denies a tool it was not allowed to ask about."""
+    path = tool_input.get("file_path") or tool_input.get("notebook_path")
+    if tool_name in WRITE_TOOLS and isinstance(path, str) and path:
+        return f"Claude requested permissions to write to {path}, but you haven't granted it yet."
+    if tool_name == "Read" and isinstance(path, str) and path:
+        return f"Claude requested permissions to read from {path}, but you haven't granted it yet."
+    return f"Claude requested permissions to use {tool_name}, but you haven't granted it yet."
+
+
+@register
+@attrs.define
+class PermissionRouting(Stage):
+    """Forward `can_use_tool` only to a client that asked for stdio prompts; else deny."""
+
+    rule: ClassVar[str] = "permission-routing"
+    modes: ClassVar[tuple[str, ...]] = ("auto", "forward", "deny")
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        rid, body = ck.request_of(frame.obj)
+        if rid is None or body.get("subtype") != "can_use_tool":
+            return None
+        tool = body.get("tool_name")
+        tool = tool if isinstance(tool, str) else ""
+        inp = body.get("input")
+        inp = inp if isinstance(inp, dict) else {}
+        use = body.get("tool_use_id")
+        use = use if isinstance(use, str) else None
+        control = ctx.state.control
+        forward = ctx.state.stdio_permissions if self.mode == "auto" else self.mode == "forward"
+        if forward:
+            remember(control.permissions, rid, PermissionRequest(rid, tool, use, inp), cap=256)
+            return None
+        reason = claude_denial(tool, inp)
+        control.permission_denials.append({"tool_name": tool, "tool_use_id": use,
+                                           "tool_input": inp, "turn": control.client_turns})
+        reply: dict[str, Any] = {"allowed": False, "reason": reason, "interrupt": False}
+        if use:
+            reply["tool_use_id"] = use
+        ctx.emit("up", Frame.from_obj(ck.success(rid, reply)), self.rule)
+        ctx.log(self.rule, f"denied {tool} (the client did not ask for permission prompts: "
+                "no --permission-prompt-tool stdio)", "debug")  # fmt: skip
+        ctx.count(self.rule, "denied")
+        return ()
+
+
+@register
+@attrs.define
+class PermissionReply(Stage):
+    """Claude's `{behavior, updatedInput | message}` answer -> cbc's `{allowed, ...}`."""
+
+    rule: ClassVar[str] = "permission-reply"
+    direction: ClassVar[Direction] = "up"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        rid, sub, resp = ck.response_of(frame.obj)
+        if rid is None:
+            return None
+        pending = ctx.state.control.permissions.pop(rid, None)
+        body = ck.body_of(resp)
+        if pending is None and not ("behavior" in body and "allowed" not in body):
+            return None  # not an answer to a permission prompt (hooks, MCP messages...)
+        if sub == "error":
+            message = resp.get("error")
+            reply = self._deny(message if isinstance(message, str) and message
+                               else "Permission denied", False)  # fmt: skip
+        elif "allowed" in body:
+            return None  # already cbc's shape
+        elif body.get("behavior") == "allow":
+            updated = body.get("updatedInput")
+            if not isinstance(updated, dict):
+                updated = pending.input if pending is not None else {}
+            reply = {"allowed": True, "updatedInput": updated}
+            if "updatedPermissions" in body:
+                ctx.log(self.rule, "updatedPermissions not applied (cbc has no such field)",
+                        "debug")
+        else:
+            if body.get("behavior") != "deny":
+                ctx.log(self.rule, f"permission answer with behavior "
+                        f"{body.get('behavior')!r} taken as a deny", "warning")  # fmt: skip
+            message = body.get("message")
+            reply = self._deny(message if isinstance(message, str) and message
+                               else "Permission denied", body.get("interrupt") is True)  # fmt: skip
+        if pending is not None and pending.tool_use_id:
+            reply["tool_use_id"] = pending.tool_use_id
+        return (frame.replace(ck.success(rid, reply)),)
+
+    @staticmethod
+    def _deny(reason: str, interrupt: bool) -> dict[str, Any]:
+        return {"allowed": False, "reason": reason, "interrupt": interrupt}
+
+
+@register
+@attrs.define
+class PermissionCancel(Stage):
+    """Withdraw open permission prompts before an interrupt's receipt."""
+
+    rule: ClassVar[str] = "permission-cancel"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        rid, _, _ = ck.response_of(frame.obj)
+        control = ctx.state.control
+        if rid not in control.interrupts or not control.permissions:
+            return None
+        cancels = [Frame.synth({"type": "control_cancel_request", "request_id": pid}, self.rule)
+                   for pid in control.permissions]  # fmt: skip
+        control.permissions.clear()
+        return (*cancels, frame)

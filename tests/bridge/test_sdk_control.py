@@ -1,0 +1,304 @@
+"""The real Python ``claude-agent-sdk`` drives ``claude-on-cbc`` in front of a real cbc
+2.163.0 whose model is the scripted stand-in (``bridge.testing.model``, OpenAI dialect):
+the control protocol end to end (compat/stages/control.py, interrupts.py, permissions.py).
+
+What is asserted is what the SDK returns or raises. cbc starts slowly (5-15 s before it
+answers ``initialize``), so each test has a generous deadline; a hang is still a failure.
+Skipped, with the way to get it, when cbc is not installed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from bridge.backends import find_backend
+from bridge.log import Logger
+from bridge.testing.model import ModelScript, ModelServer, Rule
+
+claude_agent_sdk = pytest.importorskip(
+    "claude_agent_sdk", reason="claude-agent-sdk not installed (pip install -e '.[test]')"
+)
+from claude_agent_sdk import (  # noqa: E402
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    TaskNotificationMessage,
+    TaskStartedMessage,
+    ToolPermissionContext,
+    UserMessage,
+)
+
+pytestmark = [
+    pytest.mark.client,
+    pytest.mark.real_backend,
+    # the SDK leaves its internal async generators to the garbage collector when a caller
+    # stops early (see test_clients_replay.py)
+    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.filterwarnings("ignore:Async generator:ResourceWarning"),
+]
+DROPIN = Path(sys.executable).with_name("claude-on-cbc")
+DEADLINE = 120
+SLOW_BASH = Rule(when="TRIGGER_SLOW_BASH", tool="Bash",
+                 input={"command": "sleep 30; echo slow-done", "description": "Slow sleep"})
+PERM_BASH = Rule(when="TRIGGER_PERM_BASH", tool="Bash",
+                 input={"command": "touch perm-probe.txt", "description": "Create a file"})
+
+
+@pytest.fixture
+def cbc() -> list[str]:
+    argv = find_backend("cbc")
+    if argv is None:
+        pytest.skip("cbc not installed: pip install codebuddy-agent-sdk (or `ccbridge "
+                    "backends install`)")
+    if not DROPIN.exists():
+        pytest.skip(f"{DROPIN} not installed (pip install -e .)")
+    return argv
+
+
+@asynccontextmanager
+async def session(tmp_path: Path, cbc: list[str], *rules: Rule, **options: Any
+                  ) -> AsyncIterator[tuple[ClaudeSDKClient, ModelServer, Path]]:  # fmt: skip
+    """A connected ``ClaudeSDKClient`` on the drop-in, cbc behind it, the stand-in model."""
+    server = ModelServer(ModelScript(rules=rules))
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(server.serve)
+        env = {"CCBRIDGE_BACKEND": " ".join(cbc), "CCBRIDGE_LOG_LEVEL": "warning",
+               "CCBRIDGE_LOG": str(tmp_path / "bridge.log"), "HOME": str(home),
+               "CODEBUDDY_BASE_URL": url, "CODEBUDDY_API_KEY": "sk-test-0123456789abcdef",
+               "DISABLE_AUTOUPDATER": "1"}
+        opts = ClaudeAgentOptions(cli_path=str(DROPIN), cwd=str(work), env=env, **options)
+        async with ClaudeSDKClient(opts) as client:
+            yield client, server, work
+        nursery.cancel_scope.cancel()
+
+
+async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:
+    await client.query(prompt)
+    out: list[Any] = []
+    async with aclosing(client.receive_response()) as stream:
+        async for m in stream:
+            out.append(m)
+    return out
+
+
+def tool_results(messages: list[Any]) -> list[Any]:
+    return [b for m in messages if isinstance(m, UserMessage) and isinstance(m.content, list)
+            for b in m.content if getattr(b, "tool_use_id", None)]  # fmt: skip
+
+
+def models_asked(server: ModelServer) -> list[str]:
+    return [e["model"] for e in server.log if e.get("model") and e.get("agent") != "utility"]
+
+
+async def test_initialize_reply_reaches_the_sdk_claude_shaped(tmp_path: Path,
+                                                              cbc: list[str]) -> None:
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc) as (client, _, _):
+            info = await client.get_server_info()
+    assert info is not None
+    assert info["commands"]
+    assert not any(c["name"].startswith("/") for c in info["commands"])
+    assert {"value", "displayName", "description"} <= set(info["models"][0])
+    assert info["account"]["apiKeySource"] == "CODEBUDDY_API_KEY"
+    assert "0123456789abcdef" not in repr(info)
+    assert "89abcdef" not in repr(info)
+    assert info["pid"] > 0
+    log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
+    assert "89abcdef" not in log
+
+
+async def test_interrupt_stops_a_running_turn(tmp_path: Path, cbc: list[str]) -> None:
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, SLOW_BASH, allowed_tools=["Bash"]) as (client, _, _):
+            await client.interrupt()  # before cbc has a session: Claude succeeds at once
+            await client.query("please TRIGGER_SLOW_BASH")
+            messages: list[Any] = []
+            async with aclosing(client.receive_messages()) as stream:
+                async for m in stream:
+                    messages.append(m)
+                    if isinstance(m, AssistantMessage) and any(
+                            getattr(b, "name", "") == "Bash" for b in m.content):
+                        break
+            started = trio.current_time()
+            await client.interrupt()
+            async with aclosing(client.receive_response()) as stream:
+                async for m in stream:
+                    messages.append(m)
+            waited = trio.current_time() - started
+    assert isinstance(messages[-1], ResultMessage)
+    assert waited < 15  # not the 30 s sleep
+    assert not any("slow-done" in str(getattr(b, "content", "")) for b in tool_results(messages))
+
+
+async def test_idle_interrupt_ends_a_background_agent_and_no_turn_follows(
+        tmp_path: Path, cbc: list[str]) -> None:
+    """cbc kills the agent at once but reports it ~30 s later, then runs a model turn of
+    its own; the SDK sees Claude's behaviour instead: the stopped notification with the
+    interrupt's receipt, and no turn after it."""
+    bg_agent = Rule(when="TRIGGER_SLOW_BG_AGENT", tool="Agent", input={
+        "description": "Slow mock subagent", "prompt": "MOCK_SLOW please",
+        "subagent_type": "general-purpose", "run_in_background": True})
+    slow_sub = Rule(when="MOCK_SLOW", agent="sub", delay=300)
+    got: list[tuple[float, Any]] = []
+    turn_over = trio.Event()
+
+    async def collect(client: ClaudeSDKClient) -> None:
+        async with aclosing(client.receive_messages()) as stream:
+            async for m in stream:
+                got.append((trio.current_time(), m))
+                if isinstance(m, ResultMessage):
+                    turn_over.set()
+
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, bg_agent, slow_sub,
+                           allowed_tools=["Agent", "Bash"]) as (client, server, _):
+            async with trio.open_nursery() as nursery:
+                running = trio.Event()  # the agent asked the model: it runs
+                server.on_request = lambda entry, req: (
+                    running.set() if entry.get("agent") == "sub" else None)
+                nursery.start_soon(collect, client)
+                await client.query("TRIGGER_SLOW_BG_AGENT")
+                await running.wait()
+                await turn_over.wait()
+                await client.interrupt()
+                answered = trio.current_time()
+                await trio.sleep(40)  # past cbc's 30 s poll and the turn it then runs
+                nursery.cancel_scope.cancel()
+    started = [m for _, m in got if isinstance(m, TaskStartedMessage)]
+    assert [m.task_type for m in started] == ["local_agent"]
+    notes = [(t, m) for t, m in got if isinstance(m, TaskNotificationMessage)]
+    assert [(m.task_id, m.status) for _, m in notes] == [(started[0].task_id, "stopped")]
+    assert notes[0][0] - answered < 2  # with the receipt, not ~30 s later
+    after = [m for t, m in got if t > answered and isinstance(m, (AssistantMessage,
+                                                                   ResultMessage))]
+    assert after == []  # cbc's own post-interrupt turn never reaches the client
+
+
+async def test_set_permission_mode_before_and_after_the_first_turn(tmp_path: Path,
+                                                                   cbc: list[str]) -> None:
+    asked: list[str] = []
+
+    async def can_use_tool(name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+                           ) -> PermissionResultAllow | PermissionResultDeny:  # fmt: skip
+        asked.append(name)
+        return PermissionResultAllow()
+
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, PERM_BASH, can_use_tool=can_use_tool) as (
+                client, _, work):
+            # cbc answers "Session not found" before its first turn; Claude succeeds
+            await client.set_permission_mode("bypassPermissions")
+            first = await turn(client, "TRIGGER_PERM_BASH")
+            await client.set_permission_mode("default")
+            (work / "perm-probe.txt").unlink()
+            second = await turn(client, "TRIGGER_PERM_BASH")
+    assert isinstance(first[-1], ResultMessage)
+    assert isinstance(second[-1], ResultMessage)
+    assert asked == ["Bash"]  # bypass: not asked the first time; asked once back at default
+    assert (work / "perm-probe.txt").exists()
+
+
+async def test_set_model(tmp_path: Path, cbc: list[str]) -> None:
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc) as (client, server, _):
+            await turn(client, "hello")
+            await client.set_model("fast-model")
+            await turn(client, "again")
+            await client.set_model(None)  # Claude: back to the default; cbc needs a name
+            await turn(client, "once more")
+    # cbc's own default comes from its initialize reply (currentModelId)
+    assert models_asked(server) == ["default-model", "fast-model", "default-model"]
+
+
+async def test_get_mcp_status_and_other_controls_cbc_lacks(tmp_path: Path,
+                                                           cbc: list[str]) -> None:
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc) as (client, _, _):
+            before = await client.get_mcp_status()
+            await turn(client, "hello")
+            status = await client.get_mcp_status()
+            usage = await client.get_context_usage()
+            await client.stop_task("no-such-task")  # Claude: success for an unknown id
+            # cbc's "Unknown control request subtype", in Claude's words
+            with pytest.raises(Exception, match="Unsupported control request subtype: mcp_"):
+                await client.reconnect_mcp_server("nope")
+    assert before == {"mcpServers": []}
+    assert status == {"mcpServers": []}
+    assert usage["totalTokens"] > 0
+    assert usage["model"]
+
+
+async def test_can_use_tool_allow_with_updated_input(tmp_path: Path, cbc: list[str]) -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def allow_changed(name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+                            ) -> PermissionResultAllow:  # fmt: skip
+        seen.append((name, inp))
+        return PermissionResultAllow(updated_input={**inp, "command": "touch changed.txt"})
+
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, PERM_BASH, can_use_tool=allow_changed) as (
+                client, _, work):
+            messages = await turn(client, "TRIGGER_PERM_BASH")
+    assert seen == [("Bash", {"command": "touch perm-probe.txt",
+                              "description": "Create a file"})]
+    assert (work / "changed.txt").exists()
+    assert not (work / "perm-probe.txt").exists()
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert not result.permission_denials
+
+
+async def test_can_use_tool_deny(tmp_path: Path, cbc: list[str]) -> None:
+    async def deny(name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+                   ) -> PermissionResultDeny:  # fmt: skip
+        return PermissionResultDeny(message="denied by test")
+
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, PERM_BASH, can_use_tool=deny) as (client, _, work):
+            messages = await turn(client, "TRIGGER_PERM_BASH")
+    [denied] = tool_results(messages)
+    assert denied.is_error
+    assert "denied by test" in str(denied.content)
+    assert not (work / "perm-probe.txt").exists()
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert [d["tool_name"] for d in result.permission_denials or []] == ["Bash"]
+
+
+async def test_without_stdio_prompts_the_bridge_denies_like_claude(tmp_path: Path,
+                                                                   cbc: list[str]) -> None:
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, PERM_BASH) as (client, _, work):
+            messages = await turn(client, "TRIGGER_PERM_BASH")
+    [denied] = tool_results(messages)
+    assert "Claude requested permissions to use Bash, but you haven't granted it yet." in str(
+        denied.content)
+    assert not (work / "perm-probe.txt").exists()
+    result = messages[-1]
+    assert [d["tool_name"] for d in result.permission_denials or []] == ["Bash"]
+
+
+def test_the_logger_redacts_whatever_it_is_given() -> None:
+    buf = io.StringIO()
+    Logger(buf, "debug").debug("launch: cbc --settings {\"apiKey\": \"sk-live-abcdef123456\"} "
+                               "CODEBUDDY_API_KEY=" + "x" * 20, "argv")
+    text = buf.getvalue()
+    assert "abcdef123456" not in text
+    assert "x" * 20 not in text
+    assert os.linesep in text or text.endswith("\n")

@@ -1,0 +1,371 @@
+"""Control requests and replies (compat/stages/control.py): ``initialize-reply``,
+``unsupported-control`` + ``control-reply``, ``stdin-vocabulary``, ``user-line``,
+``control-state``; on cbc 2.163.0's real frames (``nomodel_controls-*``,
+``nomodel_unknown-stdin-types``, ``mockoai_*``) against Claude Code 2.1.220's
+(``nocreds_idle-interrupt_…``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from compat import controlkit as ck
+from compat.contract import check_lines
+from compat.profiles import PROFILES, RuleError, build, parse_rule_settings
+from compat.redact import REDACTED, redact_text
+from compat.stages.control import claude_initialize
+
+from .control_support import cr, engine, label, records, replay, reply_to, stdout_frame, user
+
+SID = "01a226db-6de9-7158-9e55-d5205b00368c"  # nomodel_controls-after-session
+CLAUDE_CTL = "claude-2.1.220_nocreds_idle-interrupt_session-id_cancel-queued_unsupported-subtype_" \
+             "cancel-request_reinit_bad-json-exit1"  # fmt: skip
+
+
+def violations(frames: list[Any], rules: set[str]) -> list[str]:
+    raw = [json.dumps(f).encode() for f in frames]
+    return [f"{v.rule}: {v.message}" for v in check_lines(raw) if v.rule in rules]
+
+
+def init_reply(name: str) -> dict[str, Any]:
+    return stdout_frame(name, lambda f: f.get("type") == "control_response"
+                        and "commands" in (f["response"].get("response") or {}))  # fmt: skip
+
+
+def cbc_init(sid: str = SID, **kw: Any) -> dict[str, Any]:
+    return {"type": "system", "subtype": "init", "uuid": sid, "session_id": sid, "cwd": "/w",
+            "tools": ["Bash"], "mcp_servers": [], "model": "default-model", **kw}
+
+
+def status(sid: str = SID) -> dict[str, Any]:
+    return {"type": "system", "subtype": "status", "status": None, "uuid": "st", "session_id": sid}
+
+
+# -- the profile ----------------------------------------------------------------------------
+
+
+def test_control_rules_order_in_the_profile() -> None:
+    """Pinned on purpose: see the comments in compat/profiles.py."""
+    prof = PROFILES["cbc-to-claude"]
+    assert prof["up"] == ("stdin-vocabulary", "user-line", "permission-reply",
+                          "interrupt-request", "unsupported-control")
+    down = list(prof["down"])
+    control = [r for r in down if r in {
+        "control-reply", "control-state", "initialize-reply", "interrupt-reply",
+        "permission-cancel", "interrupt-terminal", "permission-routing"}]
+    assert control == ["control-reply", "control-state", "initialize-reply", "interrupt-reply",
+                       "permission-cancel", "interrupt-terminal", "permission-routing"]
+    assert down.index("vocabulary") < down.index("control-reply")  # after init-once
+    for later in ("progress-final", "terminal-guarantee", "tasks-snapshot"):
+        assert down.index("interrupt-terminal") < down.index(later)
+
+
+def test_control_state_cannot_be_switched_off() -> None:
+    with pytest.raises(RuleError, match="cannot be switched off"):
+        build("cbc-to-claude", parse_rule_settings(["control-state=off"]))
+
+
+# -- initialize-reply -----------------------------------------------------------------------
+
+
+def test_initialize_reply_is_claude_shaped() -> None:
+    eng = engine()
+    run = replay(eng, extra=[
+        (0.0, "client", cr("init", subtype="initialize", hooks={}, capabilities={})),
+        (1.0, "backend", reply_to("nomodel_controls-after-session", "init")),
+    ])
+    [reply] = run.frames()
+    body = reply["response"]["response"]
+    claude = reply_to(CLAUDE_CTL, "init")["response"]["response"]
+    assert list(body)[:7] == list(claude)[:7] == [
+        "commands", "agents", "output_style", "available_output_styles", "models", "account",
+        "pid"]
+    assert body["commands"][0] == {"name": "add-dir", "description": "Add a new working "
+                                   "directory", "argumentHint": ""}  # cbc: "/add-dir"
+    assert all(set(c) >= {"name", "description", "argumentHint"} and c["name"][0] != "/"
+               for c in body["commands"])
+    assert body["agents"] == []
+    assert body["available_output_styles"][0] == "default"  # cbc: "Default"
+    assert body["models"][0] == {"value": "default-model", "displayName": "Auto",
+                                 "description": "Auto"}  # cbc: {id, name}
+    assert body["account"] == {"tokenSource": "none", "apiProvider": "firstParty"}  # cbc: null
+    assert body["account"] == claude["account"]
+    assert body["pid"] == 4242
+    assert eng.state.control.default_model == "default-model"  # currentModelId
+    assert violations(run.frames(), {"initialize-reply", "redact"}) == []
+
+
+def test_initialize_reply_never_forwards_the_token() -> None:
+    raw = init_reply("mockoai_can-use-tool-allow")
+    acc = raw["response"]["response"]["account"]
+    acc = {**acc, "token": "sk-abcdefghijklmnopqrstuvwxyz0123456789",  # a live one
+           "uid": "anonymous_23456789", "userName": "anonymous_23456789"}
+    raw = {**raw, "response": {**raw["response"],
+                               "response": {**raw["response"]["response"], "account": acc}}}
+    for mode in ("redact", "strip"):
+        eng = engine([f"initialize-reply={mode}"])
+        run = replay(eng, extra=[(0.0, "client", cr("init", subtype="initialize")),
+                                 (1.0, "backend", raw)])
+        [reply] = run.frames()
+        text = json.dumps(reply)
+        assert "abcdefghij" not in text
+        assert "23456789" not in text
+        account = reply["response"]["response"]["account"]
+        assert account["apiKeySource"] == "CODEBUDDY_API_KEY"
+        if mode == "redact":
+            assert account["token"] == REDACTED
+            assert account["uid"] == f"anonymous_{REDACTED}"
+        else:
+            assert "token" not in account
+            assert "uid" not in account
+            assert account["type"] == "personal"
+        assert violations(run.frames(), {"redact", "initialize-reply"}) == []
+        assert eng.statistics()["rules"]["initialize-reply"][f"credentials-{mode}"] == 1
+
+
+def test_initialize_reply_recognised_by_shape_without_the_request() -> None:
+    eng = engine(["unsupported-control=off"])
+    run = replay(eng, extra=[(1.0, "backend", reply_to("nomodel_controls-after-session",
+                                                         "init2"))])
+    [reply] = run.frames()
+    assert reply["response"]["response"]["commands"][0]["name"] == "add-dir"
+
+
+def test_claude_initialize_keeps_unknown_keys_after_claudes() -> None:
+    out = claude_initialize({"commands": [{"name": "/x", "argument_hint": "<f>", "tags": ["a"]}],
+                             "currentModelId": "m", "models": [{"id": "m", "name": "M"}]}, 7)
+    assert out["commands"] == [{"name": "x", "description": "", "argumentHint": "<f>",
+                                "tags": ["a"]}]
+    assert list(out)[-1] == "currentModelId"
+    assert out["output_style"] == "default"
+
+
+# -- unsupported-control / control-reply ----------------------------------------------------
+
+
+def session(eng: Any, t: float = 1.0) -> list[tuple[float, str, Any]]:
+    """Frames that give the engine a session (an init, a status, a finished turn)."""
+    return [(t, "client", user("hi", "u-1")), (t, "backend", cbc_init(
+        mcp_servers=[{"name": "files", "status": "connected"}])), (t, "backend", status()),
+        (t, "backend", {"type": "assistant", "session_id": SID, "uuid": "a",
+                        "message": {"content": [], "model": "m"}}),
+        (t, "backend", {"type": "result", "subtype": "success", "is_error": False,
+                        "session_id": SID, "uuid": "r", "result": "", "usage":
+                        {"input_tokens": 1200, "output_tokens": 34}, "modelUsage":
+                        {"default-model": {"contextWindow": 176000}}})]  # fmt: skip
+
+
+def test_subtypes_cbc_lacks_are_answered_locally_the_claude_way() -> None:
+    eng = engine()
+    run = replay(eng, extra=[*session(eng), (2.0, "client", cr("mcp", subtype="mcp_status")),
+                             (2.0, "client", cr("ctx", subtype="get_context_usage")),
+                             (2.0, "client", cr("mtt", subtype="set_max_thinking_tokens",
+                                                max_thinking_tokens=1000)),
+                             (2.0, "client", cr("stop", subtype="stop_task", task_id="nope"))])
+    replies = {f["response"]["request_id"]: f["response"] for f in run.frames()
+               if f.get("type") == "control_response"}
+    assert replies["mcp"]["response"] == {"mcpServers": [{"name": "files",
+                                                          "status": "connected"}]}
+    usage = replies["ctx"]["response"]
+    assert usage["totalTokens"] == 1234
+    assert usage["maxTokens"] == 176000
+    assert usage["percentage"] == 0.7
+    assert usage["model"] == "default-model"
+    assert {"categories", "rawMaxTokens", "isAutoCompactEnabled", "memoryFiles", "mcpTools",
+            "agents", "gridRows"} <= set(usage)
+    assert replies["mtt"] == {"subtype": "success", "request_id": "mtt", "response": {}}
+    # Claude: an unknown task id also succeeds (mockapi_stop-task-control-request_…)
+    assert replies["stop"]["response"] == {}
+    assert not [f for f in run.frames("backend") if f.get("type") == "control_request"]
+
+
+def test_unknown_subtype_error_reworded_like_claude() -> None:
+    name = "nomodel_controls-before-session-then-eof"
+    eng = engine()
+    run = replay(eng, extra=[(4.0, "client", cr("unk", subtype="foo_bar_unknown")),
+                             (6.7, "backend", reply_to(name, "unk"))])
+    [reply] = run.frames()
+    assert reply["response"] == {"subtype": "error", "request_id": "unk",
+                                 "error": "Unsupported control request subtype: foo_bar_unknown"}
+    claude = reply_to(CLAUDE_CTL, "bogus-1")["response"]["error"]
+    assert claude == ck.UNSUPPORTED + "no_such_subtype"  # the same wording
+    assert violations(run.frames(), {"unsupported-control"}) == []
+
+
+def test_a_request_cbc_never_answers_gets_an_error_at_the_deadline() -> None:
+    eng = engine()
+    run = replay(eng, extra=[*session(eng), (2.0, "client", cr("x", subtype="get_settings")),
+                             (40.0, "backend", {"type": "control_response", "response": {
+                                 "subtype": "success", "request_id": "x", "response": {}}})])
+    late = [(t, f) for t, f in run.client if f.get("type") == "control_response"]
+    assert [(t, f["response"]["subtype"]) for t, f in late] == [(32.0, "error")]  # 2 + 30 s
+    assert "get_settings" in late[0][1]["response"]["error"]
+    # cbc's reply after that is dropped: the client gets one reply per request
+    assert eng.statistics()["rules"]["control-reply"]["dropped"] == 1
+
+
+def test_initialize_waits_longer_and_timeouts_are_options() -> None:
+    eng = engine(["unsupported-control.initialize_timeout=10",
+                  "unsupported-control.timeout=3"])
+    run = replay(eng, extra=[(0.0, "client", cr("init", subtype="initialize")),
+                             (0.0, "client", cr("m", subtype="get_available_models")),
+                             (20.0, "client", user("x"))])
+    assert [(t, f["response"]["request_id"]) for t, f in run.client] == [(3.0, "m"),
+                                                                         (10.0, "init")]
+
+
+def test_setters_before_the_session_succeed_at_once_and_reach_cbc_when_it_exists() -> None:
+    """cbc answers them ``Session not found: current`` until its first turn, even with
+    ``--session-id`` (nomodel_controls-before-session-then-eof)."""
+    eng = engine()
+    run = replay(eng, extra=[
+        (0.0, "client", cr("perm", subtype="set_permission_mode", mode="acceptEdits")),
+        (0.1, "client", cr("model", subtype="set_model", model="fast-model")),
+        (0.2, "client", user("hi", "u-1")),
+        (3.0, "backend", cbc_init()),
+        (3.1, "backend", status()),
+        (3.2, "backend", {"type": "control_response", "response": {
+            "subtype": "success", "request_id": "ccbridge-held-1", "response": {
+                "session_id": SID, "mode": "acceptEdits", "previous_mode": "default"}}}),
+    ])
+    replies = [(t, f) for t, f in run.client if f.get("type") == "control_response"]
+    assert [(t, label(f)) for t, f in replies] == [(0.0, "control_response:perm"),
+                                                   (0.1, "control_response:model")]
+    assert all(f["response"]["subtype"] == "success" for _, f in replies)
+    sent = [(t, f["request_id"], f["request"]) for t, f in run.backend
+            if f.get("type") == "control_request"]
+    assert sent == [(3.1, "ccbridge-held-1", {"subtype": "set_permission_mode",
+                                              "mode": "acceptEdits"}),
+                    (3.1, "ccbridge-held-2", {"subtype": "set_model", "model": "fast-model"})]
+
+
+def test_a_late_session_not_found_for_a_setter_becomes_success_and_is_sent_again() -> None:
+    eng = engine()
+    eng.state.session_id = "resumed"  # e.g. --resume: the bridge thinks a session exists
+    run = replay(eng, extra=[
+        (0.0, "client", cr("perm", subtype="set_permission_mode", mode="plan")),
+        (1.0, "backend", reply_to("nomodel_controls-before-session-then-eof", "perm")),
+        (2.0, "backend", status("resumed")),
+    ])
+    assert run.frames()[0]["response"] == {"subtype": "success", "request_id": "perm",
+                                           "response": {}}
+    assert run.frames("backend")[-1] == cr("ccbridge-held-1", subtype="set_permission_mode",
+                                           mode="plan")
+
+
+def test_set_model_null_means_cbcs_default_model() -> None:
+    eng = engine()
+    eng.state.control.default_model = "default-model"
+    eng.state.session_id = SID
+    run = replay(eng, extra=[(0.0, "client", cr("m", subtype="set_model", model=None))])
+    assert run.frames("backend") == [cr("m", subtype="set_model", model="default-model")]
+
+
+def test_setters_after_the_session_pass_with_cbcs_replies() -> None:
+    name = "nomodel_controls-after-session"
+    eng = engine()
+    run = replay(eng, name)
+    replies = {f["response"]["request_id"]: f["response"] for f in run.frames()
+               if f.get("type") == "control_response"}
+    assert replies["perm_nosid"]["subtype"] == "success"
+    assert replies["model_sid"]["response"]["model"] == "fast-model"
+    assert replies["mcp"]["response"] == {"mcpServers": []}  # answered locally
+    assert replies["mtt"]["response"] == {}
+    assert replies["int_nosid"]["response"] == {"still_queued": []}
+    # every request answered exactly once, none with cbc's wording
+    asked = [r.obj["request_id"] for r in records(name)
+             if r.kind == "stdin" and r.obj.get("type") == "control_request"]
+    got = [f["response"]["request_id"] for f in run.frames()
+           if f.get("type") == "control_response"]
+    assert sorted(got) == sorted(asked)
+    assert violations(run.frames(), {"unsupported-control", "interrupt-reply",
+                                     "initialize-reply"}) == []
+
+
+def test_backend_exit_answers_what_is_still_open() -> None:
+    eng = engine()
+    run = replay(eng, extra=[*session(eng), (2.0, "client", cr("x", subtype="get_settings"))])
+    run.take(eng.backend_exited(1, 3.0), 3.0)
+    [reply] = [f for f in run.frames() if f.get("type") == "control_response"]
+    assert reply["response"]["subtype"] == "error"
+    assert "exited (status 1)" in reply["response"]["error"]
+    run.take(eng.advance(100.0), 100.0)  # and the timer does not answer it again
+    assert len([f for f in run.frames() if f.get("type") == "control_response"]) == 1
+
+
+def test_control_cancel_request_is_absorbed_and_cancels_the_safety_reply() -> None:
+    eng = engine()
+    run = replay(eng, extra=[*session(eng), (2.0, "client", cr("x", subtype="get_settings")),
+                             (3.0, "client", {"type": "control_cancel_request",
+                                              "request_id": "x"}),
+                             (60.0, "client", user("later"))])
+    assert not [f for f in run.frames() if f.get("type") == "control_response"]
+    assert not [f for f in run.frames("backend") if f.get("type") == "control_cancel_request"]
+
+
+def test_malformed_control_request_answered() -> None:
+    eng = engine()
+    run = replay(eng, extra=[(0.0, "client", {"type": "control_request", "request_id": "b",
+                                              "request": {}})])
+    assert run.frames()[0]["response"]["error"] == ck.UNSUPPORTED + "None"
+    assert run.frames("backend") == []
+
+
+# -- stdin-vocabulary / user-line / control-state --------------------------------------------
+
+
+def test_input_cbc_would_turn_into_an_empty_turn_is_absorbed() -> None:
+    """nomodel_unknown-stdin-types: ``bogus_type`` and ``keep_alive`` each cost an empty
+    turn; so would update_environment_variables and any non-JSON line."""
+    eng = engine()
+    stdin = [r.text.encode() + b"\n" for r in records("nomodel_unknown-stdin-types")
+             if r.kind == "stdin"]
+    odd = [b'{"type":"update_environment_variables","variables":{"A":"1"}}\n', b"not json\n",
+           b"\n", b"[1,2]\n", b'{"no_type":1}\n', b'{"type":"user","broken":\n']
+    cmds = [c for raw in [*stdin, *odd] for c in eng.feed("client", raw, 0.0)]
+    sent = b"".join(c.data for c in cmds if getattr(c, "side", "") == "backend")
+    assert sent == stdin[0]  # only the initialize request, byte for byte
+    counts = eng.statistics()["rules"]["stdin-vocabulary"]
+    assert counts["absorbed:bogus_type"] == counts["absorbed:keep_alive"] == 1
+    assert counts["absorbed:update_environment_variables"] == 1
+    assert counts["absorbed:non-json"] == 5
+    assert eng.statistics()["rules"].get("framing") is None  # nothing invalid reached cbc
+
+
+def test_user_lines_pass_unchanged_and_mark_a_client_turn() -> None:
+    eng = engine()
+    lines = [user("a", "u-1"), {**user("b"), "message": {"role": "user", "content": [
+        {"type": "text", "text": "b"}]}, "session_id": "default"}]  # fmt: skip
+    run = replay(eng, extra=[(0.0, "client", f) for f in lines])
+    assert run.frames("backend") == lines
+    control = eng.state.control
+    assert list(control.pending_user) == ["u-1", None]
+    assert control.user_lines == 2
+    replay(eng, extra=[(1.0, "backend", cbc_init()), (1.0, "backend", {
+        "type": "assistant", "session_id": SID, "uuid": "a", "message": {"content": []}})])
+    assert control.turn_active
+    assert control.turn_from_client
+    assert control.turns == 1
+    assert list(control.pending_user) == [None]
+
+
+def test_a_turn_nobody_asked_for_is_not_a_client_turn() -> None:
+    eng = engine()
+    replay(eng, extra=[(1.0, "backend", cbc_init()), (1.0, "backend", {
+        "type": "result", "subtype": "success", "session_id": SID, "uuid": "r"})])
+    control = eng.state.control
+    assert not control.turn_active
+    assert not control.turn_from_client
+    assert control.turns == 1
+    assert control.client_turns == 0
+
+
+def test_log_messages_never_carry_credentials() -> None:
+    text = redact_text('launch: cbc --settings {"apiKey":"sk-ant-api03-abcdefghijklmnop"} '
+                       "CODEBUDDY_API_KEY=secret123 Authorization: Bearer abcdefghijkl "
+                       "token=eyJhbGciOiJIUzI1.eyJzdWIiOiIx.sig")
+    for secret in ("abcdefghijklmnop", "secret123", "abcdefghijkl", "eyJhbGci"):
+        assert secret not in text
+    assert redact_text("usage: total_tokens=5, 3 tokens") == "usage: total_tokens=5, 3 tokens"
