@@ -9,11 +9,14 @@ side a reason from the *known differences* (a reviewed TOML file, ``load_known``
 
     [[difference]]
     id = "init-version"                       # unique; reported when it matches nothing
-    paths = ["* / system/init* / claude_code_version"]   # `*`: any run of characters;
-                                              # the whole ``Difference.path`` must match
+    paths = ["* / system/init* / claude_code_version"]   # the whole ``Difference.path``
+                                              # must match; `*`: any characters but the
+                                              # " / " between path parts, `**`: anything
     kind = "only-a"                           # optional: changed | only-a | only-b
     a = "2.1.220"                             # optional: A's / B's (masked) value, exactly
                                               # ("<null>": JSON null, which TOML lacks)
+    a_contains = '"parent_tool_use_id":"<tool_use#'   # optional: a substring of A's / B's
+                                              # value as compact JSON (b_contains)
     scenarios = ["simple-success"]            # optional: only in these scenarios
     violations = ["init-shape"]               # or: contract violations with these rule ids
     message = "*claude_code_version*"         # optional, with `violations`: message glob
@@ -24,6 +27,8 @@ side a reason from the *known differences* (a reviewed TOML file, ``load_known``
                                               # covering this yet
     cbc = "what cbc does that no rule can undo"   # cbc behaviour the bridge cannot change
     design = "why the bridge differs on purpose"  # a deliberate choice (a rule's default)
+    timing = "which race"                     # the scenario races two events: their order
+                                              # differs from run to run, on either CLI
     checker = "why the check is wrong here"   # the contract check trips on real Claude output
     evidence = "captures/twins/..., PROTOCOL.md §2"   # required with `cbc` and `checker`
     note = "free text"
@@ -74,11 +79,11 @@ RULE_IDS = frozenset({
     "permission-routing", "env", "stdin-vocabulary", "user-line", "eof-wind-down",
     "framing", "frame-fields", "redact",
 })  # fmt: skip
-REASONS = ("missing_rule", "cbc", "design", "checker")
+REASONS = ("missing_rule", "cbc", "design", "timing", "checker")
 #: categories of an explained item, in display order, then "unexplained"
-CATEGORIES = ("missing-rule", "cbc", "design", "checker")
-_ENTRY_KEYS = {"id", "paths", "violations", "message", "kind", "a", "b", "scenarios", "side",
-               *REASONS, "evidence", "note"}  # fmt: skip
+CATEGORIES = ("missing-rule", "cbc", "design", "timing", "checker")
+_ENTRY_KEYS = {"id", "paths", "violations", "message", "kind", "a", "b", "a_contains",
+               "b_contains", "scenarios", "side", *REASONS, "evidence", "note"}  # fmt: skip
 
 
 class KnownError(ValueError):
@@ -92,11 +97,18 @@ def implemented_rules(profile: str = "cbc-to-claude") -> frozenset[str]:
 
 
 def _glob(pattern: str) -> re.Pattern[str]:
-    return re.compile(".*".join(re.escape(p) for p in pattern.split("*")), re.S)
+    """``**`` matches anything, ``*`` anything but the `` / `` that separates path parts."""
+    one = "(?:(?! / ).)*"
+    return re.compile(".*".join(one.join(re.escape(q) for q in p.split("*"))
+                                for p in pattern.split("**")), re.S)  # fmt: skip
 
 
 def _same(expected: Any, actual: Any) -> bool:
     return actual is None if expected == NULL else bool(expected == actual)
+
+
+def _compact(v: Any) -> str:
+    return "" if v is None else orjson.dumps(v).decode()
 
 
 NULL = "<null>"
@@ -111,11 +123,14 @@ class Entry:
     kind: str | None = None
     a: Any = _UNSET
     b: Any = _UNSET
+    a_contains: str | None = None
+    b_contains: str | None = None
     scenarios: tuple[str, ...] = ()
     side: str = "cbc"
     missing_rule: str | None = None
     cbc: str | None = None
     design: str | None = None
+    timing: str | None = None
     checker: str | None = None
     evidence: str = ""
     note: str = ""
@@ -128,7 +143,8 @@ class Entry:
 
     def category(self) -> str:
         return ("missing-rule" if self.missing_rule else "cbc" if self.cbc else
-                "design" if self.design else "checker")  # fmt: skip
+                "design" if self.design else "timing" if self.timing else
+                "checker")  # fmt: skip
 
     def reason(self, implemented: frozenset[str]) -> str:
         note = f" — {self.note}" if self.note else ""
@@ -142,6 +158,8 @@ class Entry:
             return f"cbc behaviour the bridge cannot change: {self.cbc}{ev}"
         if self.design:
             return f"by design: {self.design}{ev}"
+        if self.timing:
+            return f"a race in the scenario: {self.timing}{ev}"
         return f"contract check too strict for real Claude output: {self.checker}{ev}"
 
     def matches_difference(self, scenario: str, path: str, kind: str, a: Any, b: Any) -> bool:
@@ -152,6 +170,10 @@ class Entry:
         if self.a is not _UNSET and not _same(self.a, a):
             return False
         if self.b is not _UNSET and not _same(self.b, b):
+            return False
+        if self.a_contains is not None and self.a_contains not in _compact(a):
+            return False
+        if self.b_contains is not None and self.b_contains not in _compact(b):
             return False
         return any(r.fullmatch(path) for r in self._res)
 
@@ -251,7 +273,8 @@ def _entry(item: dict[str, Any], where: str) -> Entry:
                          "run, with a `checker` reason")
     return Entry(id=text("id", True) or "", paths=paths, violations=violations,
                  message=text("message"), kind=kind, a=item.get("a", _UNSET),
-                 b=item.get("b", _UNSET), scenarios=strings("scenarios"), side=side,
+                 b=item.get("b", _UNSET), a_contains=text("a_contains"),
+                 b_contains=text("b_contains"), scenarios=strings("scenarios"), side=side,
                  evidence=text("evidence") or "", note=text("note") or "",
                  **reasons)  # fmt: skip
 
@@ -465,7 +488,7 @@ def render_markdown(rows: Sequence[Row], known: Known, *, source: str = "capture
            "scenario by `ccbridge diff` (volatile values masked), and every run's client "
            "view is checked by `ccbridge check` (violations).", "",
            "| scenario | raw cbc vs Claude | cbc through the bridge vs Claude | equivalent "
-           "| explained: missing rule / cbc / by design / checker | unexplained |",
+           "| explained: missing rule / cbc / by design / race / checker | unexplained |",
            "|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         c = _counts(r)
@@ -491,7 +514,7 @@ def render_markdown(rows: Sequence[Row], known: Known, *, source: str = "capture
         out += ["", "</details>", ""]
     unused = unused_entries(known, rows)
     if unused:
-        out += ["", "Known-difference entries that matched nothing: "
+        out += ["", "Known-difference entries that matched nothing in these scenarios: "
                 + ", ".join(f"`{_md(u)}`" for u in unused)]
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -499,12 +522,12 @@ def render_markdown(rows: Sequence[Row], known: Known, *, source: str = "capture
 def render_text(rows: Sequence[Row], known: Known, *, verbose: bool = True) -> str:
     w = max([len(r.scenario) for r in rows] + [8])
     out = [f"{'scenario':<{w}}  {'raw cbc vs Claude':<32}  {'bridged cbc vs Claude':<32}  "
-           "eq   rule/cbc/design/checker  unexplained"]
+           "eq   rule/cbc/design/race/checker  unexplained"]
     for r in rows:
         c = _counts(r)
         miss = f"  (no capture: {', '.join(r.missing)})" if r.missing else ""
         out.append(f"{escape(r.scenario):<{w}}  {_cell(r.raw):<32}  {_cell(r.bridged):<32}  "
-                   f"{_eq(r):<3}  {_explained_cell(c):<23}  {r.unexplained:>11}" + miss)
+                   f"{_eq(r):<3}  {_explained_cell(c):<28}  {r.unexplained:>11}" + miss)
     if verbose:
         for r in rows:
             if not r.bridged or not r.bridged.items:
@@ -515,7 +538,8 @@ def render_text(rows: Sequence[Row], known: Known, *, verbose: bool = True) -> s
                 out += [f"    {escape(_item_text(i))}" for i in items]
     unused = unused_entries(known, rows)
     if unused:
-        out += ["", "known differences that matched nothing: " + ", ".join(unused)]
+        out += ["", "known differences that matched nothing in these scenarios: "
+                + ", ".join(unused)]
     total = sum(r.unexplained for r in rows)
     out += ["", f"{len(rows)} scenario(s), "
             f"{sum(1 for r in rows if r.bridged and r.bridged.equivalent)} equivalent, "

@@ -122,22 +122,42 @@ missing_rule = "init-shape"
     extra = by["turn 1 / result / extra"]
     assert (extra.category, extra.kind, extra.entry) == ("unexplained", "only-b", None)
     assert [i.path for i in cmp.unexplained] == ["turn 1 / result / extra"]
-    assert cmp.counts() == {"missing-rule": 1, "cbc": 1, "design": 0, "checker": 0,
-                            "unexplained": 1}  # fmt: skip
+    assert cmp.counts() == {"missing-rule": 1, "cbc": 1, "design": 0, "timing": 0,
+                            "checker": 0, "unexplained": 1}  # fmt: skip
 
 
 def test_value_scenario_and_kind_narrow_an_entry() -> None:
     a, b = cap(INIT, RESULT), cap(INIT, {**RESULT, "num_turns": 3})
     for extra in ('a = 2', 'b = 4', 'scenarios = ["other"]', 'kind = "only-b"'):
-        k = known(f'[[difference]]\nid="t"\npaths=["*num_turns"]\n{extra}\n'
+        k = known(f'[[difference]]\nid="t"\npaths=["**num_turns"]\n{extra}\n'
                   'missing_rule="result-shape"\n')
         cmp = conformance.explain(conformance.compare(a, b), "s", k, frozenset())
         assert [i.category for i in cmp.items] == ["unexplained"], extra
 
 
+def test_path_patterns_and_value_substrings() -> None:
+    e = conformance.Entry("x", paths=("* / system/init* / uuid",), missing_rule="init-shape")
+    assert e.matches_difference("s", "turn 2 / system/init #2 / uuid", "changed", 1, 2)
+    assert not e.matches_difference("s", "turn 2 / task x / system/init / uuid", "changed",
+                                    1, 2)  # fmt: skip
+    deep = conformance.Entry("y", paths=("** / workflow_progress agent *.model",), cbc="c")
+    assert deep.matches_difference(
+        "s", 'turn 1 / task local_workflow "f" / task_progress (final) / workflow_progress '
+        'agent "a" (phase 1).model', "only-a", "<model>", None)
+    sub = conformance.Entry("z", paths=("* / assistant*",), kind="only-a", cbc="c",
+                            a_contains='"parent_tool_use_id":"<tool_use#')
+    assert sub.matches_difference("s", "turn 1 / assistant #2", "only-a",
+                                  {"parent_tool_use_id": "<tool_use#1>"}, None)
+    assert not sub.matches_difference("s", "turn 1 / assistant #2", "only-a",
+                                      {"parent_tool_use_id": None}, None)  # fmt: skip
+    null = conformance.Entry("n", paths=("**",), a="<null>", cbc="c")
+    assert null.matches_difference("s", "p", "changed", None, 1)
+    assert not null.matches_difference("s", "p", "changed", 0, 1)
+
+
 def test_a_rule_that_now_exists_is_reported_as_a_gap() -> None:
     a, b = cap(INIT, RESULT), cap(INIT, {**RESULT, "num_turns": 3})
-    k = known('[[difference]]\nid="t"\npaths=["*num_turns"]\nmissing_rule="result-shape"\n')
+    k = known('[[difference]]\nid="t"\npaths=["**num_turns"]\nmissing_rule="result-shape"\n')
     [item] = conformance.explain(conformance.compare(a, b), "s", k,
                                  frozenset({"result-shape"})).items  # fmt: skip
     assert item.category == "missing-rule"
@@ -176,7 +196,7 @@ def test_a_claude_side_violation_needs_a_checker_entry() -> None:
 
 
 def _rows() -> tuple[list[conformance.Row], conformance.Known]:
-    k = known('[[difference]]\nid="t"\npaths=["*num_turns"]\ncbc="c|`x`"\nevidence="e"\n'
+    k = known('[[difference]]\nid="t"\npaths=["**num_turns"]\ncbc="c|`x`"\nevidence="e"\n'
               '[[difference]]\nid="never"\npaths=["nothing"]\nmissing_rule="argv"\n')
     claude = cap(INIT, RESULT, backend="claude", backend_version="2.1.220",
                  created="2025-01-02T00:00:00+00:00")  # fmt: skip
@@ -193,13 +213,13 @@ def test_markdown_table_lists_every_difference_with_its_reason() -> None:
     md = conformance.render_markdown(rows, k)
     assert "(Claude Code 2.1.220, cbc 2.163.0; captured 2025-01-02)" in md
     assert "| `demo` | 3 differences, 2 violations | 1 difference, 0 violations | no " \
-           "| 0 / 1 / 0 / 0 | 0 |" in md
-    assert "| `lonely` | (no capture) | (no capture) | ? | 0 / 0 / 0 / 0 | 1 (no capture: " \
+           "| 0 / 1 / 0 / 0 / 0 | 0 |" in md
+    assert "| `lonely` | (no capture) | (no capture) | ? | 0 / 0 / 0 / 0 / 0 | 1 (no capture: " \
            "cbc-bridged, cbc-raw) |" in md
     # the reason is escaped for a table: a pipe cannot split the cell, a backtick the span
     assert "- **cbc behaviour the bridge cannot change: c\\|'x' (evidence: e)**" in md
     assert "  - `turn 1 / result / num_turns (Claude 1, cbc 3)`" in md
-    assert "matched nothing: `never`" in md
+    assert "matched nothing in these scenarios: `never`" in md
     assert rows[1].unexplained == 1  # a missing capture is never a silent pass
     text = conformance.render_text(rows, k)
     assert "2 scenario(s), 0 equivalent, 1 unexplained" in text
