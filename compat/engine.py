@@ -230,9 +230,11 @@ class Engine:
         if not frames:
             return
         self.stats.frames[direction]["out"] += len(frames)
-        self._pending[_DEST[direction]].extend(f.encode() + b"\n" for f in frames)
+        pending = self._pending[_DEST[direction]]
+        pending.append(b"\n".join([f.raw or f.encode() for f in frames]))
+        pending.append(b"\n")
         for f in frames:
-            if f.raw and f.synthesized_by is None and f.obj is None and f.parsed:
+            if f.invalid:  # never parses: a line no rule looked inside is written unparsed
                 self._note_invalid(direction, f.raw)
 
     def _note_invalid(self, direction: Direction, raw: bytes) -> None:

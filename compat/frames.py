@@ -6,18 +6,39 @@ from ``raw``, byte for byte. A stage that changes a frame never mutates ``obj`` 
 it builds a new dict and calls ``replace`` (or ``synth`` for a frame it invents), and only
 such frames are re-serialized (compact, like the CLIs' own ``JSON.stringify``).
 
-``Frame`` is treated as immutable; the one mutable slot is the parse cache, which is why it
-is a slotted attrs class rather than a frozen one.
+``Frame`` is treated as immutable; the mutable slots are caches (the parse, the kind), which
+is why it is a slotted attrs class rather than a frozen one.
+
+``kind()`` is ``(type, subtype)`` read from the line's prefix with one regex when the line
+starts with them (cbc always does; Claude mostly does), otherwise from a parse; it is what
+the pipeline dispatches on, and what a stage can branch on without parsing the frame.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
 import orjson
 
 _UNPARSED: Any = object()
+_NO_KIND: Any = object()
+#: (type, subtype) of a frame; None for a line that is not a JSON object
+Kind = tuple[str | None, str | None]
+_NAME = re.compile(rb"[A-Za-z0-9_\-]+")
+#: type and subtype names read from line prefixes so far (bounded: names are a vocabulary)
+_NAMES: dict[bytes, str] = {}
+
+
+def _name(b: bytes) -> str | None:
+    """A type/subtype name as written in a line's prefix, when it is a plain one."""
+    name = _NAMES.get(b)
+    if name is None and _NAME.fullmatch(b) is not None:
+        name = b.decode()
+        if len(_NAMES) < 1024:
+            _NAMES[b] = name
+    return name
 
 
 def dumps(obj: Any) -> bytes:
@@ -36,6 +57,7 @@ class Frame:
     root: Frame | None = None
     #: set on frames a rule invented; names the rule
     synthesized_by: str | None = None
+    _kind: Any = attrs.field(default=_NO_KIND, init=False, repr=False)
 
     @property
     def obj(self) -> Any:
@@ -52,6 +74,38 @@ class Frame:
     @property
     def parsed(self) -> bool:
         return self._obj is not _UNPARSED
+
+    def kind(self) -> Kind | None:
+        """``(type, subtype)``, or None when the line is not a JSON object (cached)."""
+        k = self._kind
+        if k is _NO_KIND:
+            k = self._kind = self._read_kind()
+        return k  # type: ignore[no-any-return]
+
+    def _read_kind(self) -> Kind | None:
+        raw = self.raw
+        if raw and self._obj is _UNPARSED and raw.startswith(b'{"type":"'):
+            end = raw.find(b'"', 9)
+            t = _name(raw[9:end])
+            if t is not None:
+                if raw.startswith(b',"subtype":"', end + 1):
+                    st = _name(raw[end + 13 : raw.find(b'"', end + 13)])
+                    if st is not None:
+                        return t, st
+                if t != "system" and b'"subtype"' not in raw:
+                    # a non-system frame may still carry a subtype (result, control frames)
+                    return t, None
+        obj = self.obj
+        if not isinstance(obj, dict):
+            return None
+        t, st = obj.get("type"), obj.get("subtype")
+        return (t if isinstance(t, str) else None, st if isinstance(st, str) else None)
+
+    @property
+    def invalid(self) -> bool:
+        """A wire line that was parsed and is not valid JSON (it passes unchanged); a line
+        no rule parsed is not looked at here either."""
+        return self._obj is None and bool(self.raw) and self.synthesized_by is None
 
     @property
     def changed(self) -> bool:
@@ -75,6 +129,15 @@ class Frame:
     def replace(self, obj: dict[str, Any]) -> Frame:
         """A rewritten version of this frame (same lineage)."""
         return Frame(b"", obj=obj, root=self.lineage, synthesized_by=self.synthesized_by)
+
+    def replace_raw(self, raw: bytes, obj: Any = _UNPARSED) -> Frame:
+        """A rewritten version of this frame given as its bytes (same lineage), for a stage
+        that edits the line itself and keeps its ``type`` and ``subtype`` (the kind is
+        carried over); ``obj``, when given, must be what ``raw`` parses to (otherwise
+        ``raw`` is parsed only if a later stage asks)."""
+        f = Frame(raw, obj=obj, root=self.lineage, synthesized_by=self.synthesized_by)
+        f._kind = self._kind
+        return f
 
     @classmethod
     def synth(cls, obj: dict[str, Any], rule: str) -> Frame:

@@ -1,10 +1,19 @@
 """Runs frames through the ordered stages of one direction.
 
-Hot path: the frame kind (``type``, ``subtype``) is read from the line's prefix with one
-regex when the line starts with them (cbc always does; Claude mostly does), otherwise from
-a parse. ``(type, subtype)`` -> the stages interested is computed once per kind and cached;
-``triggers`` (raw substrings) are checked per line. A line no stage wants is never parsed
-and leaves as the bytes it came in as.
+Hot path (ARCHITECTURE.md "Hot path"; ``bench/throughput.py`` measures it): the frame kind
+(``Frame.kind()``: ``type``/``subtype`` read from the line's prefix) selects a *plan*, the
+stages that may want that kind, computed once per kind and cached: those interested in the
+kind, and those whose ``triggers`` (raw substrings) must be looked for in the line. Frames
+then go one at a time through their plan; a trigger is only searched for when its stage is
+reached, and a frame no stage wants is never parsed and leaves as the bytes it came in as.
+
+Before a stage sees a frame, the frame is parsed (a line with a valid prefix but broken
+JSON goes on only to the ``invalid`` stages, then passes, and the engine logs it), unless
+the stage sets ``lazy = True``: such a stage decides from ``kind()`` and ``raw`` when it
+can, and when it must parse, treats an ``obj`` that is not a dict as "pass unchanged"
+(``session``, ``init-once``, ``private-fields``, ``control-state``, ``task-correlation``,
+``interrupt-terminal``). Most cbc lines are then never parsed, so a broken line whose
+prefix is fine passes verbatim without being logged unless some rule had to look inside.
 
 Counting (per rule): an output that is the input passes; an output of the input's lineage
 that is another object is a rewrite; an output of another lineage is a synthesis; an input
@@ -13,38 +22,24 @@ whose lineage is missing from the outputs was dropped.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from compat.frames import Frame
+from compat.frames import Frame, Kind
 from compat.stage import Context, Direction, Stage
 
 if TYPE_CHECKING:
     from compat.engine import Stats
 
-_PREFIX = re.compile(rb'\{"type":"([A-Za-z0-9_\-]+)"(?:,"subtype":"([A-Za-z0-9_\-]+)")?')
+#: one step of a plan: (stage index, stage, lazy, triggers to look for or None = wanted)
+Step = tuple[int, Stage, bool, tuple[bytes, ...] | None]
+#: a kind's plan from each stage index on: ``plan[start]`` = the steps of stages ``start..``
+Plan = tuple[tuple[Step, ...], ...]
 
 
-def frame_kind(frame: Frame) -> tuple[str | None, str | None] | None:
+def frame_kind(frame: Frame) -> Kind | None:
     """(type, subtype) of a frame, or None when it is not a JSON object."""
-    raw = frame.raw
-    if raw and not frame.parsed:
-        m = _PREFIX.match(raw)
-        if m is not None:
-            t = m.group(1).decode()
-            st = m.group(2)
-            if st is not None:
-                return t, st.decode()
-            if t != "system":
-                # a non-system frame may still carry a subtype (result, control frames)
-                if b'"subtype"' not in raw:
-                    return t, None
-    obj = frame.obj
-    if not isinstance(obj, dict):
-        return None
-    t, st = obj.get("type"), obj.get("subtype")
-    return (t if isinstance(t, str) else None, st if isinstance(st, str) else None)
+    return frame.kind()
 
 
 class StageError(Exception):
@@ -59,10 +54,7 @@ class Pipeline:
         self.strict = False
         #: set by ``Context.hold`` during a stage call: the dropped input will be released
         self.holding = False
-        self._dispatch: dict[tuple[str | None, str | None], tuple[int, ...]] = {}
-        self._triggered = [
-            (i, s.triggers) for i, s in enumerate(self.stages) if s.triggers
-        ]
+        self._plans: dict[Kind, Plan] = {}
         #: stages that also take lines that are not JSON objects (``Stage.invalid``)
         self._invalid = [i for i, s in enumerate(self.stages) if s.invalid]
 
@@ -72,61 +64,94 @@ class Pipeline:
                 return i
         raise KeyError(stage.rule)
 
-    def _wanted(self, frame: Frame) -> set[int] | None:
-        """Indexes of the stages that want this frame; None for a non-JSON line."""
-        kind = frame_kind(frame)
-        if kind is None:
-            return None
-        idx = self._dispatch.get(kind)
-        if idx is None:
-            idx = self._dispatch[kind] = tuple(
-                i for i, s in enumerate(self.stages) if s.interested(*kind)
-            )
-        wanted = set(idx)
-        raw = frame.raw
-        if self._triggered:
-            if raw:
-                for i, trig in self._triggered:
-                    if i not in wanted:
-                        for t in trig:
-                            if t in raw:
-                                wanted.add(i)
-                                break
-            else:  # a rewritten/synthesized frame: let the triggered stages look
-                wanted.update(i for i, _ in self._triggered)
-        return wanted
+    def _plan(self, kind: Kind) -> Plan:
+        steps: list[Step] = []
+        for i, s in enumerate(self.stages):
+            lazy = bool(getattr(s, "lazy", False))
+            if s.interested(*kind):
+                steps.append((i, s, lazy, None))
+            elif s.triggers:
+                steps.append((i, s, lazy, s.triggers))
+        plan = tuple(
+            tuple(step for step in steps if step[0] >= start)
+            for start in range(len(self.stages) + 1)
+        )
+        self._plans[kind] = plan
+        return plan
 
     def run(self, frames: Sequence[Frame], ctx: Context, start: int = 0) -> list[Frame]:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
         out: list[Frame] = []
-        stages = self.stages
-        n = len(stages)
-        # a small explicit stack keeps order: (frame, next stage index, wanted set)
-        todo: list[tuple[Frame, int, set[int] | None]] = [
-            (f, start, self._wanted(f)) for f in reversed(frames)
-        ]
-        while todo:
-            frame, first, wanted = todo.pop()
-            i = first
-            if wanted is not None:
-                while i < n and i not in wanted:
-                    i += 1
-            if wanted is None or (i < n and not isinstance(frame.obj, dict)):
-                # not a JSON object (or a valid prefix, broken JSON): only the stages that
-                # take such lines see it; otherwise it passes and the engine logs it
-                i = next((j for j in self._invalid if j >= first), n)
-            if i >= n:
-                out.append(frame)
+        for frame in frames:
+            self._one(frame, start, ctx, out)
+        return out
+
+    def _one(self, frame: Frame, start: int, ctx: Context, out: list[Frame]) -> None:
+        """``frame`` through stages ``start..``, what comes out appended to ``out``; what a
+        stage returns goes on through the stages after it (depth first, so order holds)."""
+        kind = frame.kind()
+        if kind is None:
+            self._not_json(frame, start, ctx, out)
+            return
+        plan = self._plans.get(kind)
+        if plan is None:
+            plan = self._plan(kind)
+        raw = frame.raw
+        for i, stage, lazy, triggers in plan[start]:
+            if triggers is not None and raw:  # a frame without raw is one a rule rewrote:
+                for t in triggers:  # let the triggered stages look at it
+                    if t in raw:
+                        break
+                else:
+                    continue
+            if not lazy and not isinstance(frame.obj, dict):
+                self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
+                return
+            self.holding = False
+            try:
+                result = stage.on_frame(frame, ctx)
+            except Exception as exc:
+                self._failed(stage, exc, ctx)
                 continue
-            stage = stages[i]
-            result = self._call(stage, frame, ctx)
             if result is None:
-                todo.append((frame, i + 1, wanted))
                 continue
             self._account(stage.rule, frame, result)
-            for f in reversed(result):
-                todo.append((f, i + 1, wanted if f is frame else self._wanted(f)))
-        return out
+            if len(result) == 1 and result[0].kind() == kind:
+                frame = result[0]  # one frame of the same kind: the same plan goes on
+                raw = frame.raw
+                start = i + 1
+                continue
+            for f in result:
+                self._one(f, i + 1, ctx, out)
+            return
+        out.append(frame)
+
+    def _not_json(self, frame: Frame, start: int, ctx: Context, out: list[Frame]) -> None:
+        """A line that is not a JSON object: only the stages that take such lines
+        (``invalid``) see it; otherwise it passes, and the engine logs it."""
+        for i in self._invalid:
+            if i < start:
+                continue
+            stage = self.stages[i]
+            self.holding = False
+            try:
+                result = stage.on_frame(frame, ctx)
+            except Exception as exc:
+                self._failed(stage, exc, ctx)
+                continue
+            if result is not None:
+                self._account(stage.rule, frame, result)
+                for f in result:
+                    self._one(f, i + 1, ctx, out)
+                return
+        out.append(frame)
+
+    def _failed(self, stage: Stage, exc: Exception, ctx: Context) -> None:
+        """Fail open: count and log it, the frame goes on unchanged (tests: raise)."""
+        if self.strict:
+            raise exc
+        self.stats.rule(stage.rule)["errors"] += 1
+        ctx.log(stage.rule, f"stage failed open ({type(exc).__name__}: {exc})", "error")
 
     def run_from(self, stage: Stage, frames: Sequence[Frame], ctx: Context) -> list[Frame]:
         """Frames a stage produced out of band (timer, EOF, exit): count them as its
@@ -141,20 +166,12 @@ class Pipeline:
                 counts["synthesized"] += 1
         return self.run(frames, ctx, self.index(stage) + 1)
 
-    def _call(self, stage: Stage, frame: Frame, ctx: Context) -> Sequence[Frame] | None:
-        self.holding = False
-        try:
-            return stage.on_frame(frame, ctx)
-        except Exception as exc:
-            if self.strict:
-                raise
-            self.stats.rule(stage.rule)["errors"] += 1
-            ctx.log(stage.rule, f"stage failed open ({type(exc).__name__}: {exc})", "error")
-            return None
-
     def _account(self, rule: str, frame: Frame, result: Sequence[Frame]) -> None:
         lineage = frame.lineage
         counts = self.stats.rule(rule)
+        if len(result) == 1 and result[0] is not frame and result[0].lineage is lineage:
+            counts["rewritten"] += 1  # the common case, a plain rewrite
+            return
         kept = False
         for f in result:
             if f is frame:

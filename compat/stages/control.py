@@ -318,10 +318,17 @@ class ControlState(Stage):
 
     rule: ClassVar[str] = "control-state"
     kinds: ClassVar[frozenset[str] | None] = _TURN
+    #: inside a turn most frames need nothing from it: it reads their kind, not their JSON
+    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
         control = ctx.state.control
+        kind = frame.kind()
+        if control.turn_active and kind is not None and kind[0] not in ("system", "result"):
+            return None
+        obj = frame.obj
+        if not isinstance(obj, dict):
+            return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
         if not control.turn_active:
             control.turn_active = True

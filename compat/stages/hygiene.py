@@ -3,6 +3,17 @@ Code 2.1.220 would not send.
 
 ``private-fields``: cbc stamps ``__timestamp``, ``_requestId``, ``_messageId``, ``_meta``,
 ``errors_info`` on most frames (top level). Mode ``keep`` leaves them (for debugging).
+It touches nearly every cbc frame, so it works on the bytes (``PrivateFields._tail``): cbc writes
+the underscore fields last, so the line without them is the line cut before them; only
+that trailing run is parsed, to prove it holds nothing else. For valid JSON the cut gives
+what parsing, filtering and re-serializing gives, except that the other fields keep the
+bytes cbc wrote (``1.50`` is not rewritten ``1.5``: the same JSON value). Any other shape
+(``errors_info``, which cbc writes mid-object; an escape sequence before the run; a private
+field outside it) takes the parsing path. A line that is not valid JSON but ends in a
+well-formed run of private fields loses that run (and is not parsed, so not logged as
+invalid); a private field spelled with escapes (``"\\u005fmeta"``) is found by the parse.
+The run is parsed once per message: cbc repeats it on each frame of a message with a new
+``__timestamp``, so the run last proved well-formed is remembered without its stamp.
 
 ``vocabulary``: frame types and ``system`` subtypes outside the 2.1.220 vocabulary
 (``compat.vocabulary``) are dropped and counted; cbc's top-level ``type:"error"`` frame
@@ -11,9 +22,11 @@ becomes a log line, because the Python SDK treats ``error``/``end`` as its own s
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
 import attrs
+import orjson
 
 from compat.frames import Frame
 from compat.redact import redact_obj
@@ -21,6 +34,12 @@ from compat.stage import Context, Output, Stage, register
 from compat.vocabulary import in_vocabulary
 
 PRIVATE_FIELDS = ("__timestamp", "_requestId", "_messageId", "_meta", "errors_info")
+_PRIVATE = frozenset(PRIVATE_FIELDS)
+_PRIVATE_KEYS = frozenset(f.encode() for f in PRIVATE_FIELDS)
+
+
+#: the stamp cbc closes a line with (``,"__timestamp":"2026-11-29T10:53:11.335Z"}``)
+_STAMP = re.compile(rb',"__timestamp":"[0-9A-Za-z:.+\-]*"\}')
 
 
 @register
@@ -30,17 +49,77 @@ class PrivateFields(Stage):
 
     rule: ClassVar[str] = "private-fields"
     modes: ClassVar[tuple[str, ...]] = ("strip", "keep")
-    triggers: ClassVar[tuple[bytes, ...]] = tuple(
-        b'"' + f.encode() + b'"' for f in PRIVATE_FIELDS
-    )
+    #: every frame (looking for the fields is its own first step, see ``_tail``)
+    kinds: ClassVar[frozenset[str] | None] = None
+    lazy: ClassVar[bool] = True
+
+    #: the last run of private fields proved well-formed, without its closing stamp, and
+    #: how many fields the run has: cbc repeats a message's ``_requestId``, ``_messageId``
+    #: and ``_meta`` on each of its frames and only the stamp changes
+    _known: tuple[bytes, int] = attrs.field(default=(b"", 0), init=False)
+
+    def interested(self, type_: str | None, subtype: str | None) -> bool:
+        return self.mode != "keep"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if self.mode == "keep":
             return None
+        raw = frame.raw
+        found = self._tail(raw) if raw else None
+        if found is not None:
+            cut, fields = found
+            if not fields:
+                return None
+            if not frame.parsed:
+                return (frame.replace_raw(raw[:cut] + b"}"),)
         obj = frame.obj
-        if not any(k in obj for k in PRIVATE_FIELDS):
+        if not isinstance(obj, dict) or not any(k in obj for k in PRIVATE_FIELDS):
+            return None  # (not valid JSON: passes, the engine logs it)
+        kept = {k: v for k, v in obj.items() if k not in _PRIVATE}
+        if found is not None and len(kept) + found[1] == len(obj):
+            # parsed already (a stage before looked inside): the cut is still the bytes
+            return (frame.replace_raw(raw[: found[0]] + b"}", kept),)
+        return (frame.replace(kept),)
+
+    def _tail(self, raw: bytes) -> tuple[int, int] | None:
+        """Where the trailing run of private top-level fields of the JSON object ``raw``
+        starts (the index of the comma before it) and how many fields it has (``(-1, 0)``:
+        the line holds no private field); None when only a parse can tell.
+
+        Why the cut is right for valid JSON: ``,"_`` can only be a comma between members or
+        array items followed by a string (inside a string, that ``"`` would end it and
+        ``_`` could not follow). If ``{`` + the rest parses as an object, the rest closes
+        exactly the object open at the comma, and since it ends the line that is the
+        top-level object: the members after the comma are its last ones, and they are all
+        private (checked). None comes before: no ``"_`` occurs before the first one, and
+        neither ``"errors_info"`` nor an escape that could spell a key (``\\u``) does.
+        A rest that is the known run plus a plain stamp is such a run without a parse."""
+        at = raw.find(b'"_')
+        if at < 0:
+            if b'"errors_info"' in raw or b"\\u" in raw:
+                return None
+            return -1, 0
+        if raw[at - 1] != 0x2C:  # ","
             return None
-        return (frame.replace({k: v for k, v in obj.items() if k not in PRIVATE_FIELDS}),)
+        end = raw.find(b'"', at + 1)
+        if raw[at + 1 : end] not in _PRIVATE_KEYS or raw[end + 1 : end + 2] != b":":
+            return None  # a string that is not a private key (``"_compact"`` in a list)
+        cut = at - 1
+        if raw.find(b'"errors_info"', 0, cut) >= 0 or raw.find(b"\\u", 0, cut) >= 0:
+            return None
+        run, fields = self._known
+        if run and raw.startswith(run, cut) and _STAMP.fullmatch(raw, cut + len(run)):
+            return cut, fields
+        try:
+            tail = orjson.loads(b"{" + raw[at:])
+        except orjson.JSONDecodeError:
+            return None
+        if type(tail) is not dict or not tail.keys() <= _PRIVATE:
+            return None
+        stamp = raw.rfind(b',"__timestamp":"')
+        if stamp > cut and _STAMP.fullmatch(raw, stamp):
+            self._known = (raw[cut:stamp], len(tail))
+        return cut, len(tail)
 
 
 @register

@@ -55,13 +55,24 @@ class InitOnce(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", *_TURN_CONTENT,
                                                          *_TURN_SYSTEM})
 
+    #: most of a turn's frames need nothing from it: it reads their kind, not their JSON
+    lazy: ClassVar[bool] = True
+
     held: Frame | None = attrs.field(default=None, init=False)
     sent_this_turn: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        kind = frame.kind()
+        if kind is None:
+            return None
+        t, st = kind
+        init = t == "system" and st == "init"
+        if not init and t != "result" and (self.sent_this_turn or self.held is None):
+            return None  # inside a turn, nothing held: the common frame, left unparsed
         obj = frame.obj
-        t = obj.get("type")
-        if t == "system" and obj.get("subtype") == "init":
+        if not isinstance(obj, dict):
+            return None  # not valid JSON after all: passes, the engine logs it
+        if init:
             if self.sent_this_turn:
                 return ()  # a second copy inside a turn
             if self.held is not None:

@@ -63,6 +63,8 @@ _TURN_CONTENT = frozenset({"system/init", "assistant", "user", "stream_event", "
 _COMMIT = frozenset({"assistant", "user", "stream_event", "result", "tool_progress"})
 _TURN_EXTRA = frozenset({"system/status", "system/api_retry", "system/thinking_tokens",
                          "rate_limit_event", "tool_use_summary", "prompt_suggestion"})  # fmt: skip
+#: the kinds that only the turn bookkeeping of interrupt-terminal looks at
+_QUIET = _TURN_CONTENT | _TURN_EXTRA
 
 
 @register
@@ -159,6 +161,8 @@ class InterruptTerminal(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"control_response", "control_request", *TASK_FRAMES, *_TURN_CONTENT, *_TURN_EXTRA}
     )
+    #: a turn's frames while no interrupt is pending need nothing from it but their kind
+    lazy: ClassVar[bool] = True
 
     #: seconds after an interrupt during which a turn nobody asked for is cbc's own
     window: float = 90.0
@@ -174,7 +178,16 @@ class InterruptTerminal(Stage):
     _turn: str = attrs.field(default="keep", init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        k = frame.kind()
+        if k is not None and not self._armed and not self._held and self._turn == "keep":
+            kind = f"system/{k[1]}" if k[0] == "system" else str(k[0])
+            if kind in _QUIET and not (
+                kind in _TURN_CONTENT and ctx.state.control.turns != self._turn_no
+            ):
+                return None  # no interrupt pending, not a turn's start: left unparsed
         obj = frame.obj
+        if not isinstance(obj, dict):
+            return None  # not valid JSON: passes, the engine logs it
         t, st = obj.get("type"), obj.get("subtype")
         kind = f"system/{st}" if t == "system" else str(t)
         if t == "control_response":

@@ -8,7 +8,7 @@ and whether a turn is running. It never changes a frame.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 
@@ -24,9 +24,21 @@ class SessionStage(Stage):
 
     rule: ClassVar[str] = "session"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", "assistant", "result"})
+    #: an assistant frame without a tool call is left unparsed
+    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj: dict[str, Any] = frame.obj
+        raw = frame.raw
+        if (
+            raw
+            and frame.kind() == ("assistant", None)
+            and b'"tool_use"' not in raw
+            and b"\\u" not in raw  # "tool_use" spelled with escapes would hide
+        ):
+            return None
+        obj = frame.obj
+        if not isinstance(obj, dict):
+            return None  # not valid JSON: passes, the engine logs it
         state = ctx.state
         t = obj.get("type")
         if t == "assistant":

@@ -88,8 +88,10 @@ class TaskCorrelation(Stage):
     """Give every task the tool_use_id of the call that started it."""
 
     rule: ClassVar[str] = "task-correlation"
-    kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES
-    triggers: ClassVar[tuple[bytes, ...]] = (b"task_id: ",)
+    #: task frames, and tool results (``user``) that may name a task; a tool result whose
+    #: line cannot hold ``task_id:`` is left unparsed
+    kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"user"}
+    lazy: ClassVar[bool] = True
 
     #: seconds to wait for the tool result that names a held task
     wait: float = 2.0
@@ -98,7 +100,17 @@ class TaskCorrelation(Stage):
     _claimed: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        raw = frame.raw
+        if (
+            raw
+            and frame.kind() == ("user", None)
+            and b"task_id:" not in raw
+            and b"\\u" not in raw  # "task_id:" spelled with escapes would hide
+        ):
+            return None
         obj = frame.obj
+        if not isinstance(obj, dict):
+            return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
         if t == "user":
             return self._tool_result(frame, obj, ctx)
@@ -122,7 +134,7 @@ class TaskCorrelation(Stage):
             known = self._from_results.get(tid)
             if known is not None:
                 return (self._fill(frame, info, known),)
-            if not self._candidates(ctx, obj):
+            if not self._any_candidate(ctx):
                 return None  # nothing could have started it: no reason to wait
             self._held[tid] = [frame]
             ctx.hold()
@@ -140,6 +152,13 @@ class TaskCorrelation(Stage):
         info.tool_use_id = use_id
         remember(self._claimed, use_id, None)
         return frame.replace(_with(frame.obj, tool_use_id=use_id))
+
+    def _any_candidate(self, ctx: Context) -> bool:
+        """Whether ``_candidates`` has any (newest first: the call is usually recent)."""
+        return any(
+            use.name in AGENT_TOOLS and use.id not in self._claimed
+            for use in reversed(ctx.state.tool_uses.values())
+        )
 
     def _candidates(self, ctx: Context, started: dict[str, Any]) -> list[str]:
         """Unclaimed Agent calls, oldest first; those with the task's description first."""

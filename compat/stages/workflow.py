@@ -116,9 +116,8 @@ class WorkflowName(Stage):
     """`workflow_name` = the script's `meta.name` (cbc: `inline-…`, `path:…`)."""
 
     rule: ClassVar[str] = "workflow-name"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_started"})
-    #: later frames that carry the field too
-    triggers: ClassVar[tuple[bytes, ...]] = (b'"workflow_name"',)
+    #: task_started, and the later frames of the task that carry the field too
+    kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES
 
     _names: dict[str, str] = attrs.field(factory=dict, init=False)
 

@@ -1,0 +1,114 @@
+"""The hot path (bench/throughput.py) gives what the parsing path gives: private-fields cuts
+the line's bytes, lazy stages leave frames unparsed, and nothing else changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from compat.engine import Log
+from compat.profiles import make_stage
+from compat.stages.hygiene import PRIVATE_FIELDS
+
+from .helpers import engine_for, written
+
+DATA = Path(__file__).parent / "data"
+
+
+def cbc_lines() -> list[bytes]:
+    """Every backend line of the cbc transcripts in tests/compat/data."""
+    out = []
+    for path in sorted(DATA.glob("mockoai_*.transcript.jsonl")):
+        for rec in path.read_text().splitlines():
+            r = json.loads(rec)
+            if r.get("kind") == "stdout":
+                out.append(r["text"].encode())
+    return out
+
+
+def stripped(raw: bytes) -> bytes:
+    """What private-fields did before the byte path: parse, filter, re-serialize."""
+    obj = orjson.loads(raw)
+    if not any(k in obj for k in PRIVATE_FIELDS):
+        return raw
+    return orjson.dumps({k: v for k, v in obj.items() if k not in PRIVATE_FIELDS})
+
+
+def private_only(raw: bytes) -> tuple[bytes, list[Log]]:
+    eng = engine_for("identity", down=[make_stage("private-fields", {})])
+    cmds = eng.feed("backend", raw + b"\n", 0.0)
+    return written(cmds).removesuffix(b"\n"), [c for c in cmds if isinstance(c, Log)]
+
+
+def test_cbc_lines_are_cut_to_what_parsing_gives() -> None:
+    lines = cbc_lines()
+    assert len(lines) > 100
+    for raw in lines:
+        assert private_only(raw)[0] == stripped(raw)
+
+
+def test_frames_of_one_message_share_the_run_and_still_all_lose_it() -> None:
+    eng = engine_for("identity", down=[make_stage("private-fields", {})])
+    run = b',"_requestId":"r1","_messageId":"m1","_meta":{"a":"b"}'
+    lines = [
+        b'{"type":"stream_event","event":{"i":%d}' % i + run
+        + b',"__timestamp":"2026-11-29T10:53:11.%03dZ"}' % i
+        for i in range(3)
+    ]
+    lines.append(b'{"type":"stream_event","event":{}' + run + b',"__timestamp":"x","x":1}')
+    lines.append(b'{"type":"stream_event","event":{}' + run[:-2] + b'c"},"__timestamp":"t"}')
+    out = written(eng.feed("backend", b"\n".join(lines) + b"\n", 0.0)).splitlines()
+    assert out == [stripped(raw) for raw in lines]
+    assert out[-2] == b'{"type":"stream_event","event":{},"x":1}'
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # a private field before the trailing run, by name or spelled with escapes
+        b'{"type":"result","errors_info":[1],"usage":{},"_requestId":"r"}',
+        b'{"type":"user","\\u005fmeta":{},"message":{},"__timestamp":"t"}',
+        b'{"type":"user","\\u005fmeta":{},"message":{}}',
+        b'{"type":"user", "_meta":{}, "message":{}, "__timestamp":"t"}',
+        # a run followed by another field, and an underscore string that is no key
+        b'{"type":"user","_meta":{},"__timestamp":"t","uuid":"u"}',
+        b'{"type":"system","subtype":"init","slash_commands":["_compact"],"__timestamp":"t"}',
+        # nested private names stay
+        b'{"type":"assistant","message":{"_meta":"kept","x":{"__timestamp":1}},"_meta":{}}',
+        # non-canonical JSON: the parsing path, as before
+        b'{"type":"user","n":1.50,"s":"\\u00e9","_requestId":"r"}',
+    ],
+)
+def test_other_shapes_take_the_parsing_path(raw: bytes) -> None:
+    assert private_only(raw)[0] == stripped(raw)
+
+
+def test_invalid_json_passes_verbatim_unless_it_ends_in_a_private_run() -> None:
+    broken = b'{"type":"assistant","message":{"content":[,"_requestId":"r"}'
+    out, logs = private_only(broken)
+    assert out == b'{"type":"assistant","message":{"content":[}'  # the run is cut, unparsed
+    assert not logs
+    broken = b'{"type":"assistant","message":{"content":["_requestId":"r"}'
+    out, logs = private_only(broken)
+    assert out == broken
+    assert any("not valid JSON" in log.message for log in logs)
+
+
+def test_broken_lines_pass_verbatim_and_are_logged_when_a_rule_parses_them() -> None:
+    rules = ("session", "foreign-init", "init-once", "private-fields")
+    eng = engine_for("identity", down=[make_stage(r, {}) for r in rules])
+    tool_call = b'{"type":"assistant","message":{"content":[{"type":"tool_use",\n'
+    delta = b'{"type":"stream_event","event":{\n'  # no rule needs to look inside
+    cmds = eng.feed("backend", tool_call + delta, 0.0)
+    assert written(cmds) == tool_call + delta
+    assert eng.statistics()["rules"]["framing"]["invalid-down"] == 1
+
+
+def test_session_still_sees_tool_calls_spelled_with_escapes() -> None:
+    eng = engine_for()
+    eng.feed("backend", b'{"type":"assistant","message":{"content":[{"type":"tool\\u005fuse",'
+             b'"id":"c1","name":"Agent","input":{}}]}}\n', 0.0)  # fmt: skip
+    assert "c1" in eng.state.tool_uses
