@@ -20,14 +20,15 @@ from compat.stages import REGISTRY
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "identity": {"up": (), "down": ()},
     "cbc-to-claude": {
-        # control protocol (compat/stages/control.py, interrupts.py, permissions.py):
-        # stdin-vocabulary first (nothing else sees what cbc must never get); the
-        # request rewriters before unsupported-control, which registers and times what is
-        # really forwarded
+        # control protocol (compat/stages/control.py, initialize.py, interrupts.py,
+        # permissions.py): stdin-vocabulary first (nothing else sees what cbc must never
+        # get); the request rewriters before unsupported-control, which registers and
+        # times what is really forwarded
         "up": (
             "stdin-vocabulary",
             "user-line",
             "permission-reply",
+            "initialize-request",
             "interrupt-request",
             "unsupported-control",
         ),

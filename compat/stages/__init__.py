@@ -5,6 +5,7 @@ from compat.stages import (  # noqa: F401
     control,
     hygiene,
     init,
+    initialize,
     interrupts,
     lifecycle,
     permissions,

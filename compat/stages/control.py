@@ -30,12 +30,8 @@ Strategy: every client ``control_request`` gets exactly one reply, Claude-worded
   rule and is always on: turn boundaries as the client sees them (a turn start takes one
   pending user line: ``turn_from_client``), the ``mcp_servers`` of the last init, the
   usage of the last result.
-- ``initialize-reply`` (down) reshapes cbc's reply (``{commands:[{name:"/x",…}],
-  models:[{id,name}], account, currentModelId}``) to Claude's (``commands`` without ``/``
-  and with ``argumentHint``, ``agents``, ``models:[{value,displayName,description}]``,
-  ``account``, ``pid``), and never forwards credentials (seed 000: ``account.token`` is a
-  live access token; with an API key it is the key, and five more fields carry its tail):
-  mode ``redact`` replaces them, ``strip`` removes them.
+
+``initialize-request`` and ``initialize-reply`` live in ``compat/stages/initialize.py``.
 """
 
 from __future__ import annotations
@@ -46,7 +42,6 @@ import attrs
 
 from compat import controlkit as ck
 from compat.frames import Frame
-from compat.redact import redact_obj, strip_obj
 from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.taskkit import remember
@@ -345,99 +340,3 @@ class ControlState(Stage):
             control.turn_active = False
             control.last_result = {k: obj.get(k) for k in ("usage", "modelUsage")}
         return None
-
-
-@register
-@attrs.define
-class InitializeReply(Stage):
-    """Claude-shaped `initialize` reply; credentials never forwarded (redact | strip)."""
-
-    rule: ClassVar[str] = "initialize-reply"
-    modes: ClassVar[tuple[str, ...]] = ("redact", "strip")
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
-
-    def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        rid, sub, resp = ck.response_of(frame.obj)
-        body = ck.body_of(resp)
-        req = ctx.state.control.requests.get(rid) if rid is not None else None
-        is_init = req.subtype == "initialize" if req is not None else (
-            "commands" in body and "output_style" in body)
-        if sub != "success" or not is_init:
-            return None
-        current = body.get("currentModelId")
-        if isinstance(current, str) and current:
-            ctx.state.control.default_model = current
-        out = claude_initialize(body, ctx.state.pid)
-        scrub = strip_obj if self.mode == "strip" else redact_obj
-        out, n = scrub(out)
-        if n:
-            ctx.count(self.rule, f"credentials-{self.mode}")
-            ctx.log(self.rule, f"{n} credential(s) in the initialize reply "
-                    f"{'removed' if self.mode == 'strip' else 'replaced'}", "info")  # fmt: skip
-        return (ck.with_response(frame, {**resp, "response": out}),)
-
-
-def claude_initialize(body: dict[str, Any], pid: int) -> dict[str, Any]:
-    """cbc's initialize reply in Claude Code 2.1.220's shape and key order (capture
-    ``nocreds_idle-interrupt_…``); unknown keys are kept after Claude's."""
-    commands = [_command(c) for c in _dicts(body.get("commands"))]
-    styles = [("default" if s == "Default" else s)
-              for s in body.get("available_output_styles") or () if isinstance(s, str)]
-    if "default" not in styles:
-        styles.insert(0, "default")
-    style = body.get("output_style")
-    out: dict[str, Any] = {
-        "commands": commands,
-        "agents": [_agent(a) for a in _dicts(body.get("agents"))],
-        "output_style": style if isinstance(style, str) and style else "default",
-        "available_output_styles": styles,
-        "models": [_model(m) for m in _dicts(body.get("models"))],
-        "account": _account(body.get("account")),
-        "pid": pid,
-    }
-    out.update((k, v) for k, v in body.items() if k not in out)
-    return out
-
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-def _command(c: dict[str, Any]) -> dict[str, Any]:
-    name = c.get("name")
-    hint = c.get("argumentHint", c.get("argument_hint", ""))
-    out = {"name": name.removeprefix("/") if isinstance(name, str) else str(name),
-           "description": c.get("description") if isinstance(c.get("description"), str) else "",
-           "argumentHint": hint if isinstance(hint, str) else ""}  # fmt: skip
-    out.update((k, v) for k, v in c.items() if k not in out and k != "argument_hint")
-    return out
-
-
-def _agent(a: dict[str, Any]) -> dict[str, Any]:
-    return {"name": str(a.get("name", "")), "description": str(a.get("description", "")),
-            **{k: v for k, v in a.items() if k not in ("name", "description")}}  # fmt: skip
-
-
-def _model(m: dict[str, Any]) -> dict[str, Any]:
-    value = m.get("value", m.get("id"))
-    shown = m.get("displayName", m.get("name", value))
-    out = {"value": str(value), "displayName": str(shown),
-           "description": str(m.get("description", shown))}  # fmt: skip
-    out.update((k, v) for k, v in m.items() if k not in out and k not in ("id", "name"))
-    return out
-
-
-def _account(acc: Any) -> dict[str, Any]:
-    """Claude's ``{tokenSource, apiKeySource?, apiProvider}`` (captures ``claude-2.1.220/
-    mockapi_*``: ``apiKeySource: ANTHROPIC_API_KEY`` with a key), then cbc's own fields.
-    cbc names an API-key login ``anonymous_<key tail>``; its credentials are scrubbed by
-    the caller."""
-    acc = acc if isinstance(acc, dict) else {}
-    out: dict[str, Any] = {"tokenSource": acc.get("tokenSource", "none")}
-    uid = acc.get("uid")
-    if "apiKeySource" in acc or (isinstance(uid, str) and uid.startswith("anonymous_")):
-        out["apiKeySource"] = acc.get("apiKeySource", "CODEBUDDY_API_KEY")
-    out["apiProvider"] = acc.get("apiProvider", "firstParty")
-    out.update((k, v) for k, v in acc.items() if k not in out)
-    return out
-

@@ -15,7 +15,7 @@ from compat import controlkit as ck
 from compat.contract import check_lines
 from compat.profiles import PROFILES, RuleError, build, parse_rule_settings
 from compat.redact import REDACTED, redact_text
-from compat.stages.control import claude_initialize
+from compat.stages.initialize import PROMPT_BOUNDARY, claude_initialize
 
 from .control_support import cr, engine, label, records, replay, reply_to, stdout_frame, user
 
@@ -50,7 +50,7 @@ def test_control_rules_order_in_the_profile() -> None:
     """Pinned on purpose: see the comments in compat/profiles.py."""
     prof = PROFILES["cbc-to-claude"]
     assert prof["up"] == ("stdin-vocabulary", "user-line", "permission-reply",
-                          "interrupt-request", "unsupported-control")
+                          "initialize-request", "interrupt-request", "unsupported-control")
     down = list(prof["down"])
     control = [r for r in down if r in {
         "control-reply", "control-state", "initialize-reply", "interrupt-reply",
@@ -131,6 +131,21 @@ def test_initialize_reply_recognised_by_shape_without_the_request() -> None:
                                                          "init2"))])
     [reply] = run.frames()
     assert reply["response"]["response"]["commands"][0]["name"] == "add-dir"
+
+
+@pytest.mark.parametrize(("prompt", "sent"), [
+    ([""], ""),  # what the TypeScript SDK sends for its default (empty) prompt
+    (["static", PROMPT_BOUNDARY, "dynamic"], "static\n\ndynamic"),
+    ("already a string", "already a string"),
+])
+def test_initialize_system_prompt_blocks_become_the_string_cbc_takes(prompt: Any,
+                                                                     sent: str) -> None:
+    """cbc 2.163.0 ends every turn with "src must be a string or an object describing the
+    source" when ``initialize.systemPrompt`` is an array (probed; tests/bridge/test_ts_sdk.py)."""
+    run = replay(engine(), extra=[(0.0, "client", cr("init", subtype="initialize", hooks={},
+                                                     systemPrompt=prompt))])
+    assert run.frames("backend") == [cr("init", subtype="initialize", hooks={},
+                                        systemPrompt=sent)]
 
 
 def test_claude_initialize_keeps_unknown_keys_after_claudes() -> None:
