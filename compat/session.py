@@ -4,6 +4,11 @@ The ``session`` stage (first downstream) keeps ``session_id``, ``cwd`` and the t
 seen so far; the task stages keep ``tasks``. Stages read each other's facts only through
 this object, never through each other, so each stays testable alone: a test builds a
 ``SessionState`` by hand and feeds frames.
+
+Memory stays bounded by the caps whatever the stream's length, and a remembered tool call
+keeps only the input fields some rule reads (``TOOL_INPUT_KEYS``: an Agent call's
+description/prompt/subagent_type, a Workflow call's script/scriptPath, what a
+DeferExecuteTool call wraps), not e.g. a Write call's file contents.
 """
 
 from __future__ import annotations
@@ -13,10 +18,28 @@ from typing import Any
 
 import attrs
 
-#: tool calls remembered for correlation (task-correlation, workflow-name); oldest dropped
-MAX_TOOL_USES = 4096
-#: tasks remembered; the oldest are forgotten first (a long session starts many shells)
-MAX_TASKS = 4096
+#: tool calls remembered for correlation (task-correlation, workflow-name); oldest dropped.
+#: A task's starting call is looked up when the task starts, a few frames after the call.
+MAX_TOOL_USES = 1024
+#: tasks remembered; finished ones (notified) are forgotten first, oldest first, and only
+#: then the oldest running one (a long session starts many shells, few run at once)
+MAX_TASKS = 256
+#: the tool-call input fields rules read (compat.taskkit.starting_call / resolve_workflow,
+#: task-correlation, workflow-prompt); ``params`` (DeferExecuteTool) is trimmed the same way
+TOOL_INPUT_KEYS = frozenset(
+    {"description", "prompt", "subagent_type", "script", "scriptPath", "toolName", "params"}
+)
+
+
+def trim_input(inp: dict[str, Any]) -> dict[str, Any]:
+    """``inp`` without the fields no rule reads (the same dict when nothing is cut)."""
+    if inp.keys() <= TOOL_INPUT_KEYS and not isinstance(inp.get("params"), dict):
+        return inp
+    out = {k: v for k, v in inp.items() if k in TOOL_INPUT_KEYS}
+    params = out.get("params")
+    if isinstance(params, dict):
+        out["params"] = {k: v for k, v in params.items() if k in TOOL_INPUT_KEYS}
+    return out
 
 
 @attrs.define
@@ -141,6 +164,7 @@ class SessionState:
     control: ControlState = attrs.Factory(ControlState)
 
     def remember_tool_use(self, use: ToolUse) -> None:
+        use.input = trim_input(use.input)
         uses = self.tool_uses
         uses[use.id] = use
         if len(uses) > MAX_TOOL_USES:
@@ -151,8 +175,16 @@ class SessionState:
         if info is None:
             info = self.tasks[task_id] = TaskInfo(task_id)
             if len(self.tasks) > MAX_TASKS:
-                del self.tasks[next(iter(self.tasks))]
+                self._forget_task()
         return info
+
+    def _forget_task(self) -> None:
+        tasks = self.tasks
+        for tid, t in tasks.items():
+            if t.notified:
+                del tasks[tid]
+                return
+        del tasks[next(iter(tasks))]
 
     def open_tasks(self) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.started and not t.notified]

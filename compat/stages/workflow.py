@@ -326,6 +326,7 @@ class ProgressFinal(Stage):
         info = ctx.state.tasks.get(tid)
         if info is not None and run.last is not None:
             info.last_progress = snap or run.last
+        run.last = None  # a final run only answers "final" (memory: no snapshot kept)
         return out
 
     def _corrected(self, ctx: Context, tid: str, run: _Run) -> dict[str, Any] | None:

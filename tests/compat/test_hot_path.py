@@ -112,3 +112,44 @@ def test_session_still_sees_tool_calls_spelled_with_escapes() -> None:
     eng.feed("backend", b'{"type":"assistant","message":{"content":[{"type":"tool\\u005fuse",'
              b'"id":"c1","name":"Agent","input":{}}]}}\n', 0.0)  # fmt: skip
     assert "c1" in eng.state.tool_uses
+
+
+# -- memory: the registries are bounded and keep only what rules read ---------------------
+
+
+def test_tool_calls_keep_only_the_input_fields_rules_read() -> None:
+    from compat.session import MAX_TOOL_USES, SessionState, ToolUse
+
+    state = SessionState()
+    state.remember_tool_use(ToolUse("w", "Write", {"file_path": "a", "content": "x" * 10**5}))
+    state.remember_tool_use(ToolUse("a", "Agent", {"description": "d", "prompt": "p",
+                                                   "subagent_type": "s", "model": "m"}))
+    state.remember_tool_use(ToolUse("x", "DeferExecuteTool", {"toolName": "Workflow",
+                                    "params": {"scriptPath": "w.js", "blob": "y" * 999}}))
+    assert state.tool_uses["w"].input == {}
+    assert state.tool_uses["a"].input == {"description": "d", "prompt": "p",
+                                          "subagent_type": "s"}
+    assert state.tool_uses["x"].input == {"toolName": "Workflow",
+                                          "params": {"scriptPath": "w.js"}}
+    for i in range(MAX_TOOL_USES + 5):
+        state.remember_tool_use(ToolUse(f"c{i}", "Bash", {"command": "ls"}))
+    assert len(state.tool_uses) == MAX_TOOL_USES
+    assert "c4" not in state.tool_uses
+    assert f"c{MAX_TOOL_USES + 4}" in state.tool_uses
+
+
+def test_finished_tasks_are_forgotten_before_running_ones() -> None:
+    from compat.session import MAX_TASKS, SessionState
+
+    state = SessionState()
+    state.task("running-old").started = True
+    for i in range(MAX_TASKS - 1):
+        state.task(f"t{i}").notified = True
+    state.task("new")
+    assert len(state.tasks) == MAX_TASKS
+    assert "running-old" in state.tasks
+    assert "t0" not in state.tasks
+    for t in list(state.tasks.values()):
+        t.notified = False
+    state.task("newer")
+    assert "running-old" not in state.tasks  # none finished: the oldest goes
