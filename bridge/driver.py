@@ -14,9 +14,14 @@ Tasks (all in one nursery, ARCHITECTURE.md):
 Failure handling: a client that vanishes (EPIPE on its stdout) ends the session: the
 backend is terminated (SIGTERM, then SIGKILL after ``KILL_GRACE``) and we exit 141. A
 signal (SIGINT/SIGTERM/SIGHUP) is forwarded to the backend, which gets ``KILL_GRACE`` to
-exit. After the client's EOF the backend gets ``eof_grace`` seconds to exit before it is
-terminated. The backend runs in its own process group, which is killed on the way out, so
-no orphan survives us.
+exit. The client's EOF reaches the backend when the engine says so (``CloseBackendInput``:
+at once, or after a stage's wind-down, ``eof-wind-down``); from then on the backend gets
+``eof_grace`` seconds to exit before it is terminated, and a stage may ask for that sooner
+(``TerminateBackend``). A wind-down has a backstop: the engine's ``eof_budget`` plus
+``eof_grace`` after the client's EOF, the backend is terminated whatever the stages said.
+The exit status is the engine's when a stage decided it (``Engine.exit_status``: Claude's
+0/1 after a wind-down), else the backend's. The backend runs in its own process group,
+which is killed on the way out, so no orphan survives us.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ import trio
 
 from bridge.log import Logger
 from bridge.recorder import Recorder
-from compat.engine import CloseBackendInput, Command, Engine, Log, Side, Write
+from compat.engine import CloseBackendInput, Command, Engine, Log, Side, TerminateBackend, Write
 
 #: chunks queued per writer before the producer blocks (backpressure)
 WRITE_QUEUE = 16
@@ -89,6 +94,8 @@ class Session:
         self._client_gone = False
         self._stdout_done = trio.Event()
         self._client_writer_done = trio.Event()
+        self._nursery: trio.Nursery | None = None
+        self._input_closed = False
 
     # -- public ----------------------------------------------------------------------
     async def run(self) -> int:
@@ -113,6 +120,7 @@ class Session:
             self.recorder.note(f"spawned pid {self.proc.pid}")
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 nursery.start_soon(self._client_reader, nursery)
                 nursery.start_soon(self._backend_reader)
                 nursery.start_soon(self._stderr_relay)
@@ -124,6 +132,9 @@ class Session:
         finally:
             await self._reap()
         status = self.exit_status if self.exit_status is not None else 1
+        decided = self.engine.exit_status()
+        if decided is not None:
+            status = decided
         if self._client_gone:
             status = EXIT_CLIENT_GONE
         if self.recorder:
@@ -144,8 +155,10 @@ class Session:
                 if self.recorder:
                     self.recorder.note("stdin closed")
                 await self._dispatch(self.engine.eof("client", now))
-                if self.config.eof_grace is not None:
-                    nursery.start_soon(self._eof_deadline, self.config.eof_grace)
+                budget = self.engine.eof_budget()
+                if budget is not None and not self._input_closed:
+                    # the stages hold the EOF (wind-down): a backstop, whatever they do
+                    nursery.start_soon(self._eof_deadline, budget + (self.config.eof_grace or 0.0))
                 return
             if self.recorder:
                 self.recorder.data("client_in", data)
@@ -263,7 +276,8 @@ class Session:
         await trio.sleep(grace)
         if self.proc is not None and self.proc.returncode is None:
             self.log.warning(
-                f"the backend did not exit within {grace:g}s of the client's EOF; terminating it"
+                f"the backend did not exit within {grace:g}s of the client's EOF reaching "
+                "it; terminating it"
             )
             self._terminate()
 
@@ -275,7 +289,16 @@ class Session:
             elif type(cmd) is Log:
                 self.log.log(cmd.level, cmd.rule, cmd.message)
             elif type(cmd) is CloseBackendInput:
+                self._input_closed = True
                 await self._send["backend"].send(_CLOSE)
+                if self.config.eof_grace is not None and self._nursery is not None:
+                    self._nursery.start_soon(self._eof_deadline, self.config.eof_grace)
+            elif type(cmd) is TerminateBackend:
+                if self.proc is not None and self.proc.returncode is None:
+                    self.log.info(f"terminating the backend: {cmd.reason}")
+                    if self.recorder:
+                        self.recorder.note(f"terminate: {cmd.reason}")
+                    self._terminate()
         self._wake.set()
 
     async def _close_backend_stdin(self) -> None:

@@ -23,7 +23,8 @@ from bridge.cli import guarded
 from bridge.log import Logger
 from bridge.proxy import backend_command, serve_stdio
 from compat import TARGET_CLAUDE_VERSION, __version__
-from compat.argv import CBC_BOOL, CBC_OPTIONAL, CBC_VALUE, CBC_VARIADIC, CLAUDE_ONLY
+from compat.argv import ACTIONS, TRANSLATION_TABLE
+from compat.env import ENV_TABLE
 
 EXIT_NO_BACKEND = 127
 
@@ -68,23 +69,37 @@ def find_backend(settings_backend: str | None, env: Mapping[str, str]) -> tuple[
 
 
 def help_text() -> str:
-    accepted = sorted(CBC_VALUE | CBC_VARIADIC | CBC_OPTIONAL | CBC_BOOL)
-    dropped = sorted(CLAUDE_ONLY)
+    """The Claude options accepted and what cbc gets for each (rule ``argv``)."""
+    translated = [(c, b, n) for c, b, n in TRANSLATION_TABLE if b != "-"]
+    dropped = [(c, n) for c, b, n in TRANSLATION_TABLE if b == "-"]
+    width = max(len(c) for c, _, _ in TRANSLATION_TABLE) + 2
+    # (Claude option, what happens) one per line; plain pass-through needs no words
     return "\n".join(
         [
             f"Usage: claude-on-cbc [options]   ({version_text()})",
             "",
             "A drop-in for the `claude` executable that runs CodeBuddy Code (cbc) behind",
-            "the ccbridge normalization pipeline (profile cbc-to-claude).",
+            "the ccbridge normalization pipeline (profile cbc-to-claude). Prompts come on",
+            "stdin (stream-json); `--flag=value` and `--flag value` are both accepted.",
             "",
-            "Claude options passed on to cbc:",
-            *(f"  {f}" for f in accepted),
+            "Claude options accepted and passed on to cbc (as):",
+            *(f"  {c:<{width}}{'' if n.startswith(ACTIONS['keep']) else n}".rstrip()
+              for c, _, n in translated),
             "",
-            "Claude options accepted and dropped with a warning (cbc has no equivalent):",
-            *(f"  {f}" for f in dropped),
+            "Claude options accepted and dropped with one warning on stderr:",
+            *(f"  {c}" for c, _ in dropped),
             "",
-            "Environment: CCBRIDGE_BACKEND, CODEBUDDY_CODE_PATH, CCBRIDGE_RULES,",
-            "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG (see the ccbridge README).",
+            "Other options: passed on when cbc declares them (and does not leave stream-json",
+            "mode: --serve, --acp, --bg... are dropped), else dropped with a warning.",
+            "Unless --resume, --continue or --session-id is given, cbc is started with",
+            "--session-id <fresh uuid> (rule session-pin).",
+            "",
+            "Environment passed on to cbc: "
+            + ", ".join(f"{c} -> {b}" for c, b, _ in ENV_TABLE if c != "-" and b != "-"),
+            "",
+            "Bridge environment: CCBRIDGE_BACKEND, CODEBUDDY_CODE_PATH, CCBRIDGE_RULES,",
+            "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG (see the ccbridge README);",
+            "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS bounds the wind-down after stdin EOF.",
         ]
     )
 
@@ -110,7 +125,7 @@ def _run(client_argv: list[str]) -> int:
                   + ". Set CCBRIDGE_BACKEND or CODEBUDDY_CODE_PATH, or "
                     "pip install codebuddy-agent-sdk.")
         return EXIT_NO_BACKEND
-    argv = backend_command(backend, settings.profile, client_argv, log)
+    argv = backend_command(backend, settings.profile, client_argv, log, settings.rules)
     return trio.run(
         lambda: serve_stdio(
             backend_argv=argv,

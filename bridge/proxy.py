@@ -1,12 +1,18 @@
 """Wiring shared by ``ccbridge run`` and the drop-in ``claude-on-cbc``: settings -> an
-engine with the profile's stages, the client's stdio, a recorder, one ``Session``."""
+engine with the profile's stages, the client's stdio, a recorder, one ``Session``.
+
+Under ``cbc-to-claude`` the launch is translated (each switchable like a rule, see
+``compat.profiles.TRANSLATIONS``): ``argv`` and ``session-pin`` in ``backend_command``
+(compat/argv.py: cbc's options, ``--session-id <fresh uuid>`` unless the client named the
+session), ``env`` in ``backend_env`` (compat/env.py), and ``CLAUDE_CODE_PRINT_BG_WAIT_
+CEILING_MS`` becomes the ``eof-wind-down`` ceiling (``wind_down_rules``)."""
 
 from __future__ import annotations
 
 import datetime
 import os
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
@@ -17,8 +23,8 @@ from bridge.recorder import Recorder
 from compat import TARGET_CLAUDE_VERSION, __version__
 from compat.argv import translate_to_cbc
 from compat.engine import Engine
-from compat.env import translate_env_to_cbc
-from compat.profiles import build, parse_rule_settings
+from compat.env import translate_env_to_cbc, winddown_ceiling
+from compat.profiles import build, parse_rule_settings, translation_enabled
 from compat.stage import Env
 
 
@@ -51,15 +57,30 @@ def _epoch_ms_now() -> int:
     return int(time.time() * 1000) - int(trio.current_time() * 1000)
 
 
+def _settings(rules: Sequence[str] | Mapping[str, str]) -> dict[str, dict[str, str]]:
+    items = [f"{k}={v}" for k, v in rules.items()] if isinstance(rules, Mapping) else rules
+    return parse_rule_settings(items)
+
+
 def backend_command(
-    backend: Sequence[str], profile: str, client_argv: Sequence[str], log: Logger
+    backend: Sequence[str],
+    profile: str,
+    client_argv: Sequence[str],
+    log: Logger,
+    rules: Sequence[str] | Mapping[str, str] = (),
+    new_session_id: Callable[[], str] = lambda: str(uuid.uuid4()),
 ) -> list[str]:
     """The launch line: the backend command plus the client's argv, translated for cbc
-    under ``cbc-to-claude`` (rule ``argv``), as is otherwise."""
-    if profile == "cbc-to-claude":
-        tr = translate_to_cbc(client_argv)
+    under ``cbc-to-claude`` (rules ``argv``, ``session-pin``), as is otherwise."""
+    settings = _settings(rules)
+    if translation_enabled(profile, settings, "argv"):
+        pin = translation_enabled(profile, settings, "session-pin")
+        tr = translate_to_cbc(client_argv, session_id=new_session_id() if pin else None,
+                              pin=pin)  # fmt: skip
         for w in tr.warnings:
             log.warning(w, "argv")
+        if tr.pinned:
+            log.debug(f"cbc started with --session-id {tr.session_id}", "session-pin")
         argv = [*backend, *tr.argv]
     else:
         argv = [*backend, *client_argv]
@@ -78,8 +99,36 @@ def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | 
         engine.state.session_given = tr.session_given
 
 
-def backend_env(profile: str, env: Mapping[str, str]) -> dict[str, str]:
-    return translate_env_to_cbc(env) if profile == "cbc-to-claude" else dict(env)
+def backend_env(
+    profile: str,
+    env: Mapping[str, str],
+    client_argv: Sequence[str] | None = None,
+    rules: Sequence[str] | Mapping[str, str] = (),
+) -> dict[str, str]:
+    """The backend's environment: under ``cbc-to-claude`` (rule ``env``) cbc's variables,
+    plus those the argv translation derives (``--max-thinking-tokens``)."""
+    settings = _settings(rules)
+    extra: dict[str, str] = {}
+    if client_argv is not None and translation_enabled(profile, settings, "argv"):
+        extra = translate_to_cbc(client_argv).env
+    if translation_enabled(profile, settings, "env"):
+        return translate_env_to_cbc(env, extra, bridge_version=__version__)
+    return {**env, **extra}
+
+
+def wind_down_rules(
+    profile: str, rules: Sequence[str] | Mapping[str, str], env: Mapping[str, str]
+) -> list[str]:
+    """``rules`` plus ``eof-wind-down.ceiling`` from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``
+    (the variable the Claude SDKs and CLI share) unless the rules set it or the rule is off."""
+    items = [f"{k}={v}" for k, v in rules.items()] if isinstance(rules, Mapping) else list(rules)
+    ceiling = winddown_ceiling(env)
+    own = parse_rule_settings(items).get("eof-wind-down", {})
+    if profile != "cbc-to-claude" or ceiling is None or "ceiling" in own or own.get(
+        "mode"
+    ) == "off":
+        return items
+    return [*items, f"eof-wind-down.ceiling={ceiling:g}"]
 
 
 def record_file(record: str | None) -> str | None:
@@ -107,6 +156,7 @@ async def serve_stdio(
     source: str = "ccbridge run",
     client_argv: Sequence[str] | None = None,
 ) -> int:
+    rules = wind_down_rules(profile, rules, env)
     engine = build_engine(profile, rules, max_line=max_line, script_roots=script_roots)
     set_launch_facts(engine, profile, client_argv)
     path = record_file(record)
@@ -125,7 +175,7 @@ async def serve_stdio(
     client_out = trio.lowlevel.FdStream(os.dup(1))
     config = SessionConfig(
         backend_argv=backend_argv,
-        env=backend_env(profile, env),
+        env=backend_env(profile, env, client_argv, rules),
         eof_grace=eof_grace,
         print_stats=stats,
     )

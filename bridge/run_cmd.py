@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
               "ccbridge.toml)", file=sys.stderr)
         return 2
     rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
-    backend_argv = backend_command(shlex.split(backend), profile, client_argv, log)
+    backend_argv = backend_command(shlex.split(backend), profile, client_argv, log, rules)
     return trio.run(
         lambda: serve_stdio(
             backend_argv=backend_argv,

@@ -1,160 +1,391 @@
-"""Rule ``argv``: a Claude Code command line -> one cbc 2.163.0 accepts.
+"""Rules ``argv`` and ``session-pin``: a Claude Code command line -> one cbc 2.163.0 accepts.
 
 cbc exits 1 on any option it does not know (``error: unknown option``), and the official
-SDKs pass many cbc lacks. The tables below come from ``claude --help`` (2.1.220), the
-flags the SDKs emit, and ``cbc --help`` (reference capture ``cbc-2.163.0/help.txt``).
+SDKs pass many cbc lacks (PROTOCOL.md §3). Every option is looked up in the table of
+``compat.flags`` (``TRANSLATION_TABLE`` below is its README form): kept, renamed, split,
+joined, turned into a setting or an environment variable, or dropped with one warning per
+option. ``--flag=value`` and ``--flag value`` are both read, with commander's binding
+rules (``<v>`` takes the next word whatever it is, ``[v]`` only a non-option word,
+``<v...>`` every word up to the next option). An option the table does not know passes
+when cbc declares it (an SDK's ``extra_args`` aimed at cbc) and is dropped with a warning
+otherwise; when it came as ``--flag value`` and the next word is not an option, that word
+is taken as its value. Positional words (cbc would read a prompt) are dropped: prompts
+come on stdin.
 
-Each client option is: kept (same name in cbc), renamed, split (comma-joined tool lists
-become separate words: cbc ignores the joined form, ``mockoai_allowedtools-comma-joined``)
-or dropped with one warning. ``--flag=value`` and ``--flag value`` are both understood.
-An option neither table knows is dropped with a warning too (cbc would exit on it): when
-it came as ``--flag value`` and the next word does not look like an option, that word is
-taken as its value. ``-p``, ``--input-format stream-json``, ``--output-format
-stream-json`` and ``--verbose`` are ensured, because the bridge only speaks stream-json.
+Output order: ``-p``, the options in the client's order, ``--input-format stream-json
+--output-format stream-json --verbose`` when missing, cbc's variadic options last (so
+they cannot swallow a word meant for something else), then ``--session-id`` when
+``session-pin`` adds it. Values that start with ``-`` and values of optional-value options
+are written ``--flag=value``: commander binds those to the flag, never to another option.
+
+``session-pin``: cbc learns its session id only when the first turn returns, so a user line
+written during that turn starts a second, parallel session
+(``cbc-2.163.0/mockoai_interrupt-during-slow-fg-bash``); unless the client passed
+``--resume``, ``--continue`` or ``--session-id``, cbc is started with ``--session-id`` and
+the uuid the caller supplies (the bridge's, so tests are deterministic).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import attrs
+import orjson
 
-#: cbc options that take one value
-CBC_VALUE = frozenset(
-    {
-        "--output-format", "--input-format", "--json-schema", "--permission-mode",
-        "--permission-mode-before-plan", "--subagent-permission-mode", "--tools",
-        "--mcp-config", "--model", "--fallback-model", "--session-id", "--max-turns",
-        "--effort", "--system-prompt", "--system-prompt-file", "--append-system-prompt",
-        "--agents", "--agent", "--settings", "--setting-sources", "--name",
-        "--autocompact", "--prompt-vars-file", "--text-to-image-model",
-        "--image-to-image-model",
-    }
-)  # fmt: skip
-#: cbc options that take one or more values (commander variadic)
-CBC_VARIADIC = frozenset({"--allowedTools", "--disallowedTools", "--add-dir", "--plugin-dir"})
-#: cbc options with an optional value
-CBC_OPTIONAL = frozenset({"--resume", "--debug"})
-CBC_BOOL = frozenset(
-    {
-        "--verbose", "--print", "--include-partial-messages",
-        "--dangerously-skip-permissions", "--continue", "--strict-mcp-config",
-        "--fork-session", "--replay-user-messages", "--no-session-persistence",
-        "--resume-create-missing", "--ide", "--brief",
-    }
-)  # fmt: skip
-SHORT = {"-p": "--print", "-c": "--continue", "-r": "--resume", "-d": "--debug",
-         "-y": "--dangerously-skip-permissions"}  # fmt: skip
-#: Claude options cbc lacks, and whether they take a value
-CLAUDE_ONLY = {
-    "--permission-prompt-tool": True, "--max-thinking-tokens": True,
-    "--max-budget-usd": True, "--betas": True, "--task-budget": True,
-    "--resume-session-at": True, "--resume-drops-turn": True, "--debug-file": True,
-    "--thinking": True, "--sdk-url": True, "--remote-control-session-id": True,
-    "--include-hook-events": False, "--disable-slash-commands": False,
-    "--session-mirror": False, "--allow-dangerously-skip-permissions": False,
-    "--debug-to-stderr": False, "--enable-auth-status": False, "--no-chrome": False,
-    "--chrome": False, "--exclude-dynamic-system-prompt-sections": False,
-}  # fmt: skip
-SPLIT_LISTS = frozenset({"--allowedTools", "--disallowedTools"})
-ALIASES = {"--allowed-tools": "--allowedTools", "--disallowed-tools": "--disallowedTools"}
+from compat.flags import (
+    ACTIONS,
+    BY_NAME,
+    CBC_OPTIONS,
+    CBC_REFUSED,
+    CBC_SHORT,
+    CBC_VARIADIC,
+    FLAGS,
+    PERMISSION_MODES,
+    Flag,
+    table_rows,
+)
+
+__all__ = ["ACTIONS", "FLAGS", "TRANSLATION_TABLE", "Translation", "readme_tables",
+           "session_id_of", "split_tool_list", "translate_to_cbc"]  # fmt: skip
+
+#: the translation table as rows ``(Claude option(s), what cbc gets, note)`` (README)
+TRANSLATION_TABLE: list[tuple[str, str, str]] = table_rows()
+#: options that name the session: the client's choice wins over session-pin
+SESSION_FLAGS = frozenset({"--resume", "--continue", "--session-id"})
+_STREAM = "stream-json"
 
 
 @attrs.frozen
 class Translation:
     argv: list[str]
+    #: one line per option dropped or changed in meaning (one per option name)
     warnings: list[str]
-    #: the client asked for can_use_tool prompts over stdio (``--permission-prompt-tool stdio``)
+    #: the client asked for can_use_tool prompts over stdio (``--permission-prompt-tool
+    #: stdio``, ``--permission-prompts host``): permission-routing forwards them
     stdio_permissions: bool = False
     #: the client named the session itself (--resume/--continue/--session-id)
     session_given: bool = False
+    #: variables to add to cbc's environment (``--max-thinking-tokens``)
+    env: dict[str, str] = attrs.Factory(dict)
+    #: the session id cbc will use, when known (pinned, --session-id, --resume <id>)
+    session_id: str | None = None
+    #: session-pin added ``--session-id``
+    pinned: bool = False
+    #: Claude options dropped (canonical names), for tests and ``--stats``
+    dropped: list[str] = attrs.Factory(list)
 
 
-def _split(values: list[str]) -> list[str]:
+def readme_tables() -> str:
+    """The README's block between ``<!-- launch-tables -->`` markers: the argv table and the
+    env table (``tests/compat/test_argv.py`` checks the README carries them verbatim)."""
+    from compat.env import ENV_TABLE
+
+    def cell(x: str) -> str:
+        return x.replace("|", "\\|")
+
+    rows = ["| Claude option | cbc gets | what happens |", "|---|---|---|"]
+    rows += [f"| `{cell(c)}` | {'`' + b + '`' if b != '-' else '-'} | {cell(n)} |"
+             for c, b, n in TRANSLATION_TABLE]  # fmt: skip
+    rows += ["", "| Claude side | cbc gets | when |", "|---|---|---|"]
+    rows += [f"| {'`' + c + '`' if c != '-' else '-'} | {'`' + b + '`' if b != '-' else '-'} "
+             f"| {cell(n)} |" for c, b, n in ENV_TABLE]  # fmt: skip
+    return "\n".join(rows)
+
+
+def split_tool_list(values: Sequence[str]) -> list[str]:
+    """``["Bash(git log:*),Edit", "Read"]`` -> ``["Bash(git log:*)", "Edit", "Read"]``:
+    commas and spaces separate tools, except inside a rule's parentheses."""
     out: list[str] = []
     for v in values:
-        out.extend(p.strip() for p in v.split(",") if p.strip())
+        depth, start = 0, 0
+        for i, ch in enumerate(v):
+            if ch == "(":
+                depth += 1
+            elif ch == ")":
+                depth = max(0, depth - 1)
+            elif depth == 0 and (ch == "," or ch.isspace()):
+                if v[start:i]:
+                    out.append(v[start:i])
+                start = i + 1
+        if v[start:]:
+            out.append(v[start:])
     return out
 
 
-def translate_to_cbc(argv: Sequence[str]) -> Translation:
-    out: list[str] = []
-    warnings: list[str] = []
-    stdio_permissions = False
-    session_given = False
-    variadic_tail: list[str] = []  # variadic options go last so they cannot swallow words
-    i = 0
-    args = list(argv)
-    while i < len(args):
-        tok = args[i]
-        i += 1
-        if not tok.startswith("-") or tok == "-":
-            warnings.append(f"dropped the positional argument {tok!r} (prompts go on stdin)")
-            continue
-        if tok == "--":
-            rest = args[i:]
-            if rest:
-                warnings.append(f"dropped {len(rest)} argument(s) after '--'")
-            break
-        name, eq, inline = tok.partition("=")
-        name = SHORT.get(name, ALIASES.get(name, name))
-        has_inline = bool(eq)
+def session_id_of(argv: Sequence[str]) -> str | None:
+    """The ``--session-id`` (or ``--resume`` id) on a cbc launch line, if any."""
+    found = None
+    for i, tok in enumerate(argv):
+        for flag in ("--session-id", "--resume"):
+            if tok == flag and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                found = argv[i + 1]
+            elif tok.startswith(flag + "="):
+                found = tok.split("=", 1)[1] or found
+    return found
 
-        def take_value(name: str = name, inline: str = inline, eq: bool = has_inline) -> str:
-            nonlocal i
-            if eq:
-                return inline
-            if i < len(args):
-                i += 1
-                return args[i - 1]
-            return ""
 
-        if name in CBC_BOOL:
-            out.append(name)
-        elif name in CBC_VALUE:
-            out += [name, take_value()]
-        elif name in CBC_OPTIONAL:
-            if has_inline:
-                out.append(f"{name}={inline}")
-            elif i < len(args) and not args[i].startswith("-"):
-                out += [name, args[i]]
-                i += 1
-            else:
-                out.append(name)
-            if name == "--resume":
-                session_given = True
-        elif name in CBC_VARIADIC:
-            values = [inline] if has_inline else []
-            while not has_inline and i < len(args) and not args[i].startswith("-"):
-                values.append(args[i])
-                i += 1
-            if name in SPLIT_LISTS:
-                values = _split(values)
-            if values:
-                variadic_tail += [name, *values]
-        elif name in CLAUDE_ONLY:
-            value = take_value() if CLAUDE_ONLY[name] else ""
-            if name == "--permission-prompt-tool":
-                stdio_permissions = value == "stdio"
-            shown = f"{name} {value}".strip()
-            warnings.append(f"dropped {shown!r}: cbc has no such option")
+class _Translator:
+    def __init__(self, argv: Sequence[str]) -> None:
+        self.args = list(argv)
+        self.i = 0
+        self.out: list[str] = []
+        self.tail: list[str] = []
+        self.warned: dict[str, str] = {}
+        self.dropped: list[str] = []
+        self.stdio = False
+        self.session_given = False
+        self.session_id: str | None = None
+        self.fork = False
+        self.env: dict[str, str] = {}
+        self.settings: str | None = None
+        self.settings_patch: dict[str, Any] = {}
+        self.mcp: list[str] = []
+        self.seen: set[str] = set()
+
+    # -- reading ----------------------------------------------------------------------
+    def values(self, arity: str, inline: str | None) -> list[str]:
+        """The values bound to an option, consumed from the argv (commander's rules)."""
+        args = self.args
+        if arity == "none":
+            return [] if inline is None else [inline]
+        if arity == "one":
+            if inline is not None:
+                return [inline]
+            if self.i < len(args):
+                self.i += 1
+                return [args[self.i - 1]]
+            return []
+        vals = [] if inline is None else [inline]
+        if arity == "optional" and inline is not None:
+            return vals
+        while self.i < len(args) and not args[self.i].startswith("-"):
+            vals.append(args[self.i])
+            self.i += 1
+            if arity == "optional":
+                break
+        return vals
+
+    def warn(self, key: str, message: str) -> None:
+        if key not in self.warned:
+            self.warned[key] = message
+
+    def drop(self, flag: str, vals: list[str], why: str) -> None:
+        shown = " ".join([flag, *(repr(v) for v in vals)])
+        if flag not in self.dropped:
+            self.dropped.append(flag)
+        self.warn(flag, f"dropped {shown}: {why}")
+
+    # -- writing ----------------------------------------------------------------------
+    def emit(self, flag: str, vals: Sequence[str], arity: str) -> None:
+        if flag in CBC_VARIADIC:
+            if vals:
+                self.tail += [flag, *vals]
+            return
+        if not vals:
+            if flag in ("--print", "--verbose") and flag in self.seen:
+                return
+            self.out.append(flag)
+        elif arity == "optional" or vals[0].startswith("-"):
+            self.out.append(f"{flag}={vals[0]}")
         else:
-            value = ""
-            if has_inline:
-                value = inline
-            elif i < len(args) and not args[i].startswith("-"):
-                value = args[i]
-                i += 1
-            shown = f"{name} {value}".strip()
-            warnings.append(f"dropped unknown option {shown!r}: cbc would refuse it")
-        if name in ("--continue", "--session-id"):
-            session_given = True
-    for must, value in (("--input-format", "stream-json"), ("--output-format", "stream-json")):
-        if must not in out:
-            out += [must, value]
-    if "--verbose" not in out:
-        out.append("--verbose")
-    if "--print" not in out:
-        out.insert(0, "-p")
-    out += variadic_tail
-    return Translation(out, warnings, stdio_permissions, session_given)
+            self.out += [flag, vals[0]]
+        self.seen.add(flag)
+
+    # -- the walk ---------------------------------------------------------------------
+    def run(self) -> None:
+        args = self.args
+        while self.i < len(args):
+            tok = args[self.i]
+            self.i += 1
+            if tok == "--":
+                after = args[self.i :]
+                if after:
+                    self.warn("--", f"dropped {len(after)} argument(s) after '--' "
+                              "(prompts go on stdin)")  # fmt: skip
+                break
+            if not tok.startswith("-") or tok == "-":
+                self.warn("positional", f"dropped the positional argument {tok!r} "
+                          "(prompts go on stdin)")  # fmt: skip
+                continue
+            name, eq, value = tok.partition("=")
+            inline = value if eq else None
+            flag = BY_NAME.get(name)
+            if flag is None:
+                self.unknown(name, inline)
+            else:
+                self.known(flag, name, inline)
+
+    def unknown(self, name: str, inline: str | None) -> None:
+        cbc = CBC_SHORT.get(name, name)
+        arity = CBC_OPTIONS.get(cbc)
+        if arity is not None and cbc not in CBC_REFUSED:
+            self.emit(cbc, self.values(arity, inline), arity)
+            return
+        if arity is not None:
+            vals = self.values(arity, inline)
+            self.drop(name, vals, "cbc's option of that name would leave the stdio "
+                      "stream-json session")  # fmt: skip
+            return
+        vals = self.values("optional", inline)
+        self.drop(name, vals, "unknown option (cbc would refuse it)")
+
+    def known(self, flag: Flag, spelled: str, inline: str | None) -> None:
+        vals = self.values(flag.arity, inline)
+        name, action = flag.name, flag.action
+        if name in SESSION_FLAGS:
+            self.session_given = True
+            if name != "--continue" and vals:
+                self.session_id = vals[-1]
+        if name == "--fork-session":
+            self.fork = True
+        if action in ("keep", "rename", "ensure"):
+            if flag.arity == "none" and vals:
+                self.warn(name, f"{spelled}={vals[0]}: {name} takes no value; value dropped")
+                vals = []
+            self.emit(flag.target, vals, flag.arity)
+        elif action == "format":
+            if vals and vals[0] != _STREAM:
+                self.warn(name, f"{name} {vals[0]!r} replaced by {_STREAM!r}: the bridge "
+                          "speaks only stream-json")  # fmt: skip
+            if name not in self.seen:
+                self.emit(name, [_STREAM], "one")
+        elif action == "split":
+            self.emit(flag.target, split_tool_list(vals), "variadic")
+        elif action == "join":
+            self.emit(flag.target, [",".join(v for v in vals if v) if vals else ""], "one")
+        elif action == "first":
+            parts = [p.strip() for v in vals for p in v.split(",") if p.strip()]
+            if len(parts) > 1:
+                self.warn(name, f"{name}: cbc takes one model; kept {parts[0]!r}, "
+                          f"dropped {parts[1:]}")  # fmt: skip
+            if parts:
+                self.emit(flag.target, parts[:1], "one")
+        elif action == "mode":
+            mode = vals[0] if vals else ""
+            if mode in PERMISSION_MODES:
+                self.warn(name, f"{name} {mode!r} is {PERMISSION_MODES[mode]!r} in cbc")
+                mode = PERMISSION_MODES[mode]
+            if mode:
+                self.emit(flag.target, [mode], "one")
+        elif action == "sources":
+            value = vals[0] if vals else ""
+            self.emit(flag.target, [value if value.strip(", ") else "none"], "one")
+        elif action == "settings":
+            if vals:
+                self.settings = vals[0]
+        elif action == "mcp":
+            self.mcp += vals
+        else:
+            self.special(flag, vals)
+
+    def special(self, flag: Flag, vals: list[str]) -> None:
+        name, action = flag.name, flag.action
+        value = vals[0] if vals else ""
+        if action == "thinking":
+            if value in ("adaptive", "enabled"):
+                self.settings_patch["alwaysThinkingEnabled"] = True
+            elif value == "disabled":
+                self.settings_patch["alwaysThinkingEnabled"] = False
+            else:
+                self.drop(name, vals, "unknown thinking mode")
+        elif action == "thinking-tokens":
+            try:
+                n = int(value)
+            except ValueError:
+                self.drop(name, vals, "not a number")
+                return
+            if n > 0:
+                self.env["MAX_THINKING_TOKENS"] = str(n)
+            self.settings_patch["alwaysThinkingEnabled"] = n > 0
+        elif action == "plugin-no-mcp":
+            self.warn(name, f"{name} {value!r} loaded as --plugin-dir: cbc cannot skip the "
+                      "plugin's MCP discovery")  # fmt: skip
+            if value:
+                self.emit(flag.target, [value], "one")
+        elif action == "stdio":
+            self.stdio = value == "stdio"
+            self.drop(name, vals, "cbc always asks over stdio" + (
+                "; permission prompts are forwarded" if self.stdio
+                else "; not a stdio prompt tool: the bridge denies like Claude"))
+        elif action == "prompts":
+            self.stdio = self.stdio or value == "host"
+            self.drop(name, vals, "cbc has no such option")
+        elif action == "refuse":
+            self.drop(name, vals, "cbc's option of that name would leave the stdio "
+                      "stream-json session or means something else")  # fmt: skip
+        else:
+            self.drop(name, vals, "cbc has no such option")
+
+    def finish(self) -> None:
+        if self.settings_patch:
+            self.merge_settings()
+        elif self.settings is not None:
+            self.emit("--settings", [self.settings], "one")
+        if self.mcp:
+            self.emit("--mcp-config", [self.merge_mcp()], "one")
+        for must in ("--input-format", "--output-format"):
+            if must not in self.seen:
+                self.emit(must, [_STREAM], "one")
+        if "--verbose" not in self.seen:
+            self.emit("--verbose", [], "none")
+        if "--print" not in self.seen:
+            self.out.insert(0, "-p")
+
+    def merge_settings(self) -> None:
+        patch, current = self.settings_patch, self.settings
+        if current is None:
+            self.emit("--settings", [orjson.dumps(patch).decode()], "one")
+            return
+        try:
+            obj = orjson.loads(current)
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            self.emit("--settings", [orjson.dumps({**obj, **patch}).decode()], "one")
+            return
+        self.emit("--settings", [current], "one")
+        self.warn("--thinking", f"thinking settings {patch} not applied: --settings names a "
+                  "file, which the bridge does not rewrite")  # fmt: skip
+
+    def merge_mcp(self) -> str:
+        if len(self.mcp) == 1:
+            return self.mcp[0]
+        servers: dict[str, Any] = {}
+        for value in self.mcp:
+            try:
+                obj = orjson.loads(value)
+            except orjson.JSONDecodeError:
+                obj = None
+            if not isinstance(obj, dict) or not isinstance(obj.get("mcpServers"), dict):
+                self.warn("--mcp-config", f"--mcp-config: cbc takes one config; kept "
+                          f"{self.mcp[0]!r}, dropped {len(self.mcp) - 1} more")  # fmt: skip
+                return self.mcp[0]
+            servers.update(obj["mcpServers"])
+        return orjson.dumps({"mcpServers": servers}).decode()
+
+
+def translate_to_cbc(
+    argv: Sequence[str], *, session_id: str | None = None, pin: bool = True
+) -> Translation:
+    """Translate a Claude command line. ``session_id``: the uuid session-pin gives cbc when
+    the client did not name the session (``pin=False``: rule ``session-pin`` is off)."""
+    t = _Translator(argv)
+    t.run()
+    t.finish()
+    out = t.out + t.tail
+    sid = t.session_id if not t.fork else None
+    pinned = False
+    if pin and session_id and not t.session_given:
+        out += ["--session-id", session_id]
+        sid, pinned = session_id, True
+    return Translation(
+        argv=out,
+        warnings=list(t.warned.values()),
+        stdio_permissions=t.stdio,
+        session_given=t.session_given,
+        env=t.env,
+        session_id=sid,
+        pinned=pinned,
+        dropped=t.dropped,
+    )

@@ -2,12 +2,18 @@
 
 Events: bytes from a side (``feed``), a side's EOF (``eof``), time passing
 (``advance``), the backend's exit (``backend_exited``). Commands: ``Write`` to a side,
-``CloseBackendInput``, ``Log``. Time is only ever passed in; the driver asks
+``CloseBackendInput``, ``TerminateBackend``, ``Log``. Time is only ever passed in; the driver asks
 ``next_deadline()`` and calls ``advance(now)`` when it is reached, so a 5 s grace window is
 tested with an integer clock and no sleeping.
 
 Sides: ``client`` (the program that thinks it runs Claude Code) and ``backend`` (the real
 CLI). Bytes the client sends flow ``up``; bytes the backend sends flow ``down``.
+
+The client's EOF closes the backend's stdin at once, unless a stage ``defers_eof``
+(``eof-wind-down``: Claude finishes the turn and its background work first): then the
+close waits until every such stage calls ``ctx.close_backend_input``; a stage may also
+ask for ``TerminateBackend`` and decide the bridge's exit status (``exit_status``), so the
+I/O side only carries those decisions out.
 
 Lossless by construction: every line is either written (verbatim when no rule touched
 it), or dropped/held by a named rule and counted; oversize lines and a partial last line
@@ -47,13 +53,20 @@ class CloseBackendInput:
 
 
 @attrs.frozen
+class TerminateBackend:
+    """End the backend process (SIGTERM, then SIGKILL after the driver's grace)."""
+
+    reason: str = ""
+
+
+@attrs.frozen
 class Log:
     level: str
     rule: str
     message: str
 
 
-Command = Write | CloseBackendInput | Log
+Command = Write | CloseBackendInput | TerminateBackend | Log
 
 
 class Stats:
@@ -111,6 +124,11 @@ class Engine:
         self._invalid: Counter[Side] = Counter()
         self._eof: set[Side] = set()
         self.backend_status: int | None = None
+        #: ids of the defers_eof stages still holding the client's EOF
+        self._eof_holds: set[int] = set()
+        self._closed = False
+        self._terminated = False
+        self._exit_status: int | None = None
 
     # -- events -----------------------------------------------------------------------
     def feed(self, side: Side, data: bytes, now: float) -> list[Command]:
@@ -146,8 +164,12 @@ class Engine:
         for stage in pipeline.stages:
             self._run_hook(pipeline, stage, stage.on_input_eof, self.ctx)
         if side == "client":
-            self._flush_pending()
-            self._out.append(CloseBackendInput())
+            deferring = self._deferring()
+            self._eof_holds = {id(s) for _, s in deferring}
+            for p, stage in deferring:
+                self._run_hook(p, stage, stage.on_client_eof, self.ctx)
+            if not self._eof_holds:
+                self._close()
 
     def advance(self, now: float) -> list[Command]:
         """Fire every timer due at ``now``, in deadline order."""
@@ -173,6 +195,21 @@ class Engine:
         self._timers.clear()
         return self._commands()
 
+    def exit_status(self) -> int | None:
+        """The status a stage decided the bridge exits with (eof-wind-down: Claude's 0, or
+        1 after an error result); None: the backend's own."""
+        return self._exit_status
+
+    def eof_budget(self) -> float | None:
+        """Seconds after the client's EOF by which the deferring stages promise to have
+        released it (None: no stage defers; the close is immediate)."""
+        budgets = [s.eof_budget() for _, s in self._deferring()]
+        if not budgets:
+            return None
+        if any(b is None for b in budgets):
+            return None
+        return max(b for b in budgets if b is not None)
+
     def next_deadline(self) -> float | None:
         if not self._timers:
             return None
@@ -188,6 +225,27 @@ class Engine:
 
     def _cancel_timer(self, stage: Stage, key: str) -> None:
         self._timers.pop((id(stage), key), None)
+
+    def _deferring(self) -> list[tuple[Pipeline, Stage]]:
+        return [(p, s) for p in self.pipelines.values() for s in p.stages if s.defers_eof]
+
+    def _release_eof(self, stage: Stage) -> None:
+        self._eof_holds.discard(id(stage))
+        if "client" in self._eof and not self._eof_holds:
+            self._close()
+
+    def _close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._flush_pending()
+            self._out.append(CloseBackendInput())
+
+    def _terminate(self, stage: Stage, reason: str) -> None:
+        if not self._terminated and self.backend_status is None:
+            self._terminated = True
+            self._log("info", stage.rule, f"terminating the backend: {reason}")
+            self._flush_pending()
+            self._out.append(TerminateBackend(reason))
 
     def _hold(self) -> None:
         if self._current is not None:

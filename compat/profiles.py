@@ -38,6 +38,10 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "init-once",
             "private-fields",
             "vocabulary",
+            # session shapes (compat/stages/shape.py): init-shape after init-once touches
+            # only the init the client sees
+            "init-shape",
+            "tool-parent",
             # control replies: control-reply matches them to requests first; control-state
             # after init-once sees one init per turn, where the client sees the turn start
             "control-reply",
@@ -61,6 +65,13 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "permission-cancel",
             "interrupt-terminal",
             "permission-routing",
+            # turns and the end of the session (turns.py, shape.py, winddown.py): after the
+            # rules that drop cbc's own post-interrupt turn; interrupted-turn rewrites the
+            # result result-shape then completes; eof-wind-down sees results as the client
+            # will, and its synthesized shell kills pass the task rules below
+            "interrupted-turn",
+            "result-shape",
+            "eof-wind-down",
             "progress-final",
             "terminal-guarantee",
             "late-progress",
@@ -69,6 +80,10 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
 }
+
+#: rules that translate the launch (compat/argv.py, compat/env.py), not stages: switched
+#: on/off like the others, applied by the launcher (bridge/proxy.py)
+TRANSLATIONS: dict[str, tuple[str, ...]] = {"cbc-to-claude": ("argv", "env", "session-pin")}
 
 #: rules that are bookkeeping other rules depend on; they cannot be switched off
 ALWAYS_ON = frozenset({"session", "control-state"})
@@ -111,19 +126,41 @@ def build(
         raise RuleError(f"unknown profile {profile!r} (one of {', '.join(PROFILES)})")
     settings = dict(settings or {})
     rules = known_rules(profile)
+    translations = TRANSLATIONS.get(profile, ())
+    every = {r for t in TRANSLATIONS.values() for r in t}
     for rule in settings:
-        if rule not in REGISTRY:
-            raise RuleError(f"unknown rule {rule!r} (known: {', '.join(sorted(REGISTRY))})")
+        if rule in translations:
+            translation_enabled(profile, settings, rule)  # validates
+            continue
+        if rule not in REGISTRY and rule not in every:
+            known = ", ".join(sorted({*REGISTRY, *every}))
+            raise RuleError(f"unknown rule {rule!r} (known: {known})")
     built: dict[str, list[Stage]] = {"up": [], "down": []}
     for direction in ("up", "down"):
         for rule in PROFILES[profile][direction]:
             stage = make_stage(rule, settings.get(rule, {}))
             if stage is not None:
                 built[direction].append(stage)
-    unused = [r for r in settings if r not in rules]
+    unused = [r for r in settings if r not in rules and r not in translations]
     if unused:
         raise RuleError(f"rule(s) {', '.join(unused)} are not part of profile {profile!r}")
     return built["up"], built["down"]
+
+
+def translation_enabled(
+    profile: str, settings: Mapping[str, Mapping[str, str]] | None, rule: str
+) -> bool:
+    """Whether launch translation ``rule`` (argv, env, session-pin) applies: it belongs to
+    the profile and is not ``=off``. Only ``on``/``off`` are accepted."""
+    if rule not in TRANSLATIONS.get(profile, ()):
+        return False
+    opts = dict((settings or {}).get(rule, {}))
+    mode = opts.pop("mode", "on")
+    if opts:
+        raise RuleError(f"rule {rule!r} has no option {next(iter(opts))!r} (options: none)")
+    if mode not in ("on", "off"):
+        raise RuleError(f"rule {rule}: unknown mode {mode!r} (one of on, off)")
+    return mode == "on"
 
 
 def make_stage(rule: str, options: Mapping[str, str]) -> Stage | None:

@@ -76,6 +76,20 @@ class Context:
         later (counted as held, not dropped)."""
         self._engine._hold()
 
+    # -- the backend process (rule eof-wind-down) ------------------------------------
+    def close_backend_input(self, stage: Stage) -> None:
+        """A ``defers_eof`` stage is done with the client's EOF: once every such stage
+        said so, the engine closes the backend's stdin (``CloseBackendInput``)."""
+        self._engine._release_eof(stage)
+
+    def terminate_backend(self, stage: Stage, reason: str) -> None:
+        """Ask the I/O side to end the backend (SIGTERM, then SIGKILL; ``TerminateBackend``)."""
+        self._engine._terminate(stage, reason)
+
+    def set_exit_status(self, status: int | None) -> None:
+        """The status the bridge exits with (``Engine.exit_status``); None: the backend's."""
+        self._engine._exit_status = status
+
     def log(self, rule: str, message: str, level: str = "info") -> None:
         self._engine._log(level, rule, message)
 
@@ -97,6 +111,9 @@ class Stage:
     triggers: ClassVar[tuple[bytes, ...]] = ()
     #: also called for lines that are not JSON objects (``frame.obj`` is then not a dict)
     invalid: ClassVar[bool] = False
+    #: the client's EOF does not close the backend's stdin until this stage calls
+    #: ``ctx.close_backend_input(self)`` (``on_client_eof`` is called at the EOF)
+    defers_eof: ClassVar[bool] = False
 
     mode: str = attrs.field(default="", kw_only=True)
 
@@ -122,6 +139,15 @@ class Stage:
 
     def on_input_eof(self, ctx: Context) -> Output:
         """The stream this stage's direction reads from ended."""
+        return None
+
+    def on_client_eof(self, ctx: Context) -> Output:
+        """The client closed its stdin (called on ``defers_eof`` stages, any direction)."""
+        return None
+
+    def eof_budget(self) -> float | None:
+        """``defers_eof`` stages: the most seconds after the client's EOF before they
+        release it (the I/O side's backstop); None: unbounded."""
         return None
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:

@@ -10,7 +10,10 @@ from compat.stages import (  # noqa: F401
     lifecycle,
     permissions,
     session,
+    shape,
     tasks,
+    turns,
+    winddown,
     workflow,
 )
 

@@ -53,7 +53,11 @@ def options(tmp_path: Path, capture: str, **kw: Any) -> ClaudeAgentOptions:
         pytest.skip(f"{DROPIN} not installed (pip install -e .)")
     backend = [sys.executable, "-m", "bridge", "replay", "--materialize",
                str(CAPTURES / f"{capture}.jsonl")]
-    env = {"CCBRIDGE_BACKEND": shlex.join(backend), "CCBRIDGE_LOG_LEVEL": "warning"}
+    # a replayed cbc never reports a background agent it did not report in the capture;
+    # Claude's wind-down would wait for it up to CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS (600 s
+    # by default; eof-wind-down honours the same variable)
+    env = {"CCBRIDGE_BACKEND": shlex.join(backend), "CCBRIDGE_LOG_LEVEL": "warning",
+           "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS": "3000"}
     return ClaudeAgentOptions(cli_path=str(DROPIN), cwd=str(tmp_path), env=env, **kw)
 
 

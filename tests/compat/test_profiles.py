@@ -65,3 +65,35 @@ def test_make_stage_on_means_default_mode() -> None:
     st = make_stage("private-fields", {"mode": "on"})
     assert st is not None
     assert st.mode == "strip"
+
+
+def test_session_and_wind_down_rules_sit_where_they_must() -> None:
+    """init-shape sees only the init init-once lets through; interrupted-turn and
+    result-shape see the turn after the rules that drop cbc's own post-interrupt turn;
+    eof-wind-down sees results as the client will, and its shell kills pass the task rules
+    that snapshot, register and complete them."""
+    down = list(PROFILES["cbc-to-claude"]["down"])
+    pos = {r: down.index(r) for r in down}
+    assert pos["init-once"] < pos["init-shape"]
+    assert pos["vocabulary"] < pos["tool-parent"]
+    assert pos["interrupt-terminal"] < pos["interrupted-turn"] < pos["result-shape"]
+    assert pos["permission-routing"] < pos["interrupted-turn"]
+    assert pos["result-shape"] < pos["eof-wind-down"] < pos["progress-final"]
+    assert pos["eof-wind-down"] < pos["terminal-guarantee"] < pos["tasks-snapshot"]
+
+
+def test_launch_translations_are_switched_like_rules() -> None:
+    from compat.profiles import translation_enabled
+
+    settings = parse_rule_settings(["session-pin=off", "argv=on"])
+    build("cbc-to-claude", settings)  # accepted, not stages
+    assert not translation_enabled("cbc-to-claude", settings, "session-pin")
+    assert translation_enabled("cbc-to-claude", settings, "argv")
+    assert translation_enabled("cbc-to-claude", settings, "env")
+    assert not translation_enabled("identity", {}, "argv")
+    with pytest.raises(RuleError, match="unknown mode"):
+        build("cbc-to-claude", parse_rule_settings(["argv=sideways"]))
+    with pytest.raises(RuleError, match="no option"):
+        build("cbc-to-claude", parse_rule_settings(["env.colour=red"]))
+    with pytest.raises(RuleError, match="not part of profile"):
+        build("identity", parse_rule_settings(["session-pin=off"]))

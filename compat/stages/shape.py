@@ -1,0 +1,206 @@
+"""``init-shape``, ``result-shape``, ``tool-parent``: the session frames a Claude client
+parses look the way Claude Code 2.1.220 writes them (PROTOCOL.md §2 "Session, turns and
+results").
+
+- ``init-shape`` (after ``init-once``: only the init the client sees is touched): cbc's
+  ``system/init`` has ``apiKeySource`` = its endpoint host, ``uuid == session_id`` and no
+  ``claude_code_version``, ``capabilities``, ``agents``, ``skills``, ``plugins``
+  (``cbc-2.163.0/mockoai_simple-success-eof``). Claude sends them all
+  (``claude-2.1.220/*``); the Python SDK warns without a version. ``capabilities`` lists
+  only what the bridge delivers (option ``capabilities``): 2.1.220 claims
+  ``interrupt_receipt_v1`` (the ``{still_queued}`` receipt ``interrupt-reply`` gives),
+  ``interrupt_cancel_queued_v1`` (cbc cannot take back a queued line) and
+  ``msg_lifecycle_v1`` (no rule writes ``command_lifecycle``), so the default claims the
+  first only. Neither SDK reads the list today.
+- ``result-shape``: cbc's ``usage`` has ``cache_creation``, ``server_tool_use`` and
+  ``service_tier`` null (every cbc capture); Claude fills them (``{ephemeral_1h…: 0}``,
+  ``{web_search_requests: 0, …}``, ``"standard"``) and the TS SDK types ``usage`` as
+  non-nullable. Null or missing numbers become 0. ``errors``: 2.1.220 sends it on every
+  ``error_*`` result and *not* on a ``success`` result with ``is_error:true`` (api errors,
+  "Not logged in": ``dummykey_*``, ``nocreds_*``; the TS SDK reads ``result`` there and
+  ``errors`` otherwise), so mode ``claude`` adds it to ``error_*`` results only and
+  ``all-errors`` to every ``is_error`` result (PROTOCOL.md's wording). ``terminal_reason``
+  is kept; a plain success gets ``completed`` and ``stop_reason`` is filled from the last
+  main-thread assistant message, as Claude always sends both. ``permission_denials``
+  gains the denials ``permission-routing`` recorded (``ControlState.permission_denials``)
+  that cbc's own list lacks.
+- ``tool-parent``: a main-thread ``tool_result`` whose frame names its own ``tool_use_id``
+  as ``parent_tool_use_id`` gets the parent of that tool call (``null`` on the main thread).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+
+#: list keys of Claude's system/init that cbc may omit
+INIT_LISTS = ("tools", "mcp_servers", "slash_commands", "agents", "skills", "plugins")
+#: apiKeySource values Claude Code writes (SystemInitData); anything else is cbc's host
+API_KEY_SOURCES = frozenset({"ANTHROPIC_API_KEY", "apiKeyHelper", "/login managed key", "none"})
+#: result.usage as Claude fills it when nothing was used
+ZERO_USAGE: dict[str, Any] = {
+    "input_tokens": 0,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+    "output_tokens": 0,
+    "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+    "service_tier": "standard",
+    "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+}
+_RESULT_NUMBERS = ("duration_ms", "duration_api_ms", "num_turns", "total_cost_usd")
+
+
+@register
+@attrs.define
+class InitShape(Stage):
+    """Claude's `system/init` keys: claude_code_version, apiKeySource, capabilities, lists, a
+    fresh uuid."""
+
+    rule: ClassVar[str] = "init-shape"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init"})
+
+    #: comma-separated capabilities announced (only what the bridge delivers)
+    capabilities: str = "interrupt_receipt_v1"
+    #: what apiKeySource says when cbc's value is not one of Claude's
+    api_key_source: str = "none"
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj: dict[str, Any] = frame.obj
+        new = dict(obj)
+        new["claude_code_version"] = ctx.env.target_version
+        if new.get("apiKeySource") not in API_KEY_SOURCES:
+            new["apiKeySource"] = self.api_key_source
+        for key in INIT_LISTS:
+            if not isinstance(new.get(key), list):
+                new[key] = []
+        if not isinstance(new.get("capabilities"), list):
+            new["capabilities"] = [c.strip() for c in self.capabilities.split(",") if c.strip()]
+        for key in ("output_style", "permissionMode"):
+            if not isinstance(new.get(key), str):
+                new[key] = "default"
+        uuid = new.get("uuid")
+        if not isinstance(uuid, str) or not uuid or uuid == new.get("session_id"):
+            new["uuid"] = ctx.env.new_uuid()
+        if new == obj:
+            return None
+        return (frame.replace(new),)
+
+
+def _filled_usage(usage: Any) -> dict[str, Any]:
+    if not isinstance(usage, dict):
+        return dict(ZERO_USAGE)
+    out = dict(usage)
+    for key, zero in ZERO_USAGE.items():
+        value = out.get(key)
+        if isinstance(zero, dict):
+            if not isinstance(value, dict):
+                out[key] = dict(zero)
+            else:
+                out[key] = {**zero, **{k: (v if v is not None else 0)
+                                       for k, v in value.items()}}  # fmt: skip
+        elif value is None:
+            out[key] = zero
+    for key, value in list(out.items()):
+        if value is None and key.endswith("_tokens"):
+            out[key] = 0
+    return out
+
+
+@register
+@attrs.define
+class ResultShape(Stage):
+    """Claude's `result`: usage without nulls, `errors` on error results, terminal_reason,
+    stop_reason, permission_denials."""
+
+    rule: ClassVar[str] = "result-shape"
+    modes: ClassVar[tuple[str, ...]] = ("claude", "all-errors")
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "assistant"})
+
+    _stop_reason: Any = attrs.field(default=None, init=False)
+    _reported: dict[str, None] = attrs.field(factory=dict, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj: dict[str, Any] = frame.obj
+        if obj.get("type") == "assistant":
+            message = obj.get("message")
+            if obj.get("parent_tool_use_id") is None and isinstance(message, dict):
+                self._stop_reason = message.get("stop_reason")
+            return None
+        new = dict(obj)
+        new["usage"] = _filled_usage(obj.get("usage"))
+        for key in _RESULT_NUMBERS:
+            if not isinstance(new.get(key), (int, float)) or isinstance(new.get(key), bool):
+                new[key] = 0
+        if not isinstance(new.get("modelUsage"), dict):
+            new["modelUsage"] = {}
+        sub, is_error = new.get("subtype"), new.get("is_error")
+        if not isinstance(is_error, bool):
+            new["is_error"] = is_error = sub != "success"
+        if sub == "success":
+            if not isinstance(new.get("result"), str):
+                new["result"] = ""
+            if not is_error and "terminal_reason" not in new:
+                new["terminal_reason"] = "completed"
+        elif isinstance(sub, str):
+            new["is_error"] = is_error = True
+        if is_error and not isinstance(new.get("errors"), list):
+            if sub != "success" or self.mode == "all-errors":
+                text = new.get("result")
+                new["errors"] = [text] if isinstance(text, str) and text else [str(sub)]
+        if "stop_reason" not in new:
+            new["stop_reason"] = self._stop_reason
+        self._stop_reason = None
+        new["permission_denials"] = self._denials(new.get("permission_denials"), ctx)
+        if new == obj:
+            return None
+        return (frame.replace(new),)
+
+    def _denials(self, listed: Any, ctx: Context) -> list[Any]:
+        out = list(listed) if isinstance(listed, list) else []
+        control = getattr(ctx.state, "control", None)
+        recorded = getattr(control, "permission_denials", None)
+        if not recorded:
+            return out
+        known = {d.get("tool_use_id") for d in out if isinstance(d, dict)}
+        for d in list(recorded):
+            use = d.get("tool_use_id") if isinstance(d, dict) else None
+            key = str(use) if use else str(id(d))
+            if key in self._reported:
+                continue
+            self._reported[key] = None
+            while len(self._reported) > 1024:
+                del self._reported[next(iter(self._reported))]
+            if use not in known:
+                out.append({k: v for k, v in d.items() if k != "turn"})
+        return out
+
+
+@register
+@attrs.define
+class ToolParent(Stage):
+    """A main-thread `tool_result` never names its own tool call as parent."""
+
+    rule: ClassVar[str] = "tool-parent"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj: dict[str, Any] = frame.obj
+        parent = obj.get("parent_tool_use_id")
+        if parent is None:
+            return None
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return None
+        if not any(isinstance(b, dict) and b.get("type") == "tool_result"
+                   and b.get("tool_use_id") == parent for b in content):  # fmt: skip
+            return None
+        use = ctx.state.tool_uses.get(parent)
+        fixed = use.parent_tool_use_id if use is not None else None
+        if fixed == parent:
+            fixed = None
+        return (frame.replace({**obj, "parent_tool_use_id": fixed}),)

@@ -1,0 +1,205 @@
+"""``interrupted-turn``: a turn the client interrupted ends the way it does in Claude Code
+2.1.220 (PROTOCOL.md §2 "Session, turns and results").
+
+Claude (``claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-tools``): a
+rejected ``tool_result`` for each tool call still running ("The user doesn't want to
+proceed with this tool use…", ``is_error: true``), a user frame ``[Request interrupted by
+user for tool use]`` (``[Request interrupted by user]`` when no tool was running), then a
+``result`` ``error_during_execution``, ``is_error: true``, ``errors: ["[ede_diagnostic] …"]``,
+``terminal_reason: aborted_tools|aborted_streaming``. Nothing of the model comes after the
+receipt.
+
+cbc 2.163.0 is less regular: an assistant "Interrupted by user" notice and a ``success``
+result with ``result: ""``, ``terminal_reason: aborted_tools``, no tool_result
+(``mockoai_interrupt-during-slow-fg-bash-with-session-id``); or a ``success`` result that
+repeats the previous turn's text with no ``terminal_reason``
+(``mockoai_interrupt-midturn-workflow-2-running-agents``); or its own rejected tool_result
+followed by more model output ("done.") in the same turn (``mockoai_can-use-tool-then-
+interrupt``). So a turn counts as interrupted when the receipt of an interrupt the bridge
+forwarded arrives while it runs (a ``control_response`` to a request in
+``ControlState.interrupts``, or of the receipt's shape) — the contract checker's own
+criterion — or when its result says ``aborted_*``. After the receipt, main-thread model
+output is dropped (mode ``on``; ``keep-output`` forwards it), except cbc's own rejected
+tool_result for a call that was running. At the result: the missing rejections, the
+marker, the rewritten result. A tool_result cbc sends later for a call already rejected is
+dropped.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+from compat.taskkit import remember
+
+REJECTED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if "
+    "it was a file edit, the new_string was NOT written to the file). STOP what you are "
+    "doing and wait for the user to tell you how to proceed."
+)
+MARK = "[Request interrupted by user]"
+MARK_TOOL = "[Request interrupted by user for tool use]"
+#: what shows a turn is running (the contract checker's list, plus an init that
+#: ``init-once`` released: it only lets one through when the turn starts)
+TURN_KINDS = frozenset({"system/init", "assistant", "user", "stream_event", "tool_progress",
+                        "system/status", "system/api_retry", "system/thinking_tokens",
+                        "system/compact_boundary"})  # fmt: skip
+
+
+def iso_ms(ms: int) -> str:
+    """Claude's ``timestamp``: ISO 8601, milliseconds, ``Z``."""
+    t = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
+    return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def is_interrupt_receipt(obj: dict[str, Any], ctx: Context) -> bool:
+    """A successful reply to an interrupt: its request id is one ``interrupt-request``
+    recorded, or (that rule off) it has the shape of cbc's or Claude's receipt."""
+    resp = obj.get("response")
+    if not isinstance(resp, dict) or resp.get("subtype") != "success":
+        return False
+    control = getattr(ctx.state, "control", None)
+    interrupts = getattr(control, "interrupts", None)
+    if isinstance(interrupts, dict) and resp.get("request_id") in interrupts:
+        return True
+    body = resp.get("response")
+    return isinstance(body, dict) and ("interrupted" in body or "still_queued" in body)
+
+
+def user_frame(ctx: Context, content: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "user",
+        "message": {"role": "user", "content": content},
+        "parent_tool_use_id": None,
+        "session_id": ctx.state.session_id or "",
+        "uuid": ctx.env.new_uuid(),
+        "timestamp": iso_ms(ctx.wall_ms()),
+        **extra,
+    }
+
+
+def _blocks(obj: dict[str, Any]) -> list[Any]:
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
+@register
+@attrs.define
+class InterruptedTurn(Stage):
+    """An interrupted turn ends Claude's way: rejections, the marker, an error result."""
+
+    rule: ClassVar[str] = "interrupted-turn"
+    modes: ClassVar[tuple[str, ...]] = ("on", "keep-output")
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result",
+                                                       *TURN_KINDS})  # fmt: skip
+
+    _active: bool = attrs.field(default=False, init=False)
+    _interrupted: bool = attrs.field(default=False, init=False)
+    _tool_turn: bool = attrs.field(default=False, init=False)  # a tool ran at the receipt
+    _running: dict[str, None] = attrs.field(factory=dict, init=False)  # main-thread calls
+    _stop_reason: Any = attrs.field(default=None, init=False)
+    _marked: bool = attrs.field(default=False, init=False)  # the marker came already
+    _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj: dict[str, Any] = frame.obj
+        t = obj.get("type")
+        if t == "control_response":
+            if self._active and not self._interrupted and is_interrupt_receipt(obj, ctx):
+                self._interrupted = True
+                self._tool_turn = bool(self._running)
+                ctx.log(self.rule, "interrupt receipt during a turn: it ends as interrupted",
+                        "debug")
+            return None
+        if t == "result":
+            return self._result(frame, obj, ctx)
+        main = obj.get("parent_tool_use_id") is None
+        if t == "user" and main:
+            return self._user(frame, obj, ctx)
+        self._active = True
+        if t == "assistant" and main:
+            if self._interrupted and self.mode == "on":
+                ctx.count(self.rule, "dropped-after-interrupt")
+                return ()
+            message = obj.get("message")
+            if isinstance(message, dict):
+                self._stop_reason = message.get("stop_reason")
+            for b in _blocks(obj):
+                if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(
+                    b.get("id"), str
+                ):
+                    remember(self._running, b["id"], None, cap=256)
+        elif t == "stream_event" and main and self._interrupted and self.mode == "on":
+            ctx.count(self.rule, "dropped-after-interrupt")
+            return ()
+        return None
+
+    def _user(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        results = [b.get("tool_use_id") for b in _blocks(obj)
+                   if isinstance(b, dict) and b.get("type") == "tool_result"]  # fmt: skip
+        if results and all(r in self._rejected for r in results):
+            ctx.count(self.rule, "late-tool-result")
+            return ()  # cbc's late result for a call the client saw rejected
+        self._active = True
+        if not results and any(isinstance(b, dict) and str(b.get("text", "")).startswith(
+                MARK[:-1]) for b in _blocks(obj)):  # fmt: skip
+            self._marked = True  # the backend writes Claude's marker itself
+            return None
+        answered = [r for r in results if r in self._running]
+        for r in answered:
+            del self._running[r]
+        if self._interrupted and self.mode == "on" and results and not answered:
+            ctx.count(self.rule, "dropped-after-interrupt")
+            return ()
+        return None
+
+    def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        reason = obj.get("terminal_reason")
+        aborted = isinstance(reason, str) and reason.startswith("aborted")
+        interrupted, tool_turn = self._interrupted, self._tool_turn or bool(self._running)
+        running = list(self._running)
+        stop_reason, marked = self._stop_reason, self._marked
+        self._active = self._interrupted = self._tool_turn = self._marked = False
+        self._running.clear()
+        self._stop_reason = None
+        if not (interrupted or aborted):
+            return None
+        already = (obj.get("subtype") == "error_during_execution" and obj.get("is_error") is True
+                   and isinstance(obj.get("errors"), list))  # fmt: skip
+        if marked and already:
+            return None  # Claude's own form (a Claude backend, or a rule upstream)
+        tooly = tool_turn or reason == "aborted_tools"
+        out: list[Frame] = []
+        for use in running:
+            remember(self._rejected, use, None, cap=1024)
+            block = {"type": "tool_result", "content": REJECTED, "is_error": True,
+                     "tool_use_id": use}  # fmt: skip
+            out.append(Frame.synth(user_frame(ctx, [block], tool_use_result="User rejected "
+                                              "tool use"), self.rule))  # fmt: skip
+        if not marked:
+            out.append(Frame.synth(user_frame(ctx, [{"type": "text",
+                                                     "text": MARK_TOOL if tooly else MARK}]),
+                                   self.rule))  # fmt: skip
+        new = {k: v for k, v in obj.items() if k != "result"}
+        if tooly:
+            stop_reason = "tool_use"
+        new["subtype"] = "error_during_execution"
+        new["is_error"] = True
+        if not aborted:
+            new["terminal_reason"] = "aborted_tools" if tooly else "aborted_streaming"
+        if not tooly and obj.get("stop_reason") is not None:
+            stop_reason = obj["stop_reason"]
+        new["stop_reason"] = stop_reason
+        errors = obj.get("errors") if obj.get("subtype") != "success" else None
+        if not isinstance(errors, list) or not errors:
+            sr = "null" if new["stop_reason"] is None else str(new["stop_reason"])
+            errors = [f"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason={sr}"]
+        new["errors"] = errors
+        ctx.log(self.rule, f"interrupted turn rewritten ({new['terminal_reason']}, "
+                f"{len(running)} running tool call(s) rejected)", "debug")  # fmt: skip
+        return (*out, frame.replace(new))

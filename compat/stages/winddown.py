@@ -1,0 +1,310 @@
+"""``eof-wind-down``: what happens after the client closes stdin, the Claude Code way
+(PROTOCOL.md §5).
+
+Claude Code 2.1.220 on stdin EOF finishes the turn in flight, gives background shells a
+5 s grace and then kills them (``background_tasks_changed``, ``task_updated{killed}``,
+``task_notification{stopped}``: ``claude-2.1.220/mockapi_eof-with-bg-bash_5s-grace-then-
+stopped-exit0``, 5.13 s after the EOF), waits for background agents and workflows up to
+``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS`` (600 s), runs the turns their notifications
+trigger, and exits 0, or 1 when the last result was an error
+(``dummykey_eof-midturn_turn-finishes-then-exit1``). cbc on EOF stops reading, may lose a
+running agent's report (``cbc-2.163.0/mockoai_eof-with-bg-agent-running``: exit with the
+agent never reported) and never exits while a workflow runs
+(``mockoai_eof-with-bg-workflow-running``).
+
+So this stage holds the client's EOF (``defers_eof``): cbc's stdin stays open while
+
+1. a turn runs (from its first frame to its ``result``), or a user line the client sent
+   has not started its turn (``ControlState.pending_user``; given up after ``idle_wait``
+   seconds without a frame from cbc, should cbc fold queued lines into one turn);
+2. background shells run: ``shell_grace`` seconds after the first idle moment, the open
+   ``local_bash`` tasks get ``task_updated{killed,end_time}`` + ``task_notification{
+   stopped}`` (the later task rules add the snapshot and the fields; cbc's own late
+   frames for them are dropped by ``terminal-guarantee``);
+3. background agents and workflows run, and for ``settle`` seconds after cbc's last frame
+   (a finished task's notification starts a turn a moment later).
+
+The client can no longer answer cbc's requests, so from the EOF on they are answered here
+(Claude's requests fail with "Stream closed" once its input is gone): a ``can_use_tool``
+forwarded before the EOF and still open (``ControlState.permissions``), or arriving after
+it, is denied with the rejection cbc itself writes when its stdin closes
+(``mockoai_can-use-tool-pending-then-eof``); any other request gets an error reply.
+
+Everything is bounded by ``ceiling`` seconds from the EOF (default 600, Claude's; the
+launcher sets it from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``). Then cbc's stdin is
+closed; ``close_wait`` seconds later, if cbc is still there, it is terminated (it exits 0
+on SIGTERM). From the close on, cbc's turn frames are dropped (Claude has ended the
+session). At cbc's exit a turn still open gets an error ``result``, open tasks get their
+terminal frames (``terminal-guarantee``), and the bridge's exit status is Claude's: 0, or
+1 when the last result was an error. A backend that exits by itself with a failure status
+before the close keeps its status (a crash is not a wind-down).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+from compat.stages.shape import ZERO_USAGE
+from compat.stages.turns import REJECTED
+from compat.taskkit import (
+    TASK_FRAMES,
+    TERMINAL,
+    claude_summary,
+    claude_type,
+    patch_status,
+    remember,
+    system_frame,
+    task_id_of,
+)
+
+#: frames that show a turn is running (status/api_retry come first, before the held init)
+_TURN = frozenset({"system/init", "system/status", "system/api_retry", "assistant", "user",
+                   "stream_event", "tool_progress"})  # fmt: skip
+SHELL = "local_bash"
+
+
+@attrs.define
+class _Task:
+    task_type: Any
+    description: str
+    tool_use_id: str | None
+
+
+@register
+@attrs.define
+class EofWindDown(Stage):
+    """After the client's EOF: finish the turn, 5 s for shells, wait for agents/workflows
+    (bounded), then close cbc's stdin, terminate it, exit 0/1 like Claude."""
+
+    rule: ClassVar[str] = "eof-wind-down"
+    defers_eof: ClassVar[bool] = True
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "control_request", *_TURN,
+                                                       *TASK_FRAMES})  # fmt: skip
+
+    #: seconds background shells get after the EOF (once idle) before they are killed
+    shell_grace: float = 5.0
+    #: the most seconds from the EOF to closing cbc's stdin, whatever still runs
+    ceiling: float = 600.0
+    #: seconds of silence from cbc, once nothing runs, before closing (a turn may follow)
+    settle: float = 1.0
+    #: seconds without a frame from cbc after which user lines that never started a turn
+    #: are no longer waited for
+    idle_wait: float = 30.0
+    #: seconds from closing cbc's stdin to terminating it
+    close_wait: float = 3.0
+
+    _eof: bool = attrs.field(default=False, init=False)
+    _phase: str = attrs.field(default="open", init=False)  # open|waiting|closing
+    _active: bool = attrs.field(default=False, init=False)
+    _last_error: bool = attrs.field(default=False, init=False)
+    _last_frame: float = attrs.field(default=-1e18, init=False)
+    _tasks: dict[str, _Task] = attrs.field(factory=dict, init=False)  # open, as seen here
+    _killed: dict[str, None] = attrs.field(factory=dict, init=False)
+    _shell_timer: bool = attrs.field(default=False, init=False)
+    _idle_timer: bool = attrs.field(default=False, init=False)
+    _ignore_pending: bool = attrs.field(default=False, init=False)
+
+    def eof_budget(self) -> float | None:
+        return max(0.0, self.ceiling) + max(0.0, self.close_wait)
+
+    # -- frames -------------------------------------------------------------------------
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj: dict[str, Any] = frame.obj
+        t, st = obj.get("type"), obj.get("subtype")
+        kind = f"system/{st}" if t == "system" else str(t)
+        if self._phase == "closing" and (kind in _TURN or t == "result"):
+            ctx.count(self.rule, "after-close")
+            return ()  # the session is over for the client; cbc's leftovers are dropped
+        if t == "control_request":
+            return self._request(obj, ctx) if self._eof else None
+        self._last_frame = ctx.now
+        if kind in TASK_FRAMES:
+            self._task(obj, kind)
+        elif t == "result":
+            self._active = False
+            self._last_error = obj.get("is_error") is True
+        else:
+            self._active = True
+        if self._eof:
+            if self._idle_timer:
+                if self._active:  # the turn started: wait for its result, not for lines
+                    self._idle_timer = False
+                    ctx.cancel_timer(self, "idle")
+                else:
+                    ctx.set_timer(self, "idle", self.idle_wait)  # cbc is alive: start over
+            self._check(ctx)
+        return None
+
+    def _task(self, obj: dict[str, Any], kind: str) -> None:
+        tid = task_id_of(obj)
+        if tid is None:
+            return
+        if kind == "system/task_started":
+            if tid not in self._killed:
+                d, use = obj.get("description"), obj.get("tool_use_id")
+                remember(self._tasks, tid, _Task(claude_type(obj.get("task_type")),
+                                                 d if isinstance(d, str) else "",
+                                                 use if isinstance(use, str) else None))
+        elif kind == "system/task_notification" or (
+            kind == "system/task_updated" and patch_status(obj) in TERMINAL
+        ):
+            self._tasks.pop(tid, None)
+
+    def _request(self, obj: dict[str, Any], ctx: Context) -> Output:
+        """A request from cbc after the client's EOF: nobody can answer it but us."""
+        rid, req = obj.get("request_id"), obj.get("request")
+        if not isinstance(rid, str) or not isinstance(req, dict):
+            return None
+        self._answer(ctx, rid, req.get("subtype"))
+        return ()
+
+    def _answer(self, ctx: Context, rid: str, subtype: Any) -> None:
+        if subtype == "can_use_tool":
+            resp = {"subtype": "success", "request_id": rid,
+                    "response": {"allowed": False, "reason": REJECTED, "interrupt": False}}
+        else:
+            resp = {"subtype": "error", "request_id": rid, "error": "Stream closed"}
+        ctx.emit("up", Frame.from_obj({"type": "control_response", "response": resp}),
+                 self.rule)
+        ctx.log(self.rule, f"answered cbc's {subtype} request {rid!r} itself: the client "
+                "closed its input", "debug")  # fmt: skip
+
+    def _open(self, ctx: Context) -> dict[str, _Task]:
+        """Tasks still running: started, not ended here, not notified by a later rule
+        (terminal-guarantee's synthesized notifications never pass this stage)."""
+        for tid in list(self._tasks):
+            info = ctx.state.tasks.get(tid)
+            if info is not None and info.notified:
+                del self._tasks[tid]
+        return self._tasks
+
+    def _pending_lines(self, ctx: Context) -> int:
+        if self._ignore_pending:
+            return 0
+        control = getattr(ctx.state, "control", None)
+        pending = getattr(control, "pending_user", None)
+        return len(pending) if pending is not None else 0
+
+    # -- the wind-down ------------------------------------------------------------------
+    def on_client_eof(self, ctx: Context) -> Output:
+        self._eof, self._phase = True, "waiting"
+        control = getattr(ctx.state, "control", None)
+        pending = getattr(control, "permissions", None)
+        if isinstance(pending, dict):  # prompts forwarded to the client, never answered
+            for rid in list(pending):
+                self._answer(ctx, rid, "can_use_tool")
+            pending.clear()
+        ctx.set_timer(self, "ceiling", max(0.0, self.ceiling))
+        ctx.log(self.rule, "client EOF: finishing the turn and background work before "
+                "closing the backend's stdin", "debug")  # fmt: skip
+        self._check(ctx)
+        return None
+
+    def _check(self, ctx: Context) -> None:
+        if self._phase != "waiting":
+            return
+        if self._active:
+            return
+        if self._pending_lines(ctx):
+            if not self._idle_timer:
+                self._idle_timer = True
+                ctx.set_timer(self, "idle", self.idle_wait)
+            return
+        tasks = self._open(ctx)
+        shells = [tid for tid, t in tasks.items() if t.task_type == SHELL]
+        if shells and not self._shell_timer:
+            self._shell_timer = True
+            ctx.set_timer(self, "shells", self.shell_grace)
+        if tasks:
+            return
+        settled = self._last_frame + self.settle
+        if ctx.now + 1e-9 < settled:  # (a tolerance: the timer fires at exactly `settled`)
+            ctx.set_timer(self, "settle", settled - ctx.now)
+            return
+        self._finish(ctx, "the session is idle")
+
+    def _finish(self, ctx: Context, why: str) -> None:
+        if self._phase != "waiting":
+            return
+        self._phase = "closing"
+        for key in ("shells", "settle", "idle", "ceiling"):
+            ctx.cancel_timer(self, key)
+        ctx.log(self.rule, f"closing the backend's stdin ({why})", "debug")
+        ctx.close_backend_input(self)
+        ctx.set_timer(self, "terminate", max(0.0, self.close_wait))
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        if key == "terminate":
+            ctx.terminate_backend(self, f"still running {self.close_wait:g}s after its stdin "
+                                  "was closed (eof-wind-down)")  # fmt: skip
+            return None
+        if key == "ceiling":
+            n = len(self._open(ctx))
+            ctx.log(self.rule, f"wind-down ceiling of {self.ceiling:g}s reached"
+                    + (f" with {n} background task(s) still running" if n else "")
+                    + (" during a turn" if self._active else ""), "warning")  # fmt: skip
+            self._finish(ctx, "ceiling")
+            return None
+        if key == "idle":
+            self._idle_timer = False
+            self._ignore_pending = True
+            ctx.log(self.rule, f"no turn started {self.idle_wait:g}s after the client's last "
+                    "user line(s); not waiting for them", "warning")  # fmt: skip
+        out: list[Frame] = []
+        if key == "shells":
+            self._shell_timer = False
+            out = self._kill_shells(ctx)
+        self._check(ctx)
+        return out or None
+
+    def _kill_shells(self, ctx: Context) -> list[Frame]:
+        out: list[Frame] = []
+        end = ctx.wall_ms()
+        for tid, task in list(self._open(ctx).items()):
+            if task.task_type != SHELL:
+                continue
+            del self._tasks[tid]
+            remember(self._killed, tid, None, cap=1024)
+            out.append(Frame.synth(system_frame(ctx, "task_updated", {
+                "task_id": tid, "patch": {"status": "killed", "end_time": end}}), self.rule))
+            fields: dict[str, Any] = {"task_id": tid}
+            use = task.tool_use_id or ctx.state.task(tid).tool_use_id
+            if use:
+                fields["tool_use_id"] = use
+            fields.update(status="stopped", output_file="",
+                          summary=claude_summary(task.task_type, "stopped", task.description))
+            out.append(Frame.synth(system_frame(ctx, "task_notification", fields), self.rule))
+        if out:
+            ctx.log(self.rule, f"killed {len(out) // 2} background shell(s) "
+                    f"{self.shell_grace:g}s after the client's EOF", "info")  # fmt: skip
+        return out
+
+    # -- the end ----------------------------------------------------------------------
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        if not self._eof:
+            return None
+        out: list[Frame] = []
+        closed = self._phase == "closing"
+        if self._active:
+            self._active, self._last_error = False, True
+            out.append(Frame.synth(self._abandoned_result(ctx), self.rule))
+        if closed or status == 0:
+            ctx.set_exit_status(1 if self._last_error else 0)
+        self._phase = "done"
+        return out or None
+
+    def _abandoned_result(self, ctx: Context) -> dict[str, Any]:
+        why = ("the backend exited before the turn ended" if self._phase != "closing"
+               else "the wind-down ended the session before the turn ended")  # fmt: skip
+        return {
+            "type": "result", "subtype": "error_during_execution", "is_error": True,
+            "duration_ms": 0, "duration_api_ms": 0, "num_turns": 0,
+            "session_id": ctx.state.session_id or "", "total_cost_usd": 0,
+            "usage": dict(ZERO_USAGE), "modelUsage": {}, "permission_denials": [],
+            "stop_reason": None, "terminal_reason": "aborted_streaming",
+            "errors": [f"ccbridge: {why}"], "uuid": ctx.env.new_uuid(),
+        }  # fmt: skip

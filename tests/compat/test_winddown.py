@@ -1,0 +1,262 @@
+"""``eof-wind-down`` (PROTOCOL.md §5): after the client's EOF the bridge does what Claude
+Code 2.1.220 does before cbc's stdin is closed, with exact times (engine timers, no clock).
+
+Claude's reference: ``claude-2.1.220/mockapi_eof-with-bg-bash_5s-grace-then-stopped-exit0``
+(result 1.878, EOF 1.923, the shell killed at 7.053: 5 s after the EOF, exit 0) and
+``dummykey_eof-midturn_turn-finishes-then-exit1`` (EOF during the turn, the turn ends with
+an error result, exit 1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from compat.engine import CloseBackendInput, TerminateBackend
+
+from .session_support import Run, drive, full, line
+from .tasks_support import (
+    EPOCH_MS,
+    SID,
+    init,
+    notification,
+    started,
+    tags,
+    tool_result,
+    tool_use,
+    updated,
+)
+
+USER = b'{"type":"user","message":{"role":"user","content":"hi"},"session_id":"",' \
+       b'"parent_tool_use_id":null}\n'  # fmt: skip
+
+
+def result(is_error: bool = False, **over: Any) -> dict[str, Any]:
+    r = {"type": "result", "subtype": "success", "is_error": is_error, "result": "done.",
+         "uuid": f"r-{is_error}", "session_id": SID, "duration_ms": 1, "duration_api_ms": 1,
+         "num_turns": 1, "total_cost_usd": 0, "usage": {"input_tokens": 1, "output_tokens": 1},
+         "permission_denials": [], "modelUsage": {}}
+    r.update(over)
+    return r
+
+
+def status() -> dict[str, Any]:
+    return {"type": "system", "subtype": "status", "status": None, "uuid": "st",
+            "session_id": SID}
+
+
+def turn(t: float, *frames: dict[str, Any], step: float = 0.01) -> list[tuple[float, str, bytes]]:
+    return [(t + i * step, "backend", line(f)) for i, f in enumerate(frames)]
+
+
+def first_turn(t: float = 1.0) -> list[tuple[float, str, bytes]]:
+    return turn(t, init(), tool_use("u1", "Bash", {"command": "ls"}), tool_result("u1", "ok"),
+                result())
+
+
+def at(run: Run, kind: type) -> list[float]:
+    return [round(t, 6) for t, c in run.commands if isinstance(c, kind)]
+
+
+def test_immediate_eof_closes_at_once_and_exits_0() -> None:
+    """``claude-2.1.220/immediate-eof_no-frames_exit0``."""
+    eng = full()
+    run = drive(eng, [(0.5, "eof", b"")], until=0.5)
+    assert at(run, CloseBackendInput) == [0.5]
+    run = drive(eng, [(0.7, "exit", b"0")], run=run)
+    assert at(run, TerminateBackend) == []
+    assert eng.exit_status() == 0
+    assert eng.eof_budget() == 603.0
+
+
+def test_idle_eof_waits_settle_after_the_last_frame_then_terminates() -> None:
+    eng = full()
+    run = drive(eng, [*first_turn(1.0), (1.5, "eof", b"")], until=100)
+    assert at(run, CloseBackendInput) == [2.03]  # result at 1.03 + settle 1.0
+    assert at(run, TerminateBackend) == [5.03]  # + close_wait 3.0
+    drive(eng, [(5.1, "exit", b"143")], run=run)
+    assert eng.exit_status() == 0  # cbc exits on SIGTERM; Claude's status
+
+
+def test_eof_during_a_turn_lets_it_finish_and_exits_1_after_an_error() -> None:
+    eng = full()
+    events = [(0.0, "client", USER), (0.3, "eof", b""),
+              *turn(1.0, init(), status()),
+              *turn(4.0, result(True, result="API Error"))]  # fmt: skip
+    run = drive(eng, events, until=4.5)
+    assert at(run, CloseBackendInput) == []
+    assert run.frames()[-1]["type"] == "result"
+    run = drive(eng, [(6.0, "exit", b"0")], run=run, until=6.0)
+    assert at(run, CloseBackendInput) == [5.0]
+    assert eng.exit_status() == 1
+
+
+def test_a_user_line_not_yet_started_is_waited_for() -> None:
+    eng = full()
+    if not hasattr(eng.state, "control"):
+        pytest.skip("the user-line rule (ControlState.pending_user) is not installed")
+    events = [(0.0, "client", USER), (0.0, "eof", b""), *first_turn(3.0)]
+    run = drive(eng, events, until=100)
+    assert at(run, CloseBackendInput) == [4.03]
+
+
+def test_a_user_line_that_never_starts_a_turn_is_given_up_after_idle_wait() -> None:
+    eng = full(["eof-wind-down.idle_wait=10"])
+    if not hasattr(eng.state, "control"):
+        pytest.skip("the user-line rule (ControlState.pending_user) is not installed")
+    run = drive(eng, [(0.0, "client", USER), (0.0, "eof", b"")], until=100)
+    assert at(run, CloseBackendInput) == [10.0]
+
+
+def test_background_shells_get_5s_then_are_killed_like_claude() -> None:
+    """The Claude twin: result 1.878, EOF 1.923, killed at 6.923 (Claude: 7.053)."""
+    eng = full()
+    events = [*turn(1.0, init(), tool_use("u1", "Bash", {"command": "sleep 20",
+                                                          "run_in_background": True}),
+                    started("bx1", "Bash", "Slow background sleep", "u1"),
+                    updated("bx1", "running"), tool_result("u1", "running in background"),
+                    result()),
+              (1.923, "eof", b"")]  # fmt: skip
+    run = drive(eng, events, until=100)
+    killed = [(t, f) for t, f in run.out if f.get("subtype") in (
+        "background_tasks_changed", "task_updated", "task_notification")]  # fmt: skip
+    assert [round(t, 3) for t, _ in killed][-3:] == [6.923] * 3
+    assert tags([f for _, f in killed]) == ["background_tasks_changed:1",
+                                           "background_tasks_changed:0", "task_updated:killed",
+                                           "task_notification:stopped"]
+    upd, note = killed[-2][1], killed[-1][1]
+    assert upd["patch"] == {"status": "killed", "end_time": EPOCH_MS + 6923}
+    assert note["tool_use_id"] == "u1"
+    assert note["summary"] == "Slow background sleep"  # Claude: a stopped task's description
+    assert note["output_file"] == ""
+    assert at(run, CloseBackendInput) == [6.923]
+    assert at(run, TerminateBackend) == [9.923]
+    # cbc's own report of the shell, later, is not shown (terminal-guarantee)
+    late = drive(eng, turn(9.0, updated("bx1", "completed"), notification("bx1", "completed")))
+    assert late.frames() == []
+    assert [v for v in run.violations() if v.rule != "frame-fields"] == []  # (hand-made)
+
+
+def test_a_shell_that_ends_within_the_grace_is_not_killed() -> None:
+    eng = full()
+    events = [*turn(1.0, init(), started("bx1", "Bash", "quick", "u1"), result()),
+              (2.0, "eof", b""),
+              *turn(4.0, status(), updated("bx1", "completed"), notification("bx1", "completed"),
+                    init(), tool_use("u2", "Read", {}), result())]  # fmt: skip
+    run = drive(eng, events, until=100)
+    assert not any(f.get("subtype") == "task_updated" and f["patch"]["status"] == "killed"
+                   for f in run.frames())  # fmt: skip
+    assert at(run, CloseBackendInput) == [5.05]  # the notification's turn, then settle
+
+
+def test_agents_are_waited_for_and_the_turn_their_notification_starts_runs() -> None:
+    eng = full()
+    events = [*turn(1.0, init(), tool_use("a1", "Agent", {"prompt": "p",
+                                                          "run_in_background": True}),
+                    started("ag1", "Agent", "research", "a1"), result()),
+              (2.0, "eof", b""),
+              # cbc starts the follow-up turn itself: status first, init held by init-once
+              *turn(40.0, status(), updated("ag1", "completed"),
+                    notification("ag1", "completed"), init(), tool_use("x", "Read", {}),
+                    result(True))]  # fmt: skip
+    run = drive(eng, events, until=200)
+    assert at(run, CloseBackendInput) == [41.05]
+    assert run.frames()[-1]["type"] == "result"
+    drive(eng, [(41.5, "exit", b"0")], run=run)
+    assert eng.exit_status() == 1
+
+
+@pytest.mark.parametrize(("rules", "ceiling"), [((), 600.0), (("eof-wind-down.ceiling=30",), 30.0),
+                                                (("eof-wind-down.ceiling=0",), 0.0)])
+def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(rules: tuple[str, ...],
+                                                               ceiling: float) -> None:
+    eng = full(list(rules))
+    events = [*turn(1.0, init(), tool_use("w1", "Workflow", {"script": "x"}),
+                    started("wf1", "local_workflow", "flow", "w1"), result()),
+              (2.0, "eof", b"")]  # fmt: skip
+    run = drive(eng, events, until=10_000)
+    assert at(run, CloseBackendInput) == [2.0 + ceiling]
+    assert at(run, TerminateBackend) == [2.0 + ceiling + 3.0]
+    run = drive(eng, [(2.0 + ceiling + 3.5, "exit", b"143")], run=run)
+    ends = [f for f in run.frames() if f.get("task_id") == "wf1"]
+    assert tags(ends)[-2:] == ["task_updated:killed", "task_notification:stopped"]
+    assert eng.exit_status() == 0
+    assert [v for v in run.violations() if v.rule != "frame-fields"] == []  # (hand-made)
+
+
+def test_a_turn_cut_by_the_ceiling_gets_an_error_result_and_exit_1() -> None:
+    eng = full(["eof-wind-down.ceiling=20"])
+    events = [(0.0, "client", USER), *turn(1.0, init(), tool_use("u1", "Bash", {})),
+              (2.0, "eof", b""),
+              *turn(30.0, tool_result("u1", "late"), result())]  # after the close: dropped
+    run = drive(eng, events, until=200)
+    assert at(run, CloseBackendInput) == [22.0]
+    assert not any(f["type"] == "result" for f in run.frames())
+    run = drive(eng, [(40.0, "exit", b"0")], run=run)
+    last = run.frames()[-1]
+    assert last["type"] == "result"
+    assert last["is_error"] is True
+    assert last["subtype"] == "error_during_execution"
+    assert eng.exit_status() == 1
+    assert eng.statistics()["rules"]["eof-wind-down"]["after-close"] == 2
+
+
+def test_a_backend_crash_before_the_close_keeps_its_status() -> None:
+    eng = full()
+    run = drive(eng, [*turn(1.0, init(), status()), (2.0, "eof", b""), (3.0, "exit", b"2")])
+    assert at(run, CloseBackendInput) == []
+    assert eng.exit_status() is None  # the driver reports the backend's 2
+    assert run.frames()[-1]["subtype"] == "error_during_execution"
+
+
+def test_switched_off_the_eof_closes_at_once() -> None:
+    eng = full(["eof-wind-down=off"])
+    run = drive(eng, [*first_turn(1.0), (1.05, "eof", b"")], until=100)
+    assert at(run, CloseBackendInput) == [1.05]
+    assert eng.eof_budget() is None
+    drive(eng, [(2.0, "exit", b"0")], run=run)
+    assert eng.exit_status() is None
+
+
+def test_no_wind_down_before_the_eof() -> None:
+    eng = full()
+    run = drive(eng, [*first_turn(1.0), (5.0, "exit", b"0")], until=100)
+    assert at(run, CloseBackendInput) == []
+    assert eng.exit_status() is None
+
+
+def test_requests_the_client_can_no_longer_answer_are_answered_after_the_eof() -> None:
+    """``mockoai_can-use-tool-pending-then-eof``: cbc itself rejects a pending prompt when
+    its stdin closes; the bridge keeps that stdin open, so it answers in the client's stead."""
+    import json as _json
+
+    from compat.stages.turns import REJECTED
+
+    eng = full()
+    if not hasattr(eng.state, "stdio_permissions"):
+        pytest.skip("permission-routing is not installed")
+    eng.state.stdio_permissions = True  # --permission-prompt-tool stdio
+
+    def request(rid: str, subtype: str) -> dict[str, Any]:
+        body: dict[str, Any] = {"subtype": subtype}
+        if subtype == "can_use_tool":
+            body.update(tool_name="Bash", input={"command": "touch x"}, tool_use_id="u1")
+        return {"type": "control_request", "request_id": rid, "request": body}
+
+    events = [(0.0, "client", USER), *turn(1.0, init(), tool_use("u1", "Bash", {}),
+                                           request("perm-1", "can_use_tool")),
+              (2.0, "eof", b""), *turn(3.0, request("perm-2", "can_use_tool"),
+                                       request("hook-1", "hook_callback"))]  # fmt: skip
+    run = drive(eng, events)
+    up = [_json.loads(x) for t, c in run.commands if getattr(c, "side", "") == "backend"
+          for x in c.data.splitlines() if b"control_response" in x]  # fmt: skip
+    answers = {r["response"]["request_id"]: r["response"] for r in up}
+    assert answers["perm-1"]["response"] == {"allowed": False, "reason": REJECTED,
+                                             "interrupt": False}
+    assert answers["perm-2"]["response"]["allowed"] is False
+    assert answers["hook-1"] == {"subtype": "error", "request_id": "hook-1",
+                                 "error": "Stream closed"}
+    # the client saw the first prompt (before its EOF), not the later ones
+    asked = [f["request_id"] for f in run.frames() if f["type"] == "control_request"]
+    assert asked == ["perm-1"]
