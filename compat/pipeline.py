@@ -115,12 +115,19 @@ class Pipeline:
                 continue
             if result is None:
                 continue
-            self._account(stage.rule, frame, result)
-            if len(result) == 1 and result[0].kind() == kind:
-                frame = result[0]  # one frame of the same kind: the same plan goes on
-                raw = frame.raw
-                start = i + 1
-                continue
+            if len(result) == 1:
+                new = result[0]
+                if new is not frame and new.lineage is frame.lineage:
+                    self.stats.rule(stage.rule)["rewritten"] += 1  # _account's common case
+                else:
+                    self._account(stage.rule, frame, result)
+                if new.kind() == kind:
+                    frame = new  # one frame of the same kind: the same plan goes on
+                    raw = frame.raw
+                    start = i + 1
+                    continue
+            else:
+                self._account(stage.rule, frame, result)
             for f in result:
                 self._one(f, i + 1, ctx, out)
             return

@@ -97,6 +97,8 @@ class InterruptedTurn(Stage):
     modes: ClassVar[tuple[str, ...]] = ("on", "keep-output")
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result",
                                                        *TURN_KINDS})  # fmt: skip
+    #: a stream_event outside an interrupt only marks the turn active: left unparsed
+    lazy: ClassVar[bool] = True
 
     _active: bool = attrs.field(default=False, init=False)
     _interrupted: bool = attrs.field(default=False, init=False)
@@ -107,7 +109,16 @@ class InterruptedTurn(Stage):
     _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if (
+            not frame.parsed
+            and frame.kind() == ("stream_event", None)
+            and not (self._interrupted and self.mode == "on")
+        ):
+            self._active = True  # what the parsing path below does for it
+            return None
         obj: dict[str, Any] = frame.obj
+        if not isinstance(obj, dict):
+            return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
         if t == "control_response":
             if self._active and not self._interrupted and is_interrupt_receipt(obj, ctx):

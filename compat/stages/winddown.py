@@ -84,6 +84,8 @@ class EofWindDown(Stage):
     defers_eof: ClassVar[bool] = True
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "control_request", *_TURN,
                                                        *TASK_FRAMES})  # fmt: skip
+    #: a stream_event before the EOF only marks cbc active: read from its kind, unparsed
+    lazy: ClassVar[bool] = True
 
     #: seconds background shells get after the EOF (once idle) before they are killed
     shell_grace: float = 5.0
@@ -113,7 +115,13 @@ class EofWindDown(Stage):
 
     # -- frames -------------------------------------------------------------------------
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if not self._eof and not frame.parsed and frame.kind() == ("stream_event", None):
+            self._last_frame = ctx.now  # what the parsing path below does for it
+            self._active = True
+            return None
         obj: dict[str, Any] = frame.obj
+        if not isinstance(obj, dict):
+            return None  # not valid JSON: passes, the engine logs it
         t, st = obj.get("type"), obj.get("subtype")
         kind = f"system/{st}" if t == "system" else str(t)
         if self._phase == "closing" and (kind in _TURN or t == "result"):

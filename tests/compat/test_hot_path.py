@@ -153,3 +153,53 @@ def test_finished_tasks_are_forgotten_before_running_ones() -> None:
         t.notified = False
     state.task("newer")
     assert "running-old" not in state.tasks  # none finished: the oldest goes
+
+
+# -- the fast paths give what the parsing path gives, on the reference captures ----------
+
+CAPTURES = Path("/work/shared/reference/captures")
+
+
+def _capture_streams() -> list[Path]:
+    out = []
+    for d in ("cbc-2.163.0", "claude-2.1.220"):
+        out += [
+            p
+            for p in sorted((CAPTURES / d).glob("*.jsonl"))
+            if not p.name.endswith((".transcript.jsonl", ".mock-requests.jsonl"))
+        ]
+    return out
+
+
+def _run_capture(data: bytes, step: int, slow: bool, monkeypatch: pytest.MonkeyPatch) -> bytes:
+    """The engine's client-side output for ``data`` fed in ``step``-byte chunks; ``slow``:
+    every stage non-lazy: frames parsed before any stage sees them, so private-fields
+    re-serializes nothing but takes its parsed branch, and the shortcuts taken only for
+    unparsed frames (interrupted-turn, eof-wind-down on stream_event) are not taken."""
+    from compat.stage import REGISTRY
+
+    with monkeypatch.context() as m:
+        if slow:
+            for cls in REGISTRY.values():
+                m.setattr(cls, "lazy", False, raising=False)
+        eng = engine_for()
+        eng.pipelines["down"].strict = False  # a capture may hold lines a rule rejects
+        out = [
+            written(eng.feed("backend", data[i : i + step], 0.0))
+            for i in range(0, len(data), step)
+        ]
+        out.append(written(eng.eof("backend", 0.0)))
+        return b"".join(out)
+
+
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason="no reference captures")
+def test_lazy_paths_give_the_parsing_paths_bytes_on_the_captures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    streams = _capture_streams()
+    assert len(streams) > 50
+    for path in streams:
+        data = path.read_bytes()
+        slow = _run_capture(data, len(data) or 1, True, monkeypatch)
+        for step in (len(data) or 1, 7, 1) if len(data) < 200_000 else (len(data), 7):
+            assert _run_capture(data, step, False, monkeypatch) == slow, (path.name, step)
