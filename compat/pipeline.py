@@ -12,8 +12,16 @@ JSON goes on only to the ``invalid`` stages, then passes, and the engine logs it
 the stage sets ``lazy = True``: such a stage decides from ``kind()`` and ``raw`` when it
 can, and when it must parse, treats an ``obj`` that is not a dict as "pass unchanged"
 (``session``, ``init-once``, ``private-fields``, ``control-state``, ``task-correlation``,
-``interrupt-terminal``). Most cbc lines are then never parsed, so a broken line whose
+``interrupt-terminal``, ``interrupted-turn``, ``eof-wind-down``). Most cbc lines are then never parsed, so a broken line whose
 prefix is fine passes verbatim without being logged unless some rule had to look inside.
+
+Cold steps: a lazy stage may also say, from its state alone, that an unparsed frame of a
+kind would pass it untouched and change nothing (``cold(kind, ctx) -> bool``: e.g.
+``control-state`` inside a turn, ``init-once`` with nothing held); such steps are skipped
+without a call. The answers are cached per kind for one ``run`` (one block of frames:
+``ctx.now`` is fixed and no timer fires during it) and forgotten whenever a stage that is
+not ``pure`` (one whose calls change nothing other stages or ``cold`` read, like
+``private-fields``) is called, since that call may change some stage's state.
 
 Counting (per rule): an output that is the input passes; an output of the input's lineage
 that is another object is a rewrite; an output of another lineage is a synthesis; an input
@@ -57,6 +65,16 @@ class Pipeline:
         self._plans: dict[Kind, Plan] = {}
         #: stages that also take lines that are not JSON objects (``Stage.invalid``)
         self._invalid = [i for i, s in enumerate(self.stages) if s.invalid]
+        #: per kind: the indexes of the stages that are cold for it now (see "Cold steps")
+        self._cold: dict[Kind, frozenset[int]] = {}
+        self._coolers = [
+            (i, s)
+            for i, s in enumerate(self.stages)
+            if hasattr(s, "cold") and getattr(s, "lazy", False)  # (only a lazy stage can be)
+        ]
+        self._pure = frozenset(i for i, s in enumerate(self.stages) if getattr(s, "pure", False))
+        #: cold steps on (tests switch them off to compare with the calling path)
+        self.use_cold = True
 
     def index(self, stage: Stage) -> int:
         for i, s in enumerate(self.stages):
@@ -82,9 +100,20 @@ class Pipeline:
     def run(self, frames: Sequence[Frame], ctx: Context, start: int = 0) -> list[Frame]:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
         out: list[Frame] = []
-        for frame in frames:
-            self._one(frame, start, ctx, out)
+        self._cold = {}
+        try:
+            for frame in frames:
+                self._one(frame, start, ctx, out)
+        finally:
+            self._cold = {}
         return out
+
+    def _cold_for(self, kind: Kind, ctx: Context) -> frozenset[int]:
+        cold = frozenset(
+            i for i, s in self._coolers if s.interested(*kind) and s.cold(kind, ctx)
+        ) if self.use_cold else frozenset()
+        self._cold[kind] = cold
+        return cold
 
     def _one(self, frame: Frame, start: int, ctx: Context, out: list[Frame]) -> None:
         """``frame`` through stages ``start..``, what comes out appended to ``out``; what a
@@ -97,7 +126,14 @@ class Pipeline:
         if plan is None:
             plan = self._plan(kind)
         raw = frame.raw
+        if frame.parsed or not raw:
+            cold: frozenset[int] = frozenset()
+        else:
+            got = self._cold.get(kind)
+            cold = self._cold_for(kind, ctx) if got is None else got
         for i, stage, lazy, triggers in plan[start]:
+            if i in cold:
+                continue  # it would pass this unparsed frame and change nothing
             if triggers is not None and raw:  # a frame without raw is one a rule rewrote:
                 for t in triggers:  # let the triggered stages look at it
                     if t in raw:
@@ -108,6 +144,9 @@ class Pipeline:
                 self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
                 return
             self.holding = False
+            if i not in self._pure:
+                self._cold = {}  # the call may change what is cold
+                cold = frozenset()
             try:
                 result = stage.on_frame(frame, ctx)
             except Exception as exc:

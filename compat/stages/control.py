@@ -316,6 +316,11 @@ class ControlState(Stage):
     #: inside a turn most frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True
 
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """``on_frame`` passes an unparsed frame of ``kind`` at once (the pipeline skips
+        the call: ``compat.pipeline`` "Cold steps")."""
+        return ctx.state.control.turn_active and kind[0] not in ("system", "result")
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         control = ctx.state.control
         kind = frame.kind()

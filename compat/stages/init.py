@@ -61,6 +61,16 @@ class InitOnce(Stage):
     held: Frame | None = attrs.field(default=None, init=False)
     sent_this_turn: bool = attrs.field(default=False, init=False)
 
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """``on_frame`` passes an unparsed frame of ``kind`` at once (the pipeline skips
+        the call: ``compat.pipeline`` "Cold steps")."""
+        t = kind[0]
+        return (
+            not (t == "system" and kind[1] == "init")
+            and t != "result"
+            and (self.sent_this_turn or self.held is None)
+        )
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         kind = frame.kind()
         if kind is None:

@@ -177,6 +177,16 @@ class InterruptTerminal(Stage):
     #: that turn: "keep", "drop", or "pending" (held until the model answers)
     _turn: str = attrs.field(default="keep", init=False)
 
+    def cold(self, k: tuple[str | None, str | None], ctx: Context) -> bool:
+        """``on_frame`` passes an unparsed frame of kind ``k`` at once (the pipeline
+        skips the call: ``compat.pipeline`` "Cold steps")."""
+        if self._armed or self._held or self._turn != "keep":
+            return False
+        kind = f"system/{k[1]}" if k[0] == "system" else str(k[0])
+        return kind in _QUIET and not (
+            kind in _TURN_CONTENT and ctx.state.control.turns != self._turn_no
+        )
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         k = frame.kind()
         if k is not None and not self._armed and not self._held and self._turn == "keep":

@@ -108,6 +108,15 @@ class InterruptedTurn(Stage):
     _marked: bool = attrs.field(default=False, init=False)  # the marker came already
     _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
 
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """An unparsed stream_event changes nothing once the turn is active (the pipeline
+        skips the call: ``compat.pipeline`` "Cold steps")."""
+        return (
+            kind == ("stream_event", None)
+            and self._active
+            and not (self._interrupted and self.mode == "on")
+        )
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if (
             not frame.parsed

@@ -114,6 +114,16 @@ class EofWindDown(Stage):
         return max(0.0, self.ceiling) + max(0.0, self.close_wait)
 
     # -- frames -------------------------------------------------------------------------
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """An unparsed stream_event changes nothing before the EOF once one was seen at
+        this instant (the pipeline skips the call: ``compat.pipeline`` "Cold steps")."""
+        return (
+            kind == ("stream_event", None)
+            and not self._eof
+            and self._active
+            and self._last_frame == ctx.now
+        )
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if not self._eof and not frame.parsed and frame.kind() == ("stream_event", None):
             self._last_frame = ctx.now  # what the parsing path below does for it

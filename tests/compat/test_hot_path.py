@@ -175,7 +175,8 @@ def _run_capture(data: bytes, step: int, slow: bool, monkeypatch: pytest.MonkeyP
     """The engine's client-side output for ``data`` fed in ``step``-byte chunks; ``slow``:
     every stage non-lazy: frames parsed before any stage sees them, so private-fields
     re-serializes nothing but takes its parsed branch, and the shortcuts taken only for
-    unparsed frames (interrupted-turn, eof-wind-down on stream_event) are not taken."""
+    unparsed frames (interrupted-turn, eof-wind-down on stream_event) and the skipped
+    calls of stages that are ``cold`` for a kind (compat.pipeline) are not taken."""
     from compat.stage import REGISTRY
 
     with monkeypatch.context() as m:
@@ -184,11 +185,13 @@ def _run_capture(data: bytes, step: int, slow: bool, monkeypatch: pytest.MonkeyP
                 m.setattr(cls, "lazy", False, raising=False)
         eng = engine_for()
         eng.pipelines["down"].strict = False  # a capture may hold lines a rule rejects
+        for p in eng.pipelines.values():
+            p.use_cold = not slow
         out = [
-            written(eng.feed("backend", data[i : i + step], 0.0))
+            written(eng.feed("backend", data[i : i + step], i / 1000))  # time moves
             for i in range(0, len(data), step)
         ]
-        out.append(written(eng.eof("backend", 0.0)))
+        out.append(written(eng.eof("backend", len(data) / 1000)))
         return b"".join(out)
 
 
@@ -200,6 +203,51 @@ def test_lazy_paths_give_the_parsing_paths_bytes_on_the_captures(
     assert len(streams) > 50
     for path in streams:
         data = path.read_bytes()
-        slow = _run_capture(data, len(data) or 1, True, monkeypatch)
         for step in (len(data) or 1, 7, 1) if len(data) < 200_000 else (len(data), 7):
+            slow = _run_capture(data, step, True, monkeypatch)
             assert _run_capture(data, step, False, monkeypatch) == slow, (path.name, step)
+
+
+def _snapshot(stage: object, ctx: object) -> str:
+    import attrs
+
+    return repr(attrs.asdict(stage, recurse=False)) + repr(ctx.state)  # type: ignore[attr-defined,arg-type]
+
+
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason="no reference captures")
+def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What ``cold`` promises, checked at every frame of the captures (fed in 7-byte
+    chunks, so the cold answers are asked often): for each stage that says it is cold for
+    the frame's kind, ``on_frame`` on an unparsed copy returns None and changes neither the
+    stage nor the session state."""
+    from compat.frames import Frame
+    from compat.pipeline import Pipeline
+
+    checked = 0
+
+    def check(pipeline: Pipeline, frame: Frame, ctx: object) -> None:
+        nonlocal checked
+        kind = frame.kind()
+        if kind is None or frame.parsed or not frame.raw:
+            return
+        for _, stage in pipeline._coolers:
+            if stage.interested(*kind) and stage.cold(kind, ctx):
+                before = _snapshot(stage, ctx)
+                assert stage.on_frame(Frame(frame.raw), ctx) is None, (stage.rule, frame.raw)
+                assert _snapshot(stage, ctx) == before, (stage.rule, frame.raw)
+                checked += 1
+
+    one = Pipeline._one
+
+    def checked_one(self: Pipeline, frame: Frame, start: int, ctx: object, out: list) -> None:  # type: ignore[type-arg]
+        if self.direction == "down":
+            check(self, frame, ctx)
+        one(self, frame, start, ctx, out)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Pipeline, "_one", checked_one)
+    for path in _capture_streams():
+        data = path.read_bytes()
+        _run_capture(data, 7 if len(data) < 200_000 else len(data), False, monkeypatch)
+    assert checked > 500
