@@ -16,6 +16,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
+from compat.frames import Frame
 from compat.jsmeta import MetaError, meta_summary, parse_meta
 from compat.vocabulary import TASK_TYPES
 
@@ -97,6 +100,37 @@ def system_frame(ctx: Context, subtype: str, fields: dict[str, Any]) -> dict[str
     obj["uuid"] = ctx.env.new_uuid()
     obj["session_id"] = ctx.state.session_id or ""
     return ordered(obj)
+
+
+@attrs.define
+class LiveTask:
+    """What a rule that may have to end a task itself remembers of it."""
+
+    task_type: Any
+    description: str
+    tool_use_id: str | None
+
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> LiveTask:
+        d, use = obj.get("description"), obj.get("tool_use_id")
+        return cls(obj.get("task_type"), d if isinstance(d, str) else "",
+                   use if isinstance(use, str) else None)  # fmt: skip
+
+
+def stop_frames(ctx: Context, rule: str, tid: str, task: LiveTask, end: int) -> list[Frame]:
+    """Claude's end of a task the bridge stops itself (interrupt-terminal, eof-wind-down):
+    ``task_updated{killed,end_time}`` then ``task_notification{stopped}``."""
+    fields: dict[str, Any] = {"task_id": tid}
+    use = task.tool_use_id or ctx.state.task(tid).tool_use_id
+    if use:
+        fields["tool_use_id"] = use
+    fields.update(status="stopped", output_file="",
+                  summary=claude_summary(task.task_type, "stopped", task.description))
+    return [
+        Frame.synth(system_frame(ctx, "task_updated", {
+            "task_id": tid, "patch": {"status": "killed", "end_time": end}}), rule),
+        Frame.synth(system_frame(ctx, "task_notification", fields), rule),
+    ]  # fmt: skip
 
 
 def remember(d: dict[str, Any], key: str, value: Any, cap: int = 4096) -> None:

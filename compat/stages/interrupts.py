@@ -46,11 +46,11 @@ from compat.stage import Context, Direction, Output, Stage, register
 from compat.taskkit import (
     TASK_FRAMES,
     TERMINAL,
-    claude_summary,
+    LiveTask,
     claude_type,
     patch_status,
     remember,
-    system_frame,
+    stop_frames,
     task_id_of,
 )
 
@@ -144,13 +144,6 @@ class InterruptReply(Stage):
                                          "response": reply}),)  # fmt: skip
 
 
-@attrs.define
-class _Task:
-    task_type: Any
-    description: str
-    tool_use_id: str | None
-
-
 @register
 @attrs.define
 class InterruptTerminal(Stage):
@@ -166,7 +159,7 @@ class InterruptTerminal(Stage):
 
     #: seconds after an interrupt during which a turn nobody asked for is cbc's own
     window: float = 90.0
-    _live: dict[str, _Task] = attrs.field(factory=dict, init=False)
+    _live: dict[str, LiveTask] = attrs.field(factory=dict, init=False)
     _ended: dict[str, None] = attrs.field(factory=dict, init=False)  # by an interrupt
     _hidden: dict[str, None] = attrs.field(factory=dict, init=False)  # started by a dropped turn
     _armed: bool = attrs.field(default=False, init=False)
@@ -221,15 +214,7 @@ class InterruptTerminal(Stage):
                 continue
             del self._live[tid]
             remember(self._ended, tid, None)
-            use = task.tool_use_id or ctx.state.task(tid).tool_use_id
-            fields: dict[str, Any] = {"task_id": tid}
-            if use:
-                fields["tool_use_id"] = use
-            fields.update(status="stopped", output_file="",
-                          summary=claude_summary(task.task_type, "stopped", task.description))
-            out.append(Frame.synth(system_frame(ctx, "task_updated", {
-                "task_id": tid, "patch": {"status": "killed", "end_time": end}}), self.rule))
-            out.append(Frame.synth(system_frame(ctx, "task_notification", fields), self.rule))
+            out += stop_frames(ctx, self.rule, tid, task, end)
         if not out:
             return None
         ctx.log(self.rule, f"interrupt {rid!r}: ended {len(out) // 2} background agent/workflow "
@@ -252,9 +237,7 @@ class InterruptTerminal(Stage):
                 remember(self._hidden, tid, None)
                 ctx.count(self.rule, "hidden-task")
                 return ()
-            d, use = obj.get("description"), obj.get("tool_use_id")
-            remember(self._live, tid, _Task(obj.get("task_type"), d if isinstance(d, str) else "",
-                                            use if isinstance(use, str) else None))
+            remember(self._live, tid, LiveTask.of(obj))
             return None
         if tid in self._ended:
             if kind != "system/task_progress":

@@ -53,11 +53,11 @@ from compat.stages.turns import REJECTED
 from compat.taskkit import (
     TASK_FRAMES,
     TERMINAL,
-    claude_summary,
+    LiveTask,
     claude_type,
     patch_status,
     remember,
-    system_frame,
+    stop_frames,
     task_id_of,
 )
 
@@ -65,13 +65,6 @@ from compat.taskkit import (
 _TURN = frozenset({"system/init", "system/status", "system/api_retry", "assistant", "user",
                    "stream_event", "tool_progress"})  # fmt: skip
 SHELL = "local_bash"
-
-
-@attrs.define
-class _Task:
-    task_type: Any
-    description: str
-    tool_use_id: str | None
 
 
 @register
@@ -104,7 +97,7 @@ class EofWindDown(Stage):
     _active: bool = attrs.field(default=False, init=False)
     _last_error: bool = attrs.field(default=False, init=False)
     _last_frame: float = attrs.field(default=-1e18, init=False)
-    _tasks: dict[str, _Task] = attrs.field(factory=dict, init=False)  # open, as seen here
+    _tasks: dict[str, LiveTask] = attrs.field(factory=dict, init=False)  # open, as seen here
     _killed: dict[str, None] = attrs.field(factory=dict, init=False)
     _shell_timer: bool = attrs.field(default=False, init=False)
     _idle_timer: bool = attrs.field(default=False, init=False)
@@ -163,10 +156,9 @@ class EofWindDown(Stage):
             return
         if kind == "system/task_started":
             if tid not in self._killed:
-                d, use = obj.get("description"), obj.get("tool_use_id")
-                remember(self._tasks, tid, _Task(claude_type(obj.get("task_type")),
-                                                 d if isinstance(d, str) else "",
-                                                 use if isinstance(use, str) else None))
+                task = LiveTask.of(obj)
+                task.task_type = claude_type(task.task_type)
+                remember(self._tasks, tid, task)
         elif kind == "system/task_notification" or (
             kind == "system/task_updated" and patch_status(obj) in TERMINAL
         ):
@@ -191,7 +183,7 @@ class EofWindDown(Stage):
         ctx.log(self.rule, f"answered cbc's {subtype} request {rid!r} itself: the client "
                 "closed its input", "debug")  # fmt: skip
 
-    def _open(self, ctx: Context) -> dict[str, _Task]:
+    def _open(self, ctx: Context) -> dict[str, LiveTask]:
         """Tasks still running: started, not ended here, not notified by a later rule
         (terminal-guarantee's synthesized notifications never pass this stage)."""
         for tid in list(self._tasks):
@@ -287,15 +279,7 @@ class EofWindDown(Stage):
                 continue
             del self._tasks[tid]
             remember(self._killed, tid, None, cap=1024)
-            out.append(Frame.synth(system_frame(ctx, "task_updated", {
-                "task_id": tid, "patch": {"status": "killed", "end_time": end}}), self.rule))
-            fields: dict[str, Any] = {"task_id": tid}
-            use = task.tool_use_id or ctx.state.task(tid).tool_use_id
-            if use:
-                fields["tool_use_id"] = use
-            fields.update(status="stopped", output_file="",
-                          summary=claude_summary(task.task_type, "stopped", task.description))
-            out.append(Frame.synth(system_frame(ctx, "task_notification", fields), self.rule))
+            out += stop_frames(ctx, self.rule, tid, task, end)
         if out:
             ctx.log(self.rule, f"killed {len(out) // 2} background shell(s) "
                     f"{self.shell_grace:g}s after the client's EOF", "info")  # fmt: skip
