@@ -13,7 +13,8 @@ the stage sets ``lazy = True``: such a stage decides from ``kind()`` and ``raw``
 can, and when it must parse, treats an ``obj`` that is not a dict as "pass unchanged"
 (``session``, ``init-once``, ``private-fields``, ``control-state``, ``task-correlation``,
 ``interrupt-terminal``, ``interrupted-turn``, ``eof-wind-down``). Most cbc lines are then
-never parsed, so a broken line whose prefix is fine passes verbatim without being logged unless some rule had to look inside.
+never parsed, so a broken line whose prefix is fine passes verbatim without being logged
+unless some rule had to look inside.
 
 Cold steps: a lazy stage may also say, from its state alone, that an unparsed frame of a
 kind would pass it untouched and change nothing (``cold(kind, ctx) -> bool``: e.g.
