@@ -16,7 +16,11 @@
   ``account.token`` is a live access token; with an API key it is the key itself, and
   cbc's ``uid``/``nickname``/``userId``/``userName``/``userNickname`` carry its last 8
   characters, probed): mode ``redact`` replaces them, ``strip`` removes them. cbc's
-  ``currentModelId`` is kept and remembered (``set_model(null)`` means it).
+  ``currentModelId`` is remembered (``set_model(null)`` means it) and dropped: it is no
+  key of Claude's reply, which names the model in ``system/init``'s ``model`` only (twins
+  ``*.claude.jsonl``). Claude's reply ends with the flags of its own features (remote
+  control, IDE, fast mode); cbc has none of them, so they are the off/false values Claude
+  writes when they are off (``CLAUDE_ONLY_FLAGS``, twins ``*.claude.jsonl``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,17 @@ from compat.stage import Context, Direction, Output, Stage, register
 #: Claude's marker between the static and the dynamic system prompt blocks (TS SDK
 #: ``SYSTEM_PROMPT_DYNAMIC_BOUNDARY``)
 PROMPT_BOUNDARY = "__SYSTEM_PROMPT_DYNAMIC_BOUNDARY__"
+#: the initialize reply's flags of Claude-only features, as Claude 2.1.220 writes them off
+#: (twins ``*.claude.jsonl``); true of cbc, which has none of these features
+CLAUDE_ONLY_FLAGS: dict[str, Any] = {
+    "remote_control_auto_enable": False,
+    "remote_control_auto_on_by_default": False,
+    "ide_rc_auto_enable_gate": False,
+    "fast_mode_state": "off",
+    "fast_mode_disabled_reason": "sdk_opt_in_required",
+}
+#: keys of cbc's reply Claude's has not (the information is kept elsewhere)
+CBC_ONLY_KEYS = frozenset({"currentModelId"})
 
 
 @register
@@ -91,7 +106,8 @@ class InitializeReply(Stage):
 
 def claude_initialize(body: dict[str, Any], pid: int) -> dict[str, Any]:
     """cbc's initialize reply in Claude Code 2.1.220's shape and key order (capture
-    ``nocreds_idle-interrupt_…``); unknown keys are kept after Claude's."""
+    ``nocreds_idle-interrupt_…``, twins): Claude's off/false feature flags after ``pid``,
+    unknown keys kept after Claude's, cbc's ``currentModelId`` dropped."""
     commands = [_command(c) for c in _dicts(body.get("commands"))]
     styles = [("default" if s == "Default" else s)
               for s in body.get("available_output_styles") or () if isinstance(s, str)]
@@ -106,8 +122,9 @@ def claude_initialize(body: dict[str, Any], pid: int) -> dict[str, Any]:
         "models": [_model(m) for m in _dicts(body.get("models"))],
         "account": _account(body.get("account")),
         "pid": pid,
+        **CLAUDE_ONLY_FLAGS,
     }
-    out.update((k, v) for k, v in body.items() if k not in out)
+    out.update((k, v) for k, v in body.items() if k not in out and k not in CBC_ONLY_KEYS)
     return out
 
 

@@ -150,11 +150,26 @@ def test_initialize_system_prompt_blocks_become_the_string_cbc_takes(prompt: Any
 
 def test_claude_initialize_keeps_unknown_keys_after_claudes() -> None:
     out = claude_initialize({"commands": [{"name": "/x", "argument_hint": "<f>", "tags": ["a"]}],
-                             "currentModelId": "m", "models": [{"id": "m", "name": "M"}]}, 7)
+                             "currentModelId": "m", "models": [{"id": "m", "name": "M"}],
+                             "extra": 1}, 7)
     assert out["commands"] == [{"name": "x", "description": "", "argumentHint": "<f>",
                                 "tags": ["a"]}]
-    assert list(out)[-1] == "currentModelId"
+    assert list(out)[-1] == "extra"
+    assert "currentModelId" not in out  # no key of Claude's reply (twins *.claude.jsonl)
     assert out["output_style"] == "default"
+
+
+def test_claude_initialize_ends_with_claudes_feature_flags_off() -> None:
+    """Claude 2.1.220's reply (twins simple-success.claude.jsonl): after ``pid`` the flags
+    of its remote-control, IDE and fast-mode features, off; cbc has none of them."""
+    out = claude_initialize({"commands": [], "currentModelId": "m"}, 7)
+    assert list(out)[list(out).index("pid"):] == [
+        "pid", "remote_control_auto_enable", "remote_control_auto_on_by_default",
+        "ide_rc_auto_enable_gate", "fast_mode_state", "fast_mode_disabled_reason"]
+    assert (out["remote_control_auto_enable"], out["remote_control_auto_on_by_default"],
+            out["ide_rc_auto_enable_gate"]) == (False, False, False)
+    assert (out["fast_mode_state"], out["fast_mode_disabled_reason"]) == (
+        "off", "sdk_opt_in_required")
 
 
 # -- unsupported-control / control-reply ----------------------------------------------------
