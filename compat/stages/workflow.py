@@ -17,7 +17,9 @@ stay and the reason is logged.
 - ``progress-snapshot``: entries pass through (unknown types and ``cached`` included); when
   ``meta.phases`` agrees with cbc's phase entries, every declared phase is listed first, as
   Claude does from the first snapshot on; Claude's ``description`` ("<phase>: <label>" of
-  the latest agent), ``last_tool_name`` and ``summary`` are added.
+  the latest agent), ``last_tool_name`` and ``summary`` are added; cbc's ``endedAt`` is
+  dropped from agent entries (no Claude 2.1.220 entry has it: twins workflow-inline,
+  eof-with-bg-work; reference ``mockapi_workflow_local-workflow-task-progress``).
 - ``progress-final``: cbc's last snapshot before the notification is stale (agents still
   ``start``: ``mockoai_workflow-inline``). The terminal ``task_updated`` of a workflow is
   held until its notification (at most ``wait`` s); cbc's stale progress in between is
@@ -61,6 +63,17 @@ ABORTED = {"stopped": "subagent aborted: workflow was stopped",
 
 def _is_agent(e: Any) -> bool:
     return isinstance(e, dict) and e.get("type") == "workflow_agent"
+
+
+def _without_ended_at(entries: list[Any]) -> list[Any]:
+    """Agent entries without cbc's ``endedAt`` (not a key of Claude's entries)."""
+    if not any(_is_agent(e) and "endedAt" in e for e in entries):
+        return entries
+    return [
+        {k: v for k, v in e.items() if k != "endedAt"} if _is_agent(e) and "endedAt" in e
+        else e
+        for e in entries
+    ]
 
 
 def complete_phases(entries: list[Any], titles: list[str] | None) -> list[Any]:
@@ -228,7 +241,7 @@ class ProgressSnapshot(Stage):
         info = ctx.state.tasks.get(tid)
         titles = meta_fields(info)[2] if info is not None else None
         new = dict(obj)
-        new["workflow_progress"] = complete_phases(entries, titles)
+        new["workflow_progress"] = complete_phases(_without_ended_at(entries), titles)
         title, tool = _progress_title(new["workflow_progress"])
         if title is not None:
             new["description"] = title
@@ -338,12 +351,11 @@ class ProgressFinal(Stage):
         if run.status in ABORTED and self.mode == "all":
             state = "error"
         if state is not None:
-            end = run.end_time or ctx.wall_ms()
             fixed = []
             for e in entries:
                 if _is_agent(e) and e.get("state") not in FINAL_AGENT_STATES:
-                    e = {**e, "state": state}
-                    e.setdefault("endedAt", end)
+                    e = {k: v for k, v in e.items() if k != "endedAt"}
+                    e["state"] = state
                     if state == "error":
                         e.setdefault("error", ABORTED[run.status])  # type: ignore[index]
                 fixed.append(e)

@@ -167,6 +167,25 @@ def test_snapshot_keeps_unknown_entries_cached_and_undeclared_phases() -> None:
     assert got["description"] == "Scan: a"
 
 
+# cbc-2.163.0/mockoai_workflow-by-path-progress-during-live-turn, verbatim: cbc's snapshot
+# once "scanner" is done carries endedAt, a key no Claude 2.1.220 workflow_agent entry has
+# (twins workflow-inline.claude.jsonl, eof-with-bg-work.claude.jsonl)
+LIVE = capture_frames("mockoai_workflow-by-path-progress-during-live-turn")
+
+
+def test_snapshot_drops_cbc_ended_at_from_agent_entries() -> None:
+    eng = engine("progress-snapshot")
+    snap = next(f for f in LIVE if f.get("subtype") == "task_progress" and "endedAt" in str(f))
+    start = pick(LIVE, "task_started", task_id=snap["task_id"])
+    got = out(eng.feed("backend", lines(start, snap), 3.0))
+    entries = got[1]["workflow_progress"]
+    done = next(e for e in entries if e.get("label") == "scanner")
+    assert done["state"] == "done" and "endedAt" not in done
+    want = {k: v for k, v in snap["workflow_progress"][1].items() if k != "endedAt"}
+    assert done == want
+    assert not any("endedAt" in e for e in entries)
+
+
 def test_snapshot_ignores_non_workflow_progress() -> None:
     eng = engine("progress-snapshot")
     raw = line(started("b", "local_bash", "d", "c")) + line(progress("b"))
@@ -186,7 +205,7 @@ def test_final_snapshot_before_the_terminal_update_from_real_frames() -> None:
     snap = got[0]["workflow_progress"]
     assert snap[:2] == [phase(1, "Scan"), phase(2, "Sum")]
     assert snap[2]["state"] == "done"
-    assert snap[2]["endedAt"] == WF_DONE["patch"]["end_time"]
+    assert "endedAt" not in snap[2]  # no Claude 2.1.220 entry has it (twins workflow-inline)
     assert "error" not in snap[2]
     assert got[0]["uuid"].startswith("uuid-")
     assert got[0]["usage"]["duration_ms"] == 780
@@ -209,7 +228,7 @@ def test_final_snapshot_of_a_stopped_workflow(mode: str) -> None:
     a, cached, done = got[0]["workflow_progress"][1:]
     assert a["state"] == "error"
     assert a["error"].startswith("subagent aborted: ")
-    assert a["endedAt"] == EPOCH_MS + 5000
+    assert "endedAt" not in a
     assert cached == entries[2]
     assert done == entries[3]
 
@@ -222,8 +241,8 @@ def test_final_hold_is_bounded_by_wait() -> None:
     assert out(eng.advance(11.49)) == []
     got = out(eng.advance(11.5))
     assert tags(got) == ["task_progress", "task_updated:completed"]
-    # no end_time in the patch: the agents end "now" (engine time -> wall clock)
-    assert got[0]["workflow_progress"][1]["endedAt"] == EPOCH_MS + 11_500
+    assert got[0]["workflow_progress"][1]["state"] == "done"
+    assert "endedAt" not in got[0]["workflow_progress"][1]
     # the notification that comes later passes alone, and later progress is not touched
     late = progress(WF_TASK, [agent(1, "scanner", "error", error="x")])
     got = out(eng.feed("backend", lines(notification(WF_TASK, "completed", "s"), late), 12.0))
