@@ -14,7 +14,8 @@ Every remaining difference and contract violation gets a reason from the known
 differences (``bridge/data/known_differences.toml``, or ``--known FILE``; format and
 policy in ``compat.conformance``); one with no reason is "unexplained", never hidden.
 ``--write-readme`` puts the Markdown table between ``<!-- conformance:start -->`` and
-``<!-- conformance:end -->`` in README.md. Exit 0: nothing unexplained; 1: something is;
+``<!-- conformance:end -->`` in README.md, and every difference with both values in
+``DIR/CONFORMANCE.md``. Exit 0: nothing unexplained; 1: something is;
 2: an error (bad known-differences file, missing markers, a backend not installed).
 """
 
@@ -34,6 +35,7 @@ from bridge import ab_cmd
 from bridge.testing import runner
 from bridge.testing.scenario import ScenarioError, load
 from compat import conformance
+from compat import conformance_render as render
 from compat.capture import Capture, CaptureError
 
 EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = 0, 1, 2
@@ -46,6 +48,8 @@ SIDES = {
     "cbc-raw": ab_cmd.Side("cbc", None, "cbc-raw"),
 }
 REGENERATE = "ccbridge conformance --regenerate --write-readme"
+#: every difference with both values, written next to the captures with --write-readme
+DETAILS = "CONFORMANCE.md"
 
 
 def _err(msg: str) -> None:
@@ -181,6 +185,9 @@ def main(argv: list[str]) -> int:
         failed = [o for o in outcomes if not o.ok]
         for o in failed:
             _err(f"{o.job.out.name}: {o.error}")
+    if not args.captures.is_dir():
+        _err(f"{args.captures}: no such directory (ccbridge conformance --regenerate makes it)")
+        return EXIT_ERROR
     # the canonical twins list every scenario (a missing capture shows); another
     # directory only what it holds
     canonical = args.captures.resolve() == TWINS.resolve()
@@ -193,26 +200,39 @@ def main(argv: list[str]) -> int:
     except (OSError, CaptureError) as e:
         _err(str(e))
         return EXIT_ERROR
+    source = _rel(args.captures)
+    details = args.captures / DETAILS
     md = None
     if args.markdown or args.write_readme:
-        md = conformance.render_markdown(rows, known, source=_rel(args.captures),
-                                         command=REGENERATE)
+        link = _link(details, args.write_readme) if args.write_readme else None
+        md = render.render_markdown(rows, known, source=source, command=REGENERATE,
+                                    details=link)
     if args.write_readme:
         try:
             text = args.write_readme.read_text(encoding="utf-8")
-            args.write_readme.write_text(conformance.replace_block(text, md or ""),
-                                         encoding="utf-8")
+            new = render.replace_block(text, md or "")
+            details.write_text(render.render_details(rows, known, source=source,
+                                                      command=REGENERATE), encoding="utf-8")
+            args.write_readme.write_text(new, encoding="utf-8")
         except (OSError, ValueError) as e:
             _err(f"{args.write_readme}: {e}")
             return EXIT_ERROR
-        _err(f"wrote the table into {args.write_readme}")
+        _err(f"wrote the table into {args.write_readme} and every difference into {details}")
     if args.json:
-        print(conformance.to_json(rows, known))
+        print(render.to_json(rows, known))
     elif args.markdown:
         sys.stdout.write(md or "")
     elif not args.write_readme:
-        sys.stdout.write(conformance.render_text(rows, known))
+        sys.stdout.write(render.render_text(rows, known))
     return EXIT_UNEXPLAINED if any(r.unexplained for r in rows) else EXIT_OK
+
+
+def _link(target: Path, readme: Path) -> str:
+    """``target`` relative to the README's directory (a link that works on GitHub)."""
+    try:
+        return str(target.resolve().relative_to(readme.resolve().parent))
+    except ValueError:
+        return str(target.resolve())
 
 
 def _rel(p: Path) -> str:

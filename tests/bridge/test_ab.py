@@ -16,13 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
 from bridge import ab_cmd, conformance_cmd
 from compat import capture, conformance
+from compat import conformance_render as render
 from compat.conformance import KnownError, load_known
 from compat.contract import check
+from compat.diff import diff
 
 from ..conftest import CAPTURES, REPO
 
@@ -210,33 +213,51 @@ def _rows() -> tuple[list[conformance.Row], conformance.Known]:
 
 def test_markdown_table_lists_every_difference_with_its_reason() -> None:
     rows, k = _rows()
-    md = conformance.render_markdown(rows, k)
+    md = render.render_markdown(rows, k, details="captures/twins/CONFORMANCE.md")
     assert "(Claude Code 2.1.220, cbc 2.163.0; captured 2025-01-02)" in md
     assert "| `demo` | 3 differences, 2 violations | 1 difference, 0 violations | no " \
            "| 0 / 1 / 0 / 0 / 0 | 0 |" in md
     assert "| `lonely` | (no capture) | (no capture) | ? | 0 / 0 / 0 / 0 / 0 | 1 (no capture: " \
            "cbc-bridged, cbc-raw) |" in md
-    # the reason is escaped for a table: a pipe cannot split the cell, a backtick the span
-    assert "- **cbc behaviour the bridge cannot change: c\\|'x' (evidence: e)**" in md
-    assert "  - `turn 1 / result / num_turns (Claude 1, cbc 3)`" in md
-    assert "matched nothing in these scenarios: `never`" in md
+    # one line per reason; escaped for a table: a pipe cannot split the cell, a backtick
+    # cannot end the code span
+    assert "| cbc behaviour the bridge cannot change: c\\|'x' (evidence: e) | 1 | demo (1) " \
+           "| `result / num_turns` |" in md
+    assert "[captures/twins/CONFORMANCE.md](captures/twins/CONFORMANCE.md)" in md
+    assert "matched nothing in these runs (stale, or a race" in md
+    assert "`never`" in md
+    details = render.render_details(rows, k)
+    assert "- **cbc behaviour the bridge cannot change: c\\|'x' (evidence: e)**" in details
+    assert "  - `turn 1 / result / num_turns (Claude 1, cbc 3)`" in details
     assert rows[1].unexplained == 1  # a missing capture is never a silent pass
-    text = conformance.render_text(rows, k)
+    text = render.render_text(rows, k)
     assert "2 scenario(s), 0 equivalent, 1 unexplained" in text
-    doc = json.loads(conformance.to_json(rows, k))
+    doc = json.loads(render.to_json(rows, k))
     assert doc["unexplained"] == 1
     assert doc["unused_entries"] == ["never"]
     [item] = doc["scenarios"][0]["bridged"]["items"]
     assert item["entry"] == "t"
 
 
+def test_reasons_fold_turns_and_frame_numbers() -> None:
+    item = conformance.Item("difference", "", "only-a", 1, None, "cbc", "why", "e")
+    cmp = conformance.Comparison(diff(cap(INIT), cap(INIT)), [], [], [
+        attrs.evolve(item, path="turn 1 / system/init / x"),
+        attrs.evolve(item, path="turn 2 / system/init #2 / x"),
+        attrs.evolve(item, path="after turn 2 / command_lifecycle #3")])
+    rows = [conformance.Row("s", cmp, None)]
+    [(cat, reason, n, per, paths)] = render.reasons(rows)
+    assert (cat, reason, n, dict(per)) == ("cbc", "why", 3, {"s": 3})
+    assert paths == ["system/init / x", "command_lifecycle"]
+
+
 def test_replace_block_keeps_the_rest_of_the_readme() -> None:
-    text = f"intro\n{conformance.MARK_START}\nold\n{conformance.MARK_END}\noutro\n"
-    out = conformance.replace_block(text, "new table\n")
-    assert out == f"intro\n{conformance.MARK_START}\nnew table\n{conformance.MARK_END}\noutro\n"
-    assert conformance.replace_block(out, "new table\n") == out
+    text = f"intro\n{render.MARK_START}\nold\n{render.MARK_END}\noutro\n"
+    out = render.replace_block(text, "new table\n")
+    assert out == f"intro\n{render.MARK_START}\nnew table\n{render.MARK_END}\noutro\n"
+    assert render.replace_block(out, "new table\n") == out
     with pytest.raises(ValueError, match="markers"):
-        conformance.replace_block("no markers", "x")
+        render.replace_block("no markers", "x")
 
 
 # -- ab on replays -------------------------------------------------------------------------
@@ -339,13 +360,15 @@ def test_conformance_on_reference_derived_twins(tmp_path: Path, reference: Path,
                                                 time_limit=30, progress=lambda _: None))
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
     readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n{conformance.MARK_START}\n{conformance.MARK_END}\nend\n")
+    readme.write_text(f"# x\n{render.MARK_START}\n{render.MARK_END}\nend\n")
     rc = conformance_cmd.main(["--captures", str(tmp_path), "--write-readme", str(readme)])
     assert rc in (0, 1)
     text = readme.read_text()
     assert text.startswith("# x\n")
-    assert text.endswith(f"{conformance.MARK_END}\nend\n")
+    assert text.endswith(f"{render.MARK_END}\nend\n")
     assert "| `bg-bash` |" in text
+    assert "(CONFORMANCE.md)" in text  # the README links the details, written beside the twins
+    assert "## `workflow-inline`" in (tmp_path / "CONFORMANCE.md").read_text()
     assert "| `workflow-inline` |" in text
     assert conformance_cmd.main(["--captures", str(tmp_path), "--json"]) == rc
     doc = json.loads(capsys.readouterr().out)
@@ -405,7 +428,7 @@ def test_committed_twins_are_fully_explained_and_in_the_readme() -> None:
                    for i in r.bridged.unexplained]  # fmt: skip
     assert not unexplained
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme.index(conformance.MARK_START)
-    block = readme[start: readme.index(conformance.MARK_END)]
+    start = readme.index(render.MARK_START)
+    block = readme[start: readme.index(render.MARK_END)]
     for r in rows:
         assert f"| `{r.scenario}` |" in block
