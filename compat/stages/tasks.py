@@ -16,14 +16,18 @@ the stream is never parsed for them.
 - ``task-noise``: cbc sends ``task_updated{pending}`` and a ``task_progress`` before
   ``task_started`` (agents) and ``task_updated{running}`` right after it. Non-terminal
   ``pending``/``running`` patches are dropped; other frames of a task not started yet are
-  held (bounded) and released right after its ``task_started``. ``paused→running`` is a
-  real transition and passes.
+  held (bounded) and released right after its ``task_started``, except a ``task_progress``
+  with zero usage (no tokens, no tool uses, no workflow snapshot): Claude sends no progress
+  before the agent has done something (twins bg-agent, eof-with-bg-work). ``paused→running``
+  is a real transition and passes.
 - ``task-status``: ``cancelled→killed`` in patches, ``killed/cancelled→stopped`` in
   notifications, the top-level duplicate ``status`` of ``task_updated`` dropped.
 - ``task-fields``: last in the profile; fills what the Python SDK requires
   (``output_file``, ``summary``, ``usage``, ``uuid``, ``session_id``...), words cbc's
   summaries the Claude way (``Dynamic workflow "<description>" completed``; a stopped
-  task's summary is its description), and writes keys in Claude's order.
+  task's summary is its description), gives a completed workflow's notification the
+  ``usage`` of its last progress (as Claude 2.1.220 does: twins workflow-inline,
+  eof-with-bg-work; none on a stopped one), and writes keys in Claude's order.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from compat.taskkit import (
     NOTIFICATION_OF,
     TASK_FRAMES,
     TASK_TYPE_MAP,
+    WORKFLOW,
     claude_summary,
     claude_type,
     is_known_type,
@@ -243,6 +248,19 @@ class TaskType(Stage):
         return None
 
 
+def _zero_progress(obj: Any) -> bool:
+    """A ``task_progress`` that reports nothing done yet (cbc's, before an agent starts)."""
+    if not isinstance(obj, dict) or obj.get("subtype") != "task_progress":
+        return False
+    usage = obj.get("usage")
+    return (
+        isinstance(usage, dict)
+        and not usage.get("total_tokens")
+        and not usage.get("tool_uses")
+        and not obj.get("workflow_progress")
+    )
+
+
 @register
 @attrs.define
 class TaskNoise(Stage):
@@ -269,6 +287,11 @@ class TaskNoise(Stage):
                 return None
             remember(self._started, tid, None)
             held = self._pending.pop(tid, None)
+            if held:
+                kept = [f for f in held if not _zero_progress(f.obj)]
+                if len(kept) < len(held):
+                    ctx.count(self.rule, "dropped", len(held) - len(kept))
+                held = kept
             return (frame, *held) if held else None
         rewritten = False
         if st == "task_updated":
@@ -364,6 +387,8 @@ class TaskFields(Stage):
 
     #: task_id -> (Claude task type, description) as forwarded on task_started
     _seen: dict[str, tuple[Any, str]] = attrs.field(factory=dict, init=False)
+    #: workflow task_id -> the usage of its last task_progress forwarded
+    _usage: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -381,6 +406,8 @@ class TaskFields(Stage):
             usage = new.get("usage")
             if not isinstance(usage, dict) or any(k not in usage for k in _ZERO_USAGE):
                 new["usage"] = {**_ZERO_USAGE, **(usage if isinstance(usage, dict) else {})}
+            if tid and tid in self._seen and self._seen[tid][0] == WORKFLOW:
+                remember(self._usage, tid, new["usage"])
         elif st == "task_notification":
             if not isinstance(new.get("output_file"), str):
                 new["output_file"] = ""
@@ -393,6 +420,9 @@ class TaskFields(Stage):
                 new["summary"] = claude_summary(ttype, status, desc)
             else:
                 new["summary"] = rewrite_summary(summary, status, ttype, desc or None)
+            last = self._usage.pop(tid, None) if tid else None
+            if last is not None and status == "completed" and "usage" not in new:
+                new["usage"] = {k: last.get(k, 0) for k in _ZERO_USAGE}
         if st in ("task_started", "task_progress", "task_notification"):
             if not new.get("tool_use_id") and info is not None and info.tool_use_id:
                 new["tool_use_id"] = info.tool_use_id

@@ -69,11 +69,13 @@ def _without_ended_at(entries: list[Any]) -> list[Any]:
     """Agent entries without cbc's ``endedAt`` (not a key of Claude's entries)."""
     if not any(_is_agent(e) and "endedAt" in e for e in entries):
         return entries
-    return [
-        {k: v for k, v in e.items() if k != "endedAt"} if _is_agent(e) and "endedAt" in e
-        else e
-        for e in entries
-    ]
+    return [_drop_ended_at(e) for e in entries]
+
+
+def _drop_ended_at(e: Any) -> Any:
+    if not (_is_agent(e) and "endedAt" in e):
+        return e
+    return {k: v for k, v in e.items() if k != "endedAt"}
 
 
 def complete_phases(entries: list[Any], titles: list[str] | None) -> list[Any]:

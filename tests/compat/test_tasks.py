@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -136,14 +137,30 @@ def test_task_type_unknown_passes_and_is_logged_once() -> None:
 
 def test_noise_real_agent_frames_start_first_and_no_pending_running() -> None:
     eng = engine("task-correlation", "task-noise")
+    pre = pick(BG, "task_progress")
+    assert BG.index(pre) < BG.index(pick(BG, "task_started"))
+    assert pre["usage"]["total_tokens"] == 0
+    assert pre["usage"]["tool_uses"] == 0
     got = out(eng.feed("backend", lines(*bg_launch()), 6.47))
-    assert tags(got, BG_TASK) == ["task_started:Agent", "task_progress"]
+    # cbc's zero-usage progress before the start is dropped: Claude sends no progress until
+    # the agent has done something (twins bg-agent.claude.jsonl: task_started, then the end)
+    assert tags(got, BG_TASK) == ["task_started:Agent"]
     assert [f["type"] for f in got][-1] == "user"
     # the terminal update passes
     got = out(eng.feed("backend", line(pick(BG, "task_updated", status="completed")), 25.0))
     assert tags(got) == ["task_updated:completed"]
     stats = eng.statistics()["rules"]["task-noise"]
-    assert stats == {"dropped": 2, "held": 1, "released": 1}
+    assert stats == {"dropped": 3, "held": 1}
+
+
+def test_noise_progress_with_usage_before_the_start_is_released_after_it() -> None:
+    eng = engine("task-noise")
+    busy = progress("t")
+    busy["usage"] = {"total_tokens": 12, "tool_uses": 1, "duration_ms": 40}
+    assert out(eng.feed("backend", lines(progress("t"), busy), 0.0)) == []
+    got = out(eng.feed("backend", line(started("t", "Agent", "d", "c")), 0.0))
+    assert tags(got) == ["task_started:Agent", "task_progress"]
+    assert got[1]["usage"]["total_tokens"] == 12
 
 
 def test_noise_keeps_other_patch_fields() -> None:
@@ -257,6 +274,50 @@ def test_fields_summary_in_claude_wording(cbc_summary: str, status: str,
         started("b1", "local_bash", "Sleep then echo", "c1"),
         notification("b1", status, cbc_summary, "c1", output_file="/o")), 0))
     assert got[1]["summary"] == claude_summary
+
+
+# twins workflow-inline, verbatim: Claude 2.1.220's notification of the workflow (its usage
+# is its last task_progress's: {26, 0, 189}) and cbc 2.163.0's (no usage; cbc-raw)
+CLAUDE_WF_LAST_USAGE = {"total_tokens": 26, "tool_uses": 0, "duration_ms": 189}
+CLAUDE_WF_NOTE = json.loads(
+    '{"type":"system","subtype":"task_notification","task_id":"wh3w5r4p6","tool_use_id":'
+    '"toolu_mock_0002","status":"completed","output_file":"{TMP}/claude-0/{CWD_SLUG}/aca3bcc6'
+    '-b883-4028-85c7-f6bf6236a493/tasks/wh3w5r4p6.output","summary":"Dynamic workflow \\"Mock'
+    ' two-phase workflow\\" completed","usage":{"total_tokens":26,"tool_uses":0,"duration_ms"'
+    ':189},"uuid":"5c8b4572-0e17-405a-8ac1-431c40d21bad","session_id":"aca3bcc6-b883-4028-85c7'
+    '-f6bf6236a493"}')
+CBC_WF_NOTE = json.loads(
+    '{"type":"system","subtype":"task_notification","task_id":"477201c4-d796-4a55-a02e-33ecbbf'
+    'cd93f","tool_use_id":"call_mock_0002","status":"completed","summary":"Dynamic workflow \\"'
+    'inline-7d0e95\\" completed","output_file":"{TMP}/codebuddy-0/{CWD_SLUG}/agent-tasks/47720'
+    '1c4-d796-4a55-a02e-33ecbbfcd93f.output","uuid":"01a22760-da88-7ef4-a3c0-3d30b151e181","se'
+    'ssion_id":"01a22760-d417-7396-95cd-ef5e44609dc8","__timestamp":"2026-11-29T12:56:28.554Z"'
+    ',"_requestId":"01a22760da7f7cca8efb481150ae708e"}')
+
+
+def test_fields_completed_workflow_notification_gets_the_last_progress_usage() -> None:
+    assert CLAUDE_WF_NOTE["usage"] == CLAUDE_WF_LAST_USAGE
+    tid = CBC_WF_NOTE["task_id"]
+    eng = engine("task-fields")
+    last = progress(tid, [], "call_mock_0002", "Scan: scanner")
+    last["usage"] = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 1042}
+    eng.feed("backend", lines(started(tid, "local_workflow", "Mock two-phase workflow",
+                                      "call_mock_0002"), last), 4.0)  # fmt: skip
+    got = out(eng.feed("backend", line(CBC_WF_NOTE), 4.0))[0]
+    assert got["usage"] == {"total_tokens": 0, "tool_uses": 0, "duration_ms": 1042}
+    assert list(got)[:8] == list(CLAUDE_WF_NOTE)[:8]
+
+
+def test_fields_no_usage_on_a_stopped_workflow_or_a_shell() -> None:
+    # twins interrupt-idle-workflow.claude.jsonl / bg-bash.claude.jsonl: no usage
+    eng = engine("task-fields")
+    eng.feed("backend", lines(started("w", "local_workflow", "Two slow agents", "c1"),
+                              progress("w", []), started("b", "local_bash", "Sleep", "c2"),
+                              progress("b")), 0.0)  # fmt: skip
+    got = out(eng.feed("backend", lines(notification("w", "stopped", "s", "c1"),
+                                        notification("b", "completed", "s", "c2")), 1.0))
+    assert "usage" not in got[0]
+    assert "usage" not in got[1]
 
 
 def test_fields_leave_a_complete_frame_byte_identical() -> None:

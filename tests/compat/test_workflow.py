@@ -180,7 +180,8 @@ def test_snapshot_drops_cbc_ended_at_from_agent_entries() -> None:
     got = out(eng.feed("backend", lines(start, snap), 3.0))
     entries = got[1]["workflow_progress"]
     done = next(e for e in entries if e.get("label") == "scanner")
-    assert done["state"] == "done" and "endedAt" not in done
+    assert done["state"] == "done"
+    assert "endedAt" not in done
     want = {k: v for k, v in snap["workflow_progress"][1].items() if k != "endedAt"}
     assert done == want
     assert not any("endedAt" in e for e in entries)
