@@ -130,6 +130,9 @@ class ControlState:
     #: entries, with ``turn`` = ``client_turns`` when denied. cbc lists them in its own
     #: result too (it sees an SDK deny: ``mockoai_can-use-tool-deny``).
     permission_denials: deque[dict[str, Any]] = attrs.Factory(lambda: deque(maxlen=256))
+    #: [permission-reply] tool_use_ids of calls the client's answer denied; [permission-
+    #: routing] marks their tool_result (``tool_result_meta``) and forgets them
+    denied_uses: dict[str, None] = attrs.Factory(dict)
     #: [user-line] uuids (None when absent) of user lines sent upstream whose turn has not
     #: started; [control-state] pops one at each turn start
     pending_user: deque[str | None] = attrs.Factory(lambda: deque(maxlen=1024))

@@ -17,9 +17,13 @@ itself with "Claude requested permissions to use X, but you haven't granted it y
   denies it itself, Claude-worded, otherwise; ``forward`` / ``deny`` force one way. A
   forwarded request is remembered by ``request_id``; a local denial is recorded in
   ``ControlState.permission_denials`` (cbc also lists it in its own result, since to cbc
-  it is an SDK deny: ``mockoai_can-use-tool-deny``).
+  it is an SDK deny: ``mockoai_can-use-tool-deny``). The tool_result of a call the
+  client's answer denied gets Claude's ``tool_result_meta: [{id, non_execution_kind:
+  "permission-rule"}]`` (twins permission-deny.claude.jsonl); other user frames are not
+  parsed (nothing denied: the step is cold).
 - ``permission-reply`` (up): the client's answer to a forwarded request (or any answer of
-  Claude's shape) is translated to cbc's; a client error reply becomes a deny.
+  Claude's shape) is translated to cbc's; a client error reply becomes a deny, and the
+  denied call's id is noted (``ControlState.denied_uses``).
 - ``permission-cancel`` (down): at the receipt of an interrupt, Claude withdraws every open
   prompt with ``control_cancel_request{request_id}`` before the receipt
   (``mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request``); cbc
@@ -59,9 +63,19 @@ class PermissionRouting(Stage):
 
     rule: ClassVar[str] = "permission-routing"
     modes: ClassVar[tuple[str, ...]] = ("auto", "forward", "deny")
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
+    #: can_use_tool requests, and tool results (``user``) of calls the client denied
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user"})
+    lazy: ClassVar[bool] = True
+
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """A user frame passes untouched while no denied call waits for its result."""
+        return kind == ("user", None) and not ctx.state.control.denied_uses
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if frame.kind() == ("user", None):
+            return self._tool_result(frame, ctx)
+        if not isinstance(frame.obj, dict):
+            return None
         rid, body = ck.request_of(frame.obj)
         if rid is None or body.get("subtype") != "can_use_tool":
             return None
@@ -87,6 +101,27 @@ class PermissionRouting(Stage):
                 "no --permission-prompt-tool stdio)", "debug")  # fmt: skip
         ctx.count(self.rule, "denied")
         return ()
+
+    def _tool_result(self, frame: Frame, ctx: Context) -> Output:
+        denied = ctx.state.control.denied_uses
+        if not denied or (frame.raw and not any(u.encode() in frame.raw for u in denied)):
+            return None
+        obj = frame.obj
+        message = obj.get("message") if isinstance(obj, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list) or obj.get("parent_tool_use_id") is not None:
+            return None
+        meta = [{"id": b["tool_use_id"], "non_execution_kind": "permission-rule"}
+                for b in content
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+                and b.get("tool_use_id") in denied]  # fmt: skip
+        if not meta:
+            return None
+        for m in meta:
+            denied.pop(m["id"], None)
+        new = {k: v for k, v in obj.items() if k != "tool_result_meta"}
+        new["tool_result_meta"] = meta
+        return (frame.replace(new),)
 
 
 @register
@@ -129,6 +164,8 @@ class PermissionReply(Stage):
                                else "Permission denied", body.get("interrupt") is True)  # fmt: skip
         if pending is not None and pending.tool_use_id:
             reply["tool_use_id"] = pending.tool_use_id
+            if not reply["allowed"]:
+                remember(ctx.state.control.denied_uses, pending.tool_use_id, None, cap=256)
         return (frame.replace(ck.success(rid, reply)),)
 
     @staticmethod

@@ -4,7 +4,9 @@
 Claude (``claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-tools``): a
 rejected ``tool_result`` for each tool call still running ("The user doesn't want to
 proceed with this tool use…", ``is_error: true``), a user frame ``[Request interrupted by
-user for tool use]`` (``[Request interrupted by user]`` when no tool was running), then a
+user for tool use]`` (``[Request interrupted by user]`` when no tool was running; each
+rejection marked ``tool_result_meta: [{id, non_execution_kind: "user-rejected"}]``: twins
+interrupt-midturn-workflow.claude.jsonl), then a
 ``result`` ``error_during_execution``, ``is_error: true``, ``errors: ["[ede_diagnostic] …"]``,
 ``terminal_reason: aborted_tools|aborted_streaming``. Nothing of the model comes after the
 receipt.
@@ -199,8 +201,10 @@ class InterruptedTurn(Stage):
             remember(self._rejected, use, None, cap=1024)
             block = {"type": "tool_result", "content": REJECTED, "is_error": True,
                      "tool_use_id": use}  # fmt: skip
+            meta = [{"id": use, "non_execution_kind": "user-rejected"}]
             out.append(Frame.synth(user_frame(ctx, [block], tool_use_result="User rejected "
-                                              "tool use"), self.rule))  # fmt: skip
+                                              "tool use", tool_result_meta=meta),
+                                   self.rule))  # fmt: skip
         if not marked:
             out.append(Frame.synth(user_frame(ctx, [{"type": "text",
                                                      "text": MARK_TOOL if tooly else MARK}]),

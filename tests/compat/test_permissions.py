@@ -109,6 +109,39 @@ def test_claudes_deny_becomes_cbcs() -> None:
     assert run.frames("backend") == [client_answer(DENY)]  # cbc's own deny, field for field
 
 
+def test_the_denied_calls_tool_result_is_marked_the_way_claude_does() -> None:
+    """Claude marks the result of a call the client's answer denied (twins
+    permission-deny.claude.jsonl: ``"tool_result_meta":[{"id":"toolu_mock_0002",
+    "non_execution_kind":"permission-rule"}]``, after its other keys); cbc does not."""
+    req = can_use_tool(DENY)
+    rid, use = req["request_id"], req["request"]["tool_use_id"]
+    result = stdout_frame(DENY, lambda f: f.get("type") == "user")
+    assert result["message"]["content"][0]["tool_use_id"] == use
+    assert "tool_result_meta" not in result
+    eng = engine(stdio=True)
+    run = replay(eng, extra=[
+        (0.0, "backend", req),
+        (0.1, "client", answer(rid, {"behavior": "deny", "message": "denied by probe"})),
+        (0.2, "backend", result), (0.3, "backend", result)])  # fmt: skip
+    first, again = [f for f in run.frames() if f.get("type") == "user"]
+    assert first["tool_result_meta"] == [{"id": use, "non_execution_kind": "permission-rule"}]
+    assert list(first)[-1] == "tool_result_meta"
+    assert first["message"] == result["message"]
+    assert "tool_result_meta" not in again  # marked once, then forgotten
+    assert not eng.state.control.denied_uses
+
+
+def test_an_allowed_calls_tool_result_is_not_marked() -> None:
+    req = can_use_tool(DENY)
+    rid = req["request_id"]
+    result = stdout_frame(DENY, lambda f: f.get("type") == "user")
+    run = replay(engine(stdio=True), extra=[
+        (0.0, "backend", req), (0.1, "client", answer(rid, {"behavior": "allow"})),
+        (0.2, "backend", result)])  # fmt: skip
+    [user] = [f for f in run.frames() if f.get("type") == "user"]
+    assert "tool_result_meta" not in user
+
+
 def test_deny_with_interrupt_and_updated_input() -> None:
     req = can_use_tool(ALLOW)
     rid = req["request_id"]

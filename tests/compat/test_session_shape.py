@@ -207,7 +207,11 @@ def test_cbc_interrupted_tool_turn_becomes_claudes() -> None:
     assert block == {"type": "tool_result", "content": REJECTED, "is_error": True,
                      "tool_use_id": "t1"}
     assert rejection["tool_use_result"] == "User rejected tool use"
+    # twins interrupt-midturn-workflow.claude.jsonl, the rejection's keys and marker
+    assert list(rejection)[-3:] == ["timestamp", "tool_use_result", "tool_result_meta"]
+    assert rejection["tool_result_meta"] == [{"id": "t1", "non_execution_kind": "user-rejected"}]
     assert text(mark) == MARK_TOOL
+    assert "tool_result_meta" not in mark
     assert mark["timestamp"] == iso_ms(eng.ctx.wall_ms())
     assert mark["parent_tool_use_id"] is None
     assert result["subtype"] == "error_during_execution"
