@@ -45,6 +45,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # control replies: control-reply matches them to requests first; control-state
             # after init-once sees one init per turn, where the client sees the turn start
             "control-reply",
+            "command-lifecycle",  # just before control-state: sees the turn start first
             "control-state",
             "initialize-reply",
             "interrupt-reply",

@@ -136,6 +136,9 @@ class ControlState:
     #: [user-line] uuids (None when absent) of user lines sent upstream whose turn has not
     #: started; [control-state] pops one at each turn start
     pending_user: deque[str | None] = attrs.Factory(lambda: deque(maxlen=1024))
+    #: [user-line] uuids of user lines received before the session id was known, whose
+    #: command_lifecycle "queued" [command-lifecycle] sends at the next turn start
+    unsent_queued: deque[str] = attrs.Factory(lambda: deque(maxlen=1024))
     user_lines: int = 0  # [user-line] user lines sent upstream
     # [control-state] turns as the client sees them (after init-once)
     turn_active: bool = False

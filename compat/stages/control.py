@@ -9,7 +9,10 @@ Strategy: every client ``control_request`` gets exactly one reply, Claude-worded
   reply (``keep_alive``, ``update_environment_variables``).
 - ``user-line`` (up) passes user lines unchanged (cbc takes string or block content and
   ``session_id`` ``""``/``"default"``/the id) and queues their ``uuid`` in
-  ``ControlState.pending_user``: a turn the client asked for is pending.
+  ``ControlState.pending_user``: a turn the client asked for is pending. It echoes a line
+  with a ``uuid`` as Claude's ``command_lifecycle`` ``queued`` (``started``/``completed``
+  and the result's ``user_message_uuid``: ``command-lifecycle``,
+  ``compat/stages/lifecycle_cmd.py``).
 - ``unsupported-control`` (up, last) answers locally what cbc cannot
   (``nomodel_controls-*``: ``Unknown control request subtype`` for ``mcp_status``,
   ``get_context_usage``, ``set_max_thinking_tokens``, ``stop_task``), holds
@@ -44,6 +47,7 @@ from compat import controlkit as ck
 from compat.frames import Frame
 from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.lifecycle_cmd import lifecycle
 from compat.taskkit import remember
 
 _TURN = frozenset({"system/init", "assistant", "user", "stream_event", "result", "tool_progress"})
@@ -96,7 +100,17 @@ class UserLine(Stage):
         uuid = frame.obj.get("uuid")
         control = ctx.state.control
         control.user_lines += 1
-        control.pending_user.append(uuid if isinstance(uuid, str) and uuid else None)
+        uuid = uuid if isinstance(uuid, str) and uuid else None
+        control.pending_user.append(uuid)
+        if uuid is not None and self.mode == "on":
+            # Claude's "queued" echo as the line is read (compat/stages/lifecycle_cmd.py);
+            # before cbc has told the session id it waits for the turn start
+            if ctx.state.session_id is None:
+                control.unsent_queued.append(uuid)
+            else:
+                ctx.emit("down", Frame.synth(lifecycle(uuid, "queued", ctx,
+                                                       ctx.state.session_id), self.rule),
+                         self.rule)  # fmt: skip
         return None
 
 

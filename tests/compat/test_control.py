@@ -57,6 +57,8 @@ def test_control_rules_order_in_the_profile() -> None:
         "permission-cancel", "interrupt-terminal", "permission-routing"}]
     assert control == ["control-reply", "control-state", "initialize-reply", "interrupt-reply",
                        "permission-cancel", "interrupt-terminal", "permission-routing"]
+    # the turn start reaches command-lifecycle before control-state takes the line's uuid
+    assert down.index("command-lifecycle") == down.index("control-state") - 1
     assert down.index("vocabulary") < down.index("control-reply")  # after init-once
     for later in ("progress-final", "terminal-guarantee", "tasks-snapshot"):
         assert down.index("interrupt-terminal") < down.index(later)
@@ -379,6 +381,64 @@ def test_user_lines_pass_unchanged_and_mark_a_client_turn() -> None:
     assert control.turn_from_client
     assert control.turns == 1
     assert list(control.pending_user) == [None]
+
+
+# -- command-lifecycle (compat/stages/lifecycle_cmd.py) ---------------------------------------
+
+
+def lifecycle_view(run: Any) -> list[str]:
+    """command_lifecycle states, inits and results (with user_message_uuid) as the client
+    gets them."""
+    out: list[str] = []
+    for f in run.frames():
+        if not isinstance(f, dict):
+            continue
+        if f.get("type") == "command_lifecycle":
+            assert list(f) == ["type", "command_uuid", "state", "uuid", "session_id"]
+            assert f["uuid"] != f["command_uuid"]
+            out.append(f"{f['state']} {f['command_uuid'][:8]}")
+        elif f.get("subtype") == "init":
+            out.append("init")
+        elif f.get("type") == "result":
+            out.append(f"result {str(f.get('user_message_uuid'))[:8]}")
+    return out
+
+
+def test_each_user_line_is_echoed_around_its_turn_the_way_claude_does() -> None:
+    """cbc 2.163.0 (mockoai_bg-agent-then-user-turn, two lines with uuids) against Claude
+    2.1.220's twin of the same scenario (captures/twins/bg-agent.claude.jsonl): queued,
+    started, the turn, the result naming the line (user_message_uuid), completed; a second
+    line read while the session is idle is queued at once."""
+    eng = engine()
+    run = replay(eng, "mockoai_bg-agent-then-user-turn")
+    assert lifecycle_view(run) == [
+        "queued 77777777", "started 77777777", "init", "result 77777777", "completed 77777777",
+        "queued 77777777", "started 77777777", "init", "result 77777777", "completed 77777777"]
+    cmds = [f for f in run.frames() if f.get("type") == "command_lifecycle"]
+    assert [c["command_uuid"] for c in cmds[3:]] == ["77777777-0000-4777-8777-777777777777"] * 3
+    sid = next(f for f in run.frames() if f.get("subtype") == "init")["session_id"]
+    assert {c["session_id"] for c in cmds} == {sid}
+    # the second line's "queued" is written as it is read, before cbc answers it
+    [(t_line, _)] = [(t, f) for t, f in run.backend if f.get("type") == "user"][1:]
+    [(t_queued, _)] = [(t, f) for t, f in run.client
+                       if f.get("type") == "command_lifecycle" and f["state"] == "queued"][1:]
+    assert t_queued == t_line
+    assert eng.statistics()["rules"]["command-lifecycle"]["synthesized"] == 5
+
+
+def test_a_turn_no_line_started_and_a_line_without_uuid_get_no_echo() -> None:
+    """mockoai_bg-bash: the shell's notification turn (Claude: no lifecycle, no
+    user_message_uuid; twins bg-bash.claude.jsonl); a line without uuid (Claude 2.1.220:
+    none either, claude-2.1.220/dummykey_init-then-user_*)."""
+    run = replay(engine(), "mockoai_bg-bash")
+    view = lifecycle_view(run)
+    assert view[-2:] == ["init", "result None"]
+    eng = engine()
+    run = replay(eng, extra=[(0.0, "client", user("hi")), (1.0, "backend", cbc_init()),
+                             (1.1, "backend", {"type": "result", "subtype": "success",
+                                               "session_id": SID, "uuid": "r"})])  # fmt: skip
+    assert lifecycle_view(run) == ["init", "result None"]
+    assert not eng.state.control.unsent_queued
 
 
 def test_a_turn_nobody_asked_for_is_not_a_client_turn() -> None:

@@ -1,0 +1,87 @@
+"""``command-lifecycle``: the echo of each client user line Claude Code 2.1.220 writes
+(capability ``msg_lifecycle_v1``; PROTOCOL.md §2 "Session, turns and results").
+
+Claude (twins ``simple-success``, ``bg-agent``, ``user-line-during-first-turn``;
+``claude-2.1.220/mockapi_workflow_local-workflow-task-progress``): for a user line with a
+``uuid``, ``{"type":"command_lifecycle","command_uuid":<the line's uuid>,"state":…,
+"uuid":<new>,"session_id":…}`` with state ``queued`` as soon as the line is read,
+``started`` right before the turn that answers it (before its ``system/init``), and
+``completed`` right after that turn's ``result``, whose ``user_message_uuid`` is the
+line's uuid. A line without ``uuid`` gets none of them (``claude-2.1.220/dummykey_*``,
+``nocreds_*``), nor does a turn no line started (a task notification's).
+
+cbc 2.163.0 writes none of it. ``user-line`` (up) sends ``queued`` when it forwards the
+line (``ctx.emit``: straight to the client) once the session id is known, and leaves the
+uuid in ``ControlState.unsent_queued`` before that (cbc tells the id only in its first
+``system/init``). This stage, just before ``control-state`` (after ``init-once``: one
+init per turn), sends the waiting ``queued`` frames and ``started`` at a turn start, reading
+the uuid ``control-state`` is about to take from ``ControlState.pending_user``, and at the
+turn's ``result`` adds ``user_message_uuid`` and sends ``completed`` after it. Inside a
+turn it reads only frame kinds (lazy; cold for everything but results and system frames).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+
+#: what a turn consists of as ``control-state`` sees it (its ``_TURN``)
+_TURN = frozenset({"system/init", "assistant", "user", "stream_event", "result", "tool_progress"})
+
+
+def lifecycle(command_uuid: str, state: str, ctx: Context, session_id: str) -> dict[str, Any]:
+    """Claude's ``command_lifecycle`` frame, keys in its order."""
+    return {"type": "command_lifecycle", "command_uuid": command_uuid, "state": state,
+            "uuid": ctx.env.new_uuid(), "session_id": session_id}  # fmt: skip
+
+
+@register
+@attrs.define
+class CommandLifecycle(Stage):
+    """`command_lifecycle` started/completed around a client line's turn; the result's
+    `user_message_uuid`."""
+
+    rule: ClassVar[str] = "command-lifecycle"
+    kinds: ClassVar[frozenset[str] | None] = _TURN
+    lazy: ClassVar[bool] = True
+
+    #: the uuid of the line the running turn answers (None: no line, or one without uuid)
+    _current: str | None = attrs.field(default=None, init=False)
+
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """Inside a turn only its result matters (``compat.pipeline`` "Cold steps")."""
+        return ctx.state.control.turn_active and kind[0] not in ("system", "result")
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        control = ctx.state.control
+        kind = frame.kind()
+        if control.turn_active and (kind is None or kind[0] != "result"):
+            return None
+        obj = frame.obj
+        if not isinstance(obj, dict):
+            return None  # not valid JSON: passes, the engine logs it
+        sid = ctx.state.session_id or obj.get("session_id")
+        sid = sid if isinstance(sid, str) else ""
+        out: list[Frame] = []
+        if not control.turn_active:  # this frame starts a turn (control-state counts it)
+            while control.unsent_queued:
+                out.append(self._synth(control.unsent_queued.popleft(), "queued", ctx, sid))
+            line = control.pending_user[0] if control.pending_user else None
+            self._current = line
+            if line is not None:
+                out.append(self._synth(line, "started", ctx, sid))
+        if obj.get("type") != "result":
+            return (*out, frame) if out else None
+        line, self._current = self._current, None
+        if line is None:
+            return (*out, frame) if out else None
+        if obj.get("user_message_uuid") != line:
+            frame = frame.replace({**obj, "user_message_uuid": line})
+        return (*out, frame, self._synth(line, "completed", ctx, sid))
+
+    def _synth(self, line: str, state: str, ctx: Context, sid: str) -> Frame:
+        return Frame.synth(lifecycle(line, state, ctx, sid), self.rule)
