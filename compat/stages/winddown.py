@@ -1,12 +1,14 @@
 """``eof-wind-down``: what happens after the client closes stdin, the Claude Code way
 (PROTOCOL.md §5).
 
-Claude Code 2.1.220 on stdin EOF finishes the turn in flight, gives background shells a
-5 s grace and then kills them (``background_tasks_changed``, ``task_updated{killed}``,
+Claude Code 2.1.220 on stdin EOF finishes the turn in flight, waits for background agents
+and workflows up to ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS`` (600 s), runs the turns their
+notifications trigger, gives background shells a 5 s grace from its last turn once nothing
+else runs and then kills them (``background_tasks_changed``, ``task_updated{killed}``,
 ``task_notification{stopped}``: ``claude-2.1.220/mockapi_eof-with-bg-bash_5s-grace-then-
-stopped-exit0``, 5.13 s after the EOF), waits for background agents and workflows up to
-``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS`` (600 s), runs the turns their notifications
-trigger, and exits 0, or 1 when the last result was an error
+stopped-exit0``, 5.13 s after the EOF of an idle session; twins eof-with-bg-work: the last
+notification turn's result at 24.83 s, the shell killed at 29.88 s), and exits 0, or 1
+when the last result was an error
 (``dummykey_eof-midturn_turn-finishes-then-exit1``). cbc on EOF stops reading, may lose a
 running agent's report (``cbc-2.163.0/mockoai_eof-with-bg-agent-running``: exit with the
 agent never reported) and never exits while a workflow runs
@@ -17,9 +19,10 @@ So this stage holds the client's EOF (``defers_eof``): cbc's stdin stays open wh
 1. a turn runs (from its first frame to its ``result``), or a user line the client sent
    has not started its turn (``ControlState.pending_user``; given up after ``idle_wait``
    seconds without a frame from cbc, should cbc fold queued lines into one turn);
-2. background shells run: ``shell_grace`` seconds after the first idle moment, the open
-   ``local_bash`` tasks get ``task_updated{killed,end_time}`` + ``task_notification{
-   stopped}`` (the later task rules add the snapshot and the fields; cbc's own late
+2. background shells run: ``shell_grace`` seconds after the session last went idle with
+   only shells left (no turn, no line waiting, no agent or workflow running: a turn or a
+   task that is not a shell starts the grace over), the open ``local_bash`` tasks get
+   ``task_updated{killed,end_time}`` + ``task_notification{stopped}`` (the later task rules add the snapshot and the fields; cbc's own late
    frames for them are dropped by ``terminal-guarantee``);
 3. background agents and workflows run, and for ``settle`` seconds after cbc's last frame
    (a finished task's notification starts a turn a moment later).
@@ -80,7 +83,8 @@ class EofWindDown(Stage):
     #: a stream_event before the EOF only marks cbc active: read from its kind, unparsed
     lazy: ClassVar[bool] = True
 
-    #: seconds background shells get after the EOF (once idle) before they are killed
+    #: seconds background shells get, once only they run and no turn does, before they are
+    #: killed
     shell_grace: float = 5.0
     #: the most seconds from the EOF to closing cbc's stdin, whatever still runs
     ceiling: float = 600.0
@@ -218,14 +222,19 @@ class EofWindDown(Stage):
         if self._phase != "waiting":
             return
         if self._active:
+            self._stop_shell_grace(ctx)  # Claude counts the grace from its last turn
             return
         if self._pending_lines(ctx):
+            self._stop_shell_grace(ctx)
             if not self._idle_timer:
                 self._idle_timer = True
                 ctx.set_timer(self, "idle", self.idle_wait)
             return
         tasks = self._open(ctx)
         shells = [tid for tid, t in tasks.items() if t.task_type == SHELL]
+        if len(shells) < len(tasks):  # agents/workflows first, and their notification turns
+            self._stop_shell_grace(ctx)
+            return
         if shells and not self._shell_timer:
             self._shell_timer = True
             ctx.set_timer(self, "shells", self.shell_grace)
@@ -236,6 +245,11 @@ class EofWindDown(Stage):
             ctx.set_timer(self, "settle", settled - ctx.now)
             return
         self._finish(ctx, "the session is idle")
+
+    def _stop_shell_grace(self, ctx: Context) -> None:
+        if self._shell_timer:
+            self._shell_timer = False
+            ctx.cancel_timer(self, "shells")
 
     def _finish(self, ctx: Context, why: str) -> None:
         if self._phase != "waiting":
@@ -282,7 +296,8 @@ class EofWindDown(Stage):
             out += stop_frames(ctx, self.rule, tid, task, end)
         if out:
             ctx.log(self.rule, f"killed {len(out) // 2} background shell(s) "
-                    f"{self.shell_grace:g}s after the client's EOF", "info")  # fmt: skip
+                    f"{self.shell_grace:g}s after the session went idle (client EOF)",
+                    "info")  # fmt: skip
         return out
 
     # -- the end ----------------------------------------------------------------------

@@ -167,6 +167,42 @@ def test_agents_are_waited_for_and_the_turn_their_notification_starts_runs() -> 
     assert eng.exit_status() == 1
 
 
+def test_shells_get_their_grace_after_the_last_turn_once_agents_are_done() -> None:
+    """The Claude twin eof-with-bg-work (captures/twins/eof-with-bg-work.claude.jsonl): a
+    shell, an agent and a workflow run at the EOF; the agent's notification (22.61) and the
+    workflow's (24.74) start turns whose results come at 24.83; the shell is killed at
+    29.88, 5 s after that last turn, not 5 s after the EOF. Here: the agent alone."""
+    eng = full()
+    events = [*turn(1.0, init(), tool_use("u1", "Bash", {"command": "sleep 60",
+                                                          "run_in_background": True}),
+                    started("bx1", "Bash", "Slow background sleep", "u1"),
+                    tool_result("u1", "running in background"), result()),
+              *turn(2.5, init(), tool_use("a1", "Agent", {"prompt": "p",
+                                                          "run_in_background": True}),
+                    started("ag1", "Agent", "Slow mock subagent", "a1"), result()),
+              (5.0, "eof", b""),
+              *turn(22.61, updated("ag1", "completed"), notification("ag1", "completed"),
+                    status(), init(), tool_use("x", "Read", {}), result(), step=0.0442)]
+    run = drive(eng, events, until=200)
+    last = max(t for t, f in run.out if f.get("type") == "result")
+    assert round(last, 2) == 22.83
+    killed = [round(t, 2) for t, f in run.out if f.get("subtype") == "task_updated"
+              and f["patch"].get("status") == "killed"]  # fmt: skip
+    assert killed == [27.83]  # 5 s after the last turn (Claude: 24.83 -> 29.88)
+    assert [round(t, 2) for t in at(run, CloseBackendInput)] == [27.83]
+
+
+def test_a_turn_during_the_shell_grace_starts_it_over() -> None:
+    eng = full()
+    events = [*turn(1.0, init(), started("bx1", "Bash", "sleep", "u1"), result()),
+              (2.0, "eof", b""),
+              *turn(4.0, status(), init(), tool_use("x", "Read", {}), result())]  # fmt: skip
+    run = drive(eng, events, until=100)
+    killed = [round(t, 2) for t, f in run.out if f.get("subtype") == "task_updated"
+              and f["patch"].get("status") == "killed"]  # fmt: skip
+    assert killed == [9.03]  # 5 s after the result at 4.03, not 5 s after the EOF
+
+
 @pytest.mark.parametrize(("rules", "ceiling"), [((), 600.0), (("eof-wind-down.ceiling=30",), 30.0),
                                                 (("eof-wind-down.ceiling=0",), 0.0)])
 def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(rules: tuple[str, ...],
