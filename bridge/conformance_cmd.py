@@ -126,10 +126,25 @@ def _write_index(d: Path, outcomes: list[ab_cmd.Outcome], started: str, wall: fl
                                 "duration": round(r.duration, 1), "frames": len(r.frames)}
     index["runs"] = dict(sorted(runs.items()))
     index["last_regeneration"] = {"started": started, "wall_seconds": round(wall, 1),
-                                  "jobs": jobs, "runs": len(outcomes),
+                                  "bridge": _revision(), "jobs": jobs, "runs": len(outcomes),
                                   "failed": sorted(o.job.out.name for o in outcomes
                                                    if not o.ok)}  # fmt: skip
     path.write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def _revision() -> str | None:
+    """The git commit the bridge ran from (``+dirty`` with uncommitted changes), if known."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "-C", str(runner.REPO), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=10, check=True)
+        dirty = subprocess.run(["git", "-C", str(runner.REPO), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10, check=True)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
 def main(argv: list[str]) -> int:
