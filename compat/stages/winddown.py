@@ -22,8 +22,9 @@ So this stage holds the client's EOF (``defers_eof``): cbc's stdin stays open wh
 2. background shells run: ``shell_grace`` seconds after the session last went idle with
    only shells left (no turn, no line waiting, no agent or workflow running: a turn or a
    task that is not a shell starts the grace over), the open ``local_bash`` tasks get
-   ``task_updated{killed,end_time}`` + ``task_notification{stopped}`` (the later task rules add the snapshot and the fields; cbc's own late
-   frames for them are dropped by ``terminal-guarantee``);
+   ``task_updated{killed,end_time}`` + ``task_notification{stopped}`` (the later task
+   rules add the snapshot and the fields; cbc's own late frames for them are dropped by
+   ``terminal-guarantee``);
 3. background agents and workflows run, and for ``settle`` seconds after cbc's last frame
    (a finished task's notification starts a turn a moment later).
 
