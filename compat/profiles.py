@@ -38,6 +38,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "init-once",
             "private-fields",
             "vocabulary",
+            # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields
+            # cut), context_management; compat/stages/fields.py
+            "frame-fields",
             # session shapes (compat/stages/shape.py): init-shape after init-once touches
             # only the init the client sees
             "init-shape",

@@ -14,16 +14,27 @@ well-formed run of private fields loses that run (and is not parsed, so not logg
 invalid); a private field spelled with escapes (``"\\u005fmeta"``) is found by the parse.
 The run is parsed once per message: cbc repeats it on each frame of a message with a new
 ``__timestamp``, so the run last proved well-formed is remembered without its stamp.
+cbc also writes a private ``_meta`` (``rawResponse``: exit code, signal, …; ``renderer``)
+inside the ``tool_result`` blocks of a ``user`` frame's ``message.content`` (twins
+permission-allow, user-line-during-first-turn); Claude has no such key. Only a ``user``
+frame with ``"_meta"`` before its trailing run takes the parsing path for it.
 
 ``vocabulary``: frame types and ``system`` subtypes outside the 2.1.220 vocabulary
 (``compat.vocabulary``) are dropped and counted; cbc's top-level ``type:"error"`` frame
 becomes a log line, because the Python SDK treats ``error``/``end`` as its own sentinels.
+cbc's ``system/status`` with ``status: null`` (at every turn start, and after an
+interrupt) is dropped and counted (``dropped:system/status-null``): Claude 2.1.220 sends
+``system/status`` only for a real state (``requesting``, with
+``--include-partial-messages``; twins ``*.claude.jsonl``). ``init-once``, which releases a
+held init on that frame, and ``control-reply``'s session start run before it (profile
+order: ``init-once`` < ``private-fields`` < ``vocabulary``; ``control-reply`` reads
+``session``'s state).
 """
 
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import attrs
 import orjson
@@ -70,16 +81,26 @@ class PrivateFields(Stage):
             return None
         raw = frame.raw
         found = self._tail(raw) if raw else None
+        inner = False
         if found is not None:
             cut, fields = found
             if not fields:
                 return None
-            if not frame.parsed:
+            inner = raw.startswith(b'{"type":"user"') and raw.find(b'"_meta"', 0, cut) >= 0
+            if not frame.parsed and not inner:
                 return (frame.replace_raw(raw[:cut] + b"}"),)
         obj = frame.obj
-        if not isinstance(obj, dict) or not any(k in obj for k in PRIVATE_FIELDS):
+        if not isinstance(obj, dict):
             return None  # (not valid JSON: passes, the engine logs it)
+        if found is None and obj.get("type") == "user":
+            inner = True
+        content = _without_block_meta(obj) if inner else None
+        if content is None and not any(k in obj for k in PRIVATE_FIELDS):
+            return None
         kept = {k: v for k, v in obj.items() if k not in _PRIVATE}
+        if content is not None:
+            kept["message"] = {**obj["message"], "content": content}
+            return (frame.replace(kept),)
         if found is not None and len(kept) + found[1] == len(obj):
             # parsed already (a stage before looked inside): the cut is still the bytes
             return (frame.replace_raw(raw[: found[0]] + b"}", kept),)
@@ -129,6 +150,19 @@ class PrivateFields(Stage):
         return cut, len(tail)
 
 
+def _without_block_meta(obj: dict[str, Any]) -> list[Any] | None:
+    """A user frame's ``message.content`` without the ``_meta`` of its tool_result blocks;
+    None when no block has one."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list) or not any(
+            isinstance(b, dict) and "_meta" in b for b in content):  # fmt: skip
+        return None
+    return [{k: v for k, v in b.items() if k != "_meta"}
+            if isinstance(b, dict) and b.get("type") == "tool_result" else b
+            for b in content]  # fmt: skip
+
+
 @register
 @attrs.define
 class Vocabulary(Stage):
@@ -137,11 +171,18 @@ class Vocabulary(Stage):
     rule: ClassVar[str] = "vocabulary"
 
     def interested(self, type_: str | None, subtype: str | None) -> bool:
-        return not in_vocabulary(type_, subtype)
+        return not in_vocabulary(type_, subtype) or (type_, subtype) == ("system", "status")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
+        if not isinstance(obj, dict):
+            return None
         t, st = obj.get("type"), obj.get("subtype")
+        if (t, st) == ("system", "status"):
+            if "status" in obj and obj["status"] is None:
+                ctx.count(self.rule, "dropped:system/status-null")
+                return ()
+            return None
         label = f"{t}/{st}" if t == "system" else str(t)
         if t == "error":
             detail, _ = redact_obj(obj.get("error") or obj.get("message") or obj)

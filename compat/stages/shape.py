@@ -11,7 +11,14 @@ results").
   ``interrupt_receipt_v1`` (the ``{still_queued}`` receipt ``interrupt-reply`` gives),
   ``interrupt_cancel_queued_v1`` (cbc cannot take back a queued line) and
   ``msg_lifecycle_v1`` (no rule writes ``command_lifecycle``), so the default claims the
-  first only. Neither SDK reads the list today.
+  first only. Neither SDK reads the list today. Claude 2.1.220 also writes the state of
+  its own features (twins ``*.claude.jsonl``: ``analytics_disabled``,
+  ``product_feedback_disabled``, ``memory_paths``, ``fast_mode_state``,
+  ``fast_mode_disabled_reason``); the bridge writes them as a cbc session has them
+  (``INIT_FEATURES``): no Claude analytics and no feedback survey are sent through it, no
+  auto-memory path (the bridge gives cbc ``CODEBUDDY_DISABLE_AUTO_MEMORY=1``, rule
+  ``env``; Claude then has no ``auto`` entry), fast mode off with Claude's reason
+  ``sdk_opt_in_required``.
 - ``result-shape``: cbc's ``usage`` has ``cache_creation``, ``server_tool_use`` and
   ``service_tier`` null (every cbc capture); Claude fills them (``{ephemeral_1h…: 0}``,
   ``{web_search_requests: 0, …}``, ``"standard"``) and the TS SDK types ``usage`` as
@@ -23,7 +30,19 @@ results").
   is kept; a plain success gets ``completed`` and ``stop_reason`` is filled from the last
   main-thread assistant message, as Claude always sends both. ``permission_denials``
   gains the denials ``permission-routing`` recorded (``ControlState.permission_denials``)
-  that cbc's own list lacks.
+  that cbc's own list lacks. Claude 2.1.220 also writes (twins ``*.claude.jsonl``)
+  ``fast_mode_state: "off"`` and ``fast_mode_disabled_reason: "sdk_opt_in_required"`` on
+  every result (``RESULT_FEATURES``; cbc has no fast mode) and ``api_error_status: null``
+  on a plain success (not on ``error_*`` results; an API error's status is unknown here,
+  so an ``is_error`` success gets none). A result without ``stop_reason`` is cbc's
+  (Claude always writes one); for it ``num_turns`` is recomputed Claude's way, the number
+  of main-thread assistant messages (distinct ``message.id``) of the turn, at least 1
+  (twins: 1 for a text answer, 2 for tool call + answer; cbc counts across the session,
+  2 per model call), and ``stop_reason`` is the last main-thread message's, or, where cbc
+  leaves it null, ``tool_use`` for a message with a tool call and ``end_turn`` otherwise
+  (Claude's result says ``end_turn`` after a text answer). A turn ``control-state`` did not
+  start from a client user line (``ControlState.turn_from_client``: cbc answering a task
+  notification by itself) gets Claude's ``origin: {kind: "task-notification"}``.
 - ``tool-parent``: a main-thread ``tool_result`` whose frame names its own ``tool_use_id``
   as ``parent_tool_use_id`` gets the parent of that tool call (``null`` on the main thread).
 """
@@ -39,6 +58,14 @@ from compat.stage import Context, Output, Stage, register
 
 #: list keys of Claude's system/init that cbc may omit
 INIT_LISTS = ("tools", "mcp_servers", "slash_commands", "agents", "skills", "plugins")
+#: system/init keys of Claude-only features, as a cbc session has them (see module doc)
+INIT_FEATURES: dict[str, Any] = {
+    "analytics_disabled": True,
+    "product_feedback_disabled": True,
+    "memory_paths": {},
+    "fast_mode_state": "off",
+    "fast_mode_disabled_reason": "sdk_opt_in_required",
+}
 #: apiKeySource values Claude Code writes (SystemInitData); anything else is cbc's host
 API_KEY_SOURCES = frozenset({"ANTHROPIC_API_KEY", "apiKeyHelper", "/login managed key", "none"})
 #: result.usage as Claude fills it when nothing was used
@@ -51,6 +78,9 @@ ZERO_USAGE: dict[str, Any] = {
     "service_tier": "standard",
     "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
 }
+#: result keys of Claude-only features, as a cbc session has them
+RESULT_FEATURES: dict[str, Any] = {"fast_mode_state": "off",
+                                   "fast_mode_disabled_reason": "sdk_opt_in_required"}
 _RESULT_NUMBERS = ("duration_ms", "duration_api_ms", "num_turns", "total_cost_usd")
 
 
@@ -58,7 +88,7 @@ _RESULT_NUMBERS = ("duration_ms", "duration_api_ms", "num_turns", "total_cost_us
 @attrs.define
 class InitShape(Stage):
     """Claude's `system/init` keys: claude_code_version, apiKeySource, capabilities, lists, a
-    fresh uuid."""
+    fresh uuid, Claude-only features' state."""
 
     rule: ClassVar[str] = "init-shape"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init"})
@@ -85,6 +115,9 @@ class InitShape(Stage):
         uuid = new.get("uuid")
         if not isinstance(uuid, str) or not uuid or uuid == new.get("session_id"):
             new["uuid"] = ctx.env.new_uuid()
+        for key, value in INIT_FEATURES.items():
+            if key not in new:
+                new[key] = dict(value) if isinstance(value, dict) else value
         if new == obj:
             return None
         return (frame.replace(new),)
@@ -114,13 +147,16 @@ def _filled_usage(usage: Any) -> dict[str, Any]:
 @attrs.define
 class ResultShape(Stage):
     """Claude's `result`: usage without nulls, `errors` on error results, terminal_reason,
-    stop_reason, permission_denials."""
+    stop_reason, num_turns, origin, fast-mode keys, api_error_status, permission_denials."""
 
     rule: ClassVar[str] = "result-shape"
     modes: ClassVar[tuple[str, ...]] = ("claude", "all-errors")
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "assistant"})
 
     _stop_reason: Any = attrs.field(default=None, init=False)
+    #: the turn's main-thread assistant messages so far, and the last one's id
+    _messages: int = attrs.field(default=0, init=False)
+    _message_id: Any = attrs.field(default=None, init=False)
     _reported: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -128,9 +164,14 @@ class ResultShape(Stage):
         if obj.get("type") == "assistant":
             message = obj.get("message")
             if obj.get("parent_tool_use_id") is None and isinstance(message, dict):
-                self._stop_reason = message.get("stop_reason")
+                self._stop_reason = _stop_reason_of(message)
+                mid = message.get("id")
+                if mid is None or mid != self._message_id:
+                    self._messages += 1
+                self._message_id = mid
             return None
         new = dict(obj)
+        cbc = "stop_reason" not in obj  # Claude writes it on every result
         new["usage"] = _filled_usage(obj.get("usage"))
         for key in _RESULT_NUMBERS:
             if not isinstance(new.get(key), (int, float)) or isinstance(new.get(key), bool):
@@ -151,9 +192,17 @@ class ResultShape(Stage):
             if sub != "success" or self.mode == "all-errors":
                 text = new.get("result")
                 new["errors"] = [text] if isinstance(text, str) and text else [str(sub)]
-        if "stop_reason" not in new:
+        if cbc:
+            new["num_turns"] = max(self._messages, 1)
             new["stop_reason"] = self._stop_reason
-        self._stop_reason = None
+            control = getattr(ctx.state, "control", None)
+            if control is not None and not control.turn_from_client and "origin" not in new:
+                new["origin"] = {"kind": "task-notification"}
+        for key, value in RESULT_FEATURES.items():
+            new.setdefault(key, value)
+        if sub == "success" and not is_error:
+            new.setdefault("api_error_status", None)
+        self._stop_reason, self._messages, self._message_id = None, 0, None
         new["permission_denials"] = self._denials(new.get("permission_denials"), ctx)
         if new == obj:
             return None
@@ -177,6 +226,19 @@ class ResultShape(Stage):
             if use not in known:
                 out.append({k: v for k, v in d.items() if k != "turn"})
         return out
+
+
+def _stop_reason_of(message: dict[str, Any]) -> Any:
+    """A main-thread message's stop_reason; where cbc leaves it null, what Claude's result
+    says: ``tool_use`` after a tool call, ``end_turn`` after an answer."""
+    reason = message.get("stop_reason")
+    if reason is not None:
+        return reason
+    content = message.get("content")
+    if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_use" for b in content):  # fmt: skip
+        return "tool_use"
+    return "end_turn"
 
 
 @register

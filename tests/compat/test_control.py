@@ -279,6 +279,9 @@ def test_a_late_session_not_found_for_a_setter_becomes_success_and_is_sent_again
     run = replay(eng, extra=[
         (0.0, "client", cr("perm", subtype="set_permission_mode", mode="plan")),
         (1.0, "backend", reply_to("nomodel_controls-before-session-then-eof", "perm")),
+        # cbc's next turn start (vocabulary drops the null status; init-once releases the
+        # init on it, and the init is the session's sign for control-reply)
+        (2.0, "backend", cbc_init("resumed")),
         (2.0, "backend", status("resumed")),
     ])
     assert run.frames()[0]["response"] == {"subtype": "success", "request_id": "perm",

@@ -26,14 +26,16 @@ ODD = (
 
 @pytest.mark.parametrize("profile", ["identity", "cbc-to-claude"])
 def test_untouched_frames_are_byte_identical(profile: str) -> None:
-    # result-shape completes every cbc-shaped result (usage, stop_reason...): off here
-    eng = engine_for(profile, rules=["result-shape=off"] if profile != "identity" else ())
+    # result-shape completes every cbc-shaped result (usage, stop_reason...), frame-fields
+    # stamps assistant/user frames: off here
+    eng = engine_for(profile, rules=["result-shape=off", "frame-fields=off"]
+                     if profile != "identity" else ())
     out = written(eng.feed("backend", ODD, 0.0))
     assert out == ODD
 
 
 def test_byte_at_a_time_gives_the_same_output() -> None:
-    eng = engine_for(rules=["result-shape=off"])
+    eng = engine_for(rules=["result-shape=off", "frame-fields=off"])
     cmds = []
     for i in range(len(ODD)):
         cmds += eng.feed("backend", ODD[i : i + 1], 0.0)

@@ -32,9 +32,18 @@ def cbc_lines() -> list[bytes]:
 def stripped(raw: bytes) -> bytes:
     """What private-fields did before the byte path: parse, filter, re-serialize."""
     obj = orjson.loads(raw)
-    if not any(k in obj for k in PRIVATE_FIELDS):
+    content = (obj.get("message") or {}).get("content") if obj.get("type") == "user" else None
+    inner = isinstance(content, list) and any(isinstance(b, dict) and "_meta" in b
+                                              for b in content)  # fmt: skip
+    if not any(k in obj for k in PRIVATE_FIELDS) and not inner:
         return raw
-    return orjson.dumps({k: v for k, v in obj.items() if k not in PRIVATE_FIELDS})
+    out = {k: v for k, v in obj.items() if k not in PRIVATE_FIELDS}
+    if inner:  # cbc's _meta inside tool_result blocks (private-fields strips it too)
+        out["message"] = {**obj["message"], "content": [
+            {k: v for k, v in b.items() if k != "_meta"}
+            if isinstance(b, dict) and b.get("type") == "tool_result" else b
+            for b in content]}  # fmt: skip
+    return orjson.dumps(out)
 
 
 def private_only(raw: bytes) -> tuple[bytes, list[Log]]:

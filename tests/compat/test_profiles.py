@@ -25,8 +25,8 @@ def test_stage_order_matches_the_profile_lists() -> None:
     up, down = build("cbc-to-claude")
     assert [s.rule for s in down] == list(PROFILES["cbc-to-claude"]["down"])
     assert [s.rule for s in up] == list(PROFILES["cbc-to-claude"]["up"])
-    assert [s.rule for s in down][:5] == ["session", "foreign-init", "init-once",
-                                         "private-fields", "vocabulary"]
+    assert [s.rule for s in down][:6] == ["session", "foreign-init", "init-once",
+                                         "private-fields", "vocabulary", "frame-fields"]
     assert build("identity") == ([], [])
 
 

@@ -1,0 +1,94 @@
+"""``frame-fields``: the fields Claude Code 2.1.220 writes on every ``assistant`` and
+``user`` frame and cbc does not (twins ``captures/twins/*.claude.jsonl`` against
+``*.cbc-raw.jsonl``).
+
+- ``timestamp``: Claude stamps both with an ISO 8601 time (``2026-11-29T12:56:47.374Z``).
+  cbc writes the same stamp as its private ``__timestamp``, which ``private-fields`` cuts
+  off (it runs first); the wire line the frame descends from (``Frame.lineage``) still has
+  it, so it is read from those bytes (its last ``,"__timestamp":"…"``), not parsed. A frame
+  without one (a rule invented it) gets the engine's wall clock.
+- ``message.context_management``: Claude's assistant messages end with it, ``null`` in
+  every twin; cbc has no such feature, and ``null`` is what Claude writes without one.
+- ``is_error: false``: cbc writes it on every successful ``tool_result``; Claude 2.1.220
+  writes it on Bash and Workflow results and leaves it out on an Agent's (twins bg-agent,
+  eof-with-bg-work, user-line-after-bg-agent), so it is dropped on the result of an
+  ``Agent``/``Task`` call (``SessionState.tool_uses``, kept by ``session``).
+
+Not done: Claude writes each content block of an assistant message as a frame of its own
+(``stop_reason`` null on each); cbc writes the whole message once, with its
+``stop_reason``. Splitting would change how many frames a client counts per message and
+what ``result-shape`` reads as the message's ``stop_reason``, so it is left.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+from compat.stages.turns import iso_ms
+from compat.taskkit import AGENT_TOOLS
+
+_STAMP_KEY = b',"__timestamp":"'
+
+
+def wire_timestamp(frame: Frame) -> str | None:
+    """cbc's ``__timestamp`` of the wire line ``frame`` descends from (bytes, no parse)."""
+    raw = frame.lineage.raw
+    at = raw.rfind(_STAMP_KEY)
+    if at < 0:
+        return None
+    start = at + len(_STAMP_KEY)
+    end = raw.find(b'"', start)
+    if end < 0 or raw[end + 1 : end + 2] not in (b"}", b","):
+        return None
+    try:
+        return raw[start:end].decode("ascii")
+    except UnicodeDecodeError:
+        return None
+
+
+@register
+@attrs.define
+class FrameFields(Stage):
+    """Claude's `timestamp` on assistant/user frames, `message.context_management: null`,
+    no `is_error: false` on an Agent call's result."""
+
+    rule: ClassVar[str] = "frame-fields"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "user"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        if not isinstance(obj, dict):
+            return None
+        message = obj.get("message")
+        changed: dict[str, Any] = {}
+        if not isinstance(obj.get("timestamp"), str):
+            changed["timestamp"] = wire_timestamp(frame) or iso_ms(ctx.wall_ms())
+        if isinstance(message, dict):
+            if obj.get("type") == "assistant":
+                if "context_management" not in message:
+                    changed["message"] = {**message, "context_management": None}
+            else:
+                content = message.get("content")
+                if isinstance(content, list):
+                    blocks = [self._block(b, ctx) for b in content]
+                    if any(b is not o for b, o in zip(blocks, content, strict=True)):
+                        ctx.count(self.rule, "agent-is-error-dropped")
+                        changed["message"] = {**message, "content": blocks}
+        if not changed:
+            return None
+        return (frame.replace({**obj, **changed}),)
+
+    @staticmethod
+    def _block(block: Any, ctx: Context) -> Any:
+        if (not isinstance(block, dict) or block.get("type") != "tool_result"
+                or block.get("is_error") is not False):  # fmt: skip
+            return block
+        use_id = block.get("tool_use_id")
+        use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
+        if use is None or use.name not in AGENT_TOOLS:
+            return block
+        return {k: v for k, v in block.items() if k != "is_error"}

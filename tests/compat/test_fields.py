@@ -1,0 +1,188 @@
+"""``frame-fields``, and the Claude-only keys ``init-shape``, ``initialize-reply`` and
+``result-shape`` write, ``private-fields``' tool_result ``_meta``, ``vocabulary``'s null
+``system/status``: checked on the real twins (``captures/twins/<scenario>.cbc-raw.jsonl``
+replayed through the ``cbc-to-claude`` profile against ``<scenario>.claude.jsonl``, Claude
+Code 2.1.220)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from compat.frames import Frame
+from compat.stages.fields import wire_timestamp
+
+from .session_support import drive, full, transcript_events
+
+TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
+
+
+def twin(scenario: str, side: str) -> Path:
+    path = TWINS / f"{scenario}.{side}.jsonl"
+    if not path.is_file():
+        pytest.skip(f"no twin capture {path.name}")
+    return path
+
+
+def claude(scenario: str) -> list[dict[str, Any]]:
+    """Claude 2.1.220's stdout frames of the scenario."""
+    out = []
+    for rec in twin(scenario, "claude").read_text().splitlines():
+        r = json.loads(rec)
+        if r.get("kind") == "stdout":
+            try:
+                out.append(json.loads(r["text"]))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def bridged(scenario: str, side: str = "cbc-raw") -> tuple[list[dict[str, Any]], Any]:
+    """cbc 2.163.0's real stdout (and its stdin) of the scenario through the profile: what
+    the client sees, and the engine."""
+    eng = full()
+    run = drive(eng, transcript_events(twin(scenario, side)))
+    return run.frames(), eng
+
+
+def raw_frames(scenario: str, side: str = "cbc-raw") -> list[dict[str, Any]]:
+    out = []
+    for rec in twin(scenario, side).read_text().splitlines():
+        r = json.loads(rec)
+        if r.get("kind") == "stdout":
+            try:
+                out.append(json.loads(r["text"]))
+            except json.JSONDecodeError:
+                continue
+    return out
+
+
+def of(frames: list[dict[str, Any]], type_: str, subtype: str | None = None) -> list[Any]:
+    return [f for f in frames if f.get("type") == type_
+            and (subtype is None or f.get("subtype") == subtype)]  # fmt: skip
+
+
+# -- init-shape ----------------------------------------------------------------------------
+
+INIT_FEATURES = ("analytics_disabled", "product_feedback_disabled", "fast_mode_state",
+                 "fast_mode_disabled_reason")
+
+
+@pytest.mark.parametrize("scenario", ["simple-success", "bg-agent"])
+def test_init_has_every_key_of_claudes(scenario: str) -> None:
+    got, _ = bridged(scenario)
+    [want, *_] = of(claude(scenario), "system", "init")
+    for init in of(got, "system", "init"):
+        assert set(want) <= set(init), set(want) - set(init)
+        assert {k: init[k] for k in INIT_FEATURES} == {k: want[k] for k in INIT_FEATURES}
+        # Claude's auto-memory path is its own; cbc runs with CODEBUDDY_DISABLE_AUTO_MEMORY
+        assert want["memory_paths"].get("auto") and init["memory_paths"] == {}
+
+
+# -- initialize-reply ----------------------------------------------------------------------
+
+
+def test_initialize_reply_has_claudes_keys_only() -> None:
+    got, eng = bridged("simple-success")
+    [mine] = of(got, "control_response")
+    [want] = of(claude("simple-success"), "control_response")
+    body, claudes = mine["response"]["response"], want["response"]["response"]
+    assert list(body) == list(claudes)
+    for key in ("remote_control_auto_enable", "remote_control_auto_on_by_default",
+                "ide_rc_auto_enable_gate", "fast_mode_state", "fast_mode_disabled_reason"):
+        assert body[key] == claudes[key]
+    assert eng.state.control.default_model == "default-model"  # cbc's currentModelId, kept
+
+
+# -- result-shape --------------------------------------------------------------------------
+
+RESULT_KEYS = ("num_turns", "stop_reason", "origin", "fast_mode_state",
+               "fast_mode_disabled_reason", "api_error_status")
+
+
+@pytest.mark.parametrize("scenario", ["simple-success", "bg-bash", "permission-allow",
+                                      "workflow-inline", "stop-task-control"])
+def test_results_say_what_claudes_say(scenario: str) -> None:
+    """num_turns: the turn's main-thread messages (cbc: 2 per model call, across the
+    session); stop_reason end_turn after a text answer (cbc: null); origin on the turn a
+    task notification started (bg-bash, workflow-inline: the second result)."""
+    got, _ = bridged(scenario)
+    mine, want = of(got, "result"), of(claude(scenario), "result")
+    assert len(mine) == len(want)
+    for m, w in zip(mine, want, strict=True):
+        assert {k: m.get(k, "-") for k in RESULT_KEYS} == {k: w.get(k, "-") for k in RESULT_KEYS}
+
+
+def test_an_interrupted_result_keeps_the_tool_use_stop_reason() -> None:
+    got, _ = bridged("interrupt-midturn-workflow")
+    last = of(got, "result")[-1]
+    assert last["subtype"] == "error_during_execution"
+    assert last["stop_reason"] == "tool_use"  # as Claude's
+    assert "api_error_status" not in last  # Claude writes none on an error_* result
+
+
+# -- frame-fields --------------------------------------------------------------------------
+
+
+def test_assistant_and_user_frames_get_cbcs_stamp_as_claudes_timestamp() -> None:
+    got, _ = bridged("permission-allow")
+    stamps = [f["__timestamp"] for f in raw_frames("permission-allow")
+              if f.get("type") in ("assistant", "user")]
+    mine = of(got, "assistant") + of(got, "user")
+    assert mine and sorted(f["timestamp"] for f in mine) == sorted(stamps)
+    for f in of(got, "assistant"):
+        assert "context_management" in f["message"]
+        assert f["message"]["context_management"] is None
+    for f in of(claude("permission-allow"), "assistant"):
+        assert f["message"]["context_management"] is None
+
+
+def test_wire_timestamp_is_read_from_the_line_private_fields_cut() -> None:
+    root = Frame(b'{"type":"user","x":1,"_requestId":"r","__timestamp":"2026-11-29T12:56:36.902Z"}')
+    cut = root.replace_raw(b'{"type":"user","x":1}')
+    assert wire_timestamp(cut) == "2026-11-29T12:56:36.902Z"
+    assert wire_timestamp(Frame.synth({"type": "user"}, "r")) is None
+
+
+@pytest.mark.parametrize(("scenario", "claude_has"), [("bg-agent", False), ("bg-bash", True)])
+def test_is_error_false_only_where_claude_writes_it(scenario: str, claude_has: bool) -> None:
+    """Claude omits is_error on an Agent call's result, writes false on a Bash one's."""
+    def results(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [b for f in of(frames, "user") if f.get("parent_tool_use_id") is None
+                for b in f["message"]["content"] if b.get("type") == "tool_result"]
+
+    got, _ = bridged(scenario)
+    [mine], [want] = results(got), results(claude(scenario))
+    assert ("is_error" in want) is claude_has
+    assert ("is_error" in mine) is claude_has
+
+
+# -- private-fields, vocabulary ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", ["permission-allow", "user-line-during-first-turn"])
+def test_no_private_meta_inside_tool_results(scenario: str) -> None:
+    """(cbc's stdout as recorded in the bridged twin: the raw run's differ)"""
+    assert any("_meta" in b for f in of(raw_frames(scenario, "cbc-bridged"), "user")
+               for b in f["message"]["content"] if isinstance(b, dict))  # fmt: skip
+    got, _ = bridged(scenario, "cbc-bridged")
+    assert not any("_meta" in b for f in of(got, "user")
+                   for b in f["message"]["content"] if isinstance(b, dict))  # fmt: skip
+
+
+@pytest.mark.parametrize("scenario", ["simple-success", "bg-bash", "interrupt-midturn-workflow"])
+def test_null_status_frames_are_dropped_and_the_turns_keep_claudes_order(scenario: str) -> None:
+    nulls = [f for f in of(raw_frames(scenario), "system", "status") if f.get("status") is None]
+    assert nulls
+    got, eng = bridged(scenario)
+    assert of(got, "system", "status") == of(claude(scenario), "system", "status") == []
+    assert eng.statistics()["rules"]["vocabulary"]["dropped:system/status-null"] == len(nulls)
+    # init-once still releases each turn's init before the turn (the null status was its cue)
+    turn = [f["type"] if f["type"] != "system" else f["subtype"] for f in got
+            if f["type"] in ("assistant", "result") or f.get("subtype") == "init"]
+    for i, label in enumerate(turn):
+        if label == "assistant" and (i == 0 or turn[i - 1] == "result"):
+            pytest.fail(f"an assistant frame before its turn's init: {turn}")
