@@ -68,7 +68,7 @@ KINDS = ("changed", "only-a", "only-b")
 UNEXPLAINED = "unexplained"
 _UNSET: Any = object()
 #: every rule id of PROTOCOL.md, and the contract's own (framing, frame-fields, redact): a
-#: ``missing_rule`` must be one of them (propose a new rule in PROTOCOL.md first)
+#: ``missing_rule`` must be one of them or a rule of the profile (``implemented_rules``)
 RULE_IDS = frozenset({
     "task-type", "workflow-name", "workflow-prompt", "late-progress", "task-status",
     "task-fields", "terminal-guarantee", "tasks-snapshot", "task-noise", "task-correlation",
@@ -260,9 +260,10 @@ def _entry(item: dict[str, Any], where: str) -> Entry:
     if len(given) != 1:
         raise KnownError(f"{where}: give exactly one reason: {', '.join(REASONS)} "
                          f"(got {', '.join(given) or 'none'})")
-    if reasons["missing_rule"] is not None and reasons["missing_rule"] not in RULE_IDS:
-        raise KnownError(f"{where}: `missing_rule` {reasons['missing_rule']!r} is not a "
-                         "PROTOCOL.md rule id")
+    rule = reasons["missing_rule"]
+    if rule is not None and rule not in RULE_IDS and rule not in implemented_rules():
+        raise KnownError(f"{where}: `missing_rule` {rule!r} is neither a PROTOCOL.md rule id "
+                         "nor a rule of the cbc-to-claude profile")
     if given[0] in ("cbc", "checker") and text("evidence") is None:
         raise KnownError(f"{where}: a `{given[0]}` reason needs its `evidence`")
     side = text("side") or "cbc"

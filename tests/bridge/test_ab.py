@@ -78,7 +78,7 @@ def test_shipped_known_differences_load() -> None:
      "exactly one reason"),
     ('[[difference]]\nid="x"\npaths=["a"]\ncbc="c"\n', "needs its `evidence`"),
     ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="no-such-rule"\n',
-     "not a PROTOCOL.md rule id"),
+     "neither a PROTOCOL.md rule id"),
     ('[[difference]]\nid="x"\nmissing_rule="init-shape"\n', "give `paths`"),
     ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\nkind="gone"\n',
      "`kind` must be"),
