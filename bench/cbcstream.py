@@ -18,6 +18,7 @@ reference captures (deterministic for a seed).
 from __future__ import annotations
 
 import datetime
+import os
 import random
 import re
 from collections import Counter
@@ -27,7 +28,17 @@ from typing import Any
 
 import orjson
 
-DEFAULT_CAPTURES = Path("/work/shared/reference/captures/cbc-2.163.0")
+
+def _default_captures() -> Path:
+    """The reference captures: ``$CCBRIDGE_SHARED`` or a ``shared/`` folder beside the
+    repository (where CI puts it), as the tests find them."""
+    env = os.environ.get("CCBRIDGE_SHARED")
+    repo = Path(__file__).resolve().parent.parent
+    shared = Path(env) if env else repo.parent / "shared"
+    return shared / "reference" / "captures" / "cbc-2.163.0"
+
+
+DEFAULT_CAPTURES = _default_captures()
 
 #: captured sessions replayed whole (every task they start also ends), with their weight
 EPISODES = {

@@ -61,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmds = _commands()
     if not args or args[0] in ("-h", "--help", "help"):
         lines = [f"usage: ccbridge COMMAND [ARGS...]   ({_version()})", "", "commands:"]
-        lines += [f"  {name:<10} {help_}" for name, (help_, _) in cmds.items()]
+        lines += [f"  {name:<12} {help_}" for name, (help_, _) in cmds.items()]
         lines += ["", "ccbridge COMMAND --help for each command's options."]
         print("\n".join(lines), file=sys.stderr if not args else sys.stdout)
         return EXIT_USAGE if not args else 0

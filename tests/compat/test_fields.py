@@ -79,7 +79,8 @@ def test_init_has_every_key_of_claudes(scenario: str) -> None:
         assert set(want) <= set(init), set(want) - set(init)
         assert {k: init[k] for k in INIT_FEATURES} == {k: want[k] for k in INIT_FEATURES}
         # Claude's auto-memory path is its own; cbc runs with CODEBUDDY_DISABLE_AUTO_MEMORY
-        assert want["memory_paths"].get("auto") and init["memory_paths"] == {}
+        assert want["memory_paths"].get("auto")
+        assert init["memory_paths"] == {}
 
 
 # -- initialize-reply ----------------------------------------------------------------------
@@ -132,7 +133,8 @@ def test_assistant_and_user_frames_get_cbcs_stamp_as_claudes_timestamp() -> None
     stamps = [f["__timestamp"] for f in raw_frames("permission-allow")
               if f.get("type") in ("assistant", "user")]
     mine = of(got, "assistant") + of(got, "user")
-    assert mine and sorted(f["timestamp"] for f in mine) == sorted(stamps)
+    assert mine
+    assert sorted(f["timestamp"] for f in mine) == sorted(stamps)
     for f in of(got, "assistant"):
         assert "context_management" in f["message"]
         assert f["message"]["context_management"] is None
