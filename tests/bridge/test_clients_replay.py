@@ -22,11 +22,9 @@ import pytest
 import trio
 
 from ..conftest import CAPTURES
-
-claude_agent_sdk = pytest.importorskip(
-    "claude_agent_sdk", reason="claude-agent-sdk not installed (pip install -e '.[test]')"
-)
-from claude_agent_sdk import (  # noqa: E402
+from .sdk_support import (
+    DROPIN,
+    SDK_GC_WARNINGS,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     ResultMessage,
@@ -38,13 +36,8 @@ from claude_agent_sdk import (  # noqa: E402
 
 pytestmark = [
     pytest.mark.client,
-    # the SDK leaves its own internal async generators (receive_response ->
-    # Query.receive_messages -> transport reader) to the garbage collector when a caller
-    # stops early; under trio that is a ResourceWarning raised from the SDK, not from us
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator:ResourceWarning"),
+    *SDK_GC_WARNINGS,
 ]
-DROPIN = Path(sys.executable).with_name("claude-on-cbc")
 TERMINAL_AGENT_STATES = {"done", "error", "cached"}
 
 

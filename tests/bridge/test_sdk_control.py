@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from collections.abc import AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from pathlib import Path
@@ -24,10 +23,9 @@ from bridge.backends import find_backend
 from bridge.log import Logger
 from bridge.testing.model import ModelScript, ModelServer, Rule
 
-claude_agent_sdk = pytest.importorskip(
-    "claude_agent_sdk", reason="claude-agent-sdk not installed (pip install -e '.[test]')"
-)
-from claude_agent_sdk import (  # noqa: E402
+from .sdk_support import (
+    DROPIN,
+    SDK_GC_WARNINGS,
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
@@ -43,12 +41,8 @@ from claude_agent_sdk import (  # noqa: E402
 pytestmark = [
     pytest.mark.client,
     pytest.mark.real_backend,
-    # the SDK leaves its internal async generators to the garbage collector when a caller
-    # stops early (see test_clients_replay.py)
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator:ResourceWarning"),
+    *SDK_GC_WARNINGS,
 ]
-DROPIN = Path(sys.executable).with_name("claude-on-cbc")
 DEADLINE = 120
 SLOW_BASH = Rule(when="TRIGGER_SLOW_BASH", tool="Bash",
                  input={"command": "sleep 30; echo slow-done", "description": "Slow sleep"})
@@ -221,8 +215,12 @@ async def test_set_model(tmp_path: Path, cbc: list[str]) -> None:
             await turn(client, "again")
             await client.set_model(None)  # Claude: back to the default; cbc needs a name
             await turn(client, "once more")
-    # cbc's own default comes from its initialize reply (currentModelId)
-    assert models_asked(server) == ["default-model", "fast-model", "default-model"]
+    # cbc's own default comes from its initialize reply (currentModelId). Under load cbc
+    # may ask the same model twice within a turn (a retried or hidden request): what is
+    # asserted is the sequence of models, not the number of requests
+    asked = [m for i, m in enumerate(models_asked(server)) if i == 0
+             or m != models_asked(server)[i - 1]]
+    assert asked == ["default-model", "fast-model", "default-model"]
 
 
 async def test_get_mcp_status_and_other_controls_cbc_lacks(tmp_path: Path,

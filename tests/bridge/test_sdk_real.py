@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 import shlex
-import sys
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -24,9 +23,9 @@ from bridge.testing import runner
 from bridge.testing.model import ModelServer
 from bridge.testing.scenario import Scenario, load
 
-claude_agent_sdk = pytest.importorskip(
-    "claude_agent_sdk", reason="claude-agent-sdk not installed (pip install -e '.[test]')")
-from claude_agent_sdk import (  # noqa: E402
+from .sdk_support import (
+    DROPIN,
+    SDK_GC_WARNINGS,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     ResultMessage,
@@ -39,11 +38,8 @@ from claude_agent_sdk import (  # noqa: E402
 pytestmark = [
     pytest.mark.real_backend,
     pytest.mark.client,
-    # the SDK leaves its internal async generators to the GC when a caller stops early
-    pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning"),
-    pytest.mark.filterwarnings("ignore:Async generator:ResourceWarning"),
+    *SDK_GC_WARNINGS,
 ]
-DROPIN = Path(sys.executable).with_name("claude-on-cbc")
 
 
 @pytest.fixture
