@@ -82,6 +82,13 @@ class Frame:
             k = self._kind = self._read_kind()
         return k  # type: ignore[no-any-return]
 
+    def lacks(self, kind: Kind, needle: bytes) -> bool:
+        """True for an unparsed wire line of ``kind`` that cannot contain ``needle`` (a key
+        or word a lazy stage looks for): it is not in the bytes, and no ``\\u`` escape
+        could spell it otherwise. Such a line can pass that stage unparsed."""
+        raw = self.raw
+        return bool(raw) and self.kind() == kind and needle not in raw and b"\\u" not in raw
+
     def _read_kind(self) -> Kind | None:
         raw = self.raw
         if raw and self._obj is _UNPARSED and raw.startswith(b'{"type":"'):

@@ -28,13 +28,7 @@ class SessionStage(Stage):
     lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        raw = frame.raw
-        if (
-            raw
-            and frame.kind() == ("assistant", None)
-            and b'"tool_use"' not in raw
-            and b"\\u" not in raw  # "tool_use" spelled with escapes would hide
-        ):
+        if frame.lacks(("assistant", None), b'"tool_use"'):
             return None
         obj = frame.obj
         if not isinstance(obj, dict):

@@ -105,13 +105,7 @@ class TaskCorrelation(Stage):
     _claimed: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        raw = frame.raw
-        if (
-            raw
-            and frame.kind() == ("user", None)
-            and b"task_id:" not in raw
-            and b"\\u" not in raw  # "task_id:" spelled with escapes would hide
-        ):
+        if frame.lacks(("user", None), b"task_id:"):
             return None
         obj = frame.obj
         if not isinstance(obj, dict):
