@@ -133,18 +133,21 @@ class Engine:
     # -- events -----------------------------------------------------------------------
     def feed(self, side: Side, data: bytes, now: float) -> list[Command]:
         self.ctx.now = now
-        direction = _SOURCE[side]
-        pipeline = self.pipelines[direction]
-        counter = self.stats.frames[direction]
-        frames: list[Frame] = []
-        for ev in self._splitters[side].feed(data):
+        pipeline = self.pipelines[_SOURCE[side]]
+        splitter = self._splitters[side]
+        lines = splitter.split(data)
+        if lines is not None:
+            self._run_lines(pipeline, lines)
+            return self._commands()
+        run: list[bytes] = []  # a line may be over the limit: event by event
+        for ev in splitter.feed(data):
             if type(ev) is Line:
-                frames.append(Frame(ev.data))
+                run.append(ev.data)
             else:
-                frames = self._flush_frames(pipeline, frames)
+                self._run_lines(pipeline, run)
+                run = []
                 self._passthrough(side, ev)
-        counter["in"] += len(frames)
-        self._flush_frames(pipeline, frames)
+        self._run_lines(pipeline, run)
         return self._commands()
 
     def eof(self, side: Side, now: float) -> list[Command]:
@@ -261,13 +264,22 @@ class Engine:
         self._out.append(Log(level, rule, message))
 
     # -- internals ----------------------------------------------------------------------
-    def _flush_frames(self, pipeline: Pipeline, frames: list[Frame]) -> list[Frame]:
-        if frames:
-            self._current = pipeline
-            out = pipeline.run(frames, self.ctx)
-            self._current = None
-            self._write_frames(pipeline.direction, out)
-        return []
+    def _run_lines(self, pipeline: Pipeline, lines: list[bytes]) -> None:
+        if not lines:
+            return
+        direction = pipeline.direction
+        counter = self.stats.frames[direction]
+        counter["in"] += len(lines)
+        self._current = pipeline
+        out, invalid = pipeline.run_lines(lines, self.ctx)
+        self._current = None
+        if out:
+            counter["out"] += len(out)
+            pending = self._pending[_DEST[direction]]
+            pending.append(b"\n".join(out))
+            pending.append(b"\n")
+        for raw in invalid:
+            self._note_invalid(direction, raw)
 
     def _run_hook(self, pipeline: Pipeline, stage: Stage, hook: Any, *args: Any) -> None:
         self._current = pipeline

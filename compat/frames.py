@@ -41,6 +41,33 @@ def _name(b: bytes) -> str | None:
     return name
 
 
+#: ``prefix_kind``: the prefix does not tell (the line must be parsed)
+UNKNOWN: Any = object()
+_TYPE_AT = len(b'{"type":"')
+_SUBTYPE = b',"subtype":"'
+
+
+def prefix_kind(raw: bytes) -> Kind | Any:
+    """``(type, subtype)`` read from a line that starts ``{"type":"…"`` (then, for a
+    ``system`` frame, ``,"subtype":"…"``) without parsing it; ``UNKNOWN`` when the prefix
+    cannot tell: another shape, or a frame that may carry its subtype further on."""
+    if not raw.startswith(b'{"type":"'):
+        return UNKNOWN
+    end = raw.find(b'"', _TYPE_AT)
+    t = _name(raw[_TYPE_AT:end]) if end > 0 else None
+    if t is None:
+        return UNKNOWN
+    if raw.startswith(_SUBTYPE, end + 1):
+        at = end + 1 + len(_SUBTYPE)
+        st_end = raw.find(b'"', at)
+        st = _name(raw[at:st_end]) if st_end > 0 else None
+        return UNKNOWN if st is None else (t, st)
+    if t != "system" and b'"subtype"' not in raw:
+        # a non-system frame may still carry a subtype (result, control frames)
+        return t, None
+    return UNKNOWN
+
+
 def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj)
 
@@ -90,18 +117,10 @@ class Frame:
         return bool(raw) and self.kind() == kind and needle not in raw and b"\\u" not in raw
 
     def _read_kind(self) -> Kind | None:
-        raw = self.raw
-        if raw and self._obj is _UNPARSED and raw.startswith(b'{"type":"'):
-            end = raw.find(b'"', 9)
-            t = _name(raw[9:end])
-            if t is not None:
-                if raw.startswith(b',"subtype":"', end + 1):
-                    st = _name(raw[end + 13 : raw.find(b'"', end + 13)])
-                    if st is not None:
-                        return t, st
-                if t != "system" and b'"subtype"' not in raw:
-                    # a non-system frame may still carry a subtype (result, control frames)
-                    return t, None
+        if self._obj is _UNPARSED:
+            k = prefix_kind(self.raw)
+            if k is not UNKNOWN:
+                return k
         obj = self.obj
         if not isinstance(obj, dict):
             return None

@@ -24,6 +24,15 @@ without a call. The answers are cached per kind for one ``run`` (one block of fr
 not ``pure`` (one whose calls change nothing other stages or ``cold`` read, like
 ``private-fields``) is called, since that call may change some stage's state.
 
+Fast lines (``run_lines``, what the engine feeds wire lines through): a line whose kind the
+prefix tells (``compat.frames.prefix_kind``) and whose plan, once the cold steps are left
+out, holds only stages that can act on its bytes (``raw_pass``: lazy and pure, like
+``private-fields``) and triggers that are not in it, never becomes a ``Frame``: those
+stages' ``on_raw`` run on the bytes and the result is written as it is. A stage's
+``on_raw`` answering None, a trigger found, or any other step sends the line the frame
+way (``_one``) from its original bytes. The per-kind answer lives as long as the cold
+answers it was computed from.
+
 Counting (per rule): an output that is the input passes; an output of the input's lineage
 that is another object is a rewrite; an output of another lineage is a synthesis; an input
 whose lineage is missing from the outputs was dropped.
@@ -31,10 +40,11 @@ whose lineage is missing from the outputs was dropped.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from compat.frames import Frame, Kind
+from compat.frames import UNKNOWN, Frame, Kind, prefix_kind
 from compat.stage import Context, Direction, Stage
 
 if TYPE_CHECKING:
@@ -44,6 +54,10 @@ if TYPE_CHECKING:
 Step = tuple[int, Stage, bool, tuple[bytes, ...] | None]
 #: a kind's plan from each stage index on: ``plan[start]`` = the steps of stages ``start..``
 Plan = tuple[tuple[Step, ...], ...]
+#: a fast line's steps: (``on_raw`` of a ``raw_pass`` stage, or None for a triggered stage
+#: that must not see the line, its triggers, the rule id)
+FastStep = tuple[Callable[[bytes], bytes | None] | None, tuple[bytes, ...], str]
+_NOT_YET: Any = object()
 
 
 def frame_kind(frame: Frame) -> Kind | None:
@@ -74,8 +88,12 @@ class Pipeline:
             if hasattr(s, "cold") and getattr(s, "lazy", False)  # (only a lazy stage can be)
         ]
         self._pure = frozenset(i for i, s in enumerate(self.stages) if getattr(s, "pure", False))
-        #: cold steps on (tests switch them off to compare with the calling path)
+        #: per kind: the steps of a fast line, None when it must take the frame way
+        self._fast: dict[Kind, tuple[FastStep, ...] | None] = {}
+        #: cold steps and fast lines on (tests switch them off to compare with the
+        #: calling path)
         self.use_cold = True
+        self.use_fast = True
 
     def index(self, stage: Stage) -> int:
         for i, s in enumerate(self.stages):
@@ -102,12 +120,94 @@ class Pipeline:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
         out: list[Frame] = []
         self._cold = {}
+        self._fast = {}
         try:
             for frame in frames:
                 self._one(frame, start, ctx, out)
         finally:
             self._cold = {}
+            self._fast = {}
         return out
+
+    def run_lines(self, lines: Sequence[bytes], ctx: Context) -> tuple[list[bytes], list[bytes]]:
+        """Wire lines (without newlines) through every stage: the lines to write, in order,
+        and the written lines that are not valid JSON (for the engine to log)."""
+        out: list[bytes] = []
+        invalid: list[bytes] = []
+        rewrites: list[str] = []
+        frames: list[Frame] = []
+        self._cold = {}
+        self._fast = {}
+        try:
+            for raw in lines:
+                kind = prefix_kind(raw)
+                if kind is not UNKNOWN:
+                    steps = self._fast.get(kind, _NOT_YET)
+                    if steps is _NOT_YET:
+                        steps = self._fast_steps(kind, ctx)
+                    if steps is not None:
+                        new = self._fast_line(raw, steps, rewrites)
+                        if new is not None:
+                            out.append(new)
+                            continue
+                frame = Frame(raw)
+                if kind is not UNKNOWN:
+                    frame._kind = kind
+                self._one(frame, 0, ctx, frames)
+                for f in frames:
+                    out.append(f.raw or f.encode())
+                    if f.invalid:
+                        invalid.append(f.raw)
+                frames.clear()
+        finally:
+            self._cold = {}
+            self._fast = {}
+            for rule, n in Counter(rewrites).items():
+                self.stats.rule(rule)["rewritten"] += n
+        return out, invalid
+
+    @staticmethod
+    def _fast_line(raw: bytes, steps: tuple[FastStep, ...], rewrites: list[str]) -> bytes | None:
+        """A fast line through its steps (see "Fast lines"); None: it takes the frame way."""
+        new = raw
+        done = len(rewrites)
+        for on_raw, triggers, rule in steps:
+            if on_raw is None:
+                for t in triggers:
+                    if t in new:
+                        del rewrites[done:]
+                        return None
+                continue
+            got = on_raw(new)
+            if got is None:
+                del rewrites[done:]
+                return None
+            if got is not new:
+                rewrites.append(rule)
+                new = got
+        return new
+
+    def _fast_steps(self, kind: Kind, ctx: Context) -> tuple[FastStep, ...] | None:
+        plan = self._plans.get(kind)
+        if plan is None:
+            plan = self._plan(kind)
+        got = self._cold.get(kind)
+        cold = self._cold_for(kind, ctx) if got is None else got
+        steps: list[FastStep] | None = [] if self.use_fast else None
+        for i, stage, lazy, triggers in plan[0]:
+            if steps is None:
+                break
+            if i in cold:
+                continue
+            if triggers is not None:
+                steps.append((None, triggers, stage.rule))
+            elif lazy and stage.raw_pass and i in self._pure:
+                steps.append((stage.on_raw, (), stage.rule))
+            else:
+                steps = None
+        found = None if steps is None else tuple(steps)
+        self._fast[kind] = found
+        return found
 
     def _cold_for(self, kind: Kind, ctx: Context) -> frozenset[int]:
         cold = frozenset(
@@ -146,7 +246,8 @@ class Pipeline:
                 return
             self.holding = False
             if i not in self._pure:
-                self._cold = {}  # the call may change what is cold
+                self._cold = {}  # the call may change what is cold (and so fast)
+                self._fast = {}
                 cold = frozenset()
             try:
                 result = stage.on_frame(frame, ctx)

@@ -114,6 +114,9 @@ class Stage:
     #: the client's EOF does not close the backend's stdin until this stage calls
     #: ``ctx.close_backend_input(self)`` (``on_client_eof`` is called at the EOF)
     defers_eof: ClassVar[bool] = False
+    #: ``on_raw`` stands for ``on_frame`` on an unparsed wire line (``compat.pipeline``
+    #: "Fast lines"; only for a ``lazy`` and ``pure`` stage)
+    raw_pass: ClassVar[bool] = False
 
     mode: str = attrs.field(default="", kw_only=True)
 
@@ -132,6 +135,12 @@ class Stage:
         return type_ in kinds or (subtype is not None and f"{type_}/{subtype}" in kinds)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        return None
+
+    def on_raw(self, raw: bytes) -> bytes | None:
+        """(``raw_pass`` stages) what ``on_frame`` makes of the unparsed wire line ``raw``,
+        as bytes: ``raw`` itself when it passes, the rewritten line (same type and subtype)
+        otherwise, None when only ``on_frame`` can tell."""
         return None
 
     def on_timer(self, key: str, ctx: Context) -> Output:

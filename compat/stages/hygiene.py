@@ -67,6 +67,7 @@ class PrivateFields(Stage):
     lazy: ClassVar[bool] = True
     #: its calls change nothing another stage reads (``compat.pipeline`` "Cold steps")
     pure: ClassVar[bool] = True
+    raw_pass: ClassVar[bool] = True
 
     #: the last run of private fields proved well-formed, without its closing stamp, and
     #: how many fields the run has: cbc repeats a message's ``_requestId``, ``_messageId``
@@ -75,6 +76,17 @@ class PrivateFields(Stage):
 
     def interested(self, type_: str | None, subtype: str | None) -> bool:
         return self.mode != "keep"
+
+    def on_raw(self, raw: bytes) -> bytes | None:
+        found = self._tail(raw) if self.mode != "keep" else (-1, 0)
+        if found is None:
+            return None
+        cut, fields = found
+        if not fields:
+            return raw
+        if raw.startswith(b'{"type":"user"') and raw.find(b'"_meta"', 0, cut) >= 0:
+            return None  # (a tool_result's _meta inside: the parsing path)
+        return raw[:cut] + b"}"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if self.mode == "keep":

@@ -68,3 +68,22 @@ def test_line_exactly_at_limit_is_a_line() -> None:
 def test_eof_inside_oversize_line_loses_nothing() -> None:
     events = collect([b"y" * 50], max_line=10)
     assert joined(events) == b"y" * 50
+
+
+def collect_split(chunks: list[bytes], max_line: int) -> list[object]:
+    """The engine's way: ``split`` when no line can be over the limit, ``feed`` otherwise."""
+    sp = LineSplitter(max_line)
+    out: list[object] = []
+    for c in chunks:
+        lines = sp.split(c)
+        out.extend(sp.feed(c) if lines is None else [Line(x) for x in lines])
+    out.extend(sp.eof())
+    return out
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64, 10_000])
+@pytest.mark.parametrize("max_line", [16, 100, 1 << 20])
+def test_split_gives_what_feed_gives(size: int, max_line: int) -> None:
+    data = STREAM.replace(b'{"partial":', b"") + b"y" * 300 + b"\nz\n" + b"w" * 40 + b"\n" + STREAM
+    chunks = [data[i : i + size] for i in range(0, len(data), size)]
+    assert collect_split(chunks, max_line) == collect(chunks, max_line)

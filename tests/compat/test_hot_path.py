@@ -180,12 +180,15 @@ def _capture_streams() -> list[Path]:
     return out
 
 
-def _run_capture(data: bytes, step: int, slow: bool, monkeypatch: pytest.MonkeyPatch) -> bytes:
+def _run_capture(
+    data: bytes, step: int, slow: bool, monkeypatch: pytest.MonkeyPatch, fast: bool = True
+) -> bytes:
     """The engine's client-side output for ``data`` fed in ``step``-byte chunks; ``slow``:
     every stage non-lazy: frames parsed before any stage sees them, so private-fields
     re-serializes nothing but takes its parsed branch, and the shortcuts taken only for
-    unparsed frames (interrupted-turn, eof-wind-down on stream_event) and the skipped
-    calls of stages that are ``cold`` for a kind (compat.pipeline) are not taken."""
+    unparsed frames (interrupted-turn, eof-wind-down on stream_event), the skipped
+    calls of stages that are ``cold`` for a kind and the fast lines (compat.pipeline) are
+    not taken; ``fast=False``: every line becomes a frame (the cold steps still skip)."""
     from compat.stage import REGISTRY
 
     with monkeypatch.context() as m:
@@ -196,6 +199,7 @@ def _run_capture(data: bytes, step: int, slow: bool, monkeypatch: pytest.MonkeyP
         eng.pipelines["down"].strict = False  # a capture may hold lines a rule rejects
         for p in eng.pipelines.values():
             p.use_cold = not slow
+            p.use_fast = fast
         out = [
             written(eng.feed("backend", data[i : i + step], i / 1000))  # time moves
             for i in range(0, len(data), step)
@@ -215,6 +219,8 @@ def test_lazy_paths_give_the_parsing_paths_bytes_on_the_captures(
         for step in (len(data) or 1, 7, 1) if len(data) < 200_000 else (len(data), 7):
             slow = _run_capture(data, step, True, monkeypatch)
             assert _run_capture(data, step, False, monkeypatch) == slow, (path.name, step)
+            frames_only = _run_capture(data, step, False, monkeypatch, fast=False)
+            assert frames_only == slow, (path.name, step)
 
 
 def _snapshot(stage: object, ctx: object) -> str:
@@ -258,5 +264,72 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
     monkeypatch.setattr(Pipeline, "_one", checked_one)
     for path in _capture_streams():
         data = path.read_bytes()
-        _run_capture(data, 7 if len(data) < 200_000 else len(data), False, monkeypatch)
+        _run_capture(data, 7 if len(data) < 200_000 else len(data), False, monkeypatch, False)
     assert checked > 500
+
+
+# -- fast lines (compat.pipeline "Fast lines") ----------------------------------------------
+
+
+def _fast_engine(fast: bool = True):  # type: ignore[no-untyped-def]
+    eng = engine_for()
+    eng.pipelines["down"].use_fast = fast
+    return eng
+
+
+_RUN = (
+    b',"_requestId":"f2bc081f","_messageId":"6e49d955","_meta":{"codebuddy.ai/modelRequestId":'
+    b'"6e49d955","traceparent":"00-208a8a94-76d4fd08-01"}'
+)
+
+
+def stream_events(n: int) -> list[bytes]:
+    """cbc 2.163.0 stream_event lines (shape of the reference captures, shortened ids)."""
+    return [
+        b'{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":'
+        b'{"type":"text_delta","text":"word %d "}},"session_id":"bfdd0200","parent_tool_use_id"'
+        b':null,"uuid":"4a1226f9-%d"' % (i, i)
+        + _RUN
+        + b',"__timestamp":"2026-11-29T10:00:00.%03dZ"}' % (i % 1000)
+        for i in range(n)
+    ]
+
+
+def test_fast_lines_are_cut_and_counted_like_frames() -> None:
+    lines = stream_events(50)
+    data = b"\n".join(lines) + b"\n"
+    outs, stats = [], []
+    for fast in (True, False):
+        eng = _fast_engine(fast)
+        outs.append(written(eng.feed("backend", data, 0.0)))
+        stats.append(eng.statistics())
+    assert outs[0] == outs[1]
+    assert b'"_requestId"' not in outs[0]
+    assert b'"__timestamp"' not in outs[0]
+    assert stats[0] == stats[1]
+    assert stats[0]["rules"]["private-fields"]["rewritten"] == len(lines)
+
+
+def test_a_line_fast_steps_cannot_settle_takes_the_frame_way_from_its_own_bytes() -> None:
+    from compat.pipeline import Pipeline
+
+    taken: list[bytes] = []
+    one = Pipeline._one
+
+    def spy(self: Pipeline, frame, start, ctx, out):  # type: ignore[no-untyped-def]
+        taken.append(frame.raw)
+        one(self, frame, start, ctx, out)
+
+    se, warm = stream_events(2)
+    escaped = se.replace(b'"uuid":', b'"\\u0075uid":', 1)  # an escape: only a parse can tell
+    assert escaped != se
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Pipeline, "_one", spy)
+        eng = _fast_engine()
+        eng.feed("backend", warm + b"\n", 0.0)  # (the first line of a session is a frame)
+        taken.clear()
+        out = written(eng.feed("backend", se + b"\n" + escaped + b"\n", 0.0))
+    assert taken == [escaped]  # the first was a fast line, the second became a frame
+    first, second = out.splitlines()
+    assert first == stripped(se)
+    assert orjson.loads(second) == orjson.loads(stripped(escaped))
