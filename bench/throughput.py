@@ -16,7 +16,9 @@ One run of ``python -m bench.throughput``:
    on a 4x shorter one, and says whether it grows with the stream's length.
 
 It prints the ratio bridge/relay, both times, frames/s, the memory figures and the engine's
-``statistics()`` (so a reader sees the rules fire). ``--json`` prints one JSON object
+``statistics()`` (so a reader sees the rules fire). ``--breakdown`` also times the engine
+with no rule at all and with ``private-fields`` alone (the rule that rewrites nearly every
+cbc line), to show what the framing and the rules each cost. ``--json`` prints one JSON object
 instead; ``--check`` exits 1 when the ratio is above ``--max-ratio`` (3.0, the issue's
 target) or memory grows, so it can gate CI; ``--profile`` adds a cProfile of one engine run.
 """
@@ -43,9 +45,12 @@ from bench.cbcstream import DEFAULT_CAPTURES, TURN_TEMPLATE, generate
 from bridge.driver import READ_SIZE
 from bridge.proxy import build_engine
 from compat.engine import Engine, Write
+from compat.profiles import make_stage
 from compat.session import MAX_TASKS, MAX_TOOL_USES
+from compat.stage import Env
 
 MAX_RATIO = 3.0
+EPOCH_MS = 1_800_000_000_000
 #: peak(N) may exceed peak(N/4) by this factor (plus MEM_SLACK bytes) before we call it growth
 MEM_FACTOR = 1.25
 MEM_SLACK = 1 << 20
@@ -65,9 +70,28 @@ def relay(path: Path) -> int:
     return n
 
 
-def bridge(path: Path, sample: Callable[[], None] | None = None, out: str = os.devnull) -> Engine:
+def full_engine() -> Engine:
+    """Profile ``cbc-to-claude``, every rule on (what the target is about)."""
+    return build_engine("cbc-to-claude", epoch_ms=EPOCH_MS)
+
+
+#: ``--breakdown``: the engine with less and less to do, to show where the time goes
+BREAKDOWN: dict[str, Callable[[], Engine]] = {
+    "no rules": lambda: build_engine("identity", epoch_ms=EPOCH_MS),
+    "private-fields only": lambda: Engine(
+        [], [make_stage("private-fields", {})], Env(new_uuid=str, epoch_ms=EPOCH_MS)  # type: ignore[list-item]
+    ),
+}
+
+
+def bridge(
+    path: Path,
+    sample: Callable[[], None] | None = None,
+    out: str = os.devnull,
+    make: Callable[[], Engine] = full_engine,
+) -> Engine:
     """The engine over the same bytes, fed and drained the way ``bridge.driver`` does."""
-    engine = build_engine("cbc-to-claude", epoch_ms=1_800_000_000_000)
+    engine = make()
     now = 0.0
     reads = 0
     with open(path, "rb", buffering=0) as f_in, open(out, "wb") as f_out:
@@ -181,13 +205,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         bridge_t = best_of(args.runs, lambda: holder.append(bridge(full)))
         stats = holder[-1].statistics()
         holder.clear()
+        breakdown = {
+            name: best_of(args.runs, lambda make=make: bridge(full, make=make))  # type: ignore[misc]
+            for name, make in BREAKDOWN.items()
+        } if args.breakdown else None
         prof = profile(full) if args.profile else None
         violations = verify(full) if args.verify else None
     n = stream["frames"]
     grows = mem_f["peak"] > MEM_FACTOR * mem_q["peak"] + MEM_SLACK
     ratio = bridge_t["best_s"] / relay_t["best_s"]
-    for t in (relay_t, bridge_t):
+    for t in (relay_t, bridge_t, *(breakdown or {}).values()):
         t["frames_per_s"] = n / t["best_s"]
+    if breakdown is not None:
+        for t in breakdown.values():
+            t["ratio"] = t["best_s"] / relay_t["best_s"]
     result: dict[str, Any] = {
         "python": sys.version.split()[0],
         "seed": args.seed,
@@ -207,6 +238,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "statistics": stats,
         "ok": ratio <= args.max_ratio and not grows,
     }
+    if breakdown is not None:
+        result["breakdown"] = breakdown
     if violations is not None:
         result["contract_violations"] = violations
     if prof is not None:
@@ -233,6 +266,10 @@ def report(r: dict[str, Any]) -> str:
         ),
         f"ratio bridge/relay: {r['ratio']:.2f} by CPU time, {r['ratio_wall']:.2f} by wall time"
         f"  (target <= {r['max_ratio']:g})",
+        *(
+            f"  engine with {name}: {t['best_s']:.3f} s CPU, ratio {t['ratio']:.2f}"
+            for name, t in r.get("breakdown", {}).items()
+        ),
         "memory (engine run)        quarter ({q} frames)   full ({f} frames)".format(
             q=m["frames"]["quarter"], f=m["frames"]["full"]
         ),
@@ -312,6 +349,11 @@ def main(argv: list[str] | None = None) -> int:
         help="exit 1 when the ratio is above --max-ratio or memory grows",
     )
     p.add_argument("--profile", action="store_true", help="add a cProfile of one engine run")
+    p.add_argument(
+        "--breakdown",
+        action="store_true",
+        help="also time the engine with no rule and with private-fields only",
+    )
     p.add_argument(
         "--verify",
         action="store_true",

@@ -87,6 +87,8 @@ class Pipeline:
             for i, s in enumerate(self.stages)
             if hasattr(s, "cold") and getattr(s, "lazy", False)  # (only a lazy stage can be)
         ]
+        #: per kind: the coolers interested in it
+        self._kind_coolers: dict[Kind, tuple[tuple[int, Any], ...]] = {}
         self._pure = frozenset(i for i, s in enumerate(self.stages) if getattr(s, "pure", False))
         #: per kind: the steps of a fast line, None when it must take the frame way
         self._fast: dict[Kind, tuple[FastStep, ...] | None] = {}
@@ -114,6 +116,7 @@ class Pipeline:
             for start in range(len(self.stages) + 1)
         )
         self._plans[kind] = plan
+        self._kind_coolers[kind] = tuple((i, s) for i, s in self._coolers if s.interested(*kind))
         return plan
 
     def run(self, frames: Sequence[Frame], ctx: Context, start: int = 0) -> list[Frame]:
@@ -210,8 +213,12 @@ class Pipeline:
         return found
 
     def _cold_for(self, kind: Kind, ctx: Context) -> frozenset[int]:
+        coolers = self._kind_coolers.get(kind)
+        if coolers is None:
+            self._plan(kind)
+            coolers = self._kind_coolers[kind]
         cold = frozenset(
-            i for i, s in self._coolers if s.interested(*kind) and s.cold(kind, ctx)
+            i for i, s in coolers if s.cold(kind, ctx)
         ) if self.use_cold else frozenset()
         self._cold[kind] = cold
         return cold

@@ -1,0 +1,27 @@
+"""The throughput benchmark runs and reports what it measured (not its speed: timings are
+the benchmark's business, compared within one run, never asserted by a test)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from bench.cbcstream import DEFAULT_CAPTURES, TURN_TEMPLATE
+from bench.throughput import main
+
+
+@pytest.mark.skipif(
+    not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
+    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES} (set CCBRIDGE_SHARED)",
+)
+def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--frames", "3000", "--runs", "1", "--breakdown", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["stream"]["frames"] >= 3000
+    assert r["ratio"] == pytest.approx(r["bridge"]["best_s"] / r["relay"]["best_s"])
+    assert set(r["breakdown"]) == {"no rules", "private-fields only"}
+    rules = r["statistics"]["rules"]
+    assert rules["private-fields"]["rewritten"] > 0.9 * r["stream"]["frames"]
+    assert r["statistics"]["frames"]["down"]["in"] == r["stream"]["frames"]
+    assert r["memory"]["full"]["peak"] > 0
