@@ -429,6 +429,50 @@ def test_each_user_line_is_echoed_around_its_turn_the_way_claude_does() -> None:
     assert eng.statistics()["rules"]["command-lifecycle"]["synthesized"] == 5
 
 
+def test_an_interrupted_line_is_cancelled_and_its_result_names_no_line() -> None:
+    """Claude 2.1.220 (mockapi_interrupt-during-foreground-bash_aborted-tools, twins
+    interrupt-midturn-workflow.claude.jsonl): the interrupted turn's result has no
+    user_message_uuid and the line ends ``cancelled``; the next line's turn is as usual."""
+    a, b = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+    call = {"type": "assistant", "session_id": SID, "uuid": "a1", "parent_tool_use_id": None,
+            "message": {"id": "m1", "content": [{"type": "tool_use", "id": "c1",
+                                                 "name": "Bash", "input": {}}]}}
+    receipt = {"type": "control_response", "response": {
+        "subtype": "success", "request_id": "stop-1",
+        "response": {"session_id": SID, "interrupted": True, "reason": "User interrupt"}}}
+    done = {"type": "result", "subtype": "success", "session_id": SID, "uuid": "r",
+            "result": "done."}
+    interrupt = {"type": "control_request", "request_id": "stop-1",
+                 "request": {"subtype": "interrupt"}}
+    eng = engine()
+    run = replay(eng, extra=[
+        (0.0, "client", user("first", a)), (1.0, "backend", cbc_init()),
+        (1.1, "backend", call), (2.0, "client", interrupt), (2.1, "backend", receipt),
+        (2.2, "backend", done), (3.0, "client", user("second", b)),
+        (3.1, "backend", cbc_init()), (3.2, "backend", {**done, "uuid": "r2"})])
+    assert lifecycle_view(run) == [
+        "queued aaaaaaaa", "started aaaaaaaa", "init", "result None", "cancelled aaaaaaaa",
+        "queued bbbbbbbb", "started bbbbbbbb", "init", "result bbbbbbbb", "completed bbbbbbbb"]
+    results = [f for f in run.frames() if f.get("type") == "result"]
+    assert "user_message_uuid" not in results[0]
+    assert results[0]["subtype"] == "error_during_execution"
+    assert eng.statistics()["rules"]["command-lifecycle"]["cancelled"] == 1
+
+
+def test_the_interrupted_twin_ends_its_line_as_claude_does() -> None:
+    from .test_fields import bridged, claude
+
+    def view(frames: list[dict[str, Any]]) -> list[str]:
+        return [f"lifecycle {f['state']}" if f["type"] == "command_lifecycle"
+                else f"result {'user_message_uuid' in f}" for f in frames
+                if f.get("type") in ("command_lifecycle", "result")]  # fmt: skip
+
+    got, _ = bridged("interrupt-midturn-workflow")
+    want = claude("interrupt-midturn-workflow")
+    assert view(got) == view(want)
+    assert view(got)[-2:] == ["result False", "lifecycle cancelled"]
+
+
 def test_a_turn_no_line_started_and_a_line_without_uuid_get_no_echo() -> None:
     """mockoai_bg-bash: the shell's notification turn (Claude: no lifecycle, no
     user_message_uuid; twins bg-bash.claude.jsonl); a line without uuid (Claude 2.1.220:
