@@ -99,6 +99,44 @@ def test_initialize_reply_is_claude_shaped() -> None:
     assert violations(run.frames(), {"initialize-reply", "redact"}) == []
 
 
+def test_initialize_fields_of_newer_ts_sdks_reach_cbc_as_it_takes_them() -> None:
+    """@anthropic-ai/claude-agent-sdk 0.3.332 (settingsViaInitialize, disallowedTools-,
+    mcpServersViaInitialize) sends options inside initialize. cbc 2.163.0 reads only its
+    own fields there; the settings its set_config takes follow as the bridge's own
+    set_config (its reply not forwarded), the rest is dropped with one warning."""
+    settings = '{"model": "fast-model", "alwaysThinkingEnabled": true, "permissions": {}}'
+    init_req = cr("init", subtype="initialize", hooks={}, systemPrompt=["a", PROMPT_BOUNDARY,
+                  "b"], settings=settings, disallowedTools=["Bash"],
+                  mcpServers={"x": {"command": "x"}}, title=None, skills=[],
+                  sdkMcpServers=["mine"])  # fmt: skip
+    eng = engine()
+    run = replay(eng, extra=[(0.0, "client", init_req)])
+    init, config = run.frames("backend")
+    assert init["request"] == {"subtype": "initialize", "hooks": {}, "systemPrompt": "a\n\nb",
+                               "sdkMcpServers": ["mine"]}
+    assert config["type"] == "control_request"
+    assert config["request"] == {"subtype": "set_config", "config": {
+        "model": "fast-model", "alwaysThinkingEnabled": True}}
+    [warning] = [g for g in run.logs if g.level == "warning"]
+    assert warning.rule == "initialize-request"
+    assert "settings.permissions, disallowedTools, mcpServers" in warning.message
+    # cbc's reply to the bridge's set_config never reaches the client; no timeout reply
+    reply = {"type": "control_response", "response": {
+        "subtype": "success", "request_id": config["request_id"],
+        "response": {"session_id": "", "updated": {"model": "fast-model"}}}}
+    run = replay(eng, extra=[(1.0, "backend", reply)], until=120.0)
+    assert run.frames() == []
+    # a settings file path: nothing cbc can take at run time
+    eng = engine()
+    run = replay(eng, extra=[(0.0, "client", cr("i", subtype="initialize",
+                                                 settings="/etc/s.json"))])  # fmt: skip
+    assert run.frames("backend") == [cr("i", subtype="initialize")]
+    assert "settings" in [g for g in run.logs if g.level == "warning"][0].message
+    # what the 0.3.220 SDK sends passes untouched
+    plain = cr("i", subtype="initialize", hooks={}, systemPrompt="x")
+    assert replay(engine(), extra=[(0.0, "client", plain)]).frames("backend") == [plain]
+
+
 def test_initialize_reply_never_forwards_the_token() -> None:
     raw = init_reply("mockoai_can-use-tool-allow")
     acc = raw["response"]["response"]["account"]
