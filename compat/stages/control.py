@@ -146,6 +146,8 @@ class UnsupportedControl(Stage):
         if rid is None:
             ctx.log(self.rule, "a control_request without request_id dropped", "warning")
             return ()
+        if rid in control.own:
+            return None  # the bridge's own request (initialize-request's set_config)
         if not isinstance(sub, str):
             return self._answer(ctx, ck.error(rid, f"{ck.UNSUPPORTED}{sub!s}"), "malformed")
         req = ControlRequest(rid, sub, body)

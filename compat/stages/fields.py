@@ -14,10 +14,18 @@
   eof-with-bg-work, user-line-after-bg-agent), so it is dropped on the result of an
   ``Agent``/``Task`` call (``SessionState.tool_uses``, kept by ``session``).
 
-Not done: Claude writes each content block of an assistant message as a frame of its own
-(``stop_reason`` null on each); cbc writes the whole message once, with its
-``stop_reason``. Splitting would change how many frames a client counts per message and
-what ``result-shape`` reads as the message's ``stop_reason``, so it is left.
+- One frame per content block: Claude writes each content block of a model message as an
+  ``assistant`` frame of its own as the block ends (twins ``*.claude.jsonl``; several
+  blocks of one message: ``third-party/rust-code-agent-sdks/*``, ``untether/*``): the same
+  ``message`` (``id``, ``model``, the same ``usage`` copied on each) with one block,
+  ``stop_reason`` and ``stop_sequence`` null (the message has not ended when the frame is
+  written), its own ``uuid``. cbc writes the whole message once, with its ``stop_reason``
+  (``tool_use``). So a message of N blocks becomes N frames (the first keeps cbc's
+  ``uuid``; the others are counted as synthesized) and ``stop_reason`` is null on each,
+  except on Claude's ``<synthetic>`` messages (``stop_sequence``), which are left alone.
+  ``result-shape`` reads the message's real ``stop_reason`` from the wire frame
+  (``Frame.lineage``). Option ``split`` (default true): ``false`` keeps cbc's one frame
+  per message, its ``stop_reason`` nulled all the same.
 """
 
 from __future__ import annotations
@@ -32,6 +40,9 @@ from compat.stages.turns import iso_ms
 from compat.taskkit import AGENT_TOOLS
 
 _STAMP_KEY = b',"__timestamp":"'
+#: the model Claude names on the messages it makes up itself (errors, "Not logged in"),
+#: whose stop_reason (``stop_sequence``) it writes
+SYNTHETIC_MODEL = "<synthetic>"
 
 
 def wire_timestamp(frame: Frame) -> str | None:
@@ -54,10 +65,14 @@ def wire_timestamp(frame: Frame) -> str | None:
 @attrs.define
 class FrameFields(Stage):
     """Claude's `timestamp` on assistant/user frames, `message.context_management: null`,
-    no `is_error: false` on an Agent call's result."""
+    one assistant frame per content block with `stop_reason` null, no `is_error: false` on
+    an Agent call's result."""
 
     rule: ClassVar[str] = "frame-fields"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "user"})
+
+    #: one assistant frame per content block, as Claude writes them
+    split: bool = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -69,8 +84,7 @@ class FrameFields(Stage):
             changed["timestamp"] = wire_timestamp(frame) or iso_ms(ctx.wall_ms())
         if isinstance(message, dict):
             if obj.get("type") == "assistant":
-                if "context_management" not in message:
-                    changed["message"] = {**message, "context_management": None}
+                return self._assistant(frame, obj, message, changed, ctx)
             else:
                 content = message.get("content")
                 if isinstance(content, list):
@@ -81,6 +95,31 @@ class FrameFields(Stage):
         if not changed:
             return None
         return (frame.replace({**obj, **changed}),)
+
+    def _assistant(self, frame: Frame, obj: dict[str, Any], message: dict[str, Any],
+                   changed: dict[str, Any], ctx: Context) -> Output:
+        new_message = dict(message)
+        if "context_management" not in message:
+            new_message["context_management"] = None
+        if message.get("model") != SYNTHETIC_MODEL:
+            new_message["stop_reason"] = None
+            new_message["stop_sequence"] = None
+        content = message.get("content")
+        if not self.split or not isinstance(content, list) or len(content) < 2:
+            if new_message != message:
+                changed["message"] = new_message
+            if not changed:
+                return None
+            return (frame.replace({**obj, **changed}),)
+        base = {**obj, **changed}
+        out = [frame.replace({**base, "message": {**new_message, "content": [content[0]]}})]
+        for block in content[1:]:
+            part = {**base, "message": {**new_message, "content": [block]}}
+            if "uuid" in obj:
+                part["uuid"] = ctx.env.new_uuid()
+            out.append(Frame.synth(part, self.rule))
+        ctx.count(self.rule, "messages-split")
+        return out
 
     @staticmethod
     def _block(block: Any, ctx: Context) -> Any:

@@ -7,7 +7,24 @@
   prefix and the rest); cbc 2.163.0 fails every turn on an array ("src must be a string or
   an object describing the source", before it asks the model) and takes a string, which
   it joins to ``appendSystemPrompt`` with a blank line (probed). So the blocks are joined
-  with a blank line, the boundary marker left out.
+  with a blank line, the boundary marker left out. Newer TypeScript SDKs (0.3.332:
+  ``settingsViaInitialize``, ``disallowedToolsViaInitialize``, ``mcpServersViaInitialize``,
+  with ``--await-initialize``/``--initialize-fields`` on the command line, which ``argv``
+  drops) send options inside the request instead of as flags: ``settings``,
+  ``disallowedTools``, ``mcpServers``, ``managedSettings``, ``plugins``, ``skills``,
+  ``title``, … (``CLAUDE_ONLY_INITIALIZE_KEYS``). cbc 2.163.0's initialize handler reads
+  only ``hooks``, ``capabilities``, ``sdkMcpServers``, ``systemPrompt``,
+  ``appendSystemPrompt``, ``agents``, ``environment`` and ``endpoint`` (read in its
+  binary) and ignores the rest; at run time it can change only the settings its
+  ``set_config`` request takes (``CBC_CONFIG_KEYS``: ``model``, ``alwaysThinkingEnabled``,
+  ``outputStyle``, …).
+  So the ``settings`` keys cbc can set (an object, or a JSON object as a string) become a
+  ``set_config`` request the bridge sends right after the initialize (its own request:
+  ``ControlState.own``, the reply is not forwarded); every other field that carries a
+  value (the rest of ``settings``, a settings file path, ``disallowedTools``,
+  ``mcpServers``…: cbc has no run-time equivalent) is removed, named in one warning, so
+  that nothing the client asked for is lost silently. Fields the bridge does not know
+  pass (cbc ignores what it does not read; they may be its own).
 - ``initialize-reply`` (down) reshapes cbc's reply (``{commands:[{name:"/x",…}],
   models:[{id,name}], account, currentModelId}``, ``nomodel_controls-*``) to Claude's
   (``commands`` without ``/`` and with ``argumentHint``, ``agents``,
@@ -30,7 +47,7 @@ from typing import Any, ClassVar
 import attrs
 
 from compat import controlkit as ck
-from compat.frames import Frame
+from compat.frames import Frame, loads
 from compat.redact import redact_obj, strip_obj
 from compat.stage import Context, Direction, Output, Stage, register
 
@@ -48,6 +65,48 @@ CLAUDE_ONLY_FLAGS: dict[str, Any] = {
 }
 #: keys of cbc's reply Claude's has not (the information is kept elsewhere)
 CBC_ONLY_KEYS = frozenset({"currentModelId"})
+#: Claude's initialize fields (TS SDK 0.3.220 and 0.3.332, ``sdk.mjs``) that cbc 2.163.0's
+#: initialize handler does not read (it reads ``hooks``, ``capabilities``,
+#: ``sdkMcpServers``, ``systemPrompt``, ``appendSystemPrompt``, ``agents``,
+#: ``environment``, ``endpoint``); ``settings`` is translated, the rest dropped. A field
+#: in neither list passes: cbc ignores what it does not read (``hasPrompt`` from
+#: codebuddy's own SDK, ``nomodel_unknown-stdin-types``), and it may be cbc's
+CLAUDE_ONLY_INITIALIZE_KEYS = frozenset({
+    "settings", "disallowedTools", "mcpServers", "managedSettings", "plugins", "skills",
+    "title", "planModeInstructions", "systemPromptSnapshot", "appendSubagentSystemPrompt",
+    "toolAliases", "codeRunningMcpTools", "excludeDynamicSections",
+    "webSearchIsolationExemptMcpServers", "promptSuggestions", "agentProgressSummaries",
+    "forwardSubagentText", "supportedDialogKinds", "perTaskStopAffordance",
+    "rapidFollowupPreempt", "forwardNestedSubagentToolCalls", "offersBypassSwitchBack",
+    "keepsBypassHeld", "workspaceTrust"})
+#: the settings cbc 2.163.0's ``set_config`` control request takes (its handler's list)
+CBC_CONFIG_KEYS = frozenset({
+    "model", "theme", "autoCompactEnabled", "autoCompactWindow", "alwaysThinkingEnabled",
+    "includeCoAuthoredBy", "showTokensCounter", "showContextUsage", "showTurnDuration",
+    "language", "cleanupPeriodDays", "ignoreGitIgnore", "autoUpdates",
+    "enablePasteImageFromClipboard", "enableTerminalProgressBar", "fileCheckpointingEnabled",
+    "promptSuggestionEnabled", "deferToolLoading", "imageHistoryRetainRounds",
+    "reasoningEffort", "hookOutputCollapsed", "outputStyle", "contextWindow"})
+
+
+def _carries(value: Any) -> bool:
+    """A field the client set (not an SDK default left empty)."""
+    return value is not None and value is not False and value != "" and value != [] \
+        and value != {}
+
+
+def _settings_object(value: Any) -> dict[str, Any] | None:
+    """``settings`` as an object: itself, or a string holding a JSON object (Claude also
+    takes a file path, which the pure core cannot read)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            obj = loads(value)
+        except ValueError:
+            return None
+        return obj if isinstance(obj, dict) else None
+    return None
 
 
 @register
@@ -59,19 +118,50 @@ class InitializeRequest(Stage):
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
 
+    _sent: int = attrs.field(default=0, init=False)
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
-        _, body = ck.request_of(obj)
+        rid, body = ck.request_of(obj)
+        if body.get("subtype") != "initialize":
+            return None
+        new = dict(body)
         prompt = body.get("systemPrompt")
-        if body.get("subtype") != "initialize" or not isinstance(prompt, list):
+        if isinstance(prompt, list):
+            if all(isinstance(b, str) for b in prompt):
+                new["systemPrompt"] = "\n\n".join(b for b in prompt if b != PROMPT_BOUNDARY)
+                ctx.count(self.rule, "system-prompt-joined")
+            else:
+                ctx.log(self.rule, "initialize.systemPrompt holds non-text blocks; passed as "
+                        "is", "warning")  # fmt: skip
+        config: dict[str, Any] = {}
+        dropped: list[str] = []
+        for key in [k for k in body if k in CLAUDE_ONLY_INITIALIZE_KEYS]:
+            value = new.pop(key)
+            if key == "settings":
+                settings = _settings_object(value)
+                if settings is not None:
+                    config = {k: v for k, v in settings.items() if k in CBC_CONFIG_KEYS}
+                    dropped += [f"settings.{k}" for k in settings if k not in CBC_CONFIG_KEYS]
+                    continue
+            if _carries(value):
+                dropped.append(key)
+        out = [frame.replace({**obj, "request": new})] if new != body else [frame]
+        if config:
+            self._sent += 1
+            own = f"ccbridge-config-{self._sent}"
+            ctx.state.control.own[own] = "set_config"
+            out.append(Frame.synth(ck.request(own, {"subtype": "set_config", "config": config}),
+                                   self.rule))  # fmt: skip
+            ctx.log(self.rule, f"initialize settings {', '.join(sorted(config))} sent to the "
+                    "backend as set_config", "info")  # fmt: skip
+        if dropped:
+            ctx.count(self.rule, "fields-dropped", len(dropped))
+            ctx.log(self.rule, f"initialize {rid!s}: the backend has no equivalent of "
+                    f"{', '.join(dropped)}; dropped", "warning")  # fmt: skip
+        if len(out) == 1 and out[0] is frame:
             return None
-        if not all(isinstance(b, str) for b in prompt):
-            ctx.log(self.rule, "initialize.systemPrompt holds non-text blocks; passed as is",
-                    "warning")
-            return None
-        joined = "\n\n".join(b for b in prompt if b != PROMPT_BOUNDARY)
-        ctx.count(self.rule, "system-prompt-joined")
-        return (frame.replace({**obj, "request": {**body, "systemPrompt": joined}}),)
+        return out
 
 
 @register

@@ -17,7 +17,17 @@ uuid in ``ControlState.unsent_queued`` before that (cbc tells the id only in its
 init per turn), sends the waiting ``queued`` frames and ``started`` at a turn start, reading
 the uuid ``control-state`` is about to take from ``ControlState.pending_user``, and at the
 turn's ``result`` adds ``user_message_uuid`` and sends ``completed`` after it. Inside a
-turn it reads only frame kinds (lazy; cold for everything but results and system frames).
+turn it reads only frame kinds (lazy; cold for everything but results, system frames and
+control replies).
+
+An interrupted line: Claude ends its lifecycle with ``cancelled``, not ``completed``, and
+its ``result`` (``error_during_execution``, ``aborted_*``) carries no
+``user_message_uuid`` (``claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-
+tools``, ``…_permission-prompt-stdio_interrupt_…``, ``dummykey_interrupt-midturn_…``;
+twins ``interrupt-midturn-workflow.claude.jsonl``; 2.1.332 adds it). A turn counts as
+interrupted by ``interrupted-turn``'s criterion, read here on cbc's frames since that rule
+runs later: the receipt of an interrupt arrives while the line's turn runs
+(``compat.stages.turns.is_interrupt_receipt``), or its result says ``aborted_*``.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import attrs
 
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
+from compat.stages.turns import is_interrupt_receipt
 
 #: what a turn consists of as ``control-state`` sees it (its ``_TURN``)
 _TURN = frozenset({"system/init", "assistant", "user", "stream_event", "result", "tool_progress"})
@@ -42,23 +53,35 @@ def lifecycle(command_uuid: str, state: str, ctx: Context, session_id: str) -> d
 @register
 @attrs.define
 class CommandLifecycle(Stage):
-    """`command_lifecycle` started/completed around a client line's turn; the result's
-    `user_message_uuid`."""
+    """`command_lifecycle` started/completed (cancelled when interrupted) around a client
+    line's turn; the result's `user_message_uuid` (none on an interrupted turn's)."""
 
     rule: ClassVar[str] = "command-lifecycle"
-    kinds: ClassVar[frozenset[str] | None] = _TURN
+    kinds: ClassVar[frozenset[str] | None] = _TURN | {"control_response"}
     lazy: ClassVar[bool] = True
 
     #: the uuid of the line the running turn answers (None: no line, or one without uuid)
     _current: str | None = attrs.field(default=None, init=False)
+    #: an interrupt's receipt arrived while that line's turn ran
+    _interrupted: bool = attrs.field(default=False, init=False)
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """Inside a turn only its result matters (``compat.pipeline`` "Cold steps")."""
-        return ctx.state.control.turn_active and kind[0] not in ("system", "result")
+        """Inside a turn only its result and an interrupt's receipt matter; a control reply
+        only then (``compat.pipeline`` "Cold steps")."""
+        active = ctx.state.control.turn_active
+        if kind[0] == "control_response":
+            return not active or self._current is None or self._interrupted
+        return active and kind[0] not in ("system", "result")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         control = ctx.state.control
         kind = frame.kind()
+        if kind is not None and kind[0] == "control_response":
+            if control.turn_active and self._current is not None and not self._interrupted:
+                obj = frame.obj
+                if isinstance(obj, dict) and is_interrupt_receipt(obj, ctx):
+                    self._interrupted = True
+            return None
         if control.turn_active and (kind is None or kind[0] != "result"):
             return None
         obj = frame.obj
@@ -77,8 +100,16 @@ class CommandLifecycle(Stage):
         if obj.get("type") != "result":
             return (*out, frame) if out else None
         line, self._current = self._current, None
+        interrupted, self._interrupted = self._interrupted, False
         if line is None:
             return (*out, frame) if out else None
+        reason = obj.get("terminal_reason")
+        if interrupted or (isinstance(reason, str) and reason.startswith("aborted")):
+            if "user_message_uuid" in obj:
+                frame = frame.replace({k: v for k, v in obj.items()
+                                       if k != "user_message_uuid"})  # fmt: skip
+            ctx.count(self.rule, "cancelled")
+            return (*out, frame, self._synth(line, "cancelled", ctx, sid))
         if obj.get("user_message_uuid") != line:
             frame = frame.replace({**obj, "user_message_uuid": line})
         return (*out, frame, self._synth(line, "completed", ctx, sid))

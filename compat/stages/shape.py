@@ -34,13 +34,19 @@ results").
   ``fast_mode_state: "off"`` and ``fast_mode_disabled_reason: "sdk_opt_in_required"`` on
   every result (``RESULT_FEATURES``; cbc has no fast mode) and ``api_error_status: null``
   on a plain success (not on ``error_*`` results; an API error's status is unknown here,
-  so an ``is_error`` success gets none). A result without ``stop_reason`` is cbc's
-  (Claude always writes one); for it ``num_turns`` is recomputed Claude's way, the number
-  of main-thread assistant messages (distinct ``message.id``) of the turn, at least 1
-  (twins: 1 for a text answer, 2 for tool call + answer; cbc counts across the session,
-  2 per model call), and ``stop_reason`` is the last main-thread message's, or, where cbc
-  leaves it null, ``tool_use`` for a message with a tool call and ``end_turn`` otherwise
-  (Claude's result says ``end_turn`` after a text answer). A turn ``control-state`` did not
+  so an ``is_error`` success gets none). A result whose wire frame has no ``stop_reason``
+  is cbc's (Claude always writes one; ``interrupted-turn`` may have added one since); for
+  it ``num_turns`` is recomputed Claude's way: 1 (the line or notification that started
+  the turn) plus the main-thread user messages of the turn as the client saw them (tool
+  results, one per ``tool_result`` block; the interrupt's rejections and marker; not
+  ``isReplay`` echoes). That is Claude's count in every reference and twin capture: 1 for
+  a text answer, 2 for tool call + answer, 3 for a turn interrupted during its tool call
+  (rejection + marker), 2 for one interrupted while streaming (marker); cbc counts across
+  the session, 2 per model call. ``stop_reason`` (unless a rule set it) is the last
+  main-thread message's as cbc sent it (read from the wire frame: ``frame-fields`` nulls
+  it on the frames the client sees, as Claude does), or, where cbc leaves it null,
+  ``tool_use`` for a message with a tool call and ``end_turn`` otherwise (Claude's result
+  says ``end_turn`` after a text answer). A turn ``control-state`` did not
   start from a client user line (``ControlState.turn_from_client``: cbc answering a task
   notification by itself) gets Claude's ``origin: {kind: "task-notification"}``.
 - ``tool-parent``: a main-thread ``tool_result`` whose frame names its own ``tool_use_id``
@@ -151,27 +157,35 @@ class ResultShape(Stage):
 
     rule: ClassVar[str] = "result-shape"
     modes: ClassVar[tuple[str, ...]] = ("claude", "all-errors")
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "assistant"})
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "assistant", "user"})
 
-    _stop_reason: Any = attrs.field(default=None, init=False)
-    #: the turn's main-thread assistant messages so far, and the last one's id
-    _messages: int = attrs.field(default=0, init=False)
+    #: the last main-thread message of the turn: seen at all, its id, the stop_reason cbc
+    #: gave it (None: none), whether it made a tool call
+    _message: bool = attrs.field(default=False, init=False)
     _message_id: Any = attrs.field(default=None, init=False)
+    _wire_stop: Any = attrs.field(default=None, init=False)
+    _tool_call: bool = attrs.field(default=False, init=False)
+    #: the turn's main-thread user messages so far (Claude's num_turns - 1)
+    _user_messages: int = attrs.field(default=0, init=False)
     _reported: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj: dict[str, Any] = frame.obj
-        if obj.get("type") == "assistant":
+        t = obj.get("type")
+        if t == "assistant":
             message = obj.get("message")
             if obj.get("parent_tool_use_id") is None and isinstance(message, dict):
-                self._stop_reason = _stop_reason_of(message)
-                mid = message.get("id")
-                if mid is None or mid != self._message_id:
-                    self._messages += 1
-                self._message_id = mid
+                self._assistant(frame, message)
+            return None
+        if t == "user":
+            if obj.get("parent_tool_use_id") is None and obj.get("isReplay") is not True:
+                self._user_messages += _user_messages(obj.get("message"))
             return None
         new = dict(obj)
-        cbc = "stop_reason" not in obj  # Claude writes it on every result
+        root = frame.lineage
+        wire = root.obj if root is not frame else obj
+        # Claude writes stop_reason on every result; a rule may have added one since
+        cbc = not isinstance(wire, dict) or "stop_reason" not in wire
         new["usage"] = _filled_usage(obj.get("usage"))
         for key in _RESULT_NUMBERS:
             if not isinstance(new.get(key), (int, float)) or isinstance(new.get(key), bool):
@@ -193,8 +207,9 @@ class ResultShape(Stage):
                 text = new.get("result")
                 new["errors"] = [text] if isinstance(text, str) and text else [str(sub)]
         if cbc:
-            new["num_turns"] = max(self._messages, 1)
-            new["stop_reason"] = self._stop_reason
+            new["num_turns"] = 1 + self._user_messages
+            if "stop_reason" not in obj:
+                new["stop_reason"] = self._stop_reason()
             control = getattr(ctx.state, "control", None)
             if control is not None and not control.turn_from_client and "origin" not in new:
                 new["origin"] = {"kind": "task-notification"}
@@ -202,11 +217,36 @@ class ResultShape(Stage):
             new.setdefault(key, value)
         if sub == "success" and not is_error:
             new.setdefault("api_error_status", None)
-        self._stop_reason, self._messages, self._message_id = None, 0, None
+        self._message, self._message_id, self._wire_stop = False, None, None
+        self._tool_call, self._user_messages = False, 0
         new["permission_denials"] = self._denials(new.get("permission_denials"), ctx)
         if new == obj:
             return None
         return (frame.replace(new),)
+
+    def _assistant(self, frame: Frame, message: dict[str, Any]) -> None:
+        mid = message.get("id")
+        if not self._message or mid is None or mid != self._message_id:
+            self._wire_stop, self._tool_call = None, False  # a new message
+        self._message, self._message_id = True, mid
+        reason = message.get("stop_reason")
+        if reason is None and frame.root is not None:
+            reason = _wire_stop_reason(frame.root)
+        if reason is not None:
+            self._wire_stop = reason
+        content = message.get("content")
+        if isinstance(content, list) and any(
+                isinstance(b, dict) and b.get("type") == "tool_use" for b in content):  # fmt: skip
+            self._tool_call = True
+
+    def _stop_reason(self) -> Any:
+        """The last main-thread message's stop_reason; where cbc leaves it null, what
+        Claude's result says: ``tool_use`` after a tool call, ``end_turn`` after an answer."""
+        if not self._message:
+            return None
+        if self._wire_stop is not None:
+            return self._wire_stop
+        return "tool_use" if self._tool_call else "end_turn"
 
     def _denials(self, listed: Any, ctx: Context) -> list[Any]:
         out = list(listed) if isinstance(listed, list) else []
@@ -228,17 +268,24 @@ class ResultShape(Stage):
         return out
 
 
-def _stop_reason_of(message: dict[str, Any]) -> Any:
-    """A main-thread message's stop_reason; where cbc leaves it null, what Claude's result
-    says: ``tool_use`` after a tool call, ``end_turn`` after an answer."""
-    reason = message.get("stop_reason")
-    if reason is not None:
-        return reason
-    content = message.get("content")
-    if isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") == "tool_use" for b in content):  # fmt: skip
-        return "tool_use"
-    return "end_turn"
+def _wire_stop_reason(root: Frame) -> Any:
+    """The stop_reason of the wire frame an assistant frame descends from (``frame-fields``
+    nulls it on what the client sees); parsed only when it has a non-null one."""
+    if root.raw and b'"stop_reason":"' not in root.raw:
+        return None
+    obj = root.obj
+    message = obj.get("message") if isinstance(obj, dict) else None
+    return message.get("stop_reason") if isinstance(message, dict) else None
+
+
+def _user_messages(message: Any) -> int:
+    """How many user messages Claude writes for this main-thread user frame: one per
+    ``tool_result`` block (one message per tool result), else one."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        n = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
+        return max(n, 1)
+    return 1
 
 
 @register

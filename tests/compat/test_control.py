@@ -99,6 +99,44 @@ def test_initialize_reply_is_claude_shaped() -> None:
     assert violations(run.frames(), {"initialize-reply", "redact"}) == []
 
 
+def test_initialize_fields_of_newer_ts_sdks_reach_cbc_as_it_takes_them() -> None:
+    """@anthropic-ai/claude-agent-sdk 0.3.332 (settingsViaInitialize, disallowedTools-,
+    mcpServersViaInitialize) sends options inside initialize. cbc 2.163.0 reads only its
+    own fields there; the settings its set_config takes follow as the bridge's own
+    set_config (its reply not forwarded), the rest is dropped with one warning."""
+    settings = '{"model": "fast-model", "alwaysThinkingEnabled": true, "permissions": {}}'
+    init_req = cr("init", subtype="initialize", hooks={}, systemPrompt=["a", PROMPT_BOUNDARY,
+                  "b"], settings=settings, disallowedTools=["Bash"],
+                  mcpServers={"x": {"command": "x"}}, title=None, skills=[],
+                  sdkMcpServers=["mine"])  # fmt: skip
+    eng = engine()
+    run = replay(eng, extra=[(0.0, "client", init_req)])
+    init, config = run.frames("backend")
+    assert init["request"] == {"subtype": "initialize", "hooks": {}, "systemPrompt": "a\n\nb",
+                               "sdkMcpServers": ["mine"]}
+    assert config["type"] == "control_request"
+    assert config["request"] == {"subtype": "set_config", "config": {
+        "model": "fast-model", "alwaysThinkingEnabled": True}}
+    [warning] = [g for g in run.logs if g.level == "warning"]
+    assert warning.rule == "initialize-request"
+    assert "settings.permissions, disallowedTools, mcpServers" in warning.message
+    # cbc's reply to the bridge's set_config never reaches the client; no timeout reply
+    reply = {"type": "control_response", "response": {
+        "subtype": "success", "request_id": config["request_id"],
+        "response": {"session_id": "", "updated": {"model": "fast-model"}}}}
+    run = replay(eng, extra=[(1.0, "backend", reply)], until=120.0)
+    assert run.frames() == []
+    # a settings file path: nothing cbc can take at run time
+    eng = engine()
+    run = replay(eng, extra=[(0.0, "client", cr("i", subtype="initialize",
+                                                 settings="/etc/s.json"))])  # fmt: skip
+    assert run.frames("backend") == [cr("i", subtype="initialize")]
+    assert "settings" in [g for g in run.logs if g.level == "warning"][0].message
+    # what the 0.3.220 SDK sends passes untouched
+    plain = cr("i", subtype="initialize", hooks={}, systemPrompt="x")
+    assert replay(engine(), extra=[(0.0, "client", plain)]).frames("backend") == [plain]
+
+
 def test_initialize_reply_never_forwards_the_token() -> None:
     raw = init_reply("mockoai_can-use-tool-allow")
     acc = raw["response"]["response"]["account"]
@@ -427,6 +465,50 @@ def test_each_user_line_is_echoed_around_its_turn_the_way_claude_does() -> None:
                        if f.get("type") == "command_lifecycle" and f["state"] == "queued"][1:]
     assert t_queued == t_line
     assert eng.statistics()["rules"]["command-lifecycle"]["synthesized"] == 5
+
+
+def test_an_interrupted_line_is_cancelled_and_its_result_names_no_line() -> None:
+    """Claude 2.1.220 (mockapi_interrupt-during-foreground-bash_aborted-tools, twins
+    interrupt-midturn-workflow.claude.jsonl): the interrupted turn's result has no
+    user_message_uuid and the line ends ``cancelled``; the next line's turn is as usual."""
+    a, b = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
+    call = {"type": "assistant", "session_id": SID, "uuid": "a1", "parent_tool_use_id": None,
+            "message": {"id": "m1", "content": [{"type": "tool_use", "id": "c1",
+                                                 "name": "Bash", "input": {}}]}}
+    receipt = {"type": "control_response", "response": {
+        "subtype": "success", "request_id": "stop-1",
+        "response": {"session_id": SID, "interrupted": True, "reason": "User interrupt"}}}
+    done = {"type": "result", "subtype": "success", "session_id": SID, "uuid": "r",
+            "result": "done."}
+    interrupt = {"type": "control_request", "request_id": "stop-1",
+                 "request": {"subtype": "interrupt"}}
+    eng = engine()
+    run = replay(eng, extra=[
+        (0.0, "client", user("first", a)), (1.0, "backend", cbc_init()),
+        (1.1, "backend", call), (2.0, "client", interrupt), (2.1, "backend", receipt),
+        (2.2, "backend", done), (3.0, "client", user("second", b)),
+        (3.1, "backend", cbc_init()), (3.2, "backend", {**done, "uuid": "r2"})])
+    assert lifecycle_view(run) == [
+        "queued aaaaaaaa", "started aaaaaaaa", "init", "result None", "cancelled aaaaaaaa",
+        "queued bbbbbbbb", "started bbbbbbbb", "init", "result bbbbbbbb", "completed bbbbbbbb"]
+    results = [f for f in run.frames() if f.get("type") == "result"]
+    assert "user_message_uuid" not in results[0]
+    assert results[0]["subtype"] == "error_during_execution"
+    assert eng.statistics()["rules"]["command-lifecycle"]["cancelled"] == 1
+
+
+def test_the_interrupted_twin_ends_its_line_as_claude_does() -> None:
+    from .test_fields import bridged, claude
+
+    def view(frames: list[dict[str, Any]]) -> list[str]:
+        return [f"lifecycle {f['state']}" if f["type"] == "command_lifecycle"
+                else f"result {'user_message_uuid' in f}" for f in frames
+                if f.get("type") in ("command_lifecycle", "result")]  # fmt: skip
+
+    got, _ = bridged("interrupt-midturn-workflow")
+    want = claude("interrupt-midturn-workflow")
+    assert view(got) == view(want)
+    assert view(got)[-2:] == ["result False", "lifecycle cancelled"]
 
 
 def test_a_turn_no_line_started_and_a_line_without_uuid_get_no_echo() -> None:

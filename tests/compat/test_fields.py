@@ -15,7 +15,7 @@ import pytest
 from compat.frames import Frame
 from compat.stages.fields import wire_timestamp
 
-from .session_support import drive, full, transcript_events
+from .session_support import drive, full, line, transcript_events
 
 TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
 
@@ -105,11 +105,13 @@ RESULT_KEYS = ("num_turns", "stop_reason", "origin", "fast_mode_state",
 
 
 @pytest.mark.parametrize("scenario", ["simple-success", "bg-bash", "permission-allow",
-                                      "workflow-inline", "stop-task-control"])
+                                      "workflow-inline", "stop-task-control",
+                                      "interrupt-midturn-workflow"])
 def test_results_say_what_claudes_say(scenario: str) -> None:
-    """num_turns: the turn's main-thread messages (cbc: 2 per model call, across the
-    session); stop_reason end_turn after a text answer (cbc: null); origin on the turn a
-    task notification started (bg-bash, workflow-inline: the second result)."""
+    """num_turns: 1 + the turn's main-thread user messages (cbc: 2 per model call, across
+    the session; 3 for the turn interrupted in its tool call); stop_reason end_turn after a
+    text answer (cbc: null); origin on the turn a task notification started (bg-bash,
+    workflow-inline: the second result)."""
     got, _ = bridged(scenario)
     mine, want = of(got, "result"), of(claude(scenario), "result")
     assert len(mine) == len(want)
@@ -140,6 +142,87 @@ def test_assistant_and_user_frames_get_cbcs_stamp_as_claudes_timestamp() -> None
         assert f["message"]["context_management"] is None
     for f in of(claude("permission-allow"), "assistant"):
         assert f["message"]["context_management"] is None
+
+
+def cbc_message(*blocks: dict[str, Any], stop_reason: str | None = "tool_use",
+                model: str = "default-model") -> dict[str, Any]:
+    """One cbc 2.163.0 assistant frame holding a whole message (twins ``*.cbc-raw``)."""
+    return {"type": "assistant", "uuid": "cbc-uuid", "session_id": "s",
+            "message": {"id": "m1", "content": list(blocks), "model": model,
+                        "role": "assistant", "stop_reason": stop_reason,
+                        "stop_sequence": None, "type": "message",
+                        "usage": {"input_tokens": 12, "output_tokens": 3}},
+            "parent_tool_use_id": None, "__timestamp": "2026-11-29T12:56:47.374Z"}
+
+
+THINK = {"type": "thinking", "thinking": "hm", "signature": "x"}
+TEXT = {"type": "text", "text": "Let me look."}
+CALL = {"type": "tool_use", "id": "call_1", "name": "Bash", "input": {"command": "ls"}}
+
+
+def test_a_message_of_several_blocks_becomes_one_frame_per_block() -> None:
+    """Claude's form (third-party/rust-code-agent-sdks/explore_count_files.jsonl: thinking,
+    text, tool_use of one message id, three frames, stop_reason null on each, the same
+    usage, one uuid each)."""
+    eng = full()
+    got = [f for f in drive(eng, [(0.0, "backend", line(cbc_message(THINK, TEXT, CALL)))]).frames()
+           if f["type"] == "assistant"]
+    assert [f["message"]["content"] for f in got] == [[THINK], [TEXT], [CALL]]
+    for f in got:
+        assert f["message"]["id"] == "m1"
+        assert f["message"]["stop_reason"] is None
+        assert f["message"]["stop_sequence"] is None
+        assert f["message"]["usage"] == {"input_tokens": 12, "output_tokens": 3}
+        assert f["message"]["context_management"] is None
+        assert f["timestamp"] == "2026-11-29T12:56:47.374Z"
+        assert "__timestamp" not in f
+    assert got[0]["uuid"] == "cbc-uuid"
+    assert len({f["uuid"] for f in got}) == 3
+    counts = eng.statistics()["rules"]["frame-fields"]
+    assert counts["synthesized"] == 2
+    assert counts["messages-split"] == 1
+    # the tool call is still known to the rules after frame-fields (session saw it whole)
+    assert "call_1" in eng.state.tool_uses
+
+
+def test_one_block_message_gets_claudes_null_stop_reason() -> None:
+    [got] = [f for f in drive(full(), [(0.0, "backend", line(cbc_message(CALL)))]).frames()
+             if f["type"] == "assistant"]
+    assert got["message"]["stop_reason"] is None
+    assert got["uuid"] == "cbc-uuid"
+
+
+def test_split_off_keeps_one_frame_and_claudes_synthetic_messages_keep_their_reason() -> None:
+    eng = full(["frame-fields.split=false"])
+    got = [f for f in drive(eng, [(0.0, "backend", line(cbc_message(TEXT, CALL)))]).frames()
+           if f["type"] == "assistant"]
+    assert [f["message"]["content"] for f in got] == [[TEXT, CALL]]
+    assert got[0]["message"]["stop_reason"] is None
+    synthetic = cbc_message(TEXT, stop_reason="stop_sequence", model="<synthetic>")
+    [got1] = [f for f in drive(full(), [(0.0, "backend", line(synthetic))]).frames()
+              if f["type"] == "assistant"]
+    assert got1["message"]["stop_reason"] == "stop_sequence"
+
+
+def test_the_result_keeps_the_split_messages_stop_reason() -> None:
+    """result-shape reads the stop_reason cbc gave the message from the wire frame, and
+    counts the turn Claude's way (the split frames are one message)."""
+    wire = cbc_message(TEXT, CALL, stop_reason="max_tokens")
+    res = {"type": "result", "subtype": "success", "is_error": False, "result": "",
+           "session_id": "s", "uuid": "r", "num_turns": 7, "usage": {}}
+    got = drive(full(), [(0.0, "backend", line(wire) + line(res))]).frames()
+    [result] = [f for f in got if f["type"] == "result"]
+    assert result["stop_reason"] == "max_tokens"
+    assert result["num_turns"] == 1
+
+
+@pytest.mark.parametrize("scenario", ["permission-allow", "bg-bash", "interrupt-midturn-workflow"])
+def test_assistant_frames_have_claudes_stop_reason(scenario: str) -> None:
+    got, _ = bridged(scenario)
+    mine = [f["message"]["stop_reason"] for f in of(got, "assistant")]
+    assert mine
+    assert set(mine) == {None}
+    assert {f["message"]["stop_reason"] for f in of(claude(scenario), "assistant")} == {None}
 
 
 def test_wire_timestamp_is_read_from_the_line_private_fields_cut() -> None:

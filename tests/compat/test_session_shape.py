@@ -226,6 +226,32 @@ def test_cbc_interrupted_tool_turn_becomes_claudes() -> None:
     assert out(eng.feed("backend", line(tool_result("t1", "slow-done")), 30.0)) == []
 
 
+def test_num_turns_counts_the_turns_user_messages_as_claude_does() -> None:
+    """Claude 2.1.220's num_turns is 1 + the turn's main-thread user messages (every
+    reference and twin capture): 3 for a turn interrupted during its tool call
+    (mockapi_interrupt-during-foreground-bash_aborted-tools: tool_use, rejection, marker),
+    2 for one interrupted while streaming (dummykey_sigint-midturn: the marker only)."""
+    eng = engine("interrupted-turn", "result-shape")
+    frames = [init(), tool_use("t1", "Bash", {"command": "sleep 20"}), receipt(),
+              cbc_result(result="done.", num_turns=6)]
+    got = out(eng.feed("backend", b"".join(line(f) for f in frames), 1.5))
+    assert got[-1]["num_turns"] == 3
+    frames = [init(), receipt(), cbc_result(result="", num_turns=4)]
+    eng = engine("interrupted-turn", "result-shape")
+    got = out(eng.feed("backend", b"".join(line(f) for f in frames), 1.5))
+    assert got[-1]["num_turns"] == 2
+    assert got[-1]["stop_reason"] is None  # as Claude's: no message
+    # two tool results in one cbc frame are two of Claude's messages; a replay is none
+    eng = engine("result-shape")
+    both = tool_result("t1", "a")
+    both["message"]["content"] = [*both["message"]["content"], *tool_result("t2", "b")[
+        "message"]["content"]]
+    replay = {**tool_result("t3", "c"), "isReplay": True}
+    frames = [tool_use("t1", "Bash", {}), both, replay, cbc_result(num_turns=9)]
+    got = out(eng.feed("backend", b"".join(line(f) for f in frames), 0.0))
+    assert got[-1]["num_turns"] == 3
+
+
 def test_interrupt_while_streaming_without_terminal_reason() -> None:
     """``mockoai_interrupt-midturn-workflow-…``: the result repeats the last text and says
     nothing of the abort; the receipt during the turn is what counts."""
