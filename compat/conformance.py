@@ -317,6 +317,15 @@ class Comparison:
     def unexplained(self) -> list[Item]:
         return [i for i in self.items if i.category == UNEXPLAINED]
 
+    @property
+    def equivalent_but_explained(self) -> bool:
+        """Equivalent to Claude except for explained differences the bridge is not
+        missing a rule for (cbc behaviour, by design, a race, the checker), with no
+        contract violation: issue "Whole-session fidelity"'s target."""
+        return not self.violations_b and all(
+            i.category not in ("missing-rule", UNEXPLAINED) for i in self.items
+        )
+
     def counts(self) -> dict[str, int]:
         c = dict.fromkeys((*CATEGORIES, UNEXPLAINED), 0)
         for i in self.items:

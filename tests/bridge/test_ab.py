@@ -127,6 +127,13 @@ missing_rule = "init-shape"
     assert [i.path for i in cmp.unexplained] == ["turn 1 / result / extra"]
     assert cmp.counts() == {"missing-rule": 1, "cbc": 1, "design": 0, "timing": 0,
                             "checker": 0, "unexplained": 1}  # fmt: skip
+    assert not cmp.equivalent_but_explained
+    cbc_only = attrs.evolve(cmp, items=[by["turn 1 / result / num_turns"]])
+    assert cbc_only.equivalent_but_explained
+    assert not attrs.evolve(cmp, items=[by["turn 1 / system/init / apiKeySource"]]
+                            ).equivalent_but_explained  # a missing rule  # fmt: skip
+    assert not attrs.evolve(cbc_only, violations_b=cmp.violations_a or [object()]  # type: ignore[list-item]
+                            ).equivalent_but_explained  # a violation  # fmt: skip
 
 
 def test_value_scenario_and_kind_narrow_an_entry() -> None:
@@ -215,8 +222,8 @@ def test_markdown_table_lists_every_difference_with_its_reason() -> None:
     rows, k = _rows()
     md = render.render_markdown(rows, k, details="captures/twins/CONFORMANCE.md")
     assert "(Claude Code 2.1.220, cbc 2.163.0; captured 2025-01-02)" in md
-    assert "| `demo` | 3 differences, 2 violations | 1 difference, 0 violations | no " \
-           "| 0 / 1 / 0 / 0 / 0 | 0 |" in md
+    assert "| `demo` | 3 differences, 2 violations | 1 difference, 0 violations " \
+           "| but for explained | 0 / 1 / 0 / 0 / 0 | 0 |" in md
     assert "| `lonely` | (no capture) | (no capture) | ? | 0 / 0 / 0 / 0 / 0 | 1 (no capture: " \
            "cbc-bridged, cbc-raw) |" in md
     # one line per reason; escaped for a table: a pipe cannot split the cell, a backtick
@@ -231,7 +238,8 @@ def test_markdown_table_lists_every_difference_with_its_reason() -> None:
     assert "  - `turn 1 / result / num_turns (Claude 1, cbc 3)`" in details
     assert rows[1].unexplained == 1  # a missing capture is never a silent pass
     text = render.render_text(rows, k)
-    assert "2 scenario(s), 0 equivalent, 1 unexplained" in text
+    assert "2 scenario(s), 0 equivalent, 1 equivalent but for explained differences, " \
+           "1 unexplained" in text
     doc = json.loads(render.to_json(rows, k))
     assert doc["unexplained"] == 1
     assert doc["unused_entries"] == ["never"]
