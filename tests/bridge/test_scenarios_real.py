@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from bridge.backends import find_backend
@@ -106,3 +107,51 @@ async def test_bridge_maps_cbc_task_type(cbc: str, tmp_path: Path) -> None:
     (started,) = _of(res.frames, "system", "task_started")
     assert started["task_type"] == "local_bash"
     assert _of(res.frames, "system", "task_notification")
+
+
+INITIALIZE = {"subtype": "initialize", "hooks": {}, "capabilities": {},
+              "settings": {"model": "fast-model", "permissions": {"allow": ["Bash"]}},
+              "disallowedTools": ["WebFetch"]}  # fmt: skip
+INIT_WITH_SETTINGS = f"""
+name = "initialize-settings"
+description = "options a newer TypeScript SDK sends inside initialize"
+time_limit = 90
+initialize = false
+
+[[steps]]
+line = '''{orjson.dumps({"type": "control_request", "request_id": "init",
+                         "request": INITIALIZE}).decode()}'''
+
+[[steps]]
+after = {{ type = "control_response" }}
+
+[[steps]]
+user = "hello"
+
+[[steps]]
+after = {{ type = "result" }}
+"""
+
+
+async def test_initialize_settings_reach_cbc_as_set_config(cbc: str, tmp_path: Path) -> None:
+    """``settings.model`` sent inside ``initialize`` (TS SDK 0.3.332) is the model cbc
+    asks; what cbc has no equivalent for is named in one warning; the reply to the bridge's
+    own ``set_config`` never reaches the client."""
+    scenario = tmp_path / "initialize-settings.toml"
+    scenario.write_text(INIT_WITH_SETTINGS)
+    argv = find_backend(cbc)
+    assert argv is not None
+    out = tmp_path / "out.jsonl"
+    res = await runner.run(load(scenario), runner.Target(cbc, tuple(argv)), out,
+                           via="cbc-to-claude")  # fmt: skip
+    assert res.exit == "0"
+    asked = {e["model"] for e in res.model_log if e.get("model") and e.get("agent") != "utility"}
+    assert asked == {"fast-model"}
+    replies = _of(res.frames, "control_response")
+    assert [r["response"]["request_id"] for r in replies] == ["init"]
+    (result,) = _of(res.frames, "result")
+    assert result["subtype"] == "success"
+    stderr = "".join(rec["text"] for rec in map(orjson.loads, out.read_bytes().splitlines()[1:])
+                     if rec.get("kind") == "stderr")  # fmt: skip
+    assert "settings.permissions" in stderr
+    assert "disallowedTools" in stderr
