@@ -25,6 +25,7 @@ from ..conftest import CAPTURES
 from .sdk_support import (
     DROPIN,
     SDK_GC_WARNINGS,
+    AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     ResultMessage,
@@ -129,6 +130,35 @@ async def test_query_background_tasks(tmp_path: Path, capture: str, prompt: str)
     expected = "local_bash" if "bash" in capture else "local_agent"
     assert t["started"].task_type == expected
     assert t["started"].tool_use_id  # correlated with the tool call that started it
+
+
+async def test_query_sees_one_assistant_message_per_content_block(tmp_path: Path) -> None:
+    """cbc writes a message with a text and a tool call as one frame; Claude writes one frame
+    per block (frame-fields): the SDK yields two AssistantMessages of one message id, the
+    message's stop_reason on neither (Claude's streaming shape), and the turn still ends."""
+    records = (CAPTURES / "cbc-bg-bash.jsonl").read_text().splitlines()
+    for i, line in enumerate(records):
+        rec = json.loads(line)
+        if rec.get("kind") == "stdout" and '"type":"assistant"' in rec["text"]:
+            frame = json.loads(rec["text"])
+            if frame["message"]["content"][0]["type"] == "tool_use":
+                frame["message"]["content"].insert(0, {"type": "text", "text": "Starting it."})
+                records[i] = json.dumps({**rec, "text": json.dumps(frame)})
+                message_id = frame["message"]["id"]
+                break
+    capture = tmp_path / "two-blocks.jsonl"
+    capture.write_text("\n".join(records) + "\n")
+    opts = options(tmp_path, "cbc-bg-bash")
+    opts.env["CCBRIDGE_BACKEND"] = shlex.join(
+        [sys.executable, "-m", "bridge", "replay", "--materialize", str(capture)])
+    msgs = await collect_query("please TRIGGER_BG_BASH", opts)
+    parts = [m for m in msgs if isinstance(m, AssistantMessage) and m.message_id == message_id]
+    assert [[type(b).__name__ for b in m.content] for m in parts] == [["TextBlock"],
+                                                                      ["ToolUseBlock"]]
+    assert [m.stop_reason for m in parts] == [None, None]
+    assert parts[0].uuid != parts[1].uuid
+    assert isinstance(msgs[-1], ResultMessage)
+    assert msgs[-1].stop_reason == "end_turn"
 
 
 async def _interrupt_session(tmp_path: Path, capture: str, midturn: bool) -> list[Any]:
