@@ -1,6 +1,8 @@
 """The official TypeScript SDK (``@anthropic-ai/claude-agent-sdk``, pinned in
 ``tests/js/package.json``) drives the drop-in ``claude-on-cbc`` as its Claude Code
-executable (``pathToClaudeCodeExecutable``).
+executable (``pathToClaudeCodeExecutable``). The cases marked with the ``sdk`` fixture also
+run with the newer SDK of package.json (``claude-agent-sdk-next``, an ``npm:`` alias): a
+client the bridge was not written against must work the same.
 
 Each case runs one Node script of ``tests/js`` (``ts_sdk_query.mjs``,
 ``ts_sdk_interrupt.mjs``, ``ts_sdk_permission.mjs``): the script drives the SDK, makes its
@@ -55,11 +57,31 @@ from ..conftest import CAPTURES, REPO
 pytestmark = [pytest.mark.client]
 
 JS = REPO / "tests" / "js"
-SDK_DIR = JS / "node_modules" / "@anthropic-ai" / "claude-agent-sdk"
 SCENARIOS = REPO / "scenarios"
 DROPIN = Path(sys.executable).with_name("claude-on-cbc")
-PINNED = json.loads((JS / "package.json").read_text())["dependencies"][
-    "@anthropic-ai/claude-agent-sdk"]
+DEPENDENCIES: dict[str, str] = json.loads((JS / "package.json").read_text())["dependencies"]
+PINNED = DEPENDENCIES["@anthropic-ai/claude-agent-sdk"]
+
+
+@attrs.frozen
+class Sdk:
+    """One TypeScript SDK of ``tests/js/package.json``: its package name there (the pinned
+    one, or an ``npm:`` alias of a newer version; ``CCBRIDGE_TS_SDK`` makes the scripts
+    use it) and its version."""
+
+    package: str
+    version: str
+
+    @property
+    def installed(self) -> bool:
+        return (JS / "node_modules" / self.package / "package.json").is_file()
+
+
+SDKS = [Sdk(name, spec.rpartition("@")[2] if spec.startswith("npm:") else spec)
+        for name, spec in DEPENDENCIES.items()
+        if name == "@anthropic-ai/claude-agent-sdk"
+        or spec.startswith("npm:@anthropic-ai/claude-agent-sdk@")]  # fmt: skip
+PINNED_SDK = SDKS[0]
 #: the tool set the workflow captures and scenarios allow (cbc asks about nothing else)
 WORKFLOW_TOOLS = "Bash,Agent,Workflow,TaskStop,TaskOutput"
 TERMINAL_AGENT_STATES = {"done", "error", "cached"}
@@ -70,12 +92,18 @@ REAL_DEADLINE = 150
 CBC_SYSTEM_PROMPT_ARRAY_ERROR = "src must be a string or an object describing the source"
 
 
-def node_or_skip() -> str:
+@pytest.fixture(params=SDKS, ids=[s.version for s in SDKS])
+def sdk(request: pytest.FixtureRequest) -> Sdk:
+    """The cases every TypeScript SDK of package.json runs (the pinned one and newer)."""
+    return request.param  # type: ignore[no-any-return]
+
+
+def node_or_skip(sdk: Sdk = PINNED_SDK) -> str:
     node = shutil.which("node")
     if node is None:
         pytest.skip("node not installed (the TypeScript SDK tests need Node >= 18)")
-    if not (SDK_DIR / "package.json").is_file():
-        pytest.skip("@anthropic-ai/claude-agent-sdk not installed: run npm install in tests/js")
+    if not sdk.installed:
+        pytest.skip(f"{sdk.package} not installed: run npm install --omit=optional in tests/js")
     if not DROPIN.exists():
         pytest.skip(f"{DROPIN} not installed (pip install -e .)")
     return node
@@ -108,6 +136,7 @@ class Run:
     #: bridge's CCBRIDGE_RECORD capture: its client_in / client_out records)
     wire_in: list[dict[str, Any]] = attrs.field(factory=list)
     wire_out: list[dict[str, Any]] = attrs.field(factory=list)
+    sdk: Sdk = PINNED_SDK
 
     def __getitem__(self, key: str) -> Any:
         return self.summary[key]
@@ -120,9 +149,11 @@ class Run:
 
 
 def run_script(node: str, script: str, args: Sequence[str], *, cwd: Path | str,
-               env: dict[str, str], deadline: float, record: Path | None = None) -> Run:
-    """Run one script; with ``record`` (a directory) the bridge records the session there
-    and ``Run.wire`` is what it wrote to the SDK."""
+               env: dict[str, str], deadline: float, record: Path | None = None,
+               sdk: Sdk = PINNED_SDK) -> Run:
+    """Run one script with ``sdk``; with ``record`` (a directory) the bridge records the
+    session there and ``Run.wire`` is what it wrote to the SDK."""
+    env = {**env, "CCBRIDGE_TS_SDK": sdk.package}
     if record is not None:
         record.mkdir(parents=True, exist_ok=True)
         env = {**env, "CCBRIDGE_RECORD": str(record) + os.sep}
@@ -142,9 +173,9 @@ def run_script(node: str, script: str, args: Sequence[str], *, cwd: Path | str,
         pytest.fail(f"{script} printed no JSON summary (exit {proc.returncode}); "
                     f"stdout: {proc.stdout[-2000:]!r}; stderr: {proc.stderr[-4000:]}")
     if record is None:
-        return Run(summary, proc.returncode, proc.stderr)
+        return Run(summary, proc.returncode, proc.stderr, sdk=sdk)
     return Run(summary, proc.returncode, proc.stderr, client_frames(record, "client_in"),
-               client_frames(record, "client_out"))
+               client_frames(record, "client_out"), sdk)
 
 
 def client_frames(record: Path, kind: str) -> list[dict[str, Any]]:
@@ -169,7 +200,7 @@ def assert_script_ok(run: Run) -> None:
     """The script's own checks passed and the SDK's iterator ended (``ended`` is also set
     when the SDK ended it by throwing "Claude Code returned an error result", which is how
     it ends a session whose last result is an error: Claude Code then exits 1)."""
-    assert run["sdk_version"] == PINNED, run.describe()
+    assert run["sdk_version"] == run.sdk.version, run.describe()
     assert not run["timed_out"], "the script's deadline fired (hang)\n" + run.describe()
     assert run["error"] is None, "the SDK threw\n" + run.describe()
     assert run["failures"] == [], run.describe()
@@ -181,7 +212,7 @@ def assert_session_ended(run: Run, error_result_ok: bool = False) -> None:
     """The SDK side of a session, whatever the checks of the script said: the pinned SDK,
     no deadline, no exception, the iterator ended, at least one result (the last one not
     an error unless ``error_result_ok``)."""
-    assert run["sdk_version"] == PINNED, run.describe()
+    assert run["sdk_version"] == run.sdk.version, run.describe()
     assert not run["timed_out"], "the script's deadline fired (hang)\n" + run.describe()
     assert run["error"] is None, "the SDK threw\n" + run.describe()
     assert run["ended"], run.describe()
@@ -217,25 +248,25 @@ def messages_after(run: Run, index: int | None) -> list[dict[str, Any]]:
     ("cbc-workflow-inline", "use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT"),
     ("cbc-workflow-by-path", "use a workflow please TRIGGER_WORKFLOW_PATH WF_VIA_DIRECT"),
 ], ids=["inline", "by-path"])
-def test_query_workflow_session(tmp_path: Path, capture: str, prompt: str) -> None:
-    node = node_or_skip()
+def test_query_workflow_session(tmp_path: Path, capture: str, prompt: str, sdk: Sdk) -> None:
+    node = node_or_skip(sdk)
     run = run_script(node, "ts_sdk_query.mjs", ["--prompt", prompt], cwd=tmp_path,
-                     env=replay_env(capture), deadline=FAST_DEADLINE)
+                     env=replay_env(capture), deadline=FAST_DEADLINE, sdk=sdk)
     assert_script_ok(run)
     check_workflow_session(run)
 
 
-def test_unknown_control_request_is_answered(tmp_path: Path) -> None:
+def test_unknown_control_request_is_answered(tmp_path: Path, sdk: Sdk) -> None:
     """The same session, and ``q.mcpServerStatus()`` once it has started. cbc does not know
     ``mcp_status`` (it answers ``Unknown control request subtype: mcp_status``; the replay
     leaves it unanswered); Claude answers with the session's MCP servers, and the bridge
     should answer it locally (rule ``unsupported-control``)."""
-    node = node_or_skip()
+    node = node_or_skip(sdk)
     run = run_script(node, "ts_sdk_query.mjs",
                      ["--prompt", "use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT",
                       "--probe-controls"],
                      cwd=tmp_path, env=replay_env("cbc-workflow-inline"),
-                     deadline=FAST_DEADLINE)
+                     deadline=FAST_DEADLINE, sdk=sdk)
     assert_script_ok(run)  # an unanswered request must not hold the session up
     check_control_probe(run)
 
@@ -269,8 +300,8 @@ def check_control_probe(run: Run) -> None:
 
 
 # -- (2) interrupt() while a workflow runs ----------------------------------------------
-def interrupt_session(tmp_path: Path, midturn: bool) -> Run:
-    node = node_or_skip()
+def interrupt_session(tmp_path: Path, midturn: bool, sdk: Sdk) -> Run:
+    node = node_or_skip(sdk)
     capture = "cbc-interrupt-midturn-workflow" if midturn else "cbc-interrupt-idle-workflow"
     args = ["--prompt", "use a workflow TRIGGER_WORKFLOW_PATH_PAR_SLOW WF_VIA_DIRECT"]
     if midturn:
@@ -278,14 +309,14 @@ def interrupt_session(tmp_path: Path, midturn: bool) -> Run:
     (tmp_path / "work").mkdir()
     run = run_script(node, "ts_sdk_interrupt.mjs", args, cwd=tmp_path / "work",
                      env=replay_env(capture), deadline=FAST_DEADLINE,
-                     record=tmp_path / "record")
+                     record=tmp_path / "record", sdk=sdk)
     assert_script_ok(run)
     return run
 
 
 @pytest.mark.parametrize("midturn", [False, True], ids=["idle", "midturn"])
-def test_interrupt_stops_the_workflow(tmp_path: Path, midturn: bool) -> None:
-    run = interrupt_session(tmp_path, midturn)
+def test_interrupt_stops_the_workflow(tmp_path: Path, midturn: bool, sdk: Sdk) -> None:
+    run = interrupt_session(tmp_path, midturn, sdk)
     [wf] = workflow_tasks(run)
     assert wf["workflow_name"] == "par-slow-flow", run.describe()
     assert [n["status"] for n in wf["notifications"]] == ["stopped"], run.describe()
@@ -298,9 +329,9 @@ def test_interrupt_stops_the_workflow(tmp_path: Path, midturn: bool) -> None:
 
 
 @pytest.mark.parametrize("midturn", [False, True], ids=["idle", "midturn"])
-def test_interrupt_like_claude(tmp_path: Path, midturn: bool) -> None:
+def test_interrupt_like_claude(tmp_path: Path, midturn: bool, sdk: Sdk) -> None:
     """The same sessions, judged on what Claude Code 2.1.220 does on an interrupt."""
-    check_interrupt_fidelity(interrupt_session(tmp_path, midturn), midturn)
+    check_interrupt_fidelity(interrupt_session(tmp_path, midturn, sdk), midturn)
 
 
 def check_interrupt_fidelity(run: Run, midturn: bool) -> None:
@@ -361,18 +392,18 @@ class RealRun:
 
 
 def run_on_real_cbc(scenario_name: str, script: str, args: Sequence[str],
-                    **environ: str) -> RealRun:
+                    sdk: Sdk = PINNED_SDK, **environ: str) -> RealRun:
     """Run ``script`` with the drop-in in front of the real cbc, whose model is the
     stand-in with the model script and files of ``scenarios/<name>.toml``; a fresh
     HOME/cwd/TMPDIR; ``CCBRIDGE_BACKEND`` = the real cbc, plus ``environ``. The environment
     is built from scratch (``runner.backend_env``: no credentials). Every process of the
     run (marked in its environment) is killed on the way out."""
-    node = node_or_skip()
+    node = node_or_skip(sdk)
     cbc = find_backend("cbc")
     if cbc is None:
         pytest.skip("cbc not installed: run `ccbridge backends install` "
                     "(or pip install codebuddy-agent-sdk)")
-    return trio.run(_drive_real, node, cbc, scenario_name, script, list(args), environ)
+    return trio.run(_drive_real, node, cbc, scenario_name, script, list(args), environ, sdk)
 
 
 def files_below(d: Path) -> list[str]:
@@ -380,7 +411,7 @@ def files_below(d: Path) -> list[str]:
 
 
 async def _drive_real(node: str, cbc: list[str], scenario_name: str, script: str,
-                      args: list[str], environ: dict[str, str]) -> RealRun:
+                      args: list[str], environ: dict[str, str], sdk: Sdk) -> RealRun:
     scenario = load_scenario(SCENARIOS / f"{scenario_name}.toml")
     dirs = runner.make_root()
     mark = secrets.token_hex(8)
@@ -401,7 +432,7 @@ async def _drive_real(node: str, cbc: list[str], scenario_name: str, script: str
             try:
                 outcome = await trio.to_thread.run_sync(partial(
                     run_script, node, script, args, cwd=cwd, env=env, deadline=REAL_DEADLINE,
-                    record=Path(dirs["ROOT"], "record")))
+                    record=Path(dirs["ROOT"], "record"), sdk=sdk))
             except BaseException as e:  # (pytest.fail) raised below, not as a group
                 outcome = e
             nursery.cancel_scope.cancel()
@@ -419,14 +450,14 @@ WORKFLOW_ARGS = ("--system-prompt", "preset", "--allowed-tools", WORKFLOW_TOOLS)
 
 
 @pytest.mark.real_backend
-def test_query_workflow_session_real_cbc() -> None:
+def test_query_workflow_session_real_cbc(sdk: Sdk) -> None:
     """(1) on the real cbc. A string prompt is a single-user-turn query: the SDK closes the
     CLI's stdin at the first ``result``, while the workflow still runs. Claude Code then
     winds down (PROTOCOL.md §5 ``eof-wind-down``): it waits for the workflow, reports it
     ``completed`` and exits. cbc stops its event loop at EOF and never reports it."""
     args = ["--prompt", "use a workflow please TRIGGER_WORKFLOW", *WORKFLOW_ARGS]
     # the bridge's own limit after the client's EOF (default 60 s), kept short here
-    real = run_on_real_cbc("workflow-inline", "ts_sdk_query.mjs", args,
+    real = run_on_real_cbc("workflow-inline", "ts_sdk_query.mjs", args, sdk,
                            CCBRIDGE_EOF_GRACE="15")
     run = real.run
     assert_script_ok(run)  # one notification per task, meta.name, a result, the end

@@ -29,9 +29,14 @@ export function parseArgs(argv = process.argv.slice(2)) {
   return out;
 }
 
+/** The SDK the scripts drive: the pinned one, or the package CCBRIDGE_TS_SDK names (an
+ * alias of another version in package.json, e.g. claude-agent-sdk-next). */
+export const SDK_PACKAGE = process.env.CCBRIDGE_TS_SDK || "@anthropic-ai/claude-agent-sdk";
+export const { query } = await import(SDK_PACKAGE);
+
 export function sdkVersion() {
   // the package's exports map hides package.json: find it next to the entry point
-  const entry = createRequire(import.meta.url).resolve("@anthropic-ai/claude-agent-sdk");
+  const entry = createRequire(import.meta.url).resolve(SDK_PACKAGE);
   return JSON.parse(readFileSync(join(dirname(entry), "package.json"), "utf8")).version;
 }
 

@@ -14,8 +14,8 @@
 // workflow's task_notification, close the input, and read to the end. Checks: interrupt()
 // resolves, the workflow's single notification is `stopped`, no progress after it, the
 // iterator ends (no hang) before the deadline.
-import { query } from "@anthropic-ai/claude-agent-sdk";
 import {
+  query,
   armDeadline, check, checkLifecycles, finish, makeSummary, openPrompt, parseArgs, record,
   sdkOptions, sdkThrew,
 } from "./ts_sdk_common.mjs";

@@ -12,8 +12,8 @@
 // SDK yielded, so the caller can check that the result reflects the decision (the updated
 // command ran / the tool did not run and the result carries the message). Checks made
 // here: the callback was called at least once, a `result` arrived, the iterator ended.
-import { query } from "@anthropic-ai/claude-agent-sdk";
 import {
+  query,
   armDeadline, check, finish, makeSummary, parseArgs, record, sdkOptions, sdkThrew,
 } from "./ts_sdk_common.mjs";
 

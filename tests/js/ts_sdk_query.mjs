@@ -19,8 +19,8 @@
 // not checked here: the caller decides what the bridge owes.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { query } from "@anthropic-ai/claude-agent-sdk";
 import {
+  query,
   armDeadline, check, checkLifecycles, finish, makeSummary, metaName, parseArgs, record,
   sdkOptions, sdkThrew,
 } from "./ts_sdk_common.mjs";
