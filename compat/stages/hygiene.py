@@ -84,8 +84,8 @@ class PrivateFields(Stage):
         cut, fields = found
         if not fields:
             return raw
-        if raw.startswith(b'{"type":"user"') and raw.find(b'"_meta"', 0, cut) >= 0:
-            return None  # (a tool_result's _meta inside: the parsing path)
+        if _block_meta_before(raw, cut):
+            return None  # (the parsing path)
         return raw[:cut] + b"}"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -98,7 +98,7 @@ class PrivateFields(Stage):
             cut, fields = found
             if not fields:
                 return None
-            inner = raw.startswith(b'{"type":"user"') and raw.find(b'"_meta"', 0, cut) >= 0
+            inner = _block_meta_before(raw, cut)
             if not frame.parsed and not inner:
                 return (frame.replace_raw(raw[:cut] + b"}"),)
         obj = frame.obj
@@ -160,6 +160,11 @@ class PrivateFields(Stage):
         if stamp > cut and _STAMP.fullmatch(raw, stamp):
             self._known = (raw[cut:stamp], len(tail))
         return cut, len(tail)
+
+
+def _block_meta_before(raw: bytes, cut: int) -> bool:
+    """A user line that may hold a tool_result's ``_meta`` before its trailing run."""
+    return raw.startswith(b'{"type":"user"') and raw.find(b'"_meta"', 0, cut) >= 0
 
 
 def _without_block_meta(obj: dict[str, Any]) -> list[Any] | None:
