@@ -160,6 +160,8 @@ class SessionState:
     #: a turn is running (between a user line and its ``result``)
     in_turn: bool = False
     turns: int = 0
+    #: engine time of the last ``result`` cbc wrote (``session``; ``user-line``'s settle)
+    result_at: float | None = None
     #: launch facts ``bridge/proxy.py`` copies from ``compat.argv.Translation``: the client
     #: passed ``--permission-prompt-tool stdio`` (permission-routing); it named the session
     #: itself (--resume/--continue/--session-id)

@@ -12,7 +12,14 @@ Strategy: every client ``control_request`` gets exactly one reply, Claude-worded
   ``ControlState.pending_user``: a turn the client asked for is pending. It echoes a line
   with a ``uuid`` as Claude's ``command_lifecycle`` ``queued`` (``started``/``completed``
   and the result's ``user_message_uuid``: ``command-lifecycle``,
-  ``compat/stages/lifecycle_cmd.py``).
+  ``compat/stages/lifecycle_cmd.py``). cbc 2.163.0 loses a user line that reaches it
+  1-3 ms after it wrote a ``result`` (no model request, no frame: a client waiting for
+  its answer hangs; with a direct pipe to cbc, 10 of 16 lines sent 1-3 ms after the result
+  lost, none at 0 ms or from 5 ms on; through a proxy's hop every line sent at once after
+  the result lands there). So a line that arrives within ``settle`` seconds of cbc's last
+  ``result`` is held until that much time has passed since it, and every client frame
+  after it waits with it (order kept); the client's EOF releases them at once. Claude
+  takes such a line at any time; 0 switches the hold off.
 - ``unsupported-control`` (up, last) answers locally what cbc cannot
   (``nomodel_controls-*``: ``Unknown control request subtype`` for ``mcp_status``,
   ``get_context_usage``, ``set_max_thinking_tokens``, ``stop_task``), holds
@@ -90,19 +97,28 @@ class StdinVocabulary(Stage):
 @register
 @attrs.define
 class UserLine(Stage):
-    """Pass user lines; remember their uuids: a client turn is pending."""
+    """Pass user lines; remember their uuids: a client turn is pending. Hold a line cbc
+    would lose right after a result (``settle``)."""
 
     rule: ClassVar[str] = "user-line"
     direction: ClassVar[Direction] = "up"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+    #: every client frame: one that follows a held line waits behind it
+    kinds: ClassVar[frozenset[str] | None] = None
+
+    #: seconds after cbc's result before a user line is forwarded (0: never held)
+    settle: float = 0.2
+    _held: list[Frame] = attrs.field(factory=list, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        uuid = frame.obj.get("uuid")
+        if frame.kind() != ("user", None):
+            return self._hold(frame, ctx) if self._held else None
+        obj = frame.obj
+        uuid = obj.get("uuid") if isinstance(obj, dict) else None
         control = ctx.state.control
         control.user_lines += 1
         uuid = uuid if isinstance(uuid, str) and uuid else None
         control.pending_user.append(uuid)
-        if uuid is not None and self.mode == "on":
+        if uuid is not None:
             # Claude's "queued" echo as the line is read (compat/stages/lifecycle_cmd.py);
             # before cbc has told the session id it waits for the turn start
             if ctx.state.session_id is None:
@@ -111,7 +127,30 @@ class UserLine(Stage):
                 ctx.emit("down", Frame.synth(lifecycle(uuid, "queued", ctx,
                                                        ctx.state.session_id), self.rule),
                          self.rule)  # fmt: skip
+        if self._held:
+            return self._hold(frame, ctx)
+        result_at = ctx.state.result_at
+        if result_at is not None and ctx.now < result_at + self.settle:
+            ctx.set_timer(self, "settle", result_at + self.settle - ctx.now)
+            ctx.count(self.rule, "held-after-result")
+            return self._hold(frame, ctx)
         return None
+
+    def _hold(self, frame: Frame, ctx: Context) -> Output:
+        self._held.append(frame)
+        ctx.hold()
+        return ()
+
+    def _release(self) -> Output:
+        held, self._held = self._held, []
+        return held
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        return self._release()
+
+    def on_input_eof(self, ctx: Context) -> Output:
+        ctx.cancel_timer(self, "settle")
+        return self._release()
 
 
 @register

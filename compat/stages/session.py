@@ -54,6 +54,7 @@ class SessionStage(Stage):
                             )
         elif t == "result":
             state.in_turn = False
+            state.result_at = ctx.now
         else:  # system/init
             sid = obj.get("session_id")
             if state.session_id is None and isinstance(sid, str):

@@ -29,9 +29,11 @@ from .sdk_support import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
     ResultMessage,
+    StreamEvent,
     TaskNotificationMessage,
     TaskStartedMessage,
     ToolPermissionContext,
@@ -46,6 +48,8 @@ pytestmark = [
 DEADLINE = 120
 SLOW_BASH = Rule(when="TRIGGER_SLOW_BASH", tool="Bash",
                  input={"command": "sleep 30; echo slow-done", "description": "Slow sleep"})
+ECHO_BASH = Rule(when="TRIGGER_ECHO", tool="Bash",
+                 input={"command": "echo hooked > hooked.txt", "description": "Echo to a file"})
 PERM_BASH = Rule(when="TRIGGER_PERM_BASH", tool="Bash",
                  input={"command": "touch perm-probe.txt", "description": "Create a file"})
 
@@ -300,3 +304,107 @@ def test_the_logger_redacts_whatever_it_is_given() -> None:
     assert "abcdef123456" not in text
     assert "x" * 20 not in text
     assert os.linesep in text or text.endswith("\n")
+
+
+async def test_lines_sent_the_moment_each_turn_ends_are_all_answered(tmp_path: Path,
+                                                                      cbc: list[str]) -> None:
+    """A client that writes its next line as soon as it has read a result (the SDK's
+    ``query()`` right after ``receive_response()``): cbc 2.163.0 alone loses a line that
+    reaches it 1-3 ms after its result, and every such line through a proxy lands there;
+    ``user-line`` holds it past that (``settle``), so each turn is answered."""
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, ECHO_BASH,
+                           permission_mode="bypassPermissions") as (client, server, _):
+            turns = [await turn(client, prompt) for prompt in
+                     ("one TRIGGER_ECHO", "two", "three TRIGGER_ECHO", "four")]  # fmt: skip
+    assert [type(t[-1]).__name__ for t in turns] == ["ResultMessage"] * 4
+    assert all(not t[-1].is_error for t in turns)
+    asked = [e["latest"] for e in server.log if e.get("agent") != "utility"]
+    assert sum("<user_query>" in str(a) for a in asked) == 4, asked
+
+
+# -- hooks, and every option that becomes a flag, in one session -----------------------------
+
+
+async def test_hooks_see_the_prompt_and_the_tool_call_and_a_deny_holds(tmp_path: Path,
+                                                                        cbc: list[str]) -> None:
+    """The SDK registers its hook callbacks in ``initialize``; cbc calls them back over
+    stdio (``hook_callback``) and the bridge passes both ways: UserPromptSubmit sees the
+    line, PreToolUse and PostToolUse the Bash call, and a PreToolUse deny keeps the command
+    from running."""
+    calls: list[tuple[str, Any]] = []
+    deny = False
+
+    async def on_prompt(inp: Any, tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+        calls.append(("prompt", inp["prompt"]))
+        return {}
+
+    async def pre(inp: Any, tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+        calls.append(("pre", (inp["tool_name"], inp["tool_input"]["command"], tool_use_id)))
+        if not deny:
+            return {}
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                       "permissionDecision": "deny",
+                                       "permissionDecisionReason": "not today"}}  # fmt: skip
+
+    async def post(inp: Any, tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+        calls.append(("post", (inp["tool_name"], tool_use_id)))
+        return {}
+
+    hooks = {"UserPromptSubmit": [HookMatcher(hooks=[on_prompt])],
+             "PreToolUse": [HookMatcher(matcher="Bash", hooks=[pre])],
+             "PostToolUse": [HookMatcher(matcher="Bash", hooks=[post])]}  # fmt: skip
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, ECHO_BASH, hooks=hooks,
+                           permission_mode="bypassPermissions") as (client, _, work):
+            first = await turn(client, "please TRIGGER_ECHO")
+            assert (work / "hooked.txt").read_text() == "hooked\n"
+            (work / "hooked.txt").unlink()
+            deny = True
+            second = await turn(client, "again TRIGGER_ECHO")
+    [used, denied] = [next(b.tool_use_id for b in tool_results(m)) for m in (first, second)]
+    assert calls == [("prompt", "please TRIGGER_ECHO"),
+                     ("pre", ("Bash", "echo hooked > hooked.txt", used)),
+                     ("post", ("Bash", used)),
+                     ("prompt", "again TRIGGER_ECHO"),
+                     ("pre", ("Bash", "echo hooked > hooked.txt", denied))]  # fmt: skip
+    assert not (work / "hooked.txt").exists()
+    [result] = tool_results(second)
+    assert result.is_error
+    assert "not today" in str(result.content)
+    assert isinstance(second[-1], ResultMessage)
+    assert not second[-1].is_error
+
+
+async def test_every_option_that_becomes_a_flag_in_one_session(tmp_path: Path,
+                                                               cbc: list[str]) -> None:
+    """The Python SDK's options that become flags (argv, translated or dropped with a
+    warning) all at once, in a real session that runs a tool: cbc starts with the line,
+    streams partial messages, runs the tool and ends the turn; every flag cbc lacks is
+    named on the bridge's log. (What cannot run here: resume/continue/fork need a stored
+    session, an output schema a model that answers it; tests/compat/test_argv.py and
+    test_real_cbc_argv.py take those on the command line.)"""
+    extra = tmp_path / "extra-dir"
+    extra.mkdir()
+    options: dict[str, Any] = dict(
+        tools=["Bash", "Read"], allowed_tools=["Bash", "Read"],
+        disallowed_tools=["Write", "Edit"], max_turns=5, max_budget_usd=5.0,
+        model="default-model", fallback_model="fast-model", betas=["context-1m-2025-08-07"],
+        permission_mode="acceptEdits", settings='{"alwaysThinkingEnabled": false}',
+        add_dirs=[str(extra)], include_partial_messages=True, include_hook_events=True,
+        strict_mcp_config=True, setting_sources=["user", "project"],
+        thinking={"type": "enabled", "budget_tokens": 2048}, effort="high",
+        system_prompt={"type": "preset", "preset": "claude_code", "append": "Be brief."},
+        extra_args={"replay-user-messages": None, "some-new-flag": "value"},
+    )  # fmt: skip
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, ECHO_BASH, **options) as (client, server, work):
+            messages = await turn(client, "please TRIGGER_ECHO")
+    assert (work / "hooked.txt").read_text() == "hooked\n"
+    assert [type(b).__name__ for b in tool_results(messages)] == ["ToolResultBlock"]
+    assert any(isinstance(m, StreamEvent) for m in messages)  # include_partial_messages
+    assert isinstance(messages[-1], ResultMessage)
+    assert messages[-1].subtype == "success"
+    assert set(models_asked(server)) == {"default-model"}
+    log = (tmp_path / "bridge.log").read_text()
+    assert "--some-new-flag" in log  # an unknown flag: dropped, with one warning

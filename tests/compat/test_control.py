@@ -424,6 +424,44 @@ def test_user_lines_pass_unchanged_and_mark_a_client_turn() -> None:
     assert list(control.pending_user) == [None]
 
 
+def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
+    """cbc 2.163.0 loses a user line that reaches it 1-3 ms after its result: a line within
+    ``user-line.settle`` (0.2 s) of the result is held until then, what the client sends
+    after it waits behind it, in order; a line later than that passes at once."""
+    eng = engine()
+    run = replay(eng, extra=[*session(eng), (1.001, "client", user("next", "u-2")),
+                             (1.002, "client", cr("i-1", subtype="interrupt")),
+                             (1.5, "client", user("later", "u-3"))])  # fmt: skip
+    sent = [(t, f.get("message", {}).get("content") or f["request"]["subtype"])
+            for t, f in run.backend if f["type"] in ("user", "control_request")]  # fmt: skip
+    assert sent == [(1.0, "hi"), (pytest.approx(1.2), "next"), (pytest.approx(1.2), "interrupt"),
+                    (1.5, "later")]  # fmt: skip
+    counts = eng.statistics()["rules"]["user-line"]
+    # (synthesized: the two lines' command_lifecycle "queued" echoes)
+    assert counts == {"held-after-result": 1, "held": 2, "released": 2, "synthesized": 2}
+    # Claude's "queued" echo is not held: the client sees it as the line is read
+    queued = [t for t, f in run.client if f.get("type") == "command_lifecycle"
+              and f["command_uuid"] == "u-2" and f["state"] == "queued"]  # fmt: skip
+    assert queued == [1.001]
+
+
+def test_the_clients_eof_releases_a_held_line_before_cbcs_stdin_closes() -> None:
+    eng = engine()
+    run = replay(eng, extra=[*session(eng), (1.05, "client", user("last"))])
+    assert [f["message"]["content"] for f in run.frames("backend") if f["type"] == "user"] == [
+        "hi"]
+    cmds = eng.eof("client", 1.06)  # (eof-wind-down closes cbc's stdin after its turn)
+    assert b'"last"' in next(c.data for c in cmds if getattr(c, "side", "") == "backend")
+    assert "settle" not in {key for _, key in eng._timers}
+
+
+def test_settle_zero_forwards_every_line_at_once() -> None:
+    eng = engine(["user-line.settle=0"])
+    run = replay(eng, extra=[*session(eng), (1.0, "client", user("next"))])
+    assert [(t, f["message"]["content"]) for t, f in run.backend if f["type"] == "user"] == [
+        (1.0, "hi"), (1.0, "next")]
+
+
 # -- command-lifecycle (compat/stages/lifecycle_cmd.py) ---------------------------------------
 
 
