@@ -177,7 +177,7 @@ def make_stage(rule: str, options: Mapping[str, str]) -> Stage | None:
         return None
     if mode == "on":
         mode = ""
-    fields = {f.name: f for f in attrs.fields(cls) if f.name != "mode"}
+    fields = {f.name: f for f in _option_fields(cls)}
     for name in opts:
         if name not in fields:
             raise RuleError(
@@ -206,9 +206,27 @@ def _structure(value: str, type_: Any) -> Any:
 
 
 def describe() -> list[tuple[str, str, tuple[str, ...]]]:
-    """(rule id, one-line summary, modes) for ``ccbridge rules`` and the README."""
+    """(rule id, summary: the first paragraph of its docstring, modes) for ``ccbridge
+    rules`` and the README."""
     rows = []
     for rule, cls in sorted(REGISTRY.items()):
-        doc = (cls.__doc__ or "").strip().splitlines()
-        rows.append((rule, doc[0] if doc else "", cls.modes))
+        doc = (cls.__doc__ or "").strip().split("\n\n")[0]
+        rows.append((rule, " ".join(doc.split()), cls.modes))
     return rows
+
+
+def options_of(rule: str) -> list[tuple[str, Any]]:
+    """The ``--rule ID.option=VALUE`` options of a rule and their defaults."""
+    out: list[tuple[str, Any]] = []
+    for f in _option_fields(REGISTRY[rule]):
+        default: Any = f.default
+        if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+            default = default.factory()
+        out.append((f.name, default))
+    return out
+
+
+def _option_fields(cls: type[Stage]) -> list[attrs.Attribute[Any]]:
+    """A stage's options: its attrs fields a user may set (not ``mode``, not state)."""
+    return [f for f in attrs.fields(cls)
+            if f.init and f.name != "mode" and not f.name.startswith("_")]  # fmt: skip

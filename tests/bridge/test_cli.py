@@ -39,6 +39,22 @@ def test_dropin_help_lists_claude_flags(capsys: pytest.CaptureFixture[str]) -> N
     assert "--allowedTools" in out
 
 
+def test_rules_lists_modes_options_and_order(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["rules"]) == 0
+    out = capsys.readouterr().out
+    assert "late-progress  [on|drop|pass|fold|off]" in out
+    assert "--rule user-line.settle=0.2" in out
+    assert "--rule late-progress.grace=5.0" in out
+    assert "user-line._held" not in out  # state, not an option
+    assert "cbc-to-claude up: stdin-vocabulary > user-line" in out
+    assert cli.main(["rules", "user-line"]) == 0
+    one = capsys.readouterr().out
+    assert one.startswith("user-line  [on|off]")
+    assert "late-progress" not in one
+    assert cli.main(["rules", "no-such-rule"]) == 2
+    assert "unknown rule id(s): no-such-rule" in capsys.readouterr().err
+
+
 def test_unknown_command_and_bad_rule_are_usage_errors(tmp_path: Path) -> None:
     assert cli.main(["frobnicate"]) == 2
     r = run(str(BIN / "ccbridge"), "run", "--backend", "true", "--rule", "no-such-rule=on")
