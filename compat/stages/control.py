@@ -55,9 +55,9 @@ from compat.frames import Frame
 from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
+from compat.stages.turns import TURN_CONTENT
 from compat.taskkit import remember
 
-_TURN = frozenset({"system/init", "assistant", "user", "stream_event", "result", "tool_progress"})
 #: setters cbc refuses before its first turn; answered at once, sent once it has a session
 _SETTERS = frozenset({"set_permission_mode", "set_model"})
 
@@ -367,7 +367,7 @@ class ControlState(Stage):
     """Bookkeeping for the control rules: turns as the client sees them, mcp_servers, usage."""
 
     rule: ClassVar[str] = "control-state"
-    kinds: ClassVar[frozenset[str] | None] = _TURN
+    kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT
     #: inside a turn most frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True
 

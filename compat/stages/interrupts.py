@@ -43,6 +43,7 @@ from compat import controlkit as ck
 from compat.frames import Frame
 from compat.session import ControlRequest, Interrupt
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.turns import TURN_CONTENT
 from compat.taskkit import (
     TASK_FRAMES,
     TERMINAL,
@@ -56,15 +57,12 @@ from compat.taskkit import (
 
 #: background task types an interrupt kills (shells keep running)
 KILLS = frozenset({"local_agent", "local_workflow"})
-#: what a model turn writes; dropped when the turn is cbc's own after an interrupt
-_TURN_CONTENT = frozenset({"system/init", "assistant", "user", "stream_event", "result",
-                           "tool_progress"})  # fmt: skip
 #: the model's first output: a turn held as "pending" is decided by it
 _COMMIT = frozenset({"assistant", "user", "stream_event", "result", "tool_progress"})
 _TURN_EXTRA = frozenset({"system/status", "system/api_retry", "system/thinking_tokens",
                          "rate_limit_event", "tool_use_summary", "prompt_suggestion"})  # fmt: skip
 #: the kinds that only the turn bookkeeping of interrupt-terminal looks at
-_QUIET = _TURN_CONTENT | _TURN_EXTRA
+_QUIET = TURN_CONTENT | _TURN_EXTRA
 
 
 @register
@@ -152,7 +150,7 @@ class InterruptTerminal(Stage):
     rule: ClassVar[str] = "interrupt-terminal"
     modes: ClassVar[tuple[str, ...]] = ("drop-auto-turn", "keep")
     kinds: ClassVar[frozenset[str] | None] = frozenset(
-        {"control_response", "control_request", *TASK_FRAMES, *_TURN_CONTENT, *_TURN_EXTRA}
+        {"control_response", "control_request", *TASK_FRAMES, *TURN_CONTENT, *_TURN_EXTRA}
     )
     #: a turn's frames while no interrupt is pending need nothing from it but their kind
     lazy: ClassVar[bool] = True
@@ -177,7 +175,7 @@ class InterruptTerminal(Stage):
             return False
         kind = f"system/{k[1]}" if k[0] == "system" else str(k[0])
         return kind in _QUIET and not (
-            kind in _TURN_CONTENT and ctx.state.control.turns != self._turn_no
+            kind in TURN_CONTENT and ctx.state.control.turns != self._turn_no
         )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -185,7 +183,7 @@ class InterruptTerminal(Stage):
         if k is not None and not self._armed and not self._held and self._turn == "keep":
             kind = f"system/{k[1]}" if k[0] == "system" else str(k[0])
             if kind in _QUIET and not (
-                kind in _TURN_CONTENT and ctx.state.control.turns != self._turn_no
+                kind in TURN_CONTENT and ctx.state.control.turns != self._turn_no
             ):
                 return None  # no interrupt pending, not a turn's start: left unparsed
         obj = frame.obj
@@ -265,7 +263,7 @@ class InterruptTerminal(Stage):
 
     def _turn_frame(self, frame: Frame, kind: str, ctx: Context) -> Output:
         control = ctx.state.control
-        if kind in _TURN_CONTENT and control.turns != self._turn_no:
+        if kind in TURN_CONTENT and control.turns != self._turn_no:
             self._turn_no = control.turns  # this frame starts a turn
             self._turn = self._decide(ctx)
         elif not self._current(ctx, kind):

@@ -38,10 +38,7 @@ import attrs
 
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
-from compat.stages.turns import is_interrupt_receipt
-
-#: what a turn consists of as ``control-state`` sees it (its ``_TURN``)
-_TURN = frozenset({"system/init", "assistant", "user", "stream_event", "result", "tool_progress"})
+from compat.stages.turns import TURN_CONTENT, is_interrupt_receipt
 
 
 def lifecycle(command_uuid: str, state: str, ctx: Context, session_id: str) -> dict[str, Any]:
@@ -57,7 +54,7 @@ class CommandLifecycle(Stage):
     line's turn; the result's `user_message_uuid` (none on an interrupted turn's)."""
 
     rule: ClassVar[str] = "command-lifecycle"
-    kinds: ClassVar[frozenset[str] | None] = _TURN | {"control_response"}
+    kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT | {"control_response"}
     lazy: ClassVar[bool] = True
 
     #: the uuid of the line the running turn answers (None: no line, or one without uuid)

@@ -45,6 +45,10 @@ REJECTED = (
 )
 MARK = "[Request interrupted by user]"
 MARK_TOOL = "[Request interrupted by user for tool use]"
+#: what a model turn writes (control-state's turn, command-lifecycle's, and what
+#: interrupt-terminal drops of cbc's own turn after an interrupt)
+TURN_CONTENT = frozenset({"system/init", "assistant", "user", "stream_event", "result",
+                          "tool_progress"})  # fmt: skip
 #: what shows a turn is running (the contract checker's list, plus an init that
 #: ``init-once`` released: it only lets one through when the turn starts)
 TURN_KINDS = frozenset({"system/init", "assistant", "user", "stream_event", "tool_progress",
