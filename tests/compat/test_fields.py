@@ -29,15 +29,7 @@ def twin(scenario: str, side: str) -> Path:
 
 def claude(scenario: str) -> list[dict[str, Any]]:
     """Claude 2.1.220's stdout frames of the scenario."""
-    out = []
-    for rec in twin(scenario, "claude").read_text().splitlines():
-        r = json.loads(rec)
-        if r.get("kind") == "stdout":
-            try:
-                out.append(json.loads(r["text"]))
-            except json.JSONDecodeError:
-                continue
-    return out
+    return raw_frames(scenario, "claude")
 
 
 def bridged(scenario: str, side: str = "cbc-raw") -> tuple[list[dict[str, Any]], Any]:
@@ -49,6 +41,7 @@ def bridged(scenario: str, side: str = "cbc-raw") -> tuple[list[dict[str, Any]],
 
 
 def raw_frames(scenario: str, side: str = "cbc-raw") -> list[dict[str, Any]]:
+    """The stdout frames of one side's twin capture, as that side wrote them."""
     out = []
     for rec in twin(scenario, side).read_text().splitlines():
         r = json.loads(rec)
