@@ -19,6 +19,7 @@ import attrs
 from compat.engine import Engine, Log, Write
 from compat.profiles import build, parse_rule_settings
 from tests.compat.helpers import det_env
+from tests.compat.tasks_support import tag
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -147,12 +148,8 @@ def label(f: Any) -> str:
     if t in ("control_request", "control_cancel_request"):
         return f"{t}:{f.get('request_id')}"
     if t == "system":
-        if st == "task_updated":
-            return f"task_updated:{f['patch'].get('status')}"
-        if st == "task_notification":
-            return f"task_notification:{f.get('status')}"
-        if st == "background_tasks_changed":
-            return f"background_tasks_changed:{len(f.get('tasks') or [])}"
+        if st in ("task_updated", "task_notification", "background_tasks_changed"):
+            return tag(f)
         return f"system/{st}"
     return str(t)
 
