@@ -171,6 +171,13 @@ class Frame:
         return cls(b"", obj=obj, synthesized_by=rule)
 
     @classmethod
+    def wire(cls, raw: bytes, kind: Kind | None) -> Frame:
+        """A wire line whose kind was already read from its prefix (``prefix_kind``)."""
+        f = cls(raw)
+        f._kind = kind
+        return f
+
+    @classmethod
     def from_obj(cls, obj: Any) -> Frame:
         return cls(dumps(obj), obj=obj)
 

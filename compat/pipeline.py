@@ -153,9 +153,7 @@ class Pipeline:
                         if new is not None:
                             out.append(new)
                             continue
-                frame = Frame(raw)
-                if kind is not UNKNOWN:
-                    frame._kind = kind
+                frame = Frame(raw) if kind is UNKNOWN else Frame.wire(raw, kind)
                 self._one(frame, 0, ctx, frames)
                 for f in frames:
                     out.append(f.raw or f.encode())
