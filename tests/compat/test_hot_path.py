@@ -13,6 +13,7 @@ from compat.engine import Log
 from compat.profiles import make_stage
 from compat.stages.hygiene import PRIVATE_FIELDS
 
+from ..conftest import REFERENCE
 from .helpers import engine_for, written
 
 DATA = Path(__file__).parent / "data"
@@ -166,7 +167,8 @@ def test_finished_tasks_are_forgotten_before_running_ones() -> None:
 
 # -- the fast paths give what the parsing path gives, on the reference captures ----------
 
-CAPTURES = Path("/work/shared/reference/captures")
+CAPTURES = REFERENCE or Path("reference captures not found")
+NO_CAPTURES = "reference captures not found (set CCBRIDGE_SHARED)"
 
 
 def _capture_streams() -> list[Path]:
@@ -208,7 +210,7 @@ def _run_capture(
         return b"".join(out)
 
 
-@pytest.mark.skipif(not CAPTURES.is_dir(), reason="no reference captures")
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason=NO_CAPTURES)
 def test_lazy_paths_give_the_parsing_paths_bytes_on_the_captures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -229,7 +231,7 @@ def _snapshot(stage: object, ctx: object) -> str:
     return repr(attrs.asdict(stage, recurse=False)) + repr(ctx.state)  # type: ignore[attr-defined,arg-type]
 
 
-@pytest.mark.skipif(not CAPTURES.is_dir(), reason="no reference captures")
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason=NO_CAPTURES)
 def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
