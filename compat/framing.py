@@ -44,13 +44,38 @@ Event = Line | Oversize | Partial
 
 
 class LineSplitter:
+    """Linear in the bytes fed, whatever the line lengths: a line that spans chunks grows in
+    one buffer (appended to, never re-copied: amortised O(1) per byte) and is copied out
+    once, when its newline arrives; only the new chunk is ever searched for a newline.
+    Memory for a line in flight: the buffer, then the line (the buffer is freed)."""
+
     def __init__(self, max_line: int = DEFAULT_MAX_LINE) -> None:
         if max_line < 1:
             raise ValueError("max_line must be positive")
         self.max_line = max_line
+        #: the unfinished line
         self._buf = bytearray()
         self._oversize = False  # inside a line already known to be too long
         self.peak_buffer = 0
+
+    def _take(self, head: bytes) -> bytes:
+        """The unfinished line completed by ``head`` (one copy out of the buffer)."""
+        buf = self._buf
+        if not buf:
+            return head
+        buf += head
+        line = bytes(buf)
+        self._buf = bytearray()  # (frees the old buffer now)
+        return line
+
+    def _keep(self, tail: bytes) -> None:
+        self._buf += tail
+        if len(self._buf) > self.peak_buffer:
+            self.peak_buffer = len(self._buf)
+
+    @property
+    def _held(self) -> int:
+        return len(self._buf)
 
     def feed(self, data: bytes) -> Iterator[Event]:
         if self._oversize:
@@ -61,13 +86,20 @@ class LineSplitter:
             self._oversize = False
             yield Oversize(bytes(data[: nl + 1]), end=True)
             data = data[nl + 1 :]
-        buf = self._buf
-        if buf:
-            buf += data
-            data = bytes(buf)
-            buf.clear()
         start = 0
         find = data.find
+        if self._buf:
+            nl = find(b"\n")
+            if nl < 0:
+                if self._held + len(data) > self.max_line:
+                    self._oversize = True
+                    yield Oversize(self._take(data), end=False)
+                elif data:
+                    self._keep(data)
+                return
+            line = self._take(data[:nl])
+            yield Oversize(line + b"\n", end=True) if len(line) > self.max_line else Line(line)
+            start = nl + 1
         while True:
             nl = find(b"\n", start)
             if nl < 0:
@@ -82,27 +114,28 @@ class LineSplitter:
             self._oversize = True
             yield Oversize(data[start:], end=False)
         elif rest:
-            buf += data[start:]
-            if len(buf) > self.peak_buffer:
-                self.peak_buffer = len(buf)
+            self._keep(data[start:] if start else data)
 
     def split(self, data: bytes) -> list[bytes] | None:
         """``feed`` for the hot path: the complete lines (without their newlines) in one
         ``bytes.split``; None, having consumed nothing, when a line could be over the
         limit (then ``feed`` must take ``data``)."""
-        buf = self._buf
-        if self._oversize or len(buf) + len(data) > self.max_line:
+        if self._oversize or self._held + len(data) > self.max_line:
             return None
-        if buf:
-            buf += data
-            data = bytes(buf)
-            buf.clear()
-        lines = data.split(b"\n")
+        if self._buf:
+            nl = data.find(b"\n")
+            if nl < 0:
+                if data:
+                    self._keep(data)
+                return []
+            first = self._take(data[:nl])
+            lines = data[nl + 1 :].split(b"\n")
+            lines.insert(0, first)
+        else:
+            lines = data.split(b"\n")
         rest = lines.pop()
         if rest:
-            buf += rest
-            if len(buf) > self.peak_buffer:
-                self.peak_buffer = len(buf)
+            self._keep(rest)
         return lines
 
     def eof(self) -> Iterator[Event]:
@@ -111,6 +144,4 @@ class LineSplitter:
             self._oversize = False
             return
         if self._buf:
-            data = bytes(self._buf)
-            self._buf.clear()
-            yield Partial(data)
+            yield Partial(self._take(b""))

@@ -25,3 +25,20 @@ def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture
     assert rules["private-fields"]["rewritten"] > 0.9 * r["stream"]["frames"]
     assert r["statistics"]["frames"]["down"]["in"] == r["stream"]["frames"]
     assert r["memory"]["full"]["peak"] > 0
+
+
+def test_long_lines_benchmark_runs_and_checks_its_output(
+        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """``bench.longlines`` at 1 and 2 MiB: every mode's output is checked inside (a line cut
+    or altered exits non-zero), and the report has every figure."""
+    from bench.longlines import MODES
+    from bench.longlines import main as longlines
+
+    assert longlines(["--sizes", "1,2", "--runs", "1", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert set(r["sizes"]) == {"1", "2"}
+    for modes in r["sizes"].values():
+        assert set(modes) == set(MODES)
+        assert modes["relay"]["ratio"] == 1.0
+        assert all(m["peak_rss_mib"] > 0 for m in modes.values())
+    assert r["sizes"]["2"]["identity"]["extra_rss_per_line"] is not None

@@ -87,3 +87,23 @@ def test_split_gives_what_feed_gives(size: int, max_line: int) -> None:
     data = STREAM.replace(b'{"partial":', b"") + b"y" * 300 + b"\nz\n" + b"w" * 40 + b"\n" + STREAM
     chunks = [data[i : i + size] for i in range(0, len(data), size)]
     assert collect_split(chunks, max_line) == collect(chunks, max_line)
+
+
+@pytest.mark.parametrize("method", ["feed", "split"])
+def test_a_long_line_in_small_chunks_costs_linear_time(method: str) -> None:
+    """An 8 MiB line in 1 KiB chunks: each chunk is searched and kept once, the line joined
+    once (before: the pending buffer was copied on every chunk, ~32 GB of copying here,
+    tens of seconds; now milliseconds, so the generous bound cannot flake)."""
+    import time
+
+    sp = LineSplitter()
+    chunk = b"x" * 1024
+    started = time.process_time()
+    for _ in range(8 * 1024):
+        out = list(sp.feed(chunk)) if method == "feed" else sp.split(chunk)
+        assert out == []
+    last = list(sp.feed(b"\n")) if method == "feed" else sp.split(b"\n")
+    took = time.process_time() - started
+    assert [len(x.data) if isinstance(x, Line) else len(x) for x in last] == [8 << 20]
+    assert sp.peak_buffer == 8 << 20
+    assert took < 5.0, took
