@@ -15,13 +15,17 @@ Failure handling: a client that vanishes (EPIPE on its stdout) ends the session:
 backend is terminated (SIGTERM, then SIGKILL after ``KILL_GRACE``) and we exit 141. A
 signal (SIGINT/SIGTERM/SIGHUP) is forwarded to the backend, which gets ``KILL_GRACE`` to
 exit. The client's EOF reaches the backend when the engine says so (``CloseBackendInput``:
-at once, or after a stage's wind-down, ``eof-wind-down``); from then on the backend gets
-``eof_grace`` seconds to exit before it is terminated, and a stage may ask for that sooner
-(``TerminateBackend``). A wind-down has a backstop: the engine's ``eof_budget`` plus
-``eof_grace`` after the client's EOF, the backend is terminated whatever the stages said.
-The exit status is the engine's when a stage decided it (``Engine.exit_status``: Claude's
-0/1 after a wind-down), else the backend's. The backend runs in its own process group,
-which is killed on the way out, so no orphan survives us.
+at once, or after a stage's wind-down, ``eof-wind-down``); the close happens in the
+backend's writer after every line queued before it, and only then does the engine hear of
+it (``Engine.input_closed``), so its grace timers start from the real close. A backend that
+is still writing is never terminated for the EOF: it is once it has shown no sign of life
+(no output, no input taken) for ``eof_grace`` seconds; a stage may ask for it sooner
+(``TerminateBackend``: an idle cbc after its last result). A wind-down has a backstop: past
+the engine's ``eof_budget`` after the client's EOF the same silence rule applies, whatever
+the stages said. The exit status is the engine's when a stage decided it
+(``Engine.exit_status``: Claude's 0/1 after a wind-down), else the backend's. The backend
+runs in its own process group, which is killed on the way out, and its descendants that
+left the group are found and ended too (``bridge.reaper``), so no orphan survives us.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 import attrs
 import trio
 
+from bridge import reaper
 from bridge.log import Logger
 from bridge.recorder import Recorder
 from compat.engine import CloseBackendInput, Command, Engine, Log, Side, TerminateBackend, Write
@@ -45,6 +50,10 @@ WRITE_QUEUE = 16
 READ_SIZE = 64 * 1024
 #: seconds a backend gets between SIGTERM and SIGKILL
 KILL_GRACE = 5.0
+#: seconds of silence on the backend's stdout, after it exited, before it counts as done
+STDOUT_LINGER = 0.5
+#: seconds the backend's leftover descendants get between SIGTERM and SIGKILL
+TREE_GRACE = 1.0
 EXIT_CLIENT_GONE = 141  # 128 + SIGPIPE, what a shell reports for a broken pipe
 
 _CLOSE = None  # sentinel on a writer channel: close that side
@@ -58,6 +67,9 @@ class SessionConfig:
     #: seconds the backend may take to exit after the client's EOF; None: wait forever
     eof_grace: float | None = 60.0
     print_stats: bool = False
+    #: this process is the session's alone (the CLI): become the child subreaper of the
+    #: backend's tree and end every child left at the close (``bridge.reaper``)
+    own_process: bool = False
 
 
 class ClientGone(Exception):
@@ -96,9 +108,15 @@ class Session:
         self._client_writer_done = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._input_closed = False
+        #: trio time of the backend's latest sign of life: output (stdout or stderr), a
+        #: chunk of input it took, its stdin closed
+        self._last_active = 0.0
+        self._watching = False
 
     # -- public ----------------------------------------------------------------------
     async def run(self) -> int:
+        if self.config.own_process:
+            reaper.become_subreaper()
         try:
             self.proc = await trio.lowlevel.open_process(
                 list(self.config.backend_argv),
@@ -158,7 +176,7 @@ class Session:
                 budget = self.engine.eof_budget()
                 if budget is not None and not self._input_closed:
                     # the stages hold the EOF (wind-down): a backstop, whatever they do
-                    nursery.start_soon(self._eof_deadline, budget + (self.config.eof_grace or 0.0))
+                    nursery.start_soon(self._backstop, budget)
                 return
             if self.recorder:
                 self.recorder.data("client_in", data)
@@ -176,6 +194,7 @@ class Session:
                     data = b""
                 if not data:
                     return
+                self._last_active = trio.current_time()
                 if self.recorder:
                     self.recorder.data("stdout", data)
                 await self._dispatch(self.engine.feed("backend", data, trio.current_time()))
@@ -192,6 +211,7 @@ class Session:
                 return
             if not data:
                 return
+            self._last_active = trio.current_time()
             if self.recorder:
                 self.recorder.data("stderr", data)
             self._stderr(data)
@@ -219,6 +239,9 @@ class Session:
                 assert self.proc.stdin is not None
                 if chunk is None:
                     await self._close_backend_stdin()
+                    # now, not when the close was queued, the backend's time to exit starts
+                    self._last_active = trio.current_time()
+                    await self._dispatch(self.engine.input_closed(self._last_active))
                     continue
                 try:
                     await self.proc.stdin.send_all(chunk)
@@ -229,6 +252,7 @@ class Session:
                         "from the client could not be delivered"
                     )
                     continue
+                self._last_active = trio.current_time()
                 if self.recorder:
                     self.recorder.data("stdin", chunk)
         if side == "client":
@@ -262,8 +286,15 @@ class Session:
         assert self.proc is not None
         rc = await self.proc.wait()
         self.exit_status = 128 - rc if rc < 0 else rc
+        # the rest of its output; a descendant that inherited the pipe may hold it open:
+        # waited for while it writes, up to KILL_GRACE (it is ended at the reap)
         with trio.move_on_after(KILL_GRACE):
-            await self._stdout_done.wait()
+            while not self._stdout_done.is_set():
+                quiet = max(self._last_active, trio.current_time() - STDOUT_LINGER)
+                with trio.move_on_at(quiet + STDOUT_LINGER):
+                    await self._stdout_done.wait()
+                if trio.current_time() >= self._last_active + STDOUT_LINGER:
+                    break
         await self._dispatch(self.engine.backend_exited(self.exit_status, trio.current_time()))
         await self._send["client"].send(_CLOSE)
         with trio.move_on_after(KILL_GRACE if not self._client_gone else 0):
@@ -272,14 +303,33 @@ class Session:
             self.log.warning(f"the backend was killed by {signal.Signals(-rc).name}")
         nursery.cancel_scope.cancel()
 
-    async def _eof_deadline(self, grace: float) -> None:
-        await trio.sleep(grace)
-        if self.proc is not None and self.proc.returncode is None:
-            self.log.warning(
-                f"the backend did not exit within {grace:g}s of the client's EOF reaching "
-                "it; terminating it"
-            )
-            self._terminate()
+    async def _backstop(self, budget: float) -> None:
+        """The stages promised to release the client's EOF within ``budget`` seconds: past
+        that, the backend is watched for silence as if its stdin were closed."""
+        await trio.sleep(budget)
+        self._watch(trio.current_time())
+
+    def _watch(self, since: float) -> None:
+        if self.config.eof_grace is not None and self._nursery is not None and not self._watching:
+            self._watching = True
+            self._nursery.start_soon(self._silence_watchdog, since, self.config.eof_grace)
+
+    async def _silence_watchdog(self, since: float, grace: float) -> None:
+        """A backend still writing is never terminated: it is, once it has shown no sign of
+        life (no output, no input taken; the close of its stdin counts as one, so the grace
+        starts when the close is done, not when it was queued) for ``grace`` seconds."""
+        while self.proc is not None and self.proc.returncode is None:
+            deadline = max(since, self._last_active) + grace
+            if trio.current_time() >= deadline:
+                self.log.warning(
+                    f"the backend wrote nothing for {grace:g}s after the client's EOF "
+                    "reached it and has not exited; terminating it"
+                )
+                if self.recorder:
+                    self.recorder.note(f"terminate: silent {grace:g}s after the EOF")
+                self._terminate()
+                return
+            await trio.sleep_until(deadline)
 
     # -- helpers ---------------------------------------------------------------------
     async def _dispatch(self, commands: list[Command]) -> None:
@@ -291,8 +341,7 @@ class Session:
             elif type(cmd) is CloseBackendInput:
                 self._input_closed = True
                 await self._send["backend"].send(_CLOSE)
-                if self.config.eof_grace is not None and self._nursery is not None:
-                    self._nursery.start_soon(self._eof_deadline, self.config.eof_grace)
+                self._watch(trio.current_time())
             elif type(cmd) is TerminateBackend:
                 if self.proc is not None and self.proc.returncode is None:
                     self.log.info(f"terminating the backend: {cmd.reason}")
@@ -331,11 +380,14 @@ class Session:
             self._send_signal(signal.SIGKILL)
 
     async def _reap(self) -> None:
-        """Nothing of the backend's outlives us: kill its process group, wait for it."""
+        """Nothing of the backend's outlives us: its process tree as ``/proc`` shows it
+        before the end, its process group, and (``own_process``: we are the subreaper) any
+        child of ours left over, each SIGTERMed, then SIGKILLed, and waited for."""
         proc = self.proc
         if proc is None:
             return
         with trio.CancelScope(shield=True):
+            tree = reaper.descendants([proc.pid]) if proc.returncode is None else []
             if proc.returncode is None:
                 self._send_signal(signal.SIGTERM)
                 with trio.move_on_after(KILL_GRACE):
@@ -347,9 +399,33 @@ class Session:
                 os.killpg(proc.pid, signal.SIGKILL)  # stragglers in its group
             except (ProcessLookupError, PermissionError):
                 pass
+            if self.config.own_process:
+                tree += [p for p in reaper.own_children() if p not in tree]
+            await self._end_tree(tree + reaper.descendants(tree))
             if self.exit_status is None and proc.returncode is not None:
                 rc = proc.returncode
                 self.exit_status = 128 - rc if rc < 0 else rc
+
+    async def _end_tree(self, pids: list[int]) -> None:
+        """SIGTERM the backend's leftover descendants, SIGKILL what is left after a short
+        grace, reap those that are our children."""
+        pids = list(dict.fromkeys(pids))
+        if not reaper.alive(pids):
+            reaper.reap(pids)
+            return
+        n = reaper.signal_all(reaper.alive(pids), signal.SIGTERM)
+        with trio.move_on_after(TREE_GRACE):
+            while True:
+                reaper.reap(pids)
+                if not reaper.alive(pids):
+                    break
+                await trio.sleep(0.02)
+        left = reaper.alive(pids)
+        reaper.signal_all(left, signal.SIGKILL)
+        reaper.reap(pids)
+        if n:
+            self.log.info(f"ended {n} process(es) the backend left behind"
+                          + (f" ({len(left)} needed SIGKILL)" if left else ""))
 
     def _print_stats(self) -> None:
         import orjson

@@ -178,6 +178,7 @@ async def serve_stdio(
         env=backend_env(profile, env, client_argv, rules),
         eof_grace=eof_grace,
         print_stats=stats,
+        own_process=True,
     )
     session = Session(config, engine, client_in, client_out, log, recorder)
     try:

@@ -37,6 +37,8 @@ from compat.stage import Context, Direction, Env, Stage
 Side = Literal["client", "backend"]
 _SOURCE: dict[Side, Direction] = {"client": "up", "backend": "down"}
 _DEST: dict[Direction, Side] = {"up": "backend", "down": "client"}
+#: pending output chunks are joined into one write unless one of them is longer than this
+_JOIN_LIMIT = 1 << 20
 #: invalid lines logged one by one per side before only counting them
 _LOG_INVALID = 20
 
@@ -129,6 +131,8 @@ class Engine:
         self._closed = False
         self._terminated = False
         self._exit_status: int | None = None
+        #: per rule, the frames it had dropped when the client's EOF came
+        self._drops_at_eof: dict[str, int] | None = None
 
     # -- events -----------------------------------------------------------------------
     def feed(self, side: Side, data: bytes, now: float) -> list[Command]:
@@ -167,6 +171,7 @@ class Engine:
         for stage in pipeline.stages:
             self._run_hook(pipeline, stage, stage.on_input_eof, self.ctx)
         if side == "client":
+            self._drops_at_eof = {r: c.get("dropped", 0) for r, c in self.stats.rules.items()}
             deferring = self._deferring()
             self._eof_holds = {id(s) for _, s in deferring}
             for p, stage in deferring:
@@ -188,6 +193,16 @@ class Engine:
             self._run_hook(pipeline, stage, stage.on_timer, key[1], self.ctx)
         return self._commands()
 
+    def input_closed(self, now: float) -> list[Command]:
+        """The I/O side has closed the backend's stdin (after ``CloseBackendInput``, once
+        every line queued before it was written): grace timers start from here, not from
+        the moment the close was asked for."""
+        self.ctx.now = now
+        for p in self.pipelines.values():
+            for stage in p.stages:
+                self._run_hook(p, stage, stage.on_backend_input_closed, self.ctx)
+        return self._commands()
+
     def backend_exited(self, status: int, now: float) -> list[Command]:
         self.ctx.now = now
         self.backend_status = status
@@ -196,7 +211,21 @@ class Engine:
         for stage in pipeline.stages:
             self._run_hook(pipeline, stage, stage.on_backend_exit, status, self.ctx)
         self._timers.clear()
+        self._log_dropped_after_eof()
         return self._commands()
+
+    def _log_dropped_after_eof(self) -> None:
+        """What rules dropped from the backend's output after the client's EOF (Claude
+        fidelity: e.g. a killed task's late frames) is said once, never silent."""
+        if self._drops_at_eof is None:
+            return
+        after = {r: c.get("dropped", 0) - self._drops_at_eof.get(r, 0)
+                 for r, c in self.stats.rules.items()}  # fmt: skip
+        after = {r: n for r, n in after.items() if n > 0}
+        if after:
+            self.stats.count("framing", "dropped-after-eof", sum(after.values()))
+            self._log("info", "framing", f"{sum(after.values())} frame(s) dropped after the "
+                      "client's EOF: " + ", ".join(f"{r} {n}" for r, n in sorted(after.items())))
 
     def exit_status(self) -> int | None:
         """The status a stage decided the bridge exits with (eof-wind-down: Claude's 0, or
@@ -350,9 +379,15 @@ class Engine:
 
     def _flush_pending(self) -> None:
         for side, chunks in self._pending.items():
-            if chunks:
+            if not chunks:
+                continue
+            if len(chunks) > 1 and any(len(c) > _JOIN_LIMIT for c in chunks):
+                # a long line is written as it is, not copied into one write with its
+                # neighbours (memory for a 64 MiB line stays ~2x the line)
+                self._out.extend(Write(side, c) for c in chunks)
+            else:
                 self._out.append(Write(side, b"".join(chunks)))
-                chunks.clear()
+            chunks.clear()
 
     def _commands(self) -> list[Command]:
         self._flush_pending()

@@ -154,6 +154,11 @@ class Stage:
         """The client closed its stdin (called on ``defers_eof`` stages, any direction)."""
         return None
 
+    def on_backend_input_closed(self, ctx: Context) -> Output:
+        """The backend's stdin is now closed (the I/O side did it, after ``CloseBackendInput``
+        and every line queued before it)."""
+        return None
+
     def eof_budget(self) -> float | None:
         """``defers_eof`` stages: the most seconds after the client's EOF before they
         release it (the I/O side's backstop); None: unbounded."""

@@ -17,8 +17,10 @@ agent never reported) and never exits while a workflow runs
 So this stage holds the client's EOF (``defers_eof``): cbc's stdin stays open while
 
 1. a turn runs (from its first frame to its ``result``), or a user line the client sent
-   has not started its turn (``ControlState.pending_user``; given up after ``idle_wait``
-   seconds without a frame from cbc, should cbc fold queued lines into one turn);
+   has not started its turn (``ControlState.pending_user``): waited for while cbc lives (a
+   slow start or a slow model), bounded by the ceiling; only a line that was pending when
+   cbc ended a turn (cbc may have folded it into that turn) is given up after
+   ``idle_wait`` seconds without a frame from cbc;
 2. background shells run: ``shell_grace`` seconds after the session last went idle with
    only shells left (no turn, no line waiting, no agent or workflow running: a turn or a
    task that is not a shell starts the grace over), the open ``local_bash`` tasks get
@@ -26,7 +28,9 @@ So this stage holds the client's EOF (``defers_eof``): cbc's stdin stays open wh
    rules add the snapshot and the fields; cbc's own late frames for them are dropped by
    ``terminal-guarantee``);
 3. background agents and workflows run, and for ``settle`` seconds after cbc's last frame
-   (a finished task's notification starts a turn a moment later).
+   when that was a task's end (its notification starts a turn a moment later); after a
+   ``result`` with nothing running, nothing can follow, and the close is immediate, as
+   Claude exits at once there.
 
 The client can no longer answer cbc's requests, so from the EOF on they are answered here
 (Claude's requests fail with "Stream closed" once its input is gone): a ``can_use_tool``
@@ -36,16 +40,22 @@ it, is denied with the rejection cbc itself writes when its stdin closes
 
 Everything is bounded by ``ceiling`` seconds from the EOF (default 600, Claude's; the
 launcher sets it from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``). Then cbc's stdin is
-closed; ``close_wait`` seconds later, if cbc is still there, it is terminated (it exits 0
-on SIGTERM). From the close on, cbc's turn frames are dropped (Claude has ended the
-session). At cbc's exit a turn still open gets an error ``result``, open tasks get their
-terminal frames (``terminal-guarantee``), and the bridge's exit status is Claude's: 0, or
-1 when the last result was an error. A backend that exits by itself with a failure status
-before the close keeps its status (a crash is not a wind-down).
+closed. Nothing cbc writes after the close is dropped: it reaches the client. cbc may take
+~20 s to exit once its stdin is closed (measured on 2.163.0; its session file is complete
+when it writes the result, and it exits 0 on SIGTERM with the session resumable), so an
+idle cbc is terminated ``close_wait`` seconds after the close actually happened
+(``on_backend_input_closed``) or after its last frame, whichever is later; a cbc still in a
+turn is not (the I/O side's ``--eof-grace`` ends it once it is silent that long); at the
+ceiling, ``close_wait`` after the close whatever runs. At cbc's exit a turn still open gets
+an error ``result``, open tasks get their terminal frames (``terminal-guarantee``), and the
+bridge's exit status is Claude's: 0, or 1 when the last result was an error. A backend that
+exits by itself with a failure status before the close keeps its status (a crash is not a
+wind-down).
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Any, ClassVar
 
 import attrs
@@ -64,6 +74,28 @@ from compat.taskkit import (
     stop_frames,
     task_id_of,
 )
+
+
+class Phase(enum.Enum):
+    """The wind-down's phases; ``to`` allows only the transitions of ``_NEXT``."""
+
+    OPEN = "open"  # before the client's EOF
+    WAITING = "waiting"  # after it: the turn, lines and background work are waited for
+    CLOSING = "closing"  # cbc's stdin is (being) closed; its exit is awaited
+    DONE = "done"  # cbc exited
+
+    def to(self, new: Phase) -> Phase:
+        if new not in _NEXT[self]:
+            raise ValueError(f"eof-wind-down: no transition {self.value} -> {new.value}")
+        return new
+
+
+_NEXT: dict[Phase, frozenset[Phase]] = {
+    Phase.OPEN: frozenset({Phase.WAITING, Phase.DONE}),
+    Phase.WAITING: frozenset({Phase.CLOSING, Phase.DONE}),
+    Phase.CLOSING: frozenset({Phase.DONE}),
+    Phase.DONE: frozenset({Phase.DONE}),
+}
 
 #: frames that show a turn is running (status/api_retry come first, before the held init)
 _TURN = frozenset({"system/init", "system/status", "system/api_retry", "assistant", "user",
@@ -89,24 +121,34 @@ class EofWindDown(Stage):
     shell_grace: float = 5.0
     #: the most seconds from the EOF to closing cbc's stdin, whatever still runs
     ceiling: float = 600.0
-    #: seconds of silence from cbc, once nothing runs, before closing (a turn may follow)
+    #: seconds of silence from cbc after a task ended (its notification may start a turn a
+    #: moment later), once nothing runs, before closing; none after a result
     settle: float = 1.0
-    #: seconds without a frame from cbc after which user lines that never started a turn
-    #: are no longer waited for
+    #: seconds without a frame from cbc after which user lines cbc may have folded into a
+    #: turn that ended (lines that were pending at a result) are no longer waited for
     idle_wait: float = 30.0
-    #: seconds from closing cbc's stdin to terminating it
-    close_wait: float = 3.0
+    #: seconds an idle cbc gets, from its stdin being closed (and from each frame it
+    #: writes after that), to exit by itself before it is terminated
+    close_wait: float = 0.2
 
     _eof: bool = attrs.field(default=False, init=False)
-    _phase: str = attrs.field(default="open", init=False)  # open|waiting|closing
+    _phase: Phase = attrs.field(default=Phase.OPEN, init=False)
     _active: bool = attrs.field(default=False, init=False)
     _last_error: bool = attrs.field(default=False, init=False)
     _last_frame: float = attrs.field(default=-1e18, init=False)
+    #: the last frame cbc wrote was a ``result`` (nothing can follow but a new turn)
+    _after_result: bool = attrs.field(default=False, init=False)
+    #: a result came while client lines were pending: cbc may have folded them
+    _folded: bool = attrs.field(default=False, init=False)
+    #: cbc's stdin is closed (the I/O side said so); the close was forced by the ceiling
+    _input_closed: bool = attrs.field(default=False, init=False)
+    _forced: bool = attrs.field(default=False, init=False)
     _tasks: dict[str, LiveTask] = attrs.field(factory=dict, init=False)  # open, as seen here
     _killed: dict[str, None] = attrs.field(factory=dict, init=False)
     _shell_timer: bool = attrs.field(default=False, init=False)
     _idle_timer: bool = attrs.field(default=False, init=False)
     _ignore_pending: bool = attrs.field(default=False, init=False)
+    _terminate_armed: bool = attrs.field(default=False, init=False)
 
     def eof_budget(self) -> float | None:
         return max(0.0, self.ceiling) + max(0.0, self.close_wait)
@@ -132,19 +174,24 @@ class EofWindDown(Stage):
             return None  # not valid JSON: passes, the engine logs it
         t, st = obj.get("type"), obj.get("subtype")
         kind = f"system/{st}" if t == "system" else str(t)
-        if self._phase == "closing" and (kind in _TURN or t == "result"):
-            ctx.count(self.rule, "after-close")
-            return ()  # the session is over for the client; cbc's leftovers are dropped
         if t == "control_request":
             return self._request(obj, ctx) if self._eof else None
         self._last_frame = ctx.now
+        self._after_result = t == "result"
         if kind in TASK_FRAMES:
             self._task(obj, kind)
         elif t == "result":
             self._active = False
             self._last_error = obj.get("is_error") is True
+            self._folded = self._pending_lines(ctx) > 0
         else:
             self._active = True
+        if self._phase is Phase.CLOSING:
+            # cbc still writes after its stdin was closed: every frame reaches the client,
+            # and an idle cbc's time to exit starts over from it
+            ctx.count(self.rule, "passed-after-close")
+            self._arm_terminate(ctx)
+            return None
         if self._eof:
             if self._idle_timer:
                 if self._active:  # the turn started: wait for its result, not for lines
@@ -202,11 +249,15 @@ class EofWindDown(Stage):
             return 0
         control = getattr(ctx.state, "control", None)
         pending = getattr(control, "pending_user", None)
-        return len(pending) if pending is not None else 0
+        n = len(pending) if pending is not None else 0
+        if not n:
+            self._folded = False
+        return n
 
     # -- the wind-down ------------------------------------------------------------------
     def on_client_eof(self, ctx: Context) -> Output:
-        self._eof, self._phase = True, "waiting"
+        self._eof = True
+        self._phase = self._phase.to(Phase.WAITING)
         control = getattr(ctx.state, "control", None)
         pending = getattr(control, "permissions", None)
         if isinstance(pending, dict):  # prompts forwarded to the client, never answered
@@ -220,14 +271,17 @@ class EofWindDown(Stage):
         return None
 
     def _check(self, ctx: Context) -> None:
-        if self._phase != "waiting":
+        if self._phase is not Phase.WAITING:
             return
         if self._active:
             self._stop_shell_grace(ctx)  # Claude counts the grace from its last turn
             return
         if self._pending_lines(ctx):
             self._stop_shell_grace(ctx)
-            if not self._idle_timer:
+            # a line cbc has not started yet is waited for while cbc lives (a slow start or
+            # a slow model; the ceiling bounds it), unless cbc ended a turn meanwhile and
+            # may have folded it into that turn: then only for idle_wait of silence
+            if self._folded and not self._idle_timer:
                 self._idle_timer = True
                 ctx.set_timer(self, "idle", self.idle_wait)
             return
@@ -241,7 +295,7 @@ class EofWindDown(Stage):
             ctx.set_timer(self, "shells", self.shell_grace)
         if tasks:
             return
-        settled = self._last_frame + self.settle
+        settled = self._last_frame + (0.0 if self._after_result else self.settle)
         if ctx.now + 1e-9 < settled:  # (a tolerance: the timer fires at exactly `settled`)
             ctx.set_timer(self, "settle", settled - ctx.now)
             return
@@ -252,27 +306,54 @@ class EofWindDown(Stage):
             self._shell_timer = False
             ctx.cancel_timer(self, "shells")
 
-    def _finish(self, ctx: Context, why: str) -> None:
-        if self._phase != "waiting":
+    def _finish(self, ctx: Context, why: str, forced: bool = False) -> None:
+        if self._phase is not Phase.WAITING:
             return
-        self._phase = "closing"
+        self._phase = self._phase.to(Phase.CLOSING)
+        self._forced = forced
         for key in ("shells", "settle", "idle", "ceiling"):
             ctx.cancel_timer(self, key)
         ctx.log(self.rule, f"closing the backend's stdin ({why})", "debug")
         ctx.close_backend_input(self)
+
+    def on_backend_input_closed(self, ctx: Context) -> Output:
+        self._input_closed = True
+        self._arm_terminate(ctx)
+        return None
+
+    def _arm_terminate(self, ctx: Context) -> None:
+        """Once cbc's stdin is closed: an idle cbc (its last frame a result, no turn, no
+        task running) is terminated ``close_wait`` seconds after its last frame, as Claude
+        exits at once there; at the ceiling, ``close_wait`` after the close whatever runs
+        (Claude's bound). A cbc in a turn, or that never wrote a result, is left to finish:
+        the I/O side's grace (``--eof-grace``) ends it only once it falls silent."""
+        if not self._input_closed or self._phase is not Phase.CLOSING:
+            return
+        if self._forced:
+            if not self._terminate_armed:
+                self._terminate_armed = True
+                ctx.set_timer(self, "terminate", max(0.0, self.close_wait))
+            return
+        if self._active or not self._after_result or self._open(ctx):
+            self._terminate_armed = False
+            ctx.cancel_timer(self, "terminate")
+            return
+        self._terminate_armed = True
         ctx.set_timer(self, "terminate", max(0.0, self.close_wait))
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         if key == "terminate":
-            ctx.terminate_backend(self, f"still running {self.close_wait:g}s after its stdin "
-                                  "was closed (eof-wind-down)")  # fmt: skip
+            ctx.terminate_backend(self, f"idle {self.close_wait:g}s after its stdin was "
+                                  "closed (eof-wind-down)" if not self._forced else
+                                  f"still running {self.close_wait:g}s after the wind-down "
+                                  "ceiling closed its stdin (eof-wind-down)")  # fmt: skip
             return None
         if key == "ceiling":
             n = len(self._open(ctx))
             ctx.log(self.rule, f"wind-down ceiling of {self.ceiling:g}s reached"
                     + (f" with {n} background task(s) still running" if n else "")
                     + (" during a turn" if self._active else ""), "warning")  # fmt: skip
-            self._finish(ctx, "ceiling")
+            self._finish(ctx, "ceiling", forced=True)
             return None
         if key == "idle":
             self._idle_timer = False
@@ -306,17 +387,17 @@ class EofWindDown(Stage):
         if not self._eof:
             return None
         out: list[Frame] = []
-        closed = self._phase == "closing"
+        closed = self._phase is Phase.CLOSING
         if self._active:
             self._active, self._last_error = False, True
             out.append(Frame.synth(self._abandoned_result(ctx), self.rule))
         if closed or status == 0:
             ctx.set_exit_status(1 if self._last_error else 0)
-        self._phase = "done"
+        self._phase = self._phase.to(Phase.DONE)
         return out or None
 
     def _abandoned_result(self, ctx: Context) -> dict[str, Any]:
-        why = ("the backend exited before the turn ended" if self._phase != "closing"
+        why = ("the backend exited before the turn ended" if self._phase is not Phase.CLOSING
                else "the wind-down ended the session before the turn ended")  # fmt: skip
         return {
             "type": "result", "subtype": "error_during_execution", "is_error": True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 import trio.testing
 
@@ -160,3 +161,53 @@ async def test_missing_backend_is_127() -> None:
     s = session(["/nonexistent/backend-binary"], in_recv, out_send, Collect())
     assert await s.run() == 127
 
+
+
+DAEMONIZING = r"""
+import os, subprocess, sys, time
+# a grandchild that leaves the backend's process group and session (setsid), like a
+# daemonising tool; its pid goes to the file named in argv[1]
+p = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"],
+                     start_new_session=True)
+with open(sys.argv[1], "w") as f:
+    f.write(str(p.pid))
+sys.stdout.write('{"type":"system","subtype":"init"}\n'); sys.stdout.flush()
+if sys.argv[2] == "exit-first":
+    sys.exit(0)  # the grandchild is orphaned: re-parented to the bridge (subreaper)
+sys.stdin.read()
+time.sleep(300)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("how", ["exit-first", "wait-for-eof"])
+def test_nothing_the_backend_started_outlives_the_bridge(tmp_path: Path, how: str) -> None:
+    """A grandchild that called setsid() escapes a process-group kill; the bridge (child
+    subreaper on Linux, plus the backend's tree read from /proc) ends it too."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_CHILD_SUBREAPER and /proc are Linux's; elsewhere only the "
+                    "process group is killed (README)")
+    pidfile = tmp_path / "pid"
+    backend = shlex.join(argv(DAEMONIZING, str(pidfile), how))
+    proc = subprocess.run([sys.executable, "-m", "bridge", "run", "--profile", "identity",
+                           "--eof-grace", "1", "--backend", backend],
+                          input=b"", capture_output=True, timeout=60)
+    pid = int(pidfile.read_text())
+    try:
+        assert not _alive(pid), proc.stderr.decode()
+    finally:
+        if _alive(pid):
+            os.kill(pid, 9)
+    assert proc.returncode in (0, 143), proc.stderr.decode()

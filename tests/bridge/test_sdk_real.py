@@ -98,7 +98,8 @@ async def open_session(name: str, cbc: list[str], tmp_path: Path,
            "TMPDIR": str(dirs["tmp"]), "DISABLE_AUTOUPDATER": "1",
            "CODEBUDDY_DISABLE_AUTO_MEMORY": "1", "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
            "CCBRIDGE_RECORD": str(tmp_path / "record"), runner.MARK: mark}  # fmt: skip
-    tools = list(scenario.args[scenario.args.index("--allowedTools") + 1:])
+    args = list(scenario.args)
+    tools = args[args.index("--allowedTools") + 1:] if "--allowedTools" in args else []
     opts = ClaudeAgentOptions(cli_path=str(DROPIN), cwd=str(dirs["work"]), env=env,
                               allowed_tools=tools)  # fmt: skip
     return Session(scenario, server, opts, mark)
@@ -182,3 +183,36 @@ async def test_sdk_interrupt_stops_the_workflow_on_real_cbc(cbc: list[str], tmp_
     # cbc's own notification takes up to ~30 s (PROTOCOL.md interrupt-terminal)
     assert latency < 45, latency
     assert list((tmp_path / "record").iterdir())  # the bridge recorded the session
+
+
+async def test_sdk_query_ends_at_its_result_and_the_session_resumes(
+        cbc: list[str], tmp_path: Path, nursery: trio.Nursery) -> None:  # fmt: skip
+    """After the client's EOF and the last result, with nothing running, Claude exits at
+    once; cbc lingers up to ~20 s after its stdin closes, so the bridge ends it
+    (eof-wind-down close_wait, 0.2 s). Ending it so must not lose the session: a second
+    run resumes it, and cbc sends the model the first run's exchange."""
+    s = await open_session("simple-success", cbc, tmp_path, nursery)
+    ends: list[float] = []
+    sid = None
+    try:
+        with trio.fail_after(90):
+            for _ in range(3):
+                result_at = None
+                async for m in query(prompt="remember the word PAPAYA", options=s.opts):
+                    if isinstance(m, ResultMessage):
+                        result_at, sid = trio.current_time(), m.session_id
+                assert result_at is not None
+                ends.append(trio.current_time() - result_at)
+            first = len(s.server.log)
+            s.opts.resume = sid
+            async for _ in query(prompt="which word?", options=s.opts):
+                pass
+    finally:
+        runner.sweep(s.mark)
+    # each query() ended well before the old 1 s settle + 3 s close_wait (measured 1.04 to
+    # 4.06 s before); typically ~0.25 s
+    assert max(ends) < 1.0, ends
+    resumed = [e for e in s.server.log[first:] if "which word?" in str(e.get("latest", ""))]
+    assert resumed, s.server.log[first:]
+    first_req = s.server.log[0]
+    assert resumed[-1]["n_messages"] > first_req["n_messages"]  # the history came along

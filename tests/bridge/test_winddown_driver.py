@@ -105,3 +105,117 @@ async def test_a_workflow_that_never_ends_is_bounded_and_closed() -> None:
     assert note["status"] == "stopped"
     assert status == 0
     assert 1.0 < took < 15
+
+
+#: a backend that never reads its stdin and writes a session on its own, slowly: six frames
+#: over ~1.5 s, the last a result; then it lingers like cbc
+SELF_STARTING = r"""
+import json, sys, time
+SID = "s-2"
+def out(o):
+    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
+time.sleep(0.3)
+out({"type": "system", "subtype": "init", "uuid": SID, "session_id": SID, "cwd": "/w",
+     "tools": [], "model": "m"})
+for i in range(4):
+    time.sleep(0.3)
+    out({"type": "assistant", "uuid": f"a{i}", "session_id": SID, "parent_tool_use_id": None,
+         "message": {"id": f"m{i}", "role": "assistant", "model": "m",
+                     "content": [{"type": "text", "text": f"part {i}"}]}})
+out({"type": "result", "subtype": "success", "is_error": False, "result": "part 3",
+     "uuid": "r", "session_id": SID, "duration_ms": 1, "duration_api_ms": 1, "num_turns": 1,
+     "total_cost_usd": 0, "usage": {"input_tokens": 1, "output_tokens": 1},
+     "permission_denials": [], "modelUsage": {}})
+while True:
+    time.sleep(1)
+"""
+
+
+async def test_stdin_at_dev_null_loses_none_of_the_backends_output() -> None:
+    """The client's EOF comes first; everything the backend writes afterwards reaches the
+    client (before: 0 of 6 frames, dropped as 'after-close'), and once it went idle after
+    its result it is ended."""
+    engine = Engine(*build("cbc-to-claude", {}), det_env())
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    got = bytearray()
+    s = Session(SessionConfig([PY, "-c", SELF_STARTING], eof_grace=30.0), engine, in_recv,
+                out_send, Logger(io.StringIO()), stderr=lambda b: None)
+
+    async def drain() -> None:
+        while data := await out_recv.receive_some(65536):
+            got.extend(data)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(drain)
+        await in_send.aclose()
+        with trio.fail_after(20):
+            status = await s.run()
+        await out_send.aclose()
+    frames = [json.loads(x) for x in bytes(got).splitlines() if x.strip()]
+    assert [f["type"] for f in frames] == ["system", *["assistant"] * 4, "result"]
+    assert status == 0
+    stats = engine.statistics()["rules"]["eof-wind-down"]
+    assert stats["passed-after-close"] == 6
+
+
+#: writes a line every 0.2 s for ~2 s after its stdin closed, then exits 3 by itself
+STILL_WRITING = r"""
+import sys, time
+sys.stdin.read()
+for i in range(10):
+    time.sleep(0.2)
+    sys.stdout.write('{"type":"stream_event","n":%d}\n' % i); sys.stdout.flush()
+sys.exit(3)
+"""
+
+
+async def test_a_backend_still_writing_is_not_terminated_by_the_grace() -> None:
+    """identity: the grace (0.5 s) is counted from the backend's last output, so a backend
+    that writes every 0.2 s for 2 s after the EOF keeps running, loses nothing, and exits
+    with its own status."""
+    from ..compat.helpers import engine_for
+
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    got = bytearray()
+    s = Session(SessionConfig([PY, "-c", STILL_WRITING], eof_grace=0.5),
+                engine_for("identity"), in_recv, out_send, Logger(io.StringIO()),
+                stderr=lambda b: None)
+
+    async def drain() -> None:
+        while data := await out_recv.receive_some(65536):
+            got.extend(data)
+
+    async with trio.open_nursery() as n:
+        n.start_soon(drain)
+        await in_send.aclose()
+        with trio.fail_after(20):
+            status = await s.run()
+        await out_send.aclose()
+    assert len(bytes(got).splitlines()) == 10
+    assert status == 3
+
+
+async def test_a_silent_backend_is_terminated_after_the_grace() -> None:
+    from ..compat.helpers import engine_for
+    from .fakes import HANG
+
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    log = io.StringIO()
+    s = Session(SessionConfig([PY, "-c", HANG], eof_grace=0.5), engine_for("identity"),
+                in_recv, out_send, Logger(log), stderr=lambda b: None)
+
+    async def drain() -> None:
+        while await out_recv.receive_some(65536):
+            pass
+
+    async with trio.open_nursery() as n:
+        n.start_soon(drain)
+        await in_send.aclose()
+        with trio.fail_after(20):
+            status = await s.run()
+        await out_send.aclose()
+    assert status == 143
+    assert "wrote nothing for 0.5s" in log.getvalue()

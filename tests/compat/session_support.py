@@ -14,7 +14,7 @@ import attrs
 
 from compat.capture import Record, parse
 from compat.contract import Violation, check_records
-from compat.engine import Command, Engine, Write
+from compat.engine import CloseBackendInput, Command, Engine, TerminateBackend, Write
 
 from .tasks_support import det_env
 
@@ -26,6 +26,9 @@ class Run:
     #: (time, command) for everything but writes to the client
     commands: list[tuple[float, Command]] = attrs.Factory(list)
     raw: list[tuple[float, bytes]] = attrs.Factory(list)
+    #: when the engine asked for the backend to be terminated: a replayed backend writes
+    #: nothing after that (cbc exits at once on SIGTERM)
+    terminated_at: float | None = None
 
     def frames(self) -> list[dict[str, Any]]:
         return [f for _, f in self.out]
@@ -40,8 +43,12 @@ class Run:
         return check_records(recs)
 
 
-def take(run: Run, cmds: Iterable[Command], t: float) -> None:
+def take(run: Run, cmds: Iterable[Command], t: float, eng: Engine | None = None) -> None:
+    """Record what the engine asked for; a ``CloseBackendInput`` is carried out at once (as
+    the driver does with nothing queued) and reported back (``Engine.input_closed``)."""
+    closed = False
     for c in cmds:
+        closed = closed or isinstance(c, CloseBackendInput)
         if isinstance(c, Write) and c.side == "client":
             for line in c.data.splitlines():
                 if line.strip():
@@ -49,6 +56,10 @@ def take(run: Run, cmds: Iterable[Command], t: float) -> None:
                     run.out.append((t, json.loads(line)))
         else:
             run.commands.append((t, c))
+            if isinstance(c, TerminateBackend) and run.terminated_at is None:
+                run.terminated_at = t
+    if closed and eng is not None:
+        take(run, eng.input_closed(t), t, eng)
 
 
 def drive(eng: Engine, events: Sequence[tuple[float, str, bytes]], until: float | None = None,
@@ -58,12 +69,14 @@ def drive(eng: Engine, events: Sequence[tuple[float, str, bytes]], until: float 
     run = run or Run()
     for t, kind, data in sorted(events, key=lambda e: e[0]):
         advance(eng, run, t)
+        if kind == "backend" and run.terminated_at is not None and t > run.terminated_at:
+            continue  # the backend was terminated before it wrote this
         if kind in ("client", "backend"):
-            take(run, eng.feed(kind, data, t), t)  # type: ignore[arg-type]
+            take(run, eng.feed(kind, data, t), t, eng)  # type: ignore[arg-type]
         elif kind == "eof":
-            take(run, eng.eof("client", t), t)
+            take(run, eng.eof("client", t), t, eng)
         else:
-            take(run, eng.backend_exited(int(data or b"0"), t), t)
+            take(run, eng.backend_exited(int(data or b"0"), t), t, eng)
     if until is not None:
         advance(eng, run, until)
     return run
@@ -72,7 +85,7 @@ def drive(eng: Engine, events: Sequence[tuple[float, str, bytes]], until: float 
 def advance(eng: Engine, run: Run, t: float) -> None:
     deadline = eng.next_deadline()
     while deadline is not None and deadline <= t:
-        take(run, eng.advance(deadline), deadline)
+        take(run, eng.advance(deadline), deadline, eng)
         deadline = eng.next_deadline()
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from compat.engine import CloseBackendInput, TerminateBackend
 
-from .session_support import Run, drive, full, line
+from .session_support import Run, advance, drive, full, line, take
 from .tasks_support import (
     EPOCH_MS,
     SID,
@@ -67,14 +67,16 @@ def test_immediate_eof_closes_at_once_and_exits_0() -> None:
     run = drive(eng, [(0.7, "exit", b"0")], run=run)
     assert at(run, TerminateBackend) == []
     assert eng.exit_status() == 0
-    assert eng.eof_budget() == 603.0
+    assert eng.eof_budget() == 600.2
 
 
-def test_idle_eof_waits_settle_after_the_last_frame_then_terminates() -> None:
+def test_eof_after_the_last_result_closes_at_once_and_terminates_an_idle_cbc() -> None:
+    """Claude exits within 0.2 s of the EOF once its last result is out and nothing runs;
+    cbc may linger ~20 s after its stdin closes: it gets close_wait (0.2 s), then SIGTERM."""
     eng = full()
     run = drive(eng, [*first_turn(1.0), (1.5, "eof", b"")], until=100)
-    assert at(run, CloseBackendInput) == [2.03]  # result at 1.03 + settle 1.0
-    assert at(run, TerminateBackend) == [5.03]  # + close_wait 3.0
+    assert at(run, CloseBackendInput) == [1.5]  # nothing can follow a result: no settle
+    assert at(run, TerminateBackend) == [1.7]  # + close_wait 0.2
     drive(eng, [(5.1, "exit", b"143")], run=run)
     assert eng.exit_status() == 0  # cbc exits on SIGTERM; Claude's status
 
@@ -84,11 +86,12 @@ def test_eof_during_a_turn_lets_it_finish_and_exits_1_after_an_error() -> None:
     events = [(0.0, "client", USER), (0.3, "eof", b""),
               *turn(1.0, init(), status()),
               *turn(4.0, result(True, result="API Error"))]  # fmt: skip
-    run = drive(eng, events, until=4.5)
-    assert at(run, CloseBackendInput) == []
+    run = drive(eng, events[:-1], until=3.9)
+    assert at(run, CloseBackendInput) == []  # the turn runs
+    run = drive(eng, events[-1:], run=run, until=4.5)
     assert run.frames()[-1]["type"] == "result"
+    assert at(run, CloseBackendInput) == [4.0]  # at its result
     run = drive(eng, [(6.0, "exit", b"0")], run=run, until=6.0)
-    assert at(run, CloseBackendInput) == [5.0]
     assert eng.exit_status() == 1
 
 
@@ -98,15 +101,34 @@ def test_a_user_line_not_yet_started_is_waited_for() -> None:
         pytest.skip("the user-line rule (ControlState.pending_user) is not installed")
     events = [(0.0, "client", USER), (0.0, "eof", b""), *first_turn(3.0)]
     run = drive(eng, events, until=100)
-    assert at(run, CloseBackendInput) == [4.03]
+    assert at(run, CloseBackendInput) == [3.03]
 
 
-def test_a_user_line_that_never_starts_a_turn_is_given_up_after_idle_wait() -> None:
-    eng = full(["eof-wind-down.idle_wait=10"])
-    if not hasattr(eng.state, "control"):
-        pytest.skip("the user-line rule (ControlState.pending_user) is not installed")
+def test_a_slow_first_frame_is_waited_for_while_cbc_lives() -> None:
+    """A slow start or a slow model: cbc writes nothing for 35 s after the line; idle_wait
+    (30 s) does not give the line up, only the ceiling would."""
+    eng = full()
+    events = [(0.0, "client", USER), (0.0, "eof", b""), *first_turn(35.0)]
+    run = drive(eng, events, until=100)
+    assert at(run, CloseBackendInput) == [35.03]
+    assert [f["type"] for f in run.frames()][-1] == "result"
+    assert at(run, TerminateBackend) == [35.23]
+
+
+def test_a_line_that_never_starts_a_turn_is_bounded_by_the_ceiling() -> None:
+    eng = full(["eof-wind-down.ceiling=50"])
     run = drive(eng, [(0.0, "client", USER), (0.0, "eof", b"")], until=100)
-    assert at(run, CloseBackendInput) == [10.0]
+    assert at(run, CloseBackendInput) == [50.0]
+
+
+def test_a_line_cbc_may_have_folded_is_given_up_after_idle_wait() -> None:
+    """Two lines during a turn; cbc answers both in one turn: the second stays pending
+    after that turn's result, and is waited for only idle_wait (10 s) of silence."""
+    eng = full(["eof-wind-down.idle_wait=10"])
+    events = [(0.0, "client", USER), (0.1, "client", USER), (0.2, "eof", b""),
+              *first_turn(1.0)]
+    run = drive(eng, events, until=100)
+    assert at(run, CloseBackendInput) == [11.03]
 
 
 def test_background_shells_get_5s_then_are_killed_like_claude() -> None:
@@ -131,7 +153,7 @@ def test_background_shells_get_5s_then_are_killed_like_claude() -> None:
     assert note["summary"] == "Slow background sleep"  # Claude: a stopped task's description
     assert note["output_file"] == ""
     assert at(run, CloseBackendInput) == [6.923]
-    assert at(run, TerminateBackend) == [9.923]
+    assert at(run, TerminateBackend) == [7.123]
     # cbc's own report of the shell, later, is not shown (terminal-guarantee)
     late = drive(eng, turn(9.0, updated("bx1", "completed"), notification("bx1", "completed")))
     assert late.frames() == []
@@ -147,7 +169,7 @@ def test_a_shell_that_ends_within_the_grace_is_not_killed() -> None:
     run = drive(eng, events, until=100)
     assert not any(f.get("subtype") == "task_updated" and f["patch"]["status"] == "killed"
                    for f in run.frames())  # fmt: skip
-    assert at(run, CloseBackendInput) == [5.05]  # the notification's turn, then settle
+    assert at(run, CloseBackendInput) == [4.05]  # at the notification's turn's result
 
 
 def test_agents_are_waited_for_and_the_turn_their_notification_starts_runs() -> None:
@@ -161,7 +183,7 @@ def test_agents_are_waited_for_and_the_turn_their_notification_starts_runs() -> 
                     notification("ag1", "completed"), init(), tool_use("x", "Read", {}),
                     result(True))]  # fmt: skip
     run = drive(eng, events, until=200)
-    assert at(run, CloseBackendInput) == [41.05]
+    assert at(run, CloseBackendInput) == [40.05]
     assert run.frames()[-1]["type"] == "result"
     drive(eng, [(41.5, "exit", b"0")], run=run)
     assert eng.exit_status() == 1
@@ -213,7 +235,7 @@ def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(rules: tuple[str, 
               (2.0, "eof", b"")]  # fmt: skip
     run = drive(eng, events, until=10_000)
     assert at(run, CloseBackendInput) == [2.0 + ceiling]
-    assert at(run, TerminateBackend) == [2.0 + ceiling + 3.0]
+    assert at(run, TerminateBackend) == [round(2.0 + ceiling + 0.2, 6)]
     run = drive(eng, [(2.0 + ceiling + 3.5, "exit", b"143")], run=run)
     ends = [f for f in run.frames() if f.get("task_id") == "wf1"]
     assert tags(ends)[-2:] == ["task_updated:killed", "task_notification:stopped"]
@@ -224,18 +246,48 @@ def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(rules: tuple[str, 
 def test_a_turn_cut_by_the_ceiling_gets_an_error_result_and_exit_1() -> None:
     eng = full(["eof-wind-down.ceiling=20"])
     events = [(0.0, "client", USER), *turn(1.0, init(), tool_use("u1", "Bash", {})),
-              (2.0, "eof", b""),
-              *turn(30.0, tool_result("u1", "late"), result())]  # after the close: dropped
+              (2.0, "eof", b"")]  # fmt: skip
     run = drive(eng, events, until=200)
     assert at(run, CloseBackendInput) == [22.0]
+    assert at(run, TerminateBackend) == [22.2]  # the ceiling: close_wait whatever runs
     assert not any(f["type"] == "result" for f in run.frames())
-    run = drive(eng, [(40.0, "exit", b"0")], run=run)
+    run = drive(eng, [(22.3, "exit", b"143")], run=run)
     last = run.frames()[-1]
     assert last["type"] == "result"
     assert last["is_error"] is True
     assert last["subtype"] == "error_during_execution"
     assert eng.exit_status() == 1
-    assert eng.statistics()["rules"]["eof-wind-down"]["after-close"] == 2
+
+
+def test_what_cbc_writes_after_its_stdin_closed_reaches_the_client() -> None:
+    """Nothing is lost at the EOF: frames after the close pass (counted), and each one
+    starts an idle cbc's close_wait over; a turn in progress is not terminated at all."""
+    eng = full()
+    run = drive(eng, [(0.0, "eof", b"")], until=0.0)
+    assert at(run, CloseBackendInput) == [0.0]
+    events = [*turn(0.5, init(), status()), *turn(3.0, tool_use("u1", "Read", {})),
+              *turn(9.0, tool_result("u1", "x"), result())]
+    run = drive(eng, events, run=run, until=8.9)
+    assert at(run, TerminateBackend) == []  # in a turn: never terminated here
+    run = drive(eng, [], run=run, until=100)
+    assert at(run, TerminateBackend) == [9.21]  # 0.2 s after the result, its last frame
+    assert [f["type"] for f in run.frames()] == ["system", "assistant", "user", "result"]
+    # (cbc's status null is dropped before this rule by vocabulary)
+    assert eng.statistics()["rules"]["eof-wind-down"]["passed-after-close"] == 4
+
+
+def test_the_grace_starts_when_the_close_is_done_not_when_it_is_asked() -> None:
+    eng = full()
+    run = Run()
+    for t, _kind, data in first_turn(1.0):
+        take(run, eng.feed("backend", data, t), t)  # (no input_closed reported)
+    take(run, eng.eof("client", 2.0), 2.0)
+    assert at(run, CloseBackendInput) == [2.0]
+    advance(eng, run, 50.0)
+    assert at(run, TerminateBackend) == []  # the writer has not closed cbc's stdin yet
+    take(run, eng.input_closed(50.0), 50.0)
+    advance(eng, run, 100.0)
+    assert at(run, TerminateBackend) == [50.2]
 
 
 def test_a_backend_crash_before_the_close_keeps_its_status() -> None:
