@@ -215,15 +215,14 @@ def strip_obj(obj: Any) -> tuple[Any, int]:
 # -- lines (captures) -------------------------------------------------------------------
 
 
-#: a credential key as a line may write it, looked for in the line lower-cased and without
+#: a credential key as a line may write it: looked for in the line lower-cased and without
 #: ``-``, ``_`` and ``.`` (so ``X_API_KEY``, ``x-api-key`` and ``apiKey`` all read
-#: ``apikey``), before ``:`` or ``=`` (a JSON key, ``KEY=v``, ``Header: v``); or a
-#: ``Bearer`` token
-_KEY_HINT = re.compile(
-    rb"(?:" + b"|".join(w.encode() for w in sorted({*SECRET_SUFFIXES, *SECRET_NAMES},
-                                                    key=len, reverse=True))
-    + rb")\\?[\"']?\s*[:=]|bearer\s"
-)  # fmt: skip
+#: ``apikey``), as the word before a ``:`` or ``=`` (a JSON key, ``KEY=v``, ``Header: v``;
+#: quotes and blanks between them skipped); or a ``Bearer`` token. Walking the separators
+#: is one C-level scan for a line that has none (an over-long line of text).
+_KEY_ENDS = tuple(w.encode() for w in sorted({*SECRET_SUFFIXES, *SECRET_NAMES}))
+_KEY_SEP = re.compile(rb"[:=]")
+_BEARER = re.compile(rb"bearer\s")
 #: an option (``--api-key VALUE``): classified one by one, in lines that have one
 _FLAG_HINT = re.compile(rb"--([A-Za-z][\w.-]{0,127})[ \t=]")
 #: token shapes: a literal each contains (a fast ``in`` test), then a looser form of the
@@ -246,8 +245,13 @@ def may_hold_secret(line: bytes) -> bool:
     for needle, shape in _VALUE_HINTS:
         if needle in line and (shape is None or shape.search(line) is not None):
             return True
-    if _KEY_HINT.search(line.lower().translate(_FOLD, b"-_.")) is not None:
+    low = line.lower().translate(_FOLD, b"-_.")
+    if b"bearer" in low and _BEARER.search(low) is not None:
         return True
+    for m in _KEY_SEP.finditer(low):
+        at = m.start()
+        if low[max(0, at - 40) : at].rstrip(b" \t\"'\\").endswith(_KEY_ENDS):
+            return True
     return b"--" in line and any(
         is_secret_key(m.group(1).decode("ascii")) for m in _FLAG_HINT.finditer(line)
     )
