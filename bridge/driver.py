@@ -430,7 +430,9 @@ class Session:
     def _print_stats(self) -> None:
         import orjson
 
-        stats: dict[str, Any] = self.engine.statistics()
+        from compat.redact import redact_obj  # stats never carry a credential either
+
+        stats: dict[str, Any] = redact_obj(self.engine.statistics())[0]
         self._stderr(b"ccbridge stats: " + orjson.dumps(stats, option=orjson.OPT_SORT_KEYS) + b"\n")
 
 

@@ -3,14 +3,17 @@
 Never stdout (the protocol channel). Messages can quote backend strings, which are
 untrusted: control characters are escaped before anything reaches a terminal, and
 credential-looking values are redacted here (``compat.redact.redact_text``) whatever the
-caller did (the launch line, a backend error, a stage's message).
+caller did (the launch line, a backend error, a stage's message). A log file
+(``CCBRIDGE_LOG``, ``--log``) is created 0600, its missing directories 0700.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import IO
 
+from bridge.files import open_private
 from compat.redact import redact_text
 
 LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
@@ -36,7 +39,8 @@ class Logger:
     @classmethod
     def open(cls, path: str | None, level: str = "info") -> Logger:
         if path:
-            return cls(open(path, "a", encoding="utf-8", buffering=1), level)  # noqa: SIM115
+            fd = open_private(path, append=True)
+            return cls(os.fdopen(fd, "a", encoding="utf-8", buffering=1), level)
         return cls(None, level)
 
     def log(self, level: str, rule: str, message: str) -> None:

@@ -36,12 +36,15 @@ def build_engine(
     script_roots: Sequence[str] = (),
     epoch_ms: int | None = None,
     strict: bool = False,
+    cwd: str | None = None,
 ) -> Engine:
+    """``cwd``: the directory the backend is started in (default: ours); workflow scripts
+    are read only below it (or ``script_roots``), whatever ``cwd`` the backend reports."""
     items = [f"{k}={v}" for k, v in rules.items()] if isinstance(rules, Mapping) else rules
     up, down = build(profile, parse_rule_settings(items))
     env = Env(
         new_uuid=lambda: str(uuid.uuid4()),
-        read_script=script_reader(script_roots),
+        read_script=script_reader(cwd or os.getcwd(), script_roots),
         epoch_ms=epoch_ms if epoch_ms is not None else _epoch_ms_now(),
         target_version=TARGET_CLAUDE_VERSION,
     )
@@ -165,6 +168,7 @@ async def serve_stdio(
         recorder = Recorder(
             path,
             source=f"{source} (ccbridge {__version__}, profile {profile})",
+            max_line=max_line,
             argv=backend_argv,
             profile=profile,
             env={k: v for k, v in env.items() if k.startswith(("CCBRIDGE_", "CODEBUDDY_",

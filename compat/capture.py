@@ -16,7 +16,11 @@ the run. ``text`` is the line verbatim without its newline. Readers also accept 
 stdout dump (every line a frame: all ``stdout``).
 
 Pure: parsing takes lines, writing returns bytes. Credentials are redacted in every
-record written (``compat.redact``).
+record written (``compat.redact``): a JSON line structurally, anything else (invalid JSON,
+a partial line, a piece of an over-long one, stderr, a note) as text; the header's
+``argv`` option by option (``--api-key VALUE``, the JSON of ``--mcp-config``), its ``env``
+by variable name, and every other header value like a JSON line. A line with nothing to
+hide is written byte for byte.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Any
 import attrs
 import orjson
 
-from compat.redact import redact_env, redact_line
+from compat.redact import redact_argv, redact_env, redact_line, redact_obj
 
 FORMAT = "ccbridge-capture"
 VERSION = 1
@@ -94,10 +98,13 @@ def parse_exit(text: str) -> int | None:
 
 def header(source: str, **meta: Any) -> dict[str, Any]:
     h: dict[str, Any] = {"format": FORMAT, "version": VERSION, "source": source}
-    if "env" in meta and isinstance(meta["env"], dict):
+    if isinstance(meta.get("env"), dict):
         meta["env"] = redact_env(meta["env"])
+    if isinstance(meta.get("argv"), (list, tuple)):
+        meta["argv"] = redact_argv(meta["argv"])
     h.update(meta)
-    return h
+    red, _ = redact_obj(h)
+    return red if isinstance(red, dict) else h
 
 
 def encode_header(h: dict[str, Any]) -> bytes:

@@ -37,8 +37,10 @@ class Env:
     """What the pure core may ask of the outside world."""
 
     new_uuid: Callable[[], str]
-    #: read a workflow script: (session cwd, path as the tool call gave it) -> text or None.
-    #: The I/O side enforces "below cwd, regular file, size-capped, no link out of cwd".
+    #: read a workflow script: (the cwd the backend reports, path as the tool call gave it)
+    #: -> text or None. The I/O side binds the directory it started the backend in and
+    #: enforces "below that directory (or script_roots), regular file, size-capped, no link
+    #: out"; the reported cwd is untrusted (a hostile backend can say ``/``) and not a root.
     read_script: Callable[[str, str], str | None] = lambda cwd, path: None
     #: milliseconds since the Unix epoch at engine time 0.0 (for ``end_time`` stamps)
     epoch_ms: int = 0

@@ -159,10 +159,25 @@ def starting_call(state: SessionState, tool_use_id: Any) -> tuple[str, dict[str,
     return name, inp
 
 
-def resolve_workflow(ctx: Context, info: TaskInfo, tool_use_id: Any, rule: str) -> None:
+def resolve_workflow(
+    ctx: Context, info: TaskInfo, tool_use_id: Any, rule: str, backend_name: Any = None
+) -> None:
     """Fill ``info.script`` and ``info.meta`` once per task, from the inline ``script`` of
-    the ``Workflow`` call or the file at its ``scriptPath`` (read through
-    ``ctx.env.read_script``, which enforces the path policy). Never evaluates anything."""
+    the ``Workflow`` call or the file at its ``scriptPath``. Never evaluates anything.
+
+    What proves that cbc ran a file as a workflow script, so that its text may become the
+    client-visible ``prompt`` (cbc 2.163.0, ``mockoai_workflow-by-path``,
+    ``…-via-deferexecutetool``): the task is a ``local_workflow`` that started (this is
+    called on its ``task_started``), its ``tool_use_id`` is a ``Workflow`` call the bridge
+    saw in an ``assistant`` frame (``DeferExecuteTool`` unwrapped) naming that
+    ``scriptPath``; cbc's own name for it, when it gives one, is ``path:<the file's
+    name>``; the file is read through ``ctx.env.read_script``, which only reads below the
+    directory the bridge started cbc in (or the configured ``script_roots``), not below
+    the ``cwd`` cbc reports; and the file is a workflow script: its ``export const meta =
+    {…}`` parses. Anything else (``/etc/passwd``, a key file, a link out of the root, a
+    file below the root that is not a workflow script) is never copied into a frame: cbc's
+    names are kept, and the reason is logged (with the path, never the text). An inline
+    ``script`` is the call's own input, which the client already has."""
     if info.source_resolved or not isinstance(tool_use_id, str):
         return
     call = starting_call(ctx.state, tool_use_id)
@@ -174,27 +189,47 @@ def resolve_workflow(ctx: Context, info: TaskInfo, tool_use_id: Any, rule: str) 
         ctx.log(rule, f"task {info.task_id}: started by {name!r}, not Workflow", "debug")
         return
     script = inp.get("script")
-    if not isinstance(script, str):
-        path = inp.get("scriptPath")
-        if not isinstance(path, str) or not path:
-            ctx.log(rule, f"task {info.task_id}: no script or scriptPath (a saved "
-                    "workflow?); keeping the backend's name", "debug")  # fmt: skip
-            return
-        if ctx.state.cwd is None:
-            ctx.log(rule, f"task {info.task_id}: session cwd unknown; not reading {path!r}",
-                    "warning")  # fmt: skip
-            return
-        script = ctx.env.read_script(ctx.state.cwd, path)
-        if script is None:
-            ctx.log(rule, f"task {info.task_id}: could not read workflow script {path!r}; "
-                    "keeping the backend's name", "warning")  # fmt: skip
-            return
-    info.script = script
+    if isinstance(script, str):
+        info.script = script
+        try:
+            info.meta = parse_meta(script)
+        except MetaError as exc:
+            ctx.log(rule, f"task {info.task_id}: workflow meta not readable ({exc}); "
+                    "keeping the backend's values", "warning")  # fmt: skip
+        return
+    path = inp.get("scriptPath")
+    if not isinstance(path, str) or not path:
+        ctx.log(rule, f"task {info.task_id}: no script or scriptPath (a saved "
+                "workflow?); keeping the backend's name", "debug")  # fmt: skip
+        return
+    if isinstance(backend_name, str) and backend_name.startswith(PATH_NAME) and (
+        backend_name[len(PATH_NAME):] != _basename(path)
+    ):
+        ctx.log(rule, f"task {info.task_id}: the backend names {backend_name!r}, not the "
+                f"call's {path!r}; not reading it", "warning")  # fmt: skip
+        return
+    text = ctx.env.read_script(ctx.state.cwd or "", path)
+    if text is None:
+        ctx.log(rule, f"task {info.task_id}: could not read workflow script {path!r} "
+                "(outside the session's directory, not a regular file, or too big); "
+                "keeping the backend's name", "warning")  # fmt: skip
+        return
     try:
-        info.meta = parse_meta(script)
+        meta = parse_meta(text)
     except MetaError as exc:
-        ctx.log(rule, f"task {info.task_id}: workflow meta not readable ({exc}); "
+        ctx.log(rule, f"task {info.task_id}: {path!r} is not a workflow script ({exc}); "
                 "keeping the backend's values", "warning")  # fmt: skip
+        return
+    info.script, info.meta = text, meta
+
+
+#: cbc's ``workflow_name`` for a script started by path: ``path:<basename>``
+PATH_NAME = "path:"
+_SEP = re.compile(r"[\\/]")
+
+
+def _basename(path: str) -> str:
+    return _SEP.split(path.rstrip("/\\"))[-1]
 
 
 def meta_fields(info: TaskInfo) -> tuple[str | None, str | None, list[str] | None]:

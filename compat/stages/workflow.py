@@ -4,9 +4,14 @@ Claude Code copies from the starting tool call and the workflow script (PROTOCOL
 Strategy: the script is looked up once per task (``compat.taskkit.resolve_workflow``):
 the inline ``script`` of the ``Workflow`` call whose id is the task's ``tool_use_id``
 (``DeferExecuteTool`` unwrapped), or the file at ``scriptPath`` through
-``ctx.env.read_script`` (the I/O side enforces the path policy). ``meta`` is read by
+``ctx.env.read_script`` (the I/O side reads only below the directory the bridge started
+cbc in, or ``script_roots``, never below the ``cwd`` cbc reports). ``meta`` is read by
 ``compat.jsmeta`` without evaluating anything; when it cannot be read the backend's values
-stay and the reason is logged.
+stay and the reason is logged. A file reaches a client-visible ``prompt`` only when cbc ran
+it as a workflow script: the ``task_started`` of a ``local_workflow`` whose ``Workflow``
+call names it (and whose ``path:<name>``, when cbc gives one, is that file's), and a file
+whose ``meta`` parses; ``/etc/passwd``, a key file or any other file that is not a workflow
+script never does.
 
 - ``workflow-name``: ``workflow_name`` = ``meta.name`` (cbc: ``inline-<sha6>``,
   ``path:<basename>``), kept for every later frame that carries the field.
@@ -122,7 +127,8 @@ def _progress_title(entries: list[Any]) -> tuple[str | None, str | None]:
 
 def _workflow_call_fields(ctx: Context, info: Any, obj: dict[str, Any], rule: str) -> None:
     if not info.source_resolved:
-        resolve_workflow(ctx, info, obj.get("tool_use_id") or info.tool_use_id, rule)
+        resolve_workflow(ctx, info, obj.get("tool_use_id") or info.tool_use_id, rule,
+                         obj.get("workflow_name"))  # fmt: skip
 
 
 @register

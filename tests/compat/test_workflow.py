@@ -92,7 +92,7 @@ def test_script_by_path_through_deferexecutetool() -> None:
 @pytest.mark.parametrize(
     ("call_input", "scripts", "why"),
     [
-        ({"scriptPath": "flows/missing.js"}, {}, "could not read"),
+        ({"scriptPath": "flows/x.js"}, {}, "could not read"),
         ({"script": "export const meta = makeMeta()"}, {}, "not readable"),
         ({"name": "deep-research"}, {}, None),
     ],
