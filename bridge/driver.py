@@ -112,6 +112,8 @@ class Session:
         #: chunk of input it took, its stdin closed
         self._last_active = 0.0
         self._watching = False
+        #: client lines the backend never got (its stdin was closed under them)
+        self._undelivered = 0
 
     # -- public ----------------------------------------------------------------------
     async def run(self) -> int:
@@ -153,6 +155,8 @@ class Session:
         decided = self.engine.exit_status()
         if decided is not None:
             status = decided
+        if status == 0 and self._undelivered:
+            status = 1  # the client's input was lost: not a success
         if self._client_gone:
             status = EXIT_CLIENT_GONE
         if self.recorder:
@@ -246,7 +250,9 @@ class Session:
                 try:
                     await self.proc.stdin.send_all(chunk)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    lost = chunk.count(b"\n")
+                    lost = chunk.count(b"\n") or 1
+                    self._undelivered += lost
+                    self.engine.stats.count("framing", "undelivered-up", lost)
                     self.log.warning(
                         f"the backend's stdin is closed; {lost} line(s) "
                         "from the client could not be delivered"

@@ -211,3 +211,33 @@ def test_nothing_the_backend_started_outlives_the_bridge(tmp_path: Path, how: st
         if _alive(pid):
             os.kill(pid, 9)
     assert proc.returncode in (0, 143), proc.stderr.decode()
+
+
+CLOSES_STDIN = r"""
+import os, sys, time
+os.close(0)
+sys.stdout.write('{"type":"system","subtype":"init"}\n'); sys.stdout.flush()
+time.sleep(1.0)
+"""
+
+
+async def test_client_lines_the_backend_never_got_are_counted_and_fail_the_exit() -> None:
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    sink = Collect()
+    s = session(argv(CLOSES_STDIN), in_recv, out_send, sink)
+    async with trio.open_nursery() as n:
+
+        async def client() -> None:
+            while b"init" not in sink.data:  # it closed its stdin before writing this
+                sink.data += await out_recv.receive_some(65536)
+            n.start_soon(drain, out_recv, sink)
+            await in_send.send_all(b'{"type":"user","n":1}\n{"type":"user","n":2}\n')
+            await in_send.aclose()
+
+        n.start_soon(client)
+        with trio.fail_after(20):
+            status = await s.run()
+        await out_send.aclose()
+    assert status == 1  # the backend's own 0, but the client's input was lost
+    assert s.engine.statistics()["rules"]["framing"]["undelivered-up"] == 2
