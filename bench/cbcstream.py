@@ -30,12 +30,12 @@ import orjson
 
 
 def _default_captures() -> Path:
-    """The reference captures: ``$CCBRIDGE_SHARED`` or a ``shared/`` folder beside the
-    repository (where CI puts it), as the tests find them."""
+    """The reference captures as the tests find them: the copy vendored in the repository
+    (``captures/reference``), or ``$CCBRIDGE_SHARED/reference/captures`` when set."""
     env = os.environ.get("CCBRIDGE_SHARED")
     repo = Path(__file__).resolve().parent.parent
-    shared = Path(env) if env else repo.parent / "shared"
-    return shared / "reference" / "captures" / "cbc-2.163.0"
+    base = Path(env) / "reference" / "captures" if env else repo / "captures" / "reference"
+    return base / "cbc-2.163.0"
 
 
 DEFAULT_CAPTURES = _default_captures()

@@ -1,8 +1,9 @@
-"""Shared fixtures: where the reference captures are, and how to skip without them.
+"""Shared fixtures: where the reference captures are.
 
-The reference captures live in ``shared/reference/captures`` beside the repository (CI
-clones the repo next to a copy of ``shared/``). ``CCBRIDGE_SHARED`` overrides the lookup.
-Tests that need them skip with a reason that says so; they never silently pass.
+They are vendored in the repository (``captures/reference``, see its PROVENANCE.md), so the
+suite needs nothing beside the checkout; ``CCBRIDGE_SHARED`` makes the tests read
+``$CCBRIDGE_SHARED/reference/captures`` instead. Should that folder be missing, the tests
+that need it skip with a reason that says so; they never silently pass.
 """
 
 from __future__ import annotations
@@ -16,22 +17,16 @@ REPO = Path(__file__).resolve().parent.parent
 CAPTURES = REPO / "captures"
 
 
-def _find_shared() -> Path | None:
+def _find_reference() -> Path:
+    """The copy vendored in the repository (``captures/reference``, pinned with a
+    manifest), unless ``CCBRIDGE_SHARED`` names a ``shared/`` folder to read instead."""
     env = os.environ.get("CCBRIDGE_SHARED")
     if env:
-        return Path(env)
-    for parent in [REPO, *REPO.parents]:
-        cand = parent / "shared" / "reference" / "captures"
-        if cand.is_dir():
-            return parent / "shared"
-        sib = parent.parent / "shared" / "reference" / "captures"
-        if sib.is_dir():
-            return parent.parent / "shared"
-    return None
+        return Path(env) / "reference" / "captures"
+    return CAPTURES / "reference"
 
 
-SHARED = _find_shared()
-REFERENCE = SHARED / "reference" / "captures" if SHARED else None
+REFERENCE: Path | None = _find_reference()
 
 
 @pytest.fixture
