@@ -1,5 +1,7 @@
 """``claude-on-cbc``: the drop-in executable a Claude client is given instead of ``claude``
-(``cli_path=`` in the Python SDK, ``pathToClaudeCodeExecutable`` in the TypeScript SDK).
+(``cli_path=`` in the Python SDK, ``pathToClaudeCodeExecutable`` in the TypeScript SDK, or
+``claude`` on PATH for scripts: ``claude-on-cbc -p "..." --output-format json``; headless
+modes in ``compat.headless`` / ``bridge.headless``).
 
 Its argv belongs to the client; everything else comes from the environment or the config
 file (``bridge.config``). The backend is, in order: ``CCBRIDGE_BACKEND`` (a command line,
@@ -20,11 +22,13 @@ import trio
 
 from bridge import config
 from bridge.cli import guarded
+from bridge.headless import HeadlessIO, StdinTooBig, read_stdin
 from bridge.log import Logger
 from bridge.proxy import backend_command, serve_stdio
 from compat import TARGET_CLAUDE_VERSION, __version__
 from compat.argv import ACTIONS, TRANSLATION_TABLE
 from compat.env import ENV_TABLE
+from compat.headless import EXIT_ERROR, NO_PROMPT, mode_of, prompt_text, user_line
 
 EXIT_NO_BACKEND = 127
 
@@ -79,8 +83,11 @@ def help_text() -> str:
             f"Usage: claude-on-cbc [options]   ({version_text()})",
             "",
             "A drop-in for the `claude` executable that runs CodeBuddy Code (cbc) behind",
-            "the ccbridge normalization pipeline (profile cbc-to-claude). Prompts come on",
-            "stdin (stream-json); `--flag=value` and `--flag value` are both accepted.",
+            "the ccbridge normalization pipeline (profile cbc-to-claude), in every headless",
+            "mode of Claude Code: `-p PROMPT`, a prompt on stdin, --output-format",
+            "text|json|stream-json (cbc always speaks stream-json to the bridge, which",
+            "renders text and json as Claude does). `--flag=value` and `--flag value` are",
+            "both accepted.",
             "",
             "Claude options accepted and passed on to cbc (as):",
             *(f"  {c:<{width}}{'' if n.startswith(ACTIONS['keep']) else n}".rstrip()
@@ -119,6 +126,11 @@ def _run(client_argv: list[str]) -> int:
     env = dict(os.environ)
     settings = config.load(env)
     log = Logger.open(settings.log, settings.log_level)
+    headless: HeadlessIO | None = None
+    if settings.profile == "cbc-to-claude":
+        headless, status = _headless(client_argv)
+        if status is not None:
+            return status
     backend, tried = find_backend(settings.backend, env)
     if backend is None:
         log.error("no cbc backend found; tried: " + "; ".join(tried)
@@ -140,5 +152,31 @@ def _run(client_argv: list[str]) -> int:
             script_roots=settings.script_roots,
             source="claude-on-cbc",
             client_argv=client_argv,
+            headless=headless,
         )
     )
+
+
+def _headless(client_argv: Sequence[str]) -> tuple[HeadlessIO | None, int | None]:
+    """Claude's headless modes (``compat.headless``): None for a stream-json client; else
+    the session's prompt and renderer, or Claude's status for a command line it refuses
+    (its message on stderr)."""
+    mode = mode_of(client_argv)
+    error = mode.usage_error()
+    if error is not None:
+        print(error, file=sys.stderr)
+        return None, EXIT_ERROR
+    if mode.passthrough:
+        return None, None
+    line = None
+    if mode.input == "text":
+        try:
+            text = prompt_text(mode.prompt, read_stdin())
+        except StdinTooBig as e:
+            print(e, file=sys.stderr)
+            return None, EXIT_ERROR
+        if text is None:
+            print(NO_PROMPT, file=sys.stderr)
+            return None, EXIT_ERROR
+        line = user_line(text)
+    return HeadlessIO(mode, line), None

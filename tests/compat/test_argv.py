@@ -234,13 +234,25 @@ def test_dash_leading_values_stay_bound_to_their_flag() -> None:
     check_cbc_argv(tr.argv)
 
 
-def test_repeated_drops_warn_once_and_positionals_are_dropped() -> None:
+def test_repeated_drops_warn_once_and_the_first_positional_is_the_prompt() -> None:
     # (a variadic option takes every following word, as commander does: --betas=c d)
     tr = translate_to_cbc(["--betas", "a", "b", "--betas=c", "d", "--verbose", "hello", "--",
                            "x"])
     assert len([w for w in tr.warnings if "--betas" in w]) == 1
-    assert any("positional" in w for w in tr.warnings)
-    assert any("after '--'" in w for w in tr.warnings)
+    # Claude takes the first positional word as the prompt and ignores the rest (probe
+    # two-positionals); the prompt never reaches cbc's argv (it goes on stdin as a user line)
+    assert tr.prompt == "hello"
+    assert tr.ignored == ["x"]
+    assert "hello" not in tr.argv
+    assert not [w for w in tr.warnings if "positional" in w or "'--'" in w]
+    check_cbc_argv(tr.argv)
+
+
+def test_a_prompt_after_dashdash() -> None:
+    tr = translate_to_cbc(["-p", "--output-format", "json", "--", "-not-an-option"])
+    assert tr.prompt == "-not-an-option"
+    assert tr.options["--output-format"] == ["json"]
+    assert "-not-an-option" not in tr.argv
     check_cbc_argv(tr.argv)
 
 
@@ -280,7 +292,12 @@ def test_permission_modes_and_formats() -> None:
     assert got["--permission-mode"] == [["default"]]
     assert got["--print"] == [[]]
     assert got["--verbose"] == [[]]
-    assert len([w for w in tr.warnings if "stream-json" in w]) == 2
+    # cbc always gets stream-json; the client's formats are kept for the renderer, unwarned
+    assert got["--input-format"] == [["stream-json"]]
+    assert got["--output-format"] == [["stream-json"]]
+    assert not [w for w in tr.warnings if "stream-json" in w]
+    assert tr.options["--output-format"] == ["json"]
+    assert tr.options["--input-format"] == ["text"]
 
 
 def test_split_tool_lists_respect_parentheses() -> None:
