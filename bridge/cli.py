@@ -76,13 +76,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def guarded(fn: Callable[[], int]) -> int:
+    from bridge.backends import BackendError
     from bridge.config import ConfigError
     from compat.capture import CaptureError
     from compat.profiles import RuleError
 
     try:
         return fn()
-    except (ConfigError, RuleError, CaptureError) as e:
+    except (ConfigError, RuleError, CaptureError, BackendError) as e:
         print(f"ccbridge: {e}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

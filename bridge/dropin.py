@@ -4,23 +4,21 @@
 modes in ``compat.headless`` / ``bridge.headless``).
 
 Its argv belongs to the client; everything else comes from the environment or the config
-file (``bridge.config``). The backend is, in order: ``CCBRIDGE_BACKEND`` (a command line,
-shlex-split), ``CODEBUDDY_CODE_PATH``, ``cbc`` / ``codebuddy`` on PATH, the binary bundled
-in an installed ``codebuddy-agent-sdk``. None found: say what was tried, exit 127.
+file (``bridge.config``). The backend is found by ``bridge.backends.lookup`` (the order
+every command uses: ``CCBRIDGE_BACKEND``, ``CODEBUDDY_CODE_PATH``, the ``ccbridge backends
+install`` cache, PATH, an installed ``codebuddy-agent-sdk``). None found: say what was
+tried, exit 127.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shlex
-import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import trio
 
-from bridge import config
+from bridge import backends, config
 from bridge.cli import guarded
 from bridge.headless import HeadlessIO, StdinTooBig, read_stdin
 from bridge.log import Logger
@@ -39,37 +37,11 @@ def version_text() -> str:
 
 
 def bundled_cbc() -> str | None:
-    spec = importlib.util.find_spec("codebuddy_agent_sdk")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        for name in ("codebuddy-headless", "codebuddy"):
-            path = os.path.join(loc, "bin", name)
-            if os.path.isfile(path) and os.access(path, os.X_OK):
-                return path
-    return None
+    """The cbc binary of an installed ``codebuddy-agent-sdk`` (tests use it)."""
+    from bridge.backends import _cbc_from_package
 
-
-def find_backend(settings_backend: str | None, env: Mapping[str, str]) -> tuple[list[str] | None,
-                                                                               list[str]]:
-    tried: list[str] = []
-    if settings_backend:
-        return shlex.split(settings_backend), tried
-    tried.append("CCBRIDGE_BACKEND (unset)")
-    path = env.get("CODEBUDDY_CODE_PATH")
-    if path:
-        return [path], tried
-    tried.append("CODEBUDDY_CODE_PATH (unset)")
-    for name in ("cbc", "codebuddy"):
-        found = shutil.which(name, path=env.get("PATH"))
-        if found:
-            return [found], tried
-        tried.append(f"{name} on PATH (not found)")
-    bundled = bundled_cbc()
-    if bundled:
-        return [bundled], tried
-    tried.append("codebuddy-agent-sdk's bundled binary (package not installed)")
-    return None, tried
+    exe = _cbc_from_package()
+    return str(exe) if exe else None
 
 
 def help_text() -> str:
@@ -131,11 +103,11 @@ def _run(client_argv: list[str]) -> int:
         headless, status = _headless(client_argv)
         if status is not None:
             return status
-    backend, tried = find_backend(settings.backend, env)
+    backend, tried = backends.lookup("cbc", env=env, explicit=settings.backend)
     if backend is None:
         log.error("no cbc backend found; tried: " + "; ".join(tried)
-                  + ". Set CCBRIDGE_BACKEND or CODEBUDDY_CODE_PATH, or "
-                    "pip install codebuddy-agent-sdk.")
+                  + ". Run `ccbridge backends install`, set CCBRIDGE_BACKEND or "
+                    "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk.")
         return EXIT_NO_BACKEND
     argv = backend_command(backend, settings.profile, client_argv, log, settings.rules)
     return trio.run(
