@@ -19,15 +19,15 @@ Installing uses the registries' own clients (pip, npm) and nothing else.
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
-import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+from bridge.cli import Parser
 
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.220"
 CBC_PACKAGE = "codebuddy-agent-sdk==0.3.274"
@@ -36,10 +36,6 @@ NAMES = ("claude", "cbc")
 CBC_EXECUTABLES = ("codebuddy-headless", "codebuddy", "cbc")
 
 Runner = Callable[[Sequence[str]], int]
-
-
-class BackendError(ValueError):
-    """A backend setting that cannot name a command (a usage error, exit 2)."""
 
 
 def cache_dir(env: Mapping[str, str] | None = None) -> Path:
@@ -97,14 +93,9 @@ def lookup(name: str, *, dir: Path | None = None, env: Mapping[str, str] | None 
         raise ValueError(f"unknown backend {name!r} (one of {', '.join(NAMES)})")
     if name == "cbc":
         if explicit:
-            try:
-                argv = shlex.split(explicit)
-            except ValueError as e:
-                raise BackendError(f"CCBRIDGE_BACKEND / backend = {explicit!r}: {e} "
-                                   "(a command line, split as a POSIX shell would)") from None
-            if not argv:
-                raise BackendError("CCBRIDGE_BACKEND / backend = is an empty command line")
-            return argv, tried
+            from bridge.config import command_line
+
+            return command_line("CCBRIDGE_BACKEND (or backend =)", explicit), tried
         tried.append("CCBRIDGE_BACKEND (unset)")
         if env.get("CODEBUDDY_CODE_PATH"):
             return [env["CODEBUDDY_CODE_PATH"]], tried
@@ -176,7 +167,7 @@ def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run) -> int:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="ccbridge backends",
+    p = Parser(prog="ccbridge backends",
                                 description="install or list the real backends")
     sub = p.add_subparsers(dest="cmd", required=True)
     pi = sub.add_parser("install", help=f"install {CLAUDE_PACKAGE} and {CBC_PACKAGE}")
@@ -188,6 +179,10 @@ def main(argv: list[str]) -> int:
     pl.add_argument("--dir", type=Path, default=None)
     args = p.parse_args(argv)
     d = args.dir if args.dir is not None else cache_dir()
+    if args.cmd == "install":
+        from bridge.config import check_out_dir
+
+        check_out_dir("--dir" if args.dir is not None else "CCBRIDGE_BACKENDS_DIR", str(d))
     if args.cmd == "install":
         return install(d, tuple(args.only or NAMES))
     missing = 0

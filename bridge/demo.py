@@ -12,7 +12,6 @@ Everything shown from the stream is escaped first: backend strings are untrusted
 
 from __future__ import annotations
 
-import argparse
 import os
 import shlex
 import shutil
@@ -25,9 +24,12 @@ from typing import Any
 import orjson
 import trio
 
+from bridge.cli import Parser
 from bridge.log import escape
 from compat import capture
 
+#: seconds the whole demo session may take (the bundled one takes about 3)
+DEADLINE = 90.0
 REQUESTS = {
     "init": {"type": "control_request", "request_id": "init",
              "request": {"subtype": "initialize", "hooks": {}}},
@@ -128,12 +130,43 @@ def render(cap: capture.Capture, width: int) -> str:
     return "\n".join(rows)
 
 
+def check_capture(setting: str, path: str) -> None:
+    """A capture of a backend session: a readable file holding stream-json frames the
+    backend wrote (anything else would leave the example client waiting)."""
+    from bridge.config import ConfigError
+
+    if not os.path.isfile(path):
+        raise ConfigError(f"{setting} {path}: no such file")
+    try:
+        with open(path, "rb") as f:
+            cap = capture.parse(f)
+    except OSError as e:
+        raise ConfigError(f"{setting} {path}: cannot be read ({e.strerror})") from None
+    for r in cap.records:
+        if r.kind == "stdout":
+            try:
+                if isinstance(orjson.loads(r.data), dict):
+                    return
+            except orjson.JSONDecodeError:
+                continue
+    raise ConfigError(f"{setting} {path}: not a capture of a backend session (no stream-json "
+                      "frame from the backend in it)")
+
+
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="ccbridge demo", description=__doc__.split("\n")[0])
+    p = Parser(prog="ccbridge demo", description=__doc__.split("\n")[0])
     p.add_argument("--capture", help="a cbc capture to replay instead of the bundled one")
     p.add_argument("--keep", metavar="DIR", help="keep the recorded session in DIR")
     args = p.parse_args(argv)
-    src = args.capture or str(resources.files("bridge") / "data" / "demo-session.jsonl")
+    src = os.path.abspath(args.capture) if args.capture else str(
+        resources.files("bridge") / "data" / "demo-session.jsonl")
+    if args.capture:
+        check_capture("--capture", src)
+    if args.keep:
+        from bridge.config import check_out_dir
+
+        check_out_dir("--keep", args.keep)
+        os.makedirs(args.keep, exist_ok=True)
     work = tempfile.mkdtemp(prefix="ccbridge-demo-")
     record = os.path.join(args.keep or work, "demo-session.capture.jsonl")
     backend = shlex.join([sys.executable, "-m", "bridge", "replay", "--materialize", src])
@@ -143,8 +176,12 @@ def main(argv: list[str]) -> int:
     async def go() -> int:
         proc = await trio.lowlevel.open_process(cmd, stdin=subprocess.PIPE,
                                                 stdout=subprocess.PIPE, cwd=work)
-        await example_client(proc)
-        return await proc.wait()
+        with trio.move_on_after(DEADLINE):
+            await example_client(proc)
+            return await proc.wait()
+        proc.kill()
+        await proc.wait()
+        raise RuntimeError(f"the demo session did not end within {DEADLINE:g} s")
 
     try:
         status = trio.run(go)

@@ -80,6 +80,8 @@ def backend_command(
                               pin=pin)  # fmt: skip
         for w in tr.warnings:
             log.warning(w, "argv")
+        for note in tr.notes:
+            log.info(note, "argv")
         if tr.pinned:
             log.debug(f"cbc started with --session-id {tr.session_id}", "session-pin")
         argv = [*backend, *tr.argv]

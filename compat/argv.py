@@ -85,6 +85,8 @@ class Translation:
     options: dict[str, list[str]] = attrs.Factory(dict)
     #: positional words after the prompt (Claude ignores them)
     ignored: list[str] = attrs.Factory(list)
+    #: options handled otherwise with nothing lost (logged at info, not warned about)
+    notes: list[str] = attrs.Factory(list)
 
 
 def readme_tables() -> str:
@@ -143,6 +145,7 @@ class _Translator:
         self.out: list[str] = []
         self.tail: list[str] = []
         self.warned: dict[str, str] = {}
+        self.notes: list[str] = []
         self.dropped: list[str] = []
         self.stdio = False
         self.session_given = False
@@ -322,9 +325,14 @@ class _Translator:
                 self.emit(flag.target, [value], "one")
         elif action == "stdio":
             self.stdio = value == "stdio"
-            self.drop(name, vals, "cbc always asks over stdio" + (
-                "; permission prompts are forwarded" if self.stdio
-                else "; not a stdio prompt tool: the bridge denies like Claude"))
+            if self.stdio:  # what the SDKs pass for can_use_tool: nothing is lost
+                if name not in self.dropped:
+                    self.dropped.append(name)
+                self.notes.append(f"{name} 'stdio' not passed: cbc always asks over stdio; "
+                                  "permission prompts are forwarded")
+            else:
+                self.drop(name, vals, "cbc always asks over stdio; not a stdio prompt tool: "
+                          "the bridge denies like Claude")
         elif action == "prompts":
             self.stdio = self.stdio or value == "host"
             self.drop(name, vals, "cbc has no such option")
@@ -408,4 +416,5 @@ def translate_to_cbc(
         prompt=t.prompt,
         options=t.options,
         ignored=t.ignored,
+        notes=list(dict.fromkeys(t.notes)),
     )

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge.backends import BackendError, lookup
+from bridge.backends import lookup
+from bridge.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 #: a cbc that answers one user line with a result and exits at EOF
@@ -84,7 +85,7 @@ def test_what_was_tried_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_a_bad_backend_command_line_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(BackendError, match="No closing quotation"):
+    with pytest.raises(ConfigError, match="no closing quotation"):
         lookup("cbc", explicit="'unterminated")
     r = subprocess.run([sys.executable, "-c", "import sys; from bridge.dropin import main; "
                         "sys.exit(main())", "-p", "hi"], capture_output=True, timeout=60,
