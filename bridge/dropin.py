@@ -20,13 +20,12 @@ import trio
 
 from bridge import backends, config
 from bridge.cli import guarded
-from bridge.headless import HeadlessIO, StdinTooBig, read_stdin
+from bridge.headless import HeadlessIO, prepare
 from bridge.log import Logger
 from bridge.proxy import backend_command, serve_stdio
 from compat import TARGET_CLAUDE_VERSION, __version__
 from compat.argv import ACTIONS, TRANSLATION_TABLE
 from compat.env import ENV_TABLE
-from compat.headless import EXIT_ERROR, NO_PROMPT, mode_of, prompt_text, user_line
 
 EXIT_NO_BACKEND = 127
 
@@ -100,7 +99,7 @@ def _run(client_argv: list[str]) -> int:
     log = Logger.open(settings.log, settings.log_level)
     headless: HeadlessIO | None = None
     if settings.profile == "cbc-to-claude":
-        headless, status = _headless(client_argv)
+        headless, status = prepare(client_argv)
         if status is not None:
             return status
     backend, tried = backends.lookup("cbc", env=env, explicit=settings.backend)
@@ -128,27 +127,3 @@ def _run(client_argv: list[str]) -> int:
         )
     )
 
-
-def _headless(client_argv: Sequence[str]) -> tuple[HeadlessIO | None, int | None]:
-    """Claude's headless modes (``compat.headless``): None for a stream-json client; else
-    the session's prompt and renderer, or Claude's status for a command line it refuses
-    (its message on stderr)."""
-    mode = mode_of(client_argv)
-    error = mode.usage_error()
-    if error is not None:
-        print(error, file=sys.stderr)
-        return None, EXIT_ERROR
-    if mode.passthrough:
-        return None, None
-    line = None
-    if mode.input == "text":
-        try:
-            text = prompt_text(mode.prompt, read_stdin())
-        except StdinTooBig as e:
-            print(e, file=sys.stderr)
-            return None, EXIT_ERROR
-        if text is None:
-            print(NO_PROMPT, file=sys.stderr)
-            return None, EXIT_ERROR
-        line = user_line(text)
-    return HeadlessIO(mode, line), None

@@ -14,10 +14,23 @@ from __future__ import annotations
 import os
 import select
 import sys
+from collections.abc import Sequence
 
 import trio
 
-from compat.headless import STDIN_LIMIT, STDIN_SILENT, STDIN_TOO_BIG, STDIN_WAIT, Mode, Renderer
+from compat.headless import (
+    EXIT_ERROR,
+    NO_PROMPT,
+    STDIN_LIMIT,
+    STDIN_SILENT,
+    STDIN_TOO_BIG,
+    STDIN_WAIT,
+    Mode,
+    Renderer,
+    mode_of,
+    prompt_text,
+    user_line,
+)
 
 EXIT_CLIENT_GONE = 141
 
@@ -138,3 +151,33 @@ def _write_all(fd: int, data: bytes) -> None:
             select.select([], [fd], [])
             continue
         view = view[n:]
+
+
+def prepare(client_argv: Sequence[str], *, only_print: bool = False
+            ) -> tuple[HeadlessIO | None, int | None]:
+    """Claude's headless modes for a session with this client argv: ``(None, None)`` for a
+    stream-json client (nothing to wrap); ``(io, None)`` for a headless one (its prompt
+    read from the argv and stdin); ``(None, status)`` for a command line Claude refuses
+    (its message already on stderr). ``only_print``: headless only with ``-p``/``--print``
+    or a prompt (``ccbridge run``, whose client argv may be empty)."""
+    mode = mode_of(client_argv)
+    if only_print and not (mode.print_mode or mode.prompt is not None):
+        return None, None
+    error = mode.usage_error()
+    if error is not None:
+        print(error, file=sys.stderr)
+        return None, EXIT_ERROR
+    if mode.passthrough:
+        return None, None
+    line = None
+    if mode.input == "text":
+        try:
+            text = prompt_text(mode.prompt, read_stdin())
+        except StdinTooBig as e:
+            print(e, file=sys.stderr)
+            return None, EXIT_ERROR
+        if text is None:
+            print(NO_PROMPT, file=sys.stderr)
+            return None, EXIT_ERROR
+        line = user_line(text)
+    return HeadlessIO(mode, line), None

@@ -51,6 +51,13 @@ def main(argv: list[str]) -> int:
               "ccbridge.toml)", file=sys.stderr)
         return 2
     rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
+    headless = None
+    if profile == "cbc-to-claude":  # `-- -p PROMPT --output-format json`: as the drop-in
+        from bridge.headless import prepare
+
+        headless, status = prepare(client_argv, only_print=True)
+        if status is not None:
+            return status
     backend_argv = backend_command(
         config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
         profile, client_argv, log, rules)
@@ -67,5 +74,6 @@ def main(argv: list[str]) -> int:
             eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
             script_roots=settings.script_roots,
             client_argv=client_argv,
+            headless=headless,
         )
     )
