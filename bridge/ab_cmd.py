@@ -20,7 +20,6 @@ also what ``ccbridge conformance --regenerate`` uses for the twin captures.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import attrs
 import orjson
 import trio
 
+from bridge.cli import Parser
 from bridge.testing import runner
 from bridge.testing.scenario import Scenario, ScenarioError, load
 from compat.capture import Capture, CaptureError, parse
@@ -298,7 +298,7 @@ def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="ccbridge ab", description="run scenarios on two backends and compare what "
         "their clients saw (semantic diff and contract check of each side)")
     p.add_argument("files", nargs="*", metavar="FILE", help="scenario .toml file(s)")

@@ -9,15 +9,16 @@ Layout of the cache (``$CCBRIDGE_BACKENDS_DIR`` or ``~/.cache/ccbridge/backends`
                       is ``node_modules/@anthropic-ai/claude-code/bin/claude.exe`` (npm 11
                       skips the package's postinstall script; the binary is there anyway)
 
-Discovery (``find_backend``) looks in the cache, then on ``PATH``, then (cbc) in an
-installed ``codebuddy_agent_sdk`` package. It returns an argv prefix, or None. It does not
-check versions: the scenario runner records what ``--version`` says in each capture.
+Discovery (``lookup``, the one every command uses, ``claude-on-cbc`` included): for cbc
+``CCBRIDGE_BACKEND`` / ``CODEBUDDY_CODE_PATH`` first, then the cache, then ``PATH``, then an
+installed ``codebuddy_agent_sdk`` package; for claude the cache, then ``PATH``. It returns
+an argv prefix, or None. It does not check versions: the scenario runner records what
+``--version`` says in each capture.
 Installing uses the registries' own clients (pip, npm) and nothing else.
 """
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import os
 import shutil
@@ -25,6 +26,8 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+
+from bridge.cli import Parser
 
 CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.220"
 CBC_PACKAGE = "codebuddy-agent-sdk==0.3.274"
@@ -74,27 +77,51 @@ def _cbc_from_package() -> Path | None:
     return None
 
 
-def find_backend(name: str, *, dir: Path | None = None,
-                 env: Mapping[str, str] | None = None) -> list[str] | None:
-    """The argv prefix that starts backend ``name`` ("claude" or "cbc"), or None."""
+def lookup(name: str, *, dir: Path | None = None, env: Mapping[str, str] | None = None,
+           explicit: str | None = None) -> tuple[list[str] | None, list[str]]:
+    """Where backend ``name`` ("claude" or "cbc") is, in the one order every command uses
+    (README "Use it as a drop-in"): for cbc ``explicit`` (``CCBRIDGE_BACKEND`` / ``backend
+    =``, a shlex-split command line), ``$CODEBUDDY_CODE_PATH``, the cache ``ccbridge
+    backends install`` fills, ``codebuddy-headless`` / ``codebuddy`` / ``cbc`` on PATH, an
+    installed ``codebuddy-agent-sdk``; for claude the cache, then ``claude`` on PATH.
+    Returns the argv prefix (None: not found) and what was tried before it, in words."""
     env = os.environ if env is None else env
     d = dir if dir is not None else cache_dir(env)
     path = env.get("PATH", os.defpath)
-    if name == "claude":
-        exe = _claude_in(d)
-        found = str(exe) if exe else shutil.which("claude", path=path)
-        return [found] if found else None
+    tried: list[str] = []
+    if name not in NAMES:
+        raise ValueError(f"unknown backend {name!r} (one of {', '.join(NAMES)})")
     if name == "cbc":
-        exe = _cbc_in(d)
-        if exe is not None:
-            return [str(exe)]
-        for candidate in CBC_EXECUTABLES:
-            found = shutil.which(candidate, path=path)
-            if found:
-                return [found]
+        if explicit:
+            from bridge.config import command_line
+
+            return command_line("CCBRIDGE_BACKEND (or backend =)", explicit), tried
+        tried.append("CCBRIDGE_BACKEND (unset)")
+        if env.get("CODEBUDDY_CODE_PATH"):
+            return [env["CODEBUDDY_CODE_PATH"]], tried
+        tried.append("CODEBUDDY_CODE_PATH (unset)")
+    exe = _claude_in(d) if name == "claude" else _cbc_in(d)
+    if exe is not None:
+        return [str(exe)], tried
+    tried.append(f"the backends cache {d} (nothing installed: ccbridge backends install)")
+    for candidate in ("claude",) if name == "claude" else CBC_EXECUTABLES:
+        found = shutil.which(candidate, path=path)
+        if found:
+            return [found], tried
+        tried.append(f"{candidate} on PATH (not found)")
+    if name == "cbc":
         exe = _cbc_from_package()
-        return [str(exe)] if exe else None
-    raise ValueError(f"unknown backend {name!r} (one of {', '.join(NAMES)})")
+        if exe is not None:
+            return [str(exe)], tried
+        tried.append("an installed codebuddy-agent-sdk (not installed)")
+    return None, tried
+
+
+def find_backend(name: str, *, dir: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> list[str] | None:
+    """The argv prefix that starts backend ``name`` ("claude" or "cbc"), or None
+    (``lookup``'s order)."""
+    return lookup(name, dir=dir, env=env)[0]
 
 
 def _run(argv: Sequence[str]) -> int:
@@ -140,7 +167,7 @@ def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run) -> int:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="ccbridge backends",
+    p = Parser(prog="ccbridge backends",
                                 description="install or list the real backends")
     sub = p.add_subparsers(dest="cmd", required=True)
     pi = sub.add_parser("install", help=f"install {CLAUDE_PACKAGE} and {CBC_PACKAGE}")
@@ -152,6 +179,10 @@ def main(argv: list[str]) -> int:
     pl.add_argument("--dir", type=Path, default=None)
     args = p.parse_args(argv)
     d = args.dir if args.dir is not None else cache_dir()
+    if args.cmd == "install":
+        from bridge.config import check_out_dir
+
+        check_out_dir("--dir" if args.dir is not None else "CCBRIDGE_BACKENDS_DIR", str(d))
     if args.cmd == "install":
         return install(d, tuple(args.only or NAMES))
     missing = 0

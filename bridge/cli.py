@@ -7,6 +7,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import NoReturn
 
 from compat import TARGET_CLAUDE_VERSION, __version__
 
@@ -76,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def guarded(fn: Callable[[], int]) -> int:
+    """Run a command; every error it raises becomes one line on stderr, never a traceback:
+    a usage or configuration error exits 2, anything else 1 (``CCBRIDGE_LOG_LEVEL=debug``
+    adds the traceback, for a bug report)."""
     from bridge.config import ConfigError
     from compat.capture import CaptureError
     from compat.profiles import RuleError
@@ -96,7 +100,29 @@ def guarded(fn: Callable[[], int]) -> int:
         except OSError:
             pass
         return 141
+    except Exception as e:  # noqa: BLE001 - the last line of defence, by design
+        return _unexpected(e)
+
+
+def _unexpected(e: BaseException) -> int:
+    while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
+        e = e.exceptions[0]
+    text = f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.filename else str(e)
+    print(f"ccbridge: error: {text or type(e).__name__}", file=sys.stderr)
+    if os.environ.get("CCBRIDGE_LOG_LEVEL") == "debug":
+        import traceback
+
+        traceback.print_exception(e, file=sys.stderr)
+    return 1
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with the one error style of every command: ``ccbridge CMD: what is wrong
+    (ccbridge CMD --help)`` on one line, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (try {self.prog} --help)\n")
 
 
 def parser(prog: str, description: str) -> argparse.ArgumentParser:
-    return argparse.ArgumentParser(prog=f"ccbridge {prog}", description=description)
+    return Parser(prog=f"ccbridge {prog}", description=description)

@@ -4,11 +4,21 @@ The config file is ``$CCBRIDGE_CONFIG``, else ``./ccbridge.toml``, else
 ``~/.config/ccbridge/ccbridge.toml``; its keys are the fields of ``Settings`` and unknown
 keys are an error that names them (cattrs ``forbid_extra_keys``): a typo must not be
 silently ignored by a daemon that runs for weeks.
+
+Every value is checked where it is read, whatever its source, and a bad one is a
+``ConfigError`` naming the setting and what is wrong in plain words (``guarded`` prints it
+on one line and exits 2): no type is coerced (``stats = "yes"``, ``backend = 5`` and
+``script_roots = "notalist"`` are errors, not True, "5" and a list of letters), levels are
+one of ``LEVELS``, numbers are finite and in range, and paths are checked before a session
+starts (``check_log``, ``check_record``, ``check_out_file``, ``check_out_dir``).
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
+import shlex
 import tomllib
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +27,12 @@ import attrs
 import cattrs
 
 from compat.framing import DEFAULT_MAX_LINE
+
+#: log levels, quietest last; the default shows only what means something is wrong
+LEVELS = ("debug", "info", "warning", "error")
+DEFAULT_LOG_LEVEL = "warning"
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
 
 
 class ConfigError(Exception):
@@ -30,14 +46,63 @@ class Settings:
     rules: dict[str, str] = attrs.Factory(dict)  # {"late-progress": "pass", ...}
     record: str | None = None  # a directory: one capture per session
     log: str | None = None  # a file; default stderr
-    log_level: str = "info"
+    log_level: str = DEFAULT_LOG_LEVEL
     max_line: int = DEFAULT_MAX_LINE
     eof_grace: float = 60.0
     stats: bool = False
     script_roots: list[str] = attrs.Factory(list)  # extra roots for workflow scripts
 
 
+def _strict(expected: type, words: str) -> Any:
+    def hook(value: Any, _: Any) -> Any:
+        if expected is float and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)
+        if not isinstance(value, expected) or (expected is not bool
+                                               and isinstance(value, bool)):
+            raise ValueError(f"must be {words}, not {_shown(value)}")
+        return value
+    return hook
+
+
+def _shown(value: Any) -> str:
+    kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    return f"{kind} ({value!r})"
+
+
 _converter = cattrs.Converter(forbid_extra_keys=True)
+_converter.register_structure_hook(str, _strict(str, "a string"))
+_converter.register_structure_hook(bool, _strict(bool, "true or false"))
+_converter.register_structure_hook(int, _strict(int, "a whole number"))
+_converter.register_structure_hook(float, _strict(float, "a number"))
+
+
+def _plain(exc: cattrs.BaseValidationError) -> str:
+    """cattrs' nested exception as ``key: what is wrong``, without the library's words."""
+    out: list[str] = []
+
+    def walk(e: BaseException, path: str) -> None:
+        if isinstance(e, cattrs.ForbiddenExtraKeysError):
+            out.append(f"unknown key(s) {', '.join(sorted(e.extra_fields))} (known: "
+                       f"{', '.join(f.name for f in attrs.fields(Settings))})")
+        elif isinstance(e, BaseExceptionGroup):
+            for sub in e.exceptions:
+                key = path
+                for note in getattr(sub, "__notes__", None) or []:
+                    m = re.search(r"@ attribute (\w+)|@ index (\d+)|@ key (\S+)", str(note))
+                    if m and m.group(1):
+                        key = m.group(1)
+                    elif m and m.group(2):
+                        key = f"{path}[{m.group(2)}]"
+                    elif m:
+                        key = f"{path}.{m.group(3)}"
+                walk(sub, key)
+        else:
+            msg = str(e) if isinstance(e, ValueError) else "has the wrong type"
+            out.append(f"{path}: {msg}" if path else msg)
+
+    walk(exc, "")
+    return "; ".join(out) or "invalid settings"
 
 
 def config_path(env: Mapping[str, str]) -> str | None:
@@ -54,6 +119,34 @@ def config_path(env: Mapping[str, str]) -> str | None:
     return None
 
 
+def _list_hook(value: Any, _: Any) -> list[str]:
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of strings, not {_shown(value)}")
+    for v in value:
+        if not isinstance(v, str):
+            raise ValueError(f"must be a list of strings, not a list holding {_shown(v)}")
+    return list(value)
+
+
+def _rules_hook(value: Any, _: Any) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a table of rule settings, not {_shown(value)}")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if isinstance(v, bool):
+            v = "on" if v else "off"
+        elif isinstance(v, (int, float)):
+            v = repr(v)
+        if not isinstance(v, str):
+            raise ValueError(f"{k} must be a string or number, not {_shown(v)}")
+        out[str(k)] = v
+    return out
+
+
+_converter.register_structure_hook_func(lambda t: t == list[str], _list_hook)
+_converter.register_structure_hook_func(lambda t: t == dict[str, str], _rules_hook)
+
+
 def load(env: Mapping[str, str]) -> Settings:
     data: dict[str, Any] = {}
     path = config_path(env)
@@ -63,14 +156,16 @@ def load(env: Mapping[str, str]) -> Settings:
                 data = tomllib.load(f)
         except FileNotFoundError as e:
             raise ConfigError(f"config file {path} does not exist") from e
+        except IsADirectoryError as e:
+            raise ConfigError(f"config file {path} is a directory") from e
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise ConfigError(f"config file {path}: {e}") from e
         data = data.get("ccbridge", data)  # a [ccbridge] table or top-level keys
     try:
         settings = _converter.structure(data, Settings)
     except cattrs.BaseValidationError as e:
-        msgs = "; ".join(cattrs.transform_error(e))
-        raise ConfigError(f"config file {path}: {msgs}") from e
+        raise ConfigError(f"config file {path}: {_plain(e)}") from e
+    where = f"config file {path}"
     if env.get("CCBRIDGE_BACKEND"):
         settings.backend = env["CCBRIDGE_BACKEND"]
     if env.get("CCBRIDGE_PROFILE"):
@@ -78,21 +173,138 @@ def load(env: Mapping[str, str]) -> Settings:
     if env.get("CCBRIDGE_RULES"):
         for part in env["CCBRIDGE_RULES"].split(","):
             if part.strip():
-                k, _, v = part.partition("=")
+                k, eq, v = part.partition("=")
+                if not eq or not k.strip():
+                    raise ConfigError(f"CCBRIDGE_RULES: {part.strip()!r} is not ID=VALUE")
                 settings.rules[k.strip()] = v.strip()
     if env.get("CCBRIDGE_RECORD"):
         settings.record = env["CCBRIDGE_RECORD"]
     if env.get("CCBRIDGE_LOG"):
         settings.log = env["CCBRIDGE_LOG"]
+    level_from = "log_level" if not env.get("CCBRIDGE_LOG_LEVEL") else "CCBRIDGE_LOG_LEVEL"
     if env.get("CCBRIDGE_LOG_LEVEL"):
         settings.log_level = env["CCBRIDGE_LOG_LEVEL"]
-    if env.get("CCBRIDGE_STATS"):
-        settings.stats = env["CCBRIDGE_STATS"] not in ("0", "", "false")
-    for key, attr, typ in (("CCBRIDGE_MAX_LINE", "max_line", int),
-                           ("CCBRIDGE_EOF_GRACE", "eof_grace", float)):
-        if env.get(key):
-            try:
-                setattr(settings, attr, typ(env[key]))
-            except ValueError as e:
-                raise ConfigError(f"{key}={env[key]!r}: {e}") from e
+    if "CCBRIDGE_STATS" in env:
+        settings.stats = flag("CCBRIDGE_STATS", env["CCBRIDGE_STATS"])
+    if env.get("CCBRIDGE_MAX_LINE"):
+        settings.max_line = positive_int("CCBRIDGE_MAX_LINE", env["CCBRIDGE_MAX_LINE"])
+    else:
+        settings.max_line = positive_int(f"{where}: max_line", settings.max_line)
+    if env.get("CCBRIDGE_EOF_GRACE"):
+        settings.eof_grace = seconds("CCBRIDGE_EOF_GRACE", env["CCBRIDGE_EOF_GRACE"])
+    else:
+        settings.eof_grace = seconds(f"{where}: eof_grace", settings.eof_grace)
+    settings.log_level = level(level_from if level_from != "log_level"
+                               else f"{where}: log_level", settings.log_level)
+    if settings.log:
+        check_log("CCBRIDGE_LOG" if env.get("CCBRIDGE_LOG") else f"{where}: log",
+                  settings.log)
+    if settings.record:
+        make_record_dir("CCBRIDGE_RECORD" if env.get("CCBRIDGE_RECORD")
+                        else f"{where}: record", settings.record)
     return settings
+
+
+# -- one check per kind of value, shared by every command -------------------------------
+
+
+def command_line(setting: str, value: str) -> list[str]:
+    """A backend command line, split as a POSIX shell would (never run by one)."""
+    try:
+        argv = shlex.split(value)
+    except ValueError as e:
+        raise ConfigError(f"{setting}={value!r}: {str(e).lower()} (a command line, split "
+                          "as a POSIX shell would)") from None
+    if not argv:
+        raise ConfigError(f"{setting}: an empty command line")
+    return argv
+
+
+def level(setting: str, value: str) -> str:
+    if value not in LEVELS:
+        raise ConfigError(f"{setting}={value!r}: not a log level (one of {', '.join(LEVELS)})")
+    return value
+
+
+def flag(setting: str, value: str) -> bool:
+    v = value.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise ConfigError(f"{setting}={value!r}: not a yes/no value (1/0, true/false, yes/no)")
+
+
+def positive_int(setting: str, value: str | int) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{setting}={value!r}: not a whole number") from None
+    if n <= 0:
+        raise ConfigError(f"{setting}={value!r}: must be a number of bytes above 0")
+    return n
+
+
+def seconds(setting: str, value: str | float) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{setting}={value!r}: not a number of seconds") from None
+    if not math.isfinite(x) or x < 0:
+        raise ConfigError(f"{setting}={value!r}: must be a number of seconds, 0 or more")
+    return x
+
+
+def _file_ancestor(path: str) -> str | None:
+    """The first existing ancestor of ``path`` that is not a directory, if any."""
+    p = os.path.abspath(path)
+    while True:
+        parent = os.path.dirname(p)
+        if parent == p:
+            return None
+        if os.path.exists(parent):
+            return None if os.path.isdir(parent) else parent
+        p = parent
+
+
+def check_log(setting: str, path: str) -> None:
+    """A log file we can append to: not a directory, its directory exists."""
+    if os.path.isdir(path):
+        raise ConfigError(f"{setting}={path!r}: is a directory, not a log file")
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        raise ConfigError(f"{setting}={path!r}: the directory {parent} does not exist")
+    if os.path.exists(path) and not os.access(path, os.W_OK) or \
+            not os.path.exists(path) and not os.access(parent, os.W_OK):
+        raise ConfigError(f"{setting}={path!r}: not writable")
+
+
+def check_out_file(setting: str, path: str) -> None:
+    """A file to write (its directories may be created): not a directory, and nothing on
+    the way to it is a file."""
+    if os.path.isdir(path):
+        raise ConfigError(f"{setting}={path!r}: is a directory, not a file")
+    blocker = _file_ancestor(path)
+    if blocker is not None:
+        raise ConfigError(f"{setting}={path!r}: {blocker} is a file, not a directory")
+
+
+def make_record_dir(setting: str, path: str) -> str:
+    """``CCBRIDGE_RECORD`` / ``record =`` is a directory (one capture per session): made
+    when missing, so it never becomes one file every session overwrites."""
+    check_out_dir(setting, path)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"{setting}={path!r}: cannot create it ({e.strerror})") from None
+    return path
+
+
+def check_out_dir(setting: str, path: str) -> None:
+    """A directory to write into (created if missing): not a file, nothing on the way a
+    file."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ConfigError(f"{setting}={path!r}: is a file, not a directory")
+    blocker = _file_ancestor(path)
+    if blocker is not None:
+        raise ConfigError(f"{setting}={path!r}: {blocker} is a file, not a directory")

@@ -21,7 +21,6 @@ policy in ``compat.conformance``); one with no reason is "unexplained", never hi
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import sys
 import time
@@ -32,6 +31,7 @@ import orjson
 import trio
 
 from bridge import ab_cmd
+from bridge.cli import Parser
 from bridge.testing import runner
 from bridge.testing.scenario import ScenarioError, load
 from compat import conformance
@@ -148,7 +148,7 @@ def _revision() -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="ccbridge conformance", description="how close cbc through the bridge comes to "
         "Claude Code 2.1.220, scenario by scenario, and why it is not closer")
     p.add_argument("--captures", type=Path, default=TWINS, metavar="DIR",

@@ -282,7 +282,7 @@ class Session:
         with trio.open_signal_receiver(*sigs) as receiver:
             async for signum in receiver:
                 name = signal.Signals(signum).name
-                self.log.warning(f"received {name}; passing it to the backend")
+                self.log.info(f"received {name}; passing it to the backend")
                 if self.recorder:
                     self.recorder.note(f"signal {name}")
                 self._send_signal(signum)

@@ -1,25 +1,26 @@
 """``claude-on-cbc``: the drop-in executable a Claude client is given instead of ``claude``
-(``cli_path=`` in the Python SDK, ``pathToClaudeCodeExecutable`` in the TypeScript SDK).
+(``cli_path=`` in the Python SDK, ``pathToClaudeCodeExecutable`` in the TypeScript SDK, or
+``claude`` on PATH for scripts: ``claude-on-cbc -p "..." --output-format json``; headless
+modes in ``compat.headless`` / ``bridge.headless``).
 
 Its argv belongs to the client; everything else comes from the environment or the config
-file (``bridge.config``). The backend is, in order: ``CCBRIDGE_BACKEND`` (a command line,
-shlex-split), ``CODEBUDDY_CODE_PATH``, ``cbc`` / ``codebuddy`` on PATH, the binary bundled
-in an installed ``codebuddy-agent-sdk``. None found: say what was tried, exit 127.
+file (``bridge.config``). The backend is found by ``bridge.backends.lookup`` (the order
+every command uses: ``CCBRIDGE_BACKEND``, ``CODEBUDDY_CODE_PATH``, the ``ccbridge backends
+install`` cache, PATH, an installed ``codebuddy-agent-sdk``). None found: say what was
+tried, exit 127.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import shlex
-import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import trio
 
-from bridge import config
+from bridge import backends, config
 from bridge.cli import guarded
+from bridge.headless import HeadlessIO, prepare
 from bridge.log import Logger
 from bridge.proxy import backend_command, serve_stdio
 from compat import TARGET_CLAUDE_VERSION, __version__
@@ -35,37 +36,11 @@ def version_text() -> str:
 
 
 def bundled_cbc() -> str | None:
-    spec = importlib.util.find_spec("codebuddy_agent_sdk")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        for name in ("codebuddy-headless", "codebuddy"):
-            path = os.path.join(loc, "bin", name)
-            if os.path.isfile(path) and os.access(path, os.X_OK):
-                return path
-    return None
+    """The cbc binary of an installed ``codebuddy-agent-sdk`` (tests use it)."""
+    from bridge.backends import _cbc_from_package
 
-
-def find_backend(settings_backend: str | None, env: Mapping[str, str]) -> tuple[list[str] | None,
-                                                                               list[str]]:
-    tried: list[str] = []
-    if settings_backend:
-        return shlex.split(settings_backend), tried
-    tried.append("CCBRIDGE_BACKEND (unset)")
-    path = env.get("CODEBUDDY_CODE_PATH")
-    if path:
-        return [path], tried
-    tried.append("CODEBUDDY_CODE_PATH (unset)")
-    for name in ("cbc", "codebuddy"):
-        found = shutil.which(name, path=env.get("PATH"))
-        if found:
-            return [found], tried
-        tried.append(f"{name} on PATH (not found)")
-    bundled = bundled_cbc()
-    if bundled:
-        return [bundled], tried
-    tried.append("codebuddy-agent-sdk's bundled binary (package not installed)")
-    return None, tried
+    exe = _cbc_from_package()
+    return str(exe) if exe else None
 
 
 def help_text() -> str:
@@ -79,8 +54,11 @@ def help_text() -> str:
             f"Usage: claude-on-cbc [options]   ({version_text()})",
             "",
             "A drop-in for the `claude` executable that runs CodeBuddy Code (cbc) behind",
-            "the ccbridge normalization pipeline (profile cbc-to-claude). Prompts come on",
-            "stdin (stream-json); `--flag=value` and `--flag value` are both accepted.",
+            "the ccbridge normalization pipeline (profile cbc-to-claude), in every headless",
+            "mode of Claude Code: `-p PROMPT`, a prompt on stdin, --output-format",
+            "text|json|stream-json (cbc always speaks stream-json to the bridge, which",
+            "renders text and json as Claude does). `--flag=value` and `--flag value` are",
+            "both accepted.",
             "",
             "Claude options accepted and passed on to cbc (as):",
             *(f"  {c:<{width}}{'' if n.startswith(ACTIONS['keep']) else n}".rstrip()
@@ -119,11 +97,16 @@ def _run(client_argv: list[str]) -> int:
     env = dict(os.environ)
     settings = config.load(env)
     log = Logger.open(settings.log, settings.log_level)
-    backend, tried = find_backend(settings.backend, env)
+    headless: HeadlessIO | None = None
+    if settings.profile == "cbc-to-claude":
+        headless, status = prepare(client_argv)
+        if status is not None:
+            return status
+    backend, tried = backends.lookup("cbc", env=env, explicit=settings.backend)
     if backend is None:
         log.error("no cbc backend found; tried: " + "; ".join(tried)
-                  + ". Set CCBRIDGE_BACKEND or CODEBUDDY_CODE_PATH, or "
-                    "pip install codebuddy-agent-sdk.")
+                  + ". Run `ccbridge backends install`, set CCBRIDGE_BACKEND or "
+                    "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk.")
         return EXIT_NO_BACKEND
     argv = backend_command(backend, settings.profile, client_argv, log, settings.rules)
     return trio.run(
@@ -140,5 +123,7 @@ def _run(client_argv: list[str]) -> int:
             script_roots=settings.script_roots,
             source="claude-on-cbc",
             client_argv=client_argv,
+            headless=headless,
         )
     )
+

@@ -32,13 +32,20 @@ def escape(text: str) -> str:
 
 
 class Logger:
-    def __init__(self, stream: IO[str] | None = None, level: str = "info") -> None:
+    def __init__(self, stream: IO[str] | None = None, level: str = "warning") -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.threshold = LEVELS.get(level, 20)
 
     @classmethod
-    def open(cls, path: str | None, level: str = "info") -> Logger:
+    def open(cls, path: str | None, level: str = "warning") -> Logger:
+        """A logger to ``path`` (append; default stderr); a bad path or level is a
+        ``ConfigError`` naming the setting."""
+        from bridge.config import check_log
+        from bridge.config import level as check_level
+
+        check_level("CCBRIDGE_LOG_LEVEL (or log_level =)", level)
         if path:
+            check_log("CCBRIDGE_LOG (or log =)", path)
             fd = open_private(path, append=True)
             return cls(os.fdopen(fd, "a", encoding="utf-8", buffering=1), level)
         return cls(None, level)

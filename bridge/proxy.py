@@ -18,6 +18,7 @@ import trio
 
 from bridge.driver import Session, SessionConfig
 from bridge.files import script_reader
+from bridge.headless import HeadlessIO
 from bridge.log import Logger
 from bridge.recorder import Recorder
 from compat import TARGET_CLAUDE_VERSION, __version__
@@ -82,6 +83,8 @@ def backend_command(
                               pin=pin)  # fmt: skip
         for w in tr.warnings:
             log.warning(w, "argv")
+        for note in tr.notes:
+            log.info(note, "argv")
         if tr.pinned:
             log.debug(f"cbc started with --session-id {tr.session_id}", "session-pin")
         argv = [*backend, *tr.argv]
@@ -158,6 +161,7 @@ async def serve_stdio(
     script_roots: Sequence[str] = (),
     source: str = "ccbridge run",
     client_argv: Sequence[str] | None = None,
+    headless: HeadlessIO | None = None,
 ) -> int:
     rules = wind_down_rules(profile, rules, env)
     engine = build_engine(profile, rules, max_line=max_line, script_roots=script_roots)
@@ -177,6 +181,8 @@ async def serve_stdio(
         log.debug(f"recording to {path}", "record")
     client_in = trio.lowlevel.FdStream(os.dup(0))
     client_out = trio.lowlevel.FdStream(os.dup(1))
+    session_in, session_out = (client_in, client_out) if headless is None else \
+        headless.wrap(client_in, client_out)  # a prompt as a user line; text/json rendered
     config = SessionConfig(
         backend_argv=backend_argv,
         env=backend_env(profile, env, client_argv, rules),
@@ -184,9 +190,10 @@ async def serve_stdio(
         print_stats=stats,
         own_process=True,
     )
-    session = Session(config, engine, client_in, client_out, log, recorder)
+    session = Session(config, engine, session_in, session_out, log, recorder)
     try:
-        return await session.run()
+        status = await session.run()
+        return status if headless is None else headless.finish(status)
     finally:
         for s in (client_in, client_out):
             try:

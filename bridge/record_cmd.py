@@ -14,14 +14,16 @@ from bridge.proxy import serve_stdio
 
 
 def main(argv: list[str]) -> int:
-    if "--" not in argv:
-        print("usage: ccbridge record --out FILE -- CMD [ARGS...]", file=sys.stderr)
-        return 2
-    k = argv.index("--")
     p = parser("record", __doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, metavar="FILE")
     p.add_argument("--stats", action="store_true")
-    args = p.parse_args(argv[:k])
+    k = argv.index("--") if "--" in argv else len(argv)
+    args = p.parse_args(argv[:k])  # (--help prints the help here)
+    if "--" not in argv:
+        p.error("the command to record goes after -- (ccbridge record --out FILE -- CMD...)")
+    from bridge import config
+
+    config.check_out_file("--out", args.out)
     cmd = argv[k + 1 :]
     if not cmd:
         print("ccbridge record: no command after --", file=sys.stderr)

@@ -19,7 +19,6 @@ the working directory first, so rules that read them find them.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -29,6 +28,7 @@ import attrs
 import orjson
 import trio
 
+from bridge.cli import Parser
 from bridge.log import Logger
 from compat import capture
 from compat.framing import Line, LineSplitter
@@ -200,7 +200,7 @@ def _json_escaped(s: str) -> bytes:
 
 
 def main(argv: Sequence[str]) -> int:
-    p = argparse.ArgumentParser(prog="ccbridge replay", description=__doc__.split("\n")[0])
+    p = Parser(prog="ccbridge replay", description=__doc__.split("\n")[0])
     p.add_argument("file", help="a ccbridge capture, a reference transcript or a stdout dump")
     p.add_argument("--materialize", action="store_true",
                    help="write the capture's files (header 'files') below the cwd first")

@@ -4,16 +4,16 @@ order."""
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import sys
 import textwrap
 
+from bridge.cli import Parser
 from compat.profiles import PROFILES, describe, options_of
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="ccbridge rules",
         description="list the rules (PROTOCOL.md ids): modes (--rule ID=MODE), what each "
         "does, options (--rule ID.option=VALUE) with defaults, and the profiles' order",

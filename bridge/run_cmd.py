@@ -5,7 +5,6 @@ profile's pipelines, and exit with the backend's status."""
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 
 import trio
@@ -36,6 +35,12 @@ def main(argv: list[str]) -> int:
                    help="seconds the backend may take to exit after the client's EOF")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(own)
+    if args.record:
+        config.check_out_file("--record", args.record)
+    if args.eof_grace is not None:
+        config.seconds("--eof-grace", args.eof_grace)
+    if args.max_line is not None:
+        config.positive_int("--max-line", args.max_line)
     env = dict(os.environ)
     settings = config.load(env)
     profile = args.profile or settings.profile
@@ -46,7 +51,16 @@ def main(argv: list[str]) -> int:
               "ccbridge.toml)", file=sys.stderr)
         return 2
     rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
-    backend_argv = backend_command(shlex.split(backend), profile, client_argv, log, rules)
+    headless = None
+    if profile == "cbc-to-claude":  # `-- -p PROMPT --output-format json`: as the drop-in
+        from bridge.headless import prepare
+
+        headless, status = prepare(client_argv, only_print=True)
+        if status is not None:
+            return status
+    backend_argv = backend_command(
+        config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
+        profile, client_argv, log, rules)
     return trio.run(
         lambda: serve_stdio(
             backend_argv=backend_argv,
@@ -60,5 +74,6 @@ def main(argv: list[str]) -> int:
             eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
             script_roots=settings.script_roots,
             client_argv=client_argv,
+            headless=headless,
         )
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from bridge.cli import Parser
 from bridge.testing import runner
 from bridge.testing.scenario import ScenarioError, load
 
@@ -47,6 +48,10 @@ async def run_scenario(path: str | Path, backend: str, via: str | None, out: str
           f"{len(result.model_log)} model requests -> {out}", file=sys.stderr)
     if result.root:
         print(f"ccbridge scenario: kept {result.root}", file=sys.stderr)
+    if result.exit in ("126", "127"):  # the backend could not be started: nothing ran
+        print(f"ccbridge scenario: the backend {target.argv[0]} could not be started",
+              file=sys.stderr)
+        return int(result.exit)
     return 0
 
 
@@ -79,7 +84,7 @@ def _fill(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="ccbridge scenario", description=__doc__.split("\n\n")[0])
+    p = Parser(prog="ccbridge scenario", description=__doc__.split("\n\n")[0])
     _fill(p)
     args = p.parse_args(argv)
     if args.scenario_cmd == "check":
@@ -96,6 +101,11 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE if bad else 0
     if args.time_limit is not None and args.time_limit <= 0:
         p.error("--time-limit must be > 0")
+    from bridge import config
+
+    config.check_out_file("--out", args.out)
+    if args.dump_requests:
+        config.check_out_dir("--dump-requests", args.dump_requests)
     return trio.run(lambda: run_scenario(args.file, args.backend, args.via, args.out,
                                          time_limit=args.time_limit, keep=args.keep,
                                          dump_requests=args.dump_requests))

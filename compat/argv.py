@@ -9,8 +9,12 @@ rules (``<v>`` takes the next word whatever it is, ``[v]`` only a non-option wor
 ``<v...>`` every word up to the next option). An option the table does not know passes
 when cbc declares it (an SDK's ``extra_args`` aimed at cbc) and is dropped with a warning
 otherwise; when it came as ``--flag value`` and the next word is not an option, that word
-is taken as its value. Positional words (cbc would read a prompt) are dropped: prompts
-come on stdin.
+is taken as its value. The first positional word (or the first word after ``--``) is the
+prompt, as for Claude (``claude -p PROMPT``): it is kept in ``Translation.prompt`` and never
+reaches cbc's argv (the bridge writes it to cbc as a stream-json user line, see
+``compat.headless``); later positional words are ignored, as Claude ignores them. The
+client's ``--input-format``/``--output-format``/``--verbose`` are kept in
+``Translation.options`` (cbc always gets stream-json both ways and ``--verbose``).
 
 Output order: ``-p``, the options in the client's order, ``--input-format stream-json
 --output-format stream-json --verbose`` when missing, cbc's variadic options last (so
@@ -74,6 +78,15 @@ class Translation:
     pinned: bool = False
     #: Claude options dropped (canonical names), for tests and ``--stats``
     dropped: list[str] = attrs.Factory(list)
+    #: the prompt given on the command line (the first positional word), if any
+    prompt: str | None = None
+    #: every Claude option the table knows, by canonical name, with the values given
+    #: (the last occurrence wins for single-valued options; ``[]`` for a switch)
+    options: dict[str, list[str]] = attrs.Factory(dict)
+    #: positional words after the prompt (Claude ignores them)
+    ignored: list[str] = attrs.Factory(list)
+    #: options handled otherwise with nothing lost (logged at info, not warned about)
+    notes: list[str] = attrs.Factory(list)
 
 
 def readme_tables() -> str:
@@ -132,6 +145,7 @@ class _Translator:
         self.out: list[str] = []
         self.tail: list[str] = []
         self.warned: dict[str, str] = {}
+        self.notes: list[str] = []
         self.dropped: list[str] = []
         self.stdio = False
         self.session_given = False
@@ -142,6 +156,15 @@ class _Translator:
         self.settings_patch: dict[str, Any] = {}
         self.mcp: list[str] = []
         self.seen: set[str] = set()
+        self.prompt: str | None = None
+        self.options: dict[str, list[str]] = {}
+        self.ignored: list[str] = []
+
+    def positional(self, word: str) -> None:
+        if self.prompt is None:
+            self.prompt = word
+        else:
+            self.ignored.append(word)
 
     # -- reading ----------------------------------------------------------------------
     def values(self, arity: str, inline: str | None) -> list[str]:
@@ -199,14 +222,11 @@ class _Translator:
             tok = args[self.i]
             self.i += 1
             if tok == "--":
-                after = args[self.i :]
-                if after:
-                    self.warn("--", f"dropped {len(after)} argument(s) after '--' "
-                              "(prompts go on stdin)")  # fmt: skip
+                for word in args[self.i :]:
+                    self.positional(word)
                 break
             if not tok.startswith("-") or tok == "-":
-                self.warn("positional", f"dropped the positional argument {tok!r} "
-                          "(prompts go on stdin)")  # fmt: skip
+                self.positional(tok)
                 continue
             name, eq, value = tok.partition("=")
             inline = value if eq else None
@@ -233,6 +253,8 @@ class _Translator:
     def known(self, flag: Flag, spelled: str, inline: str | None) -> None:
         vals = self.values(flag.arity, inline)
         name, action = flag.name, flag.action
+        self.options[name] = [*self.options.get(name, []), *vals] if flag.arity == "variadic" \
+            else vals
         if name in SESSION_FLAGS:
             self.session_given = True
             if name != "--continue" and vals:
@@ -245,9 +267,7 @@ class _Translator:
                 vals = []
             self.emit(flag.target, vals, flag.arity)
         elif action == "format":
-            if vals and vals[0] != _STREAM:
-                self.warn(name, f"{name} {vals[0]!r} replaced by {_STREAM!r}: the bridge "
-                          "speaks only stream-json")  # fmt: skip
+            # text/json are rendered for the client from cbc's stream-json (compat.headless)
             if name not in self.seen:
                 self.emit(name, [_STREAM], "one")
         elif action == "split":
@@ -305,9 +325,14 @@ class _Translator:
                 self.emit(flag.target, [value], "one")
         elif action == "stdio":
             self.stdio = value == "stdio"
-            self.drop(name, vals, "cbc always asks over stdio" + (
-                "; permission prompts are forwarded" if self.stdio
-                else "; not a stdio prompt tool: the bridge denies like Claude"))
+            if self.stdio:  # what the SDKs pass for can_use_tool: nothing is lost
+                if name not in self.dropped:
+                    self.dropped.append(name)
+                self.notes.append(f"{name} 'stdio' not passed: cbc always asks over stdio; "
+                                  "permission prompts are forwarded")
+            else:
+                self.drop(name, vals, "cbc always asks over stdio; not a stdio prompt tool: "
+                          "the bridge denies like Claude")
         elif action == "prompts":
             self.stdio = self.stdio or value == "host"
             self.drop(name, vals, "cbc has no such option")
@@ -388,4 +413,8 @@ def translate_to_cbc(
         session_id=sid,
         pinned=pinned,
         dropped=t.dropped,
+        prompt=t.prompt,
+        options=t.options,
+        ignored=t.ignored,
+        notes=list(dict.fromkeys(t.notes)),
     )

@@ -46,7 +46,8 @@ ACTIONS = {
     "keep": "passed on unchanged (cbc has the same option)",
     "rename": "passed on under cbc's name",
     "ensure": "always present once (the bridge speaks only this mode)",
-    "format": "forced to stream-json (the bridge speaks only stream-json); another value warns",
+    "format": "cbc always gets stream-json; the client's text/json is rendered by the bridge "
+              "(see \"Headless use\")",
     "split": "comma/space-joined lists split into separate words (cbc ignores a joined word)",
     "join": "several words joined into cbc's one comma-separated value",
     "first": "the first of a comma-separated list (cbc takes one); the rest warns",

@@ -8,6 +8,7 @@ A test pins the order of every profile (tests/compat/test_profiles.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -202,7 +203,11 @@ def _structure(value: str, type_: Any) -> Any:
         raise ValueError(f"{value!r} is not a boolean")
     if isinstance(type_, str):
         type_ = {"int": int, "float": float, "str": str}.get(type_, str)
-    return _converter.structure(value, type_)
+    out = _converter.structure(value, type_)
+    # every numeric option is a duration or a count: a number, finite, 0 or more
+    if isinstance(out, (int, float)) and not (math.isfinite(out) and out >= 0):
+        raise ValueError(f"{value!r} must be a number, 0 or more")
+    return out
 
 
 def describe() -> list[tuple[str, str, tuple[str, ...]]]:

@@ -209,15 +209,16 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
             env.update(scenario.env)
             version = await backend_version(target, env, dirs["CWD"])
             bridge_cap = os.path.join(dirs["ROOT"], "bridge-capture.jsonl")
+            base = () if scenario.headless else BASE_ARGV
             if via is None:
-                argv = [*target.argv, *BASE_ARGV,
+                argv = [*target.argv, *base,
                         *scenario.args_for(target.kind if target.kind != "other" else "")]
             else:
                 env["PYTHONPATH"] = os.pathsep.join(
                     p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
                 argv = [sys.executable, "-m", "bridge", "run", "--profile", via,
                         "--backend", shlex.join(target.argv), "--record", bridge_cap,
-                        "--", *BASE_ARGV, *scenario.args]
+                        "--", *base, *scenario.args]
             rec = Recording(scrubber(dirs, url), via is not None)
             limit = time_limit if time_limit is not None else scenario.time_limit
             rec.header = capture.header(

@@ -24,6 +24,10 @@ seconds, then does its one action:
 ``name`` of the frame that satisfied ``after`` (e.g. ``${task_id}`` of a task_started).
 After the last step stdin is closed unless ``keep_stdin_open``. With ``initialize`` (the
 default) the client first sends Claude's ``initialize`` request and waits for its reply.
+With ``headless = true`` the run is Claude's print mode: ``args`` are the whole client
+command line (``["-p", "hello", "--output-format", "json"]``), stdin is what ``line``
+steps write (a piped prompt) and then EOF, stdout is recorded as printed (text, a JSON
+object or stream-json).
 """
 
 from __future__ import annotations
@@ -136,10 +140,19 @@ class Scenario:
     files: dict[str, str] = attrs.field(factory=dict)  # relative path -> text
     initialize: bool = True
     keep_stdin_open: bool = False
+    #: a headless run (``claude -p PROMPT --output-format json``): ``args`` are the whole
+    #: client command line (no stream-json base argv), stdin holds what ``line`` steps
+    #: write (a piped prompt), and there is no ``initialize``
+    headless: bool = False
     model: ModelScript = ModelScript()
     steps: tuple[Step, ...] = ()
 
     def __attrs_post_init__(self) -> None:
+        if self.headless and self.initialize:
+            object.__setattr__(self, "initialize", False)  # nothing reads it in print mode
+        if self.headless and any(st.action not in ("line", "wait", "close_stdin")
+                                 for st in self.steps):
+            raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
         for b in self.backend_args:
             if b not in BACKENDS:
                 raise ValueError(f"backend_args: unknown backend {b!r} (one of {BACKENDS})")

@@ -22,7 +22,8 @@ itself with "Claude requested permissions to use X, but you haven't granted it y
   "permission-rule"}]`` (twins permission-deny.claude.jsonl); other user frames are not
   parsed (nothing denied: the step is cold).
 - ``permission-reply`` (up): the client's answer to a forwarded request (or any answer of
-  Claude's shape) is translated to cbc's; a client error reply becomes a deny, and the
+  Claude's shape) is translated to cbc's, the legacy ``claude-code-sdk`` 0.0.x answer
+  (``{allow, reason | input}``) too, its reason kept; a client error reply becomes a deny, and the
   denied call's id is noted (``ControlState.denied_uses``).
 - ``permission-cancel`` (down): at the receipt of an interrupt, Claude withdraws every open
   prompt with ``control_cancel_request{request_id}`` before the receipt
@@ -147,6 +148,18 @@ class PermissionReply(Stage):
                                else "Permission denied", False)  # fmt: skip
         elif "allowed" in body:
             return None  # already cbc's shape
+        elif "behavior" not in body and isinstance(body.get("allow"), bool):
+            # the legacy claude-code-sdk (0.0.x): {allow: true, input?} / {allow: false,
+            # reason}; its deny reason reaches cbc as given
+            if body["allow"]:
+                updated = body.get("input")
+                if not isinstance(updated, dict):
+                    updated = pending.input if pending is not None else {}
+                reply = {"allowed": True, "updatedInput": updated}
+            else:
+                reason = body.get("reason")
+                reply = self._deny(reason if isinstance(reason, str) and reason
+                                   else "Permission denied", body.get("interrupt") is True)
         elif body.get("behavior") == "allow":
             updated = body.get("updatedInput")
             if not isinstance(updated, dict):

@@ -55,13 +55,17 @@ results").
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import attrs
+import orjson
 
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 
+#: cbc 2.163.0's error for --max-turns (Claude: error_max_turns)
+_CBC_MAX_TURNS = re.compile(r"Max turns \((\d+)\) exceeded")
 #: list keys of Claude's system/init that cbc may omit
 INIT_LISTS = ("tools", "mcp_servers", "slash_commands", "agents", "skills", "plugins")
 #: system/init keys of Claude-only features, as a cbc session has them (see module doc)
@@ -193,6 +197,7 @@ class ResultShape(Stage):
         if not isinstance(new.get("modelUsage"), dict):
             new["modelUsage"] = {}
         sub, is_error = new.get("subtype"), new.get("is_error")
+        sub = self._headless_result(new, sub)
         if not isinstance(is_error, bool):
             new["is_error"] = is_error = sub != "success"
         if sub == "success":
@@ -224,7 +229,31 @@ class ResultShape(Stage):
             return None
         return (frame.replace(new),)
 
+    def _headless_result(self, new: dict[str, Any], sub: Any) -> Any:
+        """cbc's ``error_during_execution`` "Max turns (N) exceeded" is Claude's
+        ``error_max_turns`` (its errors text, ``terminal_reason: max_turns``, the stop
+        reason of the tool call that wanted one more turn); a ``--json-schema`` success
+        with an empty ``result`` gets the structured output as compact JSON, as Claude's
+        (probes ``arg-max-turns``, ``arg-json-schema`` in tests/bridge/data/headless)."""
+        errors = new.get("errors")
+        if sub == "error_during_execution" and isinstance(errors, list) and len(errors) == 1:
+            m = _CBC_MAX_TURNS.fullmatch(str(errors[0]))
+            if m:
+                new["subtype"] = sub = "error_max_turns"
+                new["errors"] = [f"Reached maximum number of turns ({m.group(1)})"]
+                new.setdefault("terminal_reason", "max_turns")
+                if self._tool_call:
+                    new["stop_reason"] = "tool_use"
+        if sub == "success" and not new.get("result") and new.get("structured_output") \
+                is not None:
+            new["result"] = orjson.dumps(new["structured_output"]).decode()
+        return sub
+
     def _assistant(self, frame: Frame, message: dict[str, Any]) -> None:
+        content = message.get("content")
+        if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
+                and _CBC_MAX_TURNS.fullmatch(str(content[0].get("text"))):
+            return  # cbc's notice before its max-turns result, not the model's message
         mid = message.get("id")
         if not self._message or mid is None or mid != self._message_id:
             self._wire_stop, self._tool_call = None, False  # a new message

@@ -70,7 +70,7 @@ def test_dropin_without_backend_says_what_it_tried_and_exits_127(tmp_path: Path)
            "HOME": str(tmp_path)}
     # a python that cannot import codebuddy_agent_sdk: hide site-packages' copy
     code = ("import sys, importlib.util as u; u.find_spec = lambda n, *a: None; "
-            "from bridge.dropin import main; sys.exit(main(['-p']))")
+            "from bridge.dropin import main; sys.exit(main(['-p', 'hello']))")
     r = run(sys.executable, "-c", code, env=env, cwd=tmp_path)
     assert r.returncode == 127
     err = r.stderr.decode()
@@ -109,8 +109,8 @@ def test_demo_runs(tmp_path: Path) -> None:
     r = run(str(BIN / "ccbridge"), "demo", "--keep", str(tmp_path))
     assert r.returncode == 0, r.stderr
     out = r.stdout.decode()
-    assert "cbc sent" in out
-    assert "the client received" in out
+    assert "what was sent" in out
+    assert "what the other side received" in out
     assert "workflow_name=par-slow-flow" in out  # meta.name, where cbc sent path:…
     assert "workflow_name=path:par-slow-flow.js" in out
     assert (tmp_path / "demo-session.capture.jsonl").exists()

@@ -116,14 +116,15 @@ def test_the_typescript_argvs_were_recorded() -> None:
 def test_every_sdk_command_line_becomes_one_cbc_accepts(name: str, argv: list[str]) -> None:
     tr = translate_to_cbc(argv, session_id=SID)
     got = check_cbc_argv(tr.argv)
-    # every Claude option was either passed on or named in exactly one warning
+    # every Claude option was either passed on or named in exactly one warning (or, when
+    # nothing is lost, one note: --permission-prompt-tool stdio)
     for tok in argv:
         if not tok.startswith("--"):
             continue
         flag = tok.partition("=")[0]
         spec = BY_NAME.get(flag)
         target = spec.target if spec else flag
-        said = [w for w in tr.warnings if flag in w]
+        said = [w for w in [*tr.warnings, *tr.notes] if flag in w]
         assert target in got or said or (spec and spec.action in (
             "settings", "thinking", "thinking-tokens", "mcp")), (flag, tr.warnings)
     # one warning per option, never two
@@ -234,13 +235,25 @@ def test_dash_leading_values_stay_bound_to_their_flag() -> None:
     check_cbc_argv(tr.argv)
 
 
-def test_repeated_drops_warn_once_and_positionals_are_dropped() -> None:
+def test_repeated_drops_warn_once_and_the_first_positional_is_the_prompt() -> None:
     # (a variadic option takes every following word, as commander does: --betas=c d)
     tr = translate_to_cbc(["--betas", "a", "b", "--betas=c", "d", "--verbose", "hello", "--",
                            "x"])
     assert len([w for w in tr.warnings if "--betas" in w]) == 1
-    assert any("positional" in w for w in tr.warnings)
-    assert any("after '--'" in w for w in tr.warnings)
+    # Claude takes the first positional word as the prompt and ignores the rest (probe
+    # two-positionals); the prompt never reaches cbc's argv (it goes on stdin as a user line)
+    assert tr.prompt == "hello"
+    assert tr.ignored == ["x"]
+    assert "hello" not in tr.argv
+    assert not [w for w in tr.warnings if "positional" in w or "'--'" in w]
+    check_cbc_argv(tr.argv)
+
+
+def test_a_prompt_after_dashdash() -> None:
+    tr = translate_to_cbc(["-p", "--output-format", "json", "--", "-not-an-option"])
+    assert tr.prompt == "-not-an-option"
+    assert tr.options["--output-format"] == ["json"]
+    assert "-not-an-option" not in tr.argv
     check_cbc_argv(tr.argv)
 
 
@@ -280,7 +293,12 @@ def test_permission_modes_and_formats() -> None:
     assert got["--permission-mode"] == [["default"]]
     assert got["--print"] == [[]]
     assert got["--verbose"] == [[]]
-    assert len([w for w in tr.warnings if "stream-json" in w]) == 2
+    # cbc always gets stream-json; the client's formats are kept for the renderer, unwarned
+    assert got["--input-format"] == [["stream-json"]]
+    assert got["--output-format"] == [["stream-json"]]
+    assert not [w for w in tr.warnings if "stream-json" in w]
+    assert tr.options["--output-format"] == ["json"]
+    assert tr.options["--input-format"] == ["text"]
 
 
 def test_split_tool_lists_respect_parentheses() -> None:

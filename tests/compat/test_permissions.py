@@ -109,6 +109,35 @@ def test_claudes_deny_becomes_cbcs() -> None:
     assert run.frames("backend") == [client_answer(DENY)]  # cbc's own deny, field for field
 
 
+def test_the_legacy_sdks_answers_become_cbcs_with_the_reason_as_given() -> None:
+    """claude-code-sdk 0.0.25 answers ``{allow: false, reason}`` / ``{allow: true, input?}``
+    (its query.py); before this rule knew the shape, the reason became "Permission
+    denied" and an allow became a deny."""
+    req = can_use_tool(DENY)
+    rid = req["request_id"]
+    run = replay(engine(stdio=True), extra=[
+        (0.0, "backend", req),
+        (0.1, "client", answer(rid, {"allow": False, "reason": "no shell for you"}))])
+    [reply] = run.frames("backend")
+    body = reply["response"]["response"]
+    assert body["allowed"] is False
+    assert body["reason"] == "no shell for you"
+    assert body["interrupt"] is False
+    req = can_use_tool(ALLOW)
+    rid = req["request_id"]
+    run = replay(engine(stdio=True), extra=[
+        (0.0, "backend", req), (0.1, "client", answer(rid, {"allow": True}))])
+    [reply] = run.frames("backend")
+    body = reply["response"]["response"]
+    assert body["allowed"] is True
+    assert body["updatedInput"] == req["request"]["input"]
+    run = replay(engine(stdio=True), extra=[
+        (0.0, "backend", req),
+        (0.1, "client", answer(rid, {"allow": True, "input": {"command": "ls"}}))])
+    assert run.frames("backend")[0]["response"]["response"]["updatedInput"] == {
+        "command": "ls"}
+
+
 def test_the_denied_calls_tool_result_is_marked_the_way_claude_does() -> None:
     """Claude marks the result of a call the client's answer denied (twins
     permission-deny.claude.jsonl: ``"tool_result_meta":[{"id":"toolu_mock_0002",

@@ -1,0 +1,183 @@
+"""The I/O of Claude's headless modes (``compat.headless`` decides what; this does it).
+
+``read_stdin`` reads a piped prompt the way Claude does (nothing from a terminal; up to
+``STDIN_WAIT`` seconds for the first byte, then to EOF; more than ``STDIN_LIMIT`` is an
+error). ``HeadlessIO.wrap`` replaces the client's streams for the session: the client side
+the engine reads is the prompt as one stream-json user line, then EOF (so the rules see a
+client that wrote one line and closed stdin); the client side the engine writes goes
+through the ``Renderer``, which passes stream-json on and keeps the rest for ``finish``,
+which prints what Claude prints at the end and gives Claude's exit status.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+from collections.abc import Sequence
+
+import trio
+
+from compat.headless import (
+    EXIT_ERROR,
+    NO_PROMPT,
+    STDIN_LIMIT,
+    STDIN_SILENT,
+    STDIN_TOO_BIG,
+    STDIN_WAIT,
+    Mode,
+    Renderer,
+    mode_of,
+    prompt_text,
+    user_line,
+)
+
+EXIT_CLIENT_GONE = 141
+
+
+class StdinTooBig(Exception):
+    pass
+
+
+def read_stdin(fd: int = 0, wait: float = STDIN_WAIT, limit: int = STDIN_LIMIT,
+               warn: bool = True) -> str | None:
+    """What a piped stdin holds (None for a terminal or a closed descriptor). Waits up to
+    ``wait`` s for the first byte (then goes on without stdin, with Claude's warning)."""
+    try:
+        if os.isatty(fd):
+            return None
+        ready, _, _ = select.select([fd], [], [], wait)
+    except (OSError, ValueError):
+        return None
+    if not ready:
+        if warn:
+            print(STDIN_SILENT, file=sys.stderr)
+        return ""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            select.select([fd], [], [])
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        size += len(chunk)
+        if size > limit:
+            raise StdinTooBig(STDIN_TOO_BIG)
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+class PromptStream(trio.abc.ReceiveStream):
+    """The client's stdin as the engine sees it: ``data`` (the user line), then EOF."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.lowlevel.checkpoint()
+        n = len(self._data) if max_bytes is None else max_bytes
+        out, self._data = self._data[:n], self._data[n:]
+        return out
+
+    async def aclose(self) -> None:
+        self._data = b""
+        await trio.lowlevel.checkpoint()
+
+
+class RenderingStream(trio.abc.SendStream):
+    """The client's stdout as the engine writes it: through the renderer to ``inner``."""
+
+    def __init__(self, renderer: Renderer, inner: trio.abc.SendStream) -> None:
+        self.renderer = renderer
+        self.inner = inner
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        out = self.renderer.feed(bytes(data))
+        if out:
+            await self.inner.send_all(out)
+        else:
+            await trio.lowlevel.checkpoint()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.inner.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class HeadlessIO:
+    """One headless session: ``wrap`` the client's streams, ``finish`` with the status."""
+
+    def __init__(self, mode: Mode, prompt_line: bytes | None, stdout_fd: int = 1,
+                 stderr_fd: int = 2) -> None:
+        self.mode = mode
+        self.prompt_line = prompt_line
+        self.renderer = Renderer(mode)
+        self._fds = (stdout_fd, stderr_fd)
+
+    def wrap(self, client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream
+             ) -> tuple[trio.abc.ReceiveStream, trio.abc.SendStream]:
+        if self.prompt_line is not None:
+            client_in = PromptStream(self.prompt_line)
+        return client_in, RenderingStream(self.renderer, client_out)
+
+    def finish(self, status: int) -> int:
+        """Print what Claude prints at the end; Claude's status, unless the session ended
+        for a reason of the bridge's own (no backend, a signal, a closed stdout)."""
+        if status not in (0, 1):
+            return status
+        done = self.renderer.finish()
+        for fd, data in zip(self._fds, (done.stdout, done.stderr), strict=True):
+            try:
+                _write_all(fd, data)
+            except BrokenPipeError:
+                return EXIT_CLIENT_GONE
+            except OSError:
+                pass
+        return done.status
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except BlockingIOError:
+            select.select([], [fd], [])
+            continue
+        view = view[n:]
+
+
+def prepare(client_argv: Sequence[str], *, only_print: bool = False
+            ) -> tuple[HeadlessIO | None, int | None]:
+    """Claude's headless modes for a session with this client argv: ``(None, None)`` for a
+    stream-json client (nothing to wrap); ``(io, None)`` for a headless one (its prompt
+    read from the argv and stdin); ``(None, status)`` for a command line Claude refuses
+    (its message already on stderr). ``only_print``: headless only with ``-p``/``--print``
+    or a prompt (``ccbridge run``, whose client argv may be empty)."""
+    mode = mode_of(client_argv)
+    if only_print and not (mode.print_mode or mode.prompt is not None):
+        return None, None
+    error = mode.usage_error()
+    if error is not None:
+        print(error, file=sys.stderr)
+        return None, EXIT_ERROR
+    if mode.passthrough:
+        return None, None
+    line = None
+    if mode.input == "text":
+        try:
+            text = prompt_text(mode.prompt, read_stdin())
+        except StdinTooBig as e:
+            print(e, file=sys.stderr)
+            return None, EXIT_ERROR
+        if text is None:
+            print(NO_PROMPT, file=sys.stderr)
+            return None, EXIT_ERROR
+        line = user_line(text)
+    return HeadlessIO(mode, line), None

@@ -1,0 +1,145 @@
+"""``claude-on-cbc`` in Claude's headless modes, as a process, in front of a fake cbc that
+answers the stream-json user line with a stream cbc 2.163.0 wrote for the same probe
+(``data/headless/cbc-2.163.0``); what it prints is compared with what Claude 2.1.220
+printed (``data/headless/claude-2.1.220``). The real-cbc run of every probe is
+``test_headless_real.py``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DATA = Path(__file__).resolve().parent / "data/headless"
+REPO = Path(__file__).resolve().parents[2]
+
+#: a cbc stand-in: records its argv and stdin lines, writes STREAM after the first line
+#: (placeholders of the probe masking resolved), exits 0 at stdin EOF
+FAKE_CBC = r"""
+import json, sys
+log, stream = sys.argv[1], sys.argv[2]
+lines = []
+def save():
+    with open(log, "w") as f:
+        json.dump({"argv": sys.argv[3:], "stdin": lines}, f)
+save()
+for line in sys.stdin:
+    lines.append(line)
+    save()
+    if len(lines) == 1:
+        with open(stream) as f:
+            data = f.read().replace("<session-1>", "11111111-2222-3333-4444-555555555555")
+        sys.stdout.write(data.replace("<uuid>", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"))
+        sys.stdout.flush()
+"""
+
+
+def probe(name: str, backend: str = "claude-2.1.220") -> dict[str, Any]:
+    out: dict[str, Any] = json.loads((DATA / backend / f"{name}.json").read_text())
+    return out
+
+
+def dropin(tmp_path: Path, args: list[str], stream: str = "arg-stream-json-verbose",
+           stdin: bytes | None = b"", env: dict[str, str] | None = None
+           ) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any] | None]:
+    fake, log = tmp_path / "fake_cbc.py", tmp_path / "fake.json"
+    fake.write_text(FAKE_CBC)
+    data = tmp_path / "stream.jsonl"
+    data.write_text(probe(stream, "cbc-2.163.0")["stdout"])
+    e = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+         "PYTHONPATH": str(REPO),
+         "CCBRIDGE_BACKEND": shlex.join([sys.executable, str(fake), str(log), str(data)]),
+         **(env or {})}
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())",
+         *args], input=stdin, capture_output=True, env=e, cwd=tmp_path, timeout=60,
+        check=False, stdin=None if stdin is not None else subprocess.DEVNULL)
+    seen = json.loads(log.read_text()) if log.exists() else None
+    return done, seen
+
+
+def user_content(seen: dict[str, Any] | None) -> str:
+    assert seen is not None
+    assert len(seen["stdin"]) == 1
+    content: str = json.loads(seen["stdin"][0])["message"]["content"]
+    return content
+
+
+def test_prompt_argument_text_output(tmp_path: Path) -> None:
+    done, seen = dropin(tmp_path, ["-p", "hello"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == probe("arg-text")["stdout"].encode()
+    assert user_content(seen) == "hello"
+    assert seen is not None
+    assert "hello" not in seen["argv"]  # the prompt is a user line, not a word for cbc
+    assert seen["argv"][0] in ("-p", "--print")
+    assert "--output-format" in seen["argv"]
+    assert seen["argv"][seen["argv"].index("--output-format") + 1] == "stream-json"
+
+
+def test_prompt_on_stdin_and_argument_joined(tmp_path: Path) -> None:
+    done, seen = dropin(tmp_path, ["-p", "review this"],
+                        stdin=b"diff --git a/x b/x\n+new line\n")
+    assert done.returncode == 0, done.stderr
+    assert user_content(seen) == probe("arg-and-stdin")["model_inputs"][0]
+    done, seen = dropin(tmp_path, ["-p"], stdin=b"hello from stdin\n")
+    assert user_content(seen) == "hello from stdin\n"
+    assert done.stdout == b"ok\n"
+
+
+def test_json_output_is_the_result_frame(tmp_path: Path) -> None:
+    done, _ = dropin(tmp_path, ["-p", "hello", "--output-format", "json"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count(b"\n") == 1
+    got, claude = json.loads(done.stdout), json.loads(probe("arg-json")["stdout"])
+    assert got["type"] == "result"
+    assert got["result"] == claude["result"] == "ok"
+    # every key Claude writes except its API timing figures, which cbc does not measure
+    missing = set(claude) - set(got)
+    assert missing <= {"ttft_ms", "ttft_stream_ms", "time_to_request_ms"}, missing
+
+
+def test_stream_json_verbose_passes_the_stream(tmp_path: Path) -> None:
+    done, seen = dropin(tmp_path, ["-p", "hello", "--output-format", "stream-json",
+                                   "--verbose"])
+    assert done.returncode == 0, done.stderr
+    kinds = [json.loads(x)["type"] for x in done.stdout.splitlines()]
+    assert kinds[0] == "system"
+    assert kinds[-1] == "result"
+    assert "assistant" in kinds
+    assert user_content(seen) == "hello"
+
+
+def test_max_turns_error_result_exits_1(tmp_path: Path) -> None:
+    done, _ = dropin(tmp_path, ["-p", "TRIGGER_TOOL run it", "--max-turns", "1"],
+                     stream="stream-max-turns")
+    assert done.returncode == 1
+    assert done.stdout == probe("arg-max-turns-text")["stdout"].encode()
+
+
+@pytest.mark.parametrize("name", ["no-prompt", "arg-stream-json-no-verbose",
+                                  "bad-output-format", "bad-input-format",
+                                  "stream-input-text-output"])
+def test_usage_errors_as_claude_and_no_backend_started(tmp_path: Path, name: str) -> None:
+    p = probe(name)
+    stdin = b"" if name == "no-prompt" else None
+    done, seen = dropin(tmp_path, p["argv"], stdin=stdin)
+    assert (done.returncode, done.stdout.decode(), done.stderr.decode()) == (
+        p["status"], p["stdout"], p["stderr"])
+    assert seen is None
+
+
+def test_stream_json_client_is_untouched(tmp_path: Path) -> None:
+    line = b'{"type":"user","message":{"role":"user","content":"hello"}}\n'
+    done, seen = dropin(tmp_path, ["--input-format", "stream-json", "--output-format",
+                                   "stream-json", "--verbose"], stdin=line)
+    assert done.returncode == 0, done.stderr
+    assert seen is not None
+    assert seen["stdin"] == [line.decode()]
+    assert json.loads(done.stdout.splitlines()[-1])["type"] == "result"
