@@ -144,14 +144,15 @@ class Row:
     sent_on: bool = False  # it reached the other side (a held frame may never)
 
 
-def trace(cap: capture.Capture) -> tuple[dict[str, Any], list[Row]]:
+def trace(cap: capture.Capture, cwd: str | None = None) -> tuple[dict[str, Any], list[Row]]:
     """The recorded bridge session's inputs (the client's lines, cbc's lines, the exit), fed
     again to a cbc-to-claude engine whose pipelines note, for every frame, each rule that
     rewrote, dropped, held or synthesized it (the fast path is off, so every frame is seen).
-    Pure: the capture's times are the clock."""
+    The capture's times are the clock; ``cwd`` is the directory the session ran in (where
+    its workflow scripts are read, as the bridge read them)."""
     from bridge.proxy import build_engine
 
-    engine = build_engine("cbc-to-claude", [], epoch_ms=0)
+    engine = build_engine("cbc-to-claude", [], epoch_ms=0, cwd=cwd)
     rows: list[Row] = []
     by_lineage: dict[int, Row] = {}
     alive: list[Any] = []  # every frame keyed by id() stays alive: ids are never reused
@@ -372,7 +373,13 @@ def main(argv: list[str]) -> int:
 
         check_out_dir("--keep", args.keep)
         os.makedirs(args.keep, exist_ok=True)
-    work = tempfile.mkdtemp(prefix="ccbridge-demo-")
+    # the session's working directory (where the replay puts its workflow scripts); kept
+    # with --keep, so that trace() can be run on the capture again
+    if args.keep:
+        work = os.path.join(args.keep, "work")
+        os.makedirs(work, exist_ok=True)
+    else:
+        work = tempfile.mkdtemp(prefix="ccbridge-demo-")
     record = os.path.join(args.keep or work, "demo-session.capture.jsonl")
     backend = shlex.join([sys.executable, "-m", "bridge", "replay", "--materialize", src])
     cmd = [sys.executable, "-m", "bridge", "run", "--profile", "cbc-to-claude",
@@ -397,7 +404,7 @@ def main(argv: list[str]) -> int:
         tty = sys.stdout.isatty()
         width = shutil.get_terminal_size((100, 40)).columns if tty else 100
         colour = tty and "NO_COLOR" not in os.environ
-        _, rows = trace(cap)
+        _, rows = trace(cap, work)
         print(render_rows(rows, width, colour))
         for r in cap.records:
             if r.kind == "stats":

@@ -18,15 +18,20 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory: pytest.TempPathFactory) -> capture.Capture:
+def kept(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("demo")
     r = run(str(BIN / "ccbridge"), "demo", "--keep", str(d))
     assert r.returncode == 0, r.stderr
-    return capture.parse((d / "demo-session.capture.jsonl").read_bytes().splitlines())
+    return d
 
 
-def test_every_touched_frame_names_its_rules(session: capture.Capture) -> None:
-    _, rows = demo.trace(session)
+@pytest.fixture(scope="module")
+def session(kept: Path) -> capture.Capture:
+    return capture.parse((kept / "demo-session.capture.jsonl").read_bytes().splitlines())
+
+
+def test_every_touched_frame_names_its_rules(session: capture.Capture, kept: Path) -> None:
+    _, rows = demo.trace(session, str(kept / "work"))  # (where the session's script is)
     up = [r for r in rows if r.direction == "up" and r.action != "synthesized"]
     # the client's own lines are shown: initialize, the prompt, the interrupt
     assert [r.sent.split(" ")[:2] for r in up] == [
