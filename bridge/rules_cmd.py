@@ -1,15 +1,25 @@
 """``ccbridge rules [ID ...]``: every rule id (or the ones named), its modes, what it does,
 its options with their defaults (``--rule ID.option=VALUE``), and the profiles' stage
-order."""
+order. ``ccbridge rules --markdown`` writes the repository's rule reference
+(``docs/rules.md``) from the same sources: each rule class's docstring, its options (with
+the ``#:`` comment above each field), the frames it reads, its profiles and position, and
+its module's strategy note. A test checks the file is what the code says."""
 
 from __future__ import annotations
 
+import inspect
+import re
 import shutil
 import sys
 import textwrap
+from typing import Any
 
 from bridge.cli import Parser
 from compat.profiles import PROFILES, describe, options_of
+from compat.stage import REGISTRY, Stage
+
+#: a field of a rule class, with the ``#:`` comment lines right above it
+_FIELD = re.compile(r"((?:^[ \t]*#:.*\n)+)^[ \t]*(\w+)\s*:", re.MULTILINE)
 
 
 def main(argv: list[str]) -> int:
@@ -19,7 +29,12 @@ def main(argv: list[str]) -> int:
         "does, options (--rule ID.option=VALUE) with defaults, and the profiles' order",
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="only these rules")
+    p.add_argument("--markdown", action="store_true",
+                   help="print the rule reference (docs/rules.md) instead")
     args = p.parse_args(argv)
+    if args.markdown:
+        sys.stdout.write(markdown())
+        return 0
     rows = describe()
     known = {rule for rule, _, _ in rows}
     unknown = [i for i in args.ids if i not in known]
@@ -41,3 +56,98 @@ def main(argv: list[str]) -> int:
             for direction, stages in dirs.items():
                 print(f"{name} {direction}: {' > '.join(stages) or '(none)'}")
     return 0
+
+
+def _field_notes(cls: type[Stage]) -> dict[str, str]:
+    notes: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if not (isinstance(klass, type) and issubclass(klass, Stage)):
+            continue
+        try:
+            src = inspect.getsource(klass)
+        except (OSError, TypeError):
+            continue
+        for m in _FIELD.finditer(src):
+            text = " ".join(line.strip()[2:].strip() for line in m.group(1).splitlines())
+            notes[m.group(2)] = text
+    return notes
+
+
+def _reads(cls: type[Stage]) -> str:
+    kinds = "every frame" if cls.kinds is None else ", ".join(
+        f"`{k}`" for k in sorted(cls.kinds)) or "no frame kind"  # fmt: skip
+    if cls.triggers:
+        kinds += "; lines holding " + ", ".join(f"`{t.decode()}`" for t in cls.triggers)
+    return kinds
+
+
+def _positions(rule: str) -> list[str]:
+    out = []
+    for name, dirs in PROFILES.items():
+        for direction, stages in dirs.items():
+            if rule in stages:
+                out.append(f"`{name}` {direction}, {stages.index(rule) + 1} of {len(stages)}")
+    return out
+
+
+def _flags(cls: type[Stage]) -> list[str]:
+    flags = []
+    for flag, what in (("lazy", "reads unparsed lines when it can"),
+                       ("pure", "its calls change no state other stages read"),
+                       ("raw_pass", "acts on a line's bytes (fast lines)"),
+                       ("defers_eof", "holds the client's EOF"),
+                       ("invalid", "also sees lines that are not JSON objects")):  # fmt: skip
+        if getattr(cls, flag, False):
+            flags.append(f"`{flag}` ({what})")
+    if hasattr(cls, "cold"):
+        flags.append("`cold` (says from its state when a kind would pass it untouched)")
+    return flags
+
+
+def _default(v: Any) -> str:
+    return f"`{v!s}`" if not isinstance(v, str) else f"`{v}`" if v else '`""`'
+
+
+def markdown() -> str:
+    """The rule reference, generated (``ccbridge rules --markdown > docs/rules.md``)."""
+    out = ["# Rule reference", "",
+           "Generated from the code by `ccbridge rules --markdown > docs/rules.md` (a test",
+           "checks it is current): every rule's class docstring, options, the frames it reads,",
+           "its place in each profile, and the strategy note of the module it lives in.",
+           "Rules are switched and tuned with `--rule ID=MODE` / `--rule ID.option=VALUE`",
+           "(`CCBRIDGE_RULES`, `rules =` in `ccbridge.toml`).", "",
+           "## Profiles", ""]  # fmt: skip
+    for name, dirs in PROFILES.items():
+        for direction, stages in dirs.items():
+            arrow = "client -> backend" if direction == "up" else "backend -> client"
+            order = " > ".join(f"`{r}`" for r in stages) or "(no stage)"
+            out.append(f"- `{name}` {direction} ({arrow}): {order}")
+    out.append("")
+    modules: dict[str, list[str]] = {}
+    for rule, cls in sorted(REGISTRY.items(), key=lambda kv: (kv[1].__module__, kv[0])):
+        modules.setdefault(cls.__module__, []).append(rule)
+    for module, rules in modules.items():
+        mod = sys.modules[module]
+        out += [f"## `{module}`", ""]
+        note = inspect.cleandoc(mod.__doc__ or "")
+        if note:
+            out += [note, ""]
+        for rule in rules:
+            cls = REGISTRY[rule]
+            modes = "|".join(("on", *[m for m in cls.modes if m != "on"], "off"))
+            out += [f"### `{rule}`", "",
+                    f"- modes: `{modes}` (default `{cls.modes[0]}`); direction: "
+                    f"{'client -> backend' if cls.direction == 'up' else 'backend -> client'}",
+                    f"- reads: {_reads(cls)}",
+                    f"- profiles: {'; '.join(_positions(rule)) or 'none'}"]  # fmt: skip
+            flags = _flags(cls)
+            if flags:
+                out.append(f"- declares: {', '.join(flags)}")
+            notes = _field_notes(cls)
+            opts = options_of(rule)
+            if opts:
+                out.append("- options:")
+                out += [f"  - `{n}` = {_default(d)}" + (f": {notes[n]}" if n in notes else "")
+                        for n, d in opts]  # fmt: skip
+            out += ["", inspect.cleandoc(cls.__doc__ or "(no docstring)"), ""]
+    return "\n".join(out).rstrip() + "\n"

@@ -119,3 +119,17 @@ def test_demo_runs(tmp_path: Path) -> None:
 def test_bundled_demo_capture_matches_captures_folder() -> None:
     bundled = Path(cli.__file__).parent / "data" / "demo-session.jsonl"
     assert bundled.read_bytes() == (CAPTURES / "cbc-interrupt-idle-workflow.jsonl").read_bytes()
+
+
+def test_the_rule_reference_in_docs_is_what_the_code_says() -> None:
+    """docs/rules.md is generated (``ccbridge rules --markdown``); regenerate it after
+    changing a rule's docstring, options, interest or place in a profile."""
+    from bridge.rules_cmd import markdown
+    from compat.stage import REGISTRY
+
+    text = markdown()
+    path = Path(__file__).resolve().parents[2] / "docs" / "rules.md"
+    assert path.read_text() == text, "run: ccbridge rules --markdown > docs/rules.md"
+    for rule in REGISTRY:
+        assert f"### `{rule}`" in text
+    assert "`close_wait` = `0.2`: seconds an idle cbc gets" in text  # the option's #: note
