@@ -108,7 +108,10 @@ def test_any_depth_is_written_as_compact_json(depth: int) -> None:
 def test_the_slow_writer_is_orjson_for_what_orjson_writes() -> None:
     from compat.frames import _dumps_slow
 
-    doc: dict[str, Any] = {"a": [1, -2.5, 1e-7, 1e20, True, None, "é\u2028\x00\x7f\"\\/", {}, []], "": {"x": 0}}
+    doc: dict[str, Any] = {
+        "a": [1, -2.5, 1e-7, 1e20, True, None, "é\u2028\x00\x7f\"\\/", {}, []],
+        "": {"x": 0},
+    }
     assert _dumps_slow(doc) == orjson.dumps(doc)
 
 
