@@ -254,6 +254,28 @@ def _dumps_slow(obj: Any) -> bytes:
 _END: Any = object()
 
 
+# -- reading shapes defensively (a frame's values can be any JSON) ------------------------
+
+
+def dict_at(obj: Any, key: str) -> dict[str, Any] | None:
+    """``obj[key]`` when ``obj`` is a dict and that value is one too, else None."""
+    v = obj.get(key) if type(obj) is dict else None
+    return v if type(v) is dict else None
+
+
+def str_at(obj: Any, key: str) -> str | None:
+    """``obj[key]`` when ``obj`` is a dict and that value is a string, else None (safe as a
+    set member or dict key, unlike an arbitrary JSON value)."""
+    v = obj.get(key) if type(obj) is dict else None
+    return v if isinstance(v, str) else None
+
+
+def list_at(obj: Any, key: str) -> list[Any]:
+    """``obj[key]`` when ``obj`` is a dict and that value is a list, else ``[]``."""
+    v = obj.get(key) if type(obj) is dict else None
+    return v if type(v) is list else []
+
+
 def kind_of(obj: Any) -> Kind | None:
     """``(type, subtype)`` of a decoded frame (the last of duplicate keys, like
     ``JSON.parse``), None when it is not a JSON object."""

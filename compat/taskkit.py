@@ -68,7 +68,7 @@ def claude_type(task_type: Any) -> Any:
 
 
 def is_known_type(task_type: Any) -> bool:
-    return task_type in TASK_TYPES
+    return isinstance(task_type, str) and task_type in TASK_TYPES
 
 
 def patch_status(obj: dict[str, Any]) -> str | None:
@@ -221,7 +221,8 @@ def claude_summary(task_type: Any, status: str, description: str) -> str:
     ``mockapi_taskstop-background-bash_killed-stopped``)."""
     if status == "stopped":
         return description
-    prefix = _PREFIX.get(claude_type(task_type), "Background task")
+    ttype = claude_type(task_type)
+    prefix = _PREFIX.get(ttype, "Background task") if isinstance(ttype, str) else "Background task"
     return f'{prefix} "{description}" {status}'
 
 

@@ -59,7 +59,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from compat.frames import Frame
+from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
 
 #: list keys of Claude's system/init that cbc may omit
@@ -108,7 +108,7 @@ class InitShape(Stage):
         obj: dict[str, Any] = frame.obj
         new = dict(obj)
         new["claude_code_version"] = ctx.env.target_version
-        if new.get("apiKeySource") not in API_KEY_SOURCES:
+        if str_at(new, "apiKeySource") not in API_KEY_SOURCES:
             new["apiKeySource"] = self.api_key_source
         for key in INIT_LISTS:
             if not isinstance(new.get(key), list):
