@@ -236,7 +236,9 @@ class InterruptTerminal(Stage):
                 remember(self._hidden, tid, None)
                 ctx.count(self.rule, "hidden-task")
                 return ()
-            remember(self._live, tid, LiveTask.of(obj))
+            if remember(self._live, tid, LiveTask.of(obj)):
+                ctx.count(self.rule, "forgotten")  # an interrupt will not end it
+                ctx.log(self.rule, "too many live tasks: the oldest is forgotten", "warning")
             return None
         if tid in self._ended:
             if kind != "system/task_progress":

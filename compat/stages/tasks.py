@@ -279,7 +279,10 @@ class TaskNoise(Stage):
         if st == "task_started":
             if tid in self._started:
                 return None
-            remember(self._started, tid, None)
+            if remember(self._started, tid, None):
+                ctx.count(self.rule, "forgotten")  # its later frames will be held as unstarted
+                ctx.log(self.rule, "too many live tasks: the oldest started one is forgotten",
+                        "warning")  # fmt: skip
             held = self._pending.pop(tid, None)
             if held:
                 kept = [f for f in held if not _zero_progress(f.obj)]
