@@ -328,9 +328,13 @@ class Engine:
     def _write_frames(self, direction: Direction, frames: Sequence[Frame]) -> None:
         if not frames:
             return
-        self.stats.frames[direction]["out"] += len(frames)
+        lines: list[bytes] = []
+        self.pipelines[direction].encode(frames, self.ctx, lines)  # (fails open, counted)
+        if not lines:
+            return
+        self.stats.frames[direction]["out"] += len(lines)
         pending = self._pending[_DEST[direction]]
-        pending.append(b"\n".join([f.raw or f.encode() for f in frames]))
+        pending.append(b"\n".join(lines))
         pending.append(b"\n")
         for f in frames:
             if f.invalid:  # never parses: a line no rule looked inside is written unparsed

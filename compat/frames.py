@@ -12,14 +12,32 @@ is why it is a slotted attrs class rather than a frozen one.
 ``kind()`` is ``(type, subtype)`` read from the line's prefix with one regex when the line
 starts with them (cbc always does; Claude mostly does), otherwise from a parse; it is what
 the pipeline dispatches on, and what a stage can branch on without parsing the frame.
+The prefix is only a guess: JavaScript's ``JSON.parse`` (both CLIs) keeps the *last* of
+duplicate keys, so ``{"type":"stream_event",…,"type":"result"}`` is a result. The pipeline
+confirms every prefix kind with the line's one parse (``Pipeline.run_lines``: the parse that
+also proves the line is valid JSON before a stage edits its bytes) and keeps that parse
+(``proof``) for the stages that look inside; a frame whose kind was not given is parsed.
+
+Robust JSON (``loads``/``dumps``): the wire is JSON as ``JSON.parse``/``JSON.stringify``
+read and write it, which is wider than what orjson takes. ``loads`` falls back to the
+standard library for what orjson rejects or reads lossily: a lone surrogate escape
+(``"\\ud83d"``, half an emoji), a number out of a double's range (``1e400``, Infinity like
+``JSON.parse``), integers past 64 bits (orjson reads them as floats: the standard parser
+keeps every digit; past Python's 4,300-digit limit they stay as written, ``JSONNumber``).
+``dumps`` is orjson's; what orjson cannot write (nesting past 255 levels, those surrogates and
+integers) is written by ``_dumps_slow``: the same bytes orjson would write for every value it
+can write, a lone surrogate as its lowercase ``\\udXXX`` escape (what ``JSON.stringify``
+writes; never invalid UTF-8), any depth.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 import attrs
+import msgspec
 import orjson
 
 _UNPARSED: Any = object()
@@ -68,12 +86,203 @@ def prefix_kind(raw: bytes) -> Kind | Any:
     return UNKNOWN
 
 
-def dumps(obj: Any) -> bytes:
-    return orjson.dumps(obj)
+@attrs.frozen
+class JSONNumber:
+    """An integer literal too long for Python's ``int`` (over 4,300 digits), kept as
+    written; ``dumps`` writes it back verbatim (orjson refuses the type: the slow writer)."""
+
+    text: str
+
+
+#: an integer literal with this many digits may be past 64 bits (orjson reads it lossily)
+_LONG_DIGITS = b"0" * 19
+_DIGITS = bytes.maketrans(b"123456789", b"0" * 9)
+_INT_DIGITS = 4300
+
+
+def _int(text: str) -> int | JSONNumber:
+    return int(text) if len(text) <= _INT_DIGITS else JSONNumber(text)
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _loads_std(data: bytes | str) -> Any:
+    """The standard library's reading of a JSON text (``JSON.parse``'s, for what orjson does
+    not take); ``ValueError`` when it is not JSON."""
+    text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
+    try:
+        return json.loads(text, parse_int=_int, parse_constant=_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def might_lose_digits(data: bytes) -> bool:
+    """True when ``data`` holds a run of 19 digits: an integer orjson may read as a float."""
+    return _LONG_DIGITS in data.translate(_DIGITS)
 
 
 def loads(data: bytes | str) -> Any:
-    return orjson.loads(data)
+    """``JSON.parse``: orjson, or the standard library for what orjson rejects or would read
+    lossily (see the module docstring). ``ValueError`` (``orjson.JSONDecodeError`` is one)
+    when ``data`` is not JSON, or not UTF-8."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return _loads_std(data)
+    if type(data) is not bytes:
+        data = data.encode("utf-8", "replace") if isinstance(data, str) else bytes(data)
+    if _LONG_DIGITS in data.translate(_DIGITS):  # (``might_lose_digits``, inlined: hot)
+        return _loads_std(data)
+    return obj
+
+
+class _KindOnly(msgspec.Struct):
+    type: str
+    subtype: str | None = None
+
+
+_KIND_DECODER = msgspec.json.Decoder(_KindOnly)
+
+
+def prove(raw: bytes) -> Kind | None:
+    """``(type, subtype)`` of a line proved to be a JSON object whose ``type`` is a string
+    (and ``subtype`` a string or absent), read as ``JSON.parse`` reads them (the last of
+    duplicate keys); None when it is not proved: not JSON, not UTF-8, another shape, or what
+    only ``loads`` reads (a lone surrogate escape, nesting msgspec will not go into).
+
+    The pipeline's proof of every wire line (``compat.pipeline`` "The proof"): msgspec
+    validates the whole text in C and builds only those two fields, about 3x faster than a
+    full parse, and the line is still parsed only when a stage asks (``Frame.obj``)."""
+    try:
+        k = _KIND_DECODER.decode(raw)
+        if not raw.isascii():
+            raw.decode()  # (msgspec does not check UTF-8 in the strings it skips)
+    except PROOF_ERRORS:
+        return None
+    return k.type, k.subtype
+
+
+#: what ``prove``'s steps raise for a line they do not prove (for a caller that inlines it)
+PROOF_ERRORS = (msgspec.DecodeError, RecursionError, UnicodeDecodeError)
+prove_kind = _KIND_DECODER.decode
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON like ``JSON.stringify``; ``TypeError``/``ValueError`` for a value that
+    is not JSON (a stage bug: the pipeline fails open on it)."""
+    try:
+        return orjson.dumps(obj)
+    except orjson.JSONEncodeError:
+        return _dumps_slow(obj)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SCALARS: dict[Any, bytes] = {None: b"null", True: b"true", False: b"false"}
+
+
+def _str(s: str) -> bytes:
+    try:
+        return orjson.dumps(s)
+    except orjson.JSONEncodeError:  # lone surrogates: JSON.stringify's escapes, the rest as orjson
+        parts = [b'"']
+        at = 0
+        for m in _SURROGATE.finditer(s):
+            parts.append(orjson.dumps(s[at : m.start()])[1:-1])
+            parts.append(b"\\u%04x" % ord(m.group()))
+            at = m.end()
+        parts.append(orjson.dumps(s[at:])[1:-1])
+        parts.append(b'"')
+        return b"".join(parts)
+
+
+def _leaf(v: Any) -> bytes:
+    if type(v) is JSONNumber:
+        return v.text.encode()
+    if isinstance(v, str):
+        return _str(v)
+    if isinstance(v, bool) or v is None:
+        return _SCALARS[v]
+    if isinstance(v, int):
+        try:
+            return orjson.dumps(v)
+        except orjson.JSONEncodeError:
+            return str(int(v)).encode()
+    return orjson.dumps(v)  # a float, or not JSON: orjson says so
+
+
+def _dumps_slow(obj: Any) -> bytes:
+    """``dumps`` for what orjson refuses, without recursion (any depth): containers written
+    here, every other value as orjson writes it (see ``_leaf``)."""
+    out: list[bytes] = []
+    #: iterators of the open containers, and whether each is a dict
+    stack: list[tuple[Any, bool]] = []
+    value: Any = obj
+    while True:
+        if isinstance(value, dict):
+            out.append(b"{")
+            stack.append((iter(value.items()), True))
+        elif isinstance(value, list | tuple):
+            out.append(b"[")
+            stack.append((iter(value), False))
+        else:
+            out.append(_leaf(value))
+        while stack:
+            it, is_dict = stack[-1]
+            first = out[-1] in (b"{", b"[")
+            item = next(it, _END)
+            if item is _END:
+                stack.pop()
+                out.append(b"}" if is_dict else b"]")
+                continue
+            if not first:
+                out.append(b",")
+            if is_dict:
+                key, value = item
+                if not isinstance(key, str):
+                    raise TypeError(f"dict key must be str, not {type(key).__name__}")
+                out.append(_str(key))
+                out.append(b":")
+            else:
+                value = item
+            break
+        else:
+            return b"".join(out)
+
+
+_END: Any = object()
+
+
+# -- reading shapes defensively (a frame's values can be any JSON) ------------------------
+
+
+def dict_at(obj: Any, key: str) -> dict[str, Any] | None:
+    """``obj[key]`` when ``obj`` is a dict and that value is one too, else None."""
+    v = obj.get(key) if type(obj) is dict else None
+    return v if type(v) is dict else None
+
+
+def str_at(obj: Any, key: str) -> str | None:
+    """``obj[key]`` when ``obj`` is a dict and that value is a string, else None (safe as a
+    set member or dict key, unlike an arbitrary JSON value)."""
+    v = obj.get(key) if type(obj) is dict else None
+    return v if isinstance(v, str) else None
+
+
+def list_at(obj: Any, key: str) -> list[Any]:
+    """``obj[key]`` when ``obj`` is a dict and that value is a list, else ``[]``."""
+    v = obj.get(key) if type(obj) is dict else None
+    return v if type(v) is list else []
+
+
+def kind_of(obj: Any) -> Kind | None:
+    """``(type, subtype)`` of a decoded frame (the last of duplicate keys, like
+    ``JSON.parse``), None when it is not a JSON object."""
+    if type(obj) is not dict:
+        return None
+    t, st = obj.get("type"), obj.get("subtype")
+    return (t if isinstance(t, str) else None, st if isinstance(st, str) else None)
 
 
 @attrs.define(slots=True, eq=False)
@@ -84,16 +293,22 @@ class Frame:
     root: Frame | None = None
     #: set on frames a rule invented; names the rule
     synthesized_by: str | None = None
+    #: the last rule that rewrote this frame as an object (set by the pipeline; an encode
+    #: failure is that rule's)
+    rewritten_by: str | None = attrs.field(default=None, init=False, repr=False)
     _kind: Any = attrs.field(default=_NO_KIND, init=False, repr=False)
+    #: the pipeline proved ``raw`` to be a JSON object of its kind (``prove``)
+    _proven: bool = attrs.field(default=False, init=False, repr=False)
 
     @property
     def obj(self) -> Any:
-        """The decoded JSON value, or ``None`` when the line is not valid JSON/UTF-8."""
+        """The decoded JSON value (``loads``), or ``None`` when the line is not valid
+        JSON/UTF-8."""
         o = self._obj
         if o is _UNPARSED:
             try:
-                o = orjson.loads(self.raw)
-            except orjson.JSONDecodeError:
+                o = loads(self.raw)
+            except ValueError:
                 o = None
             self._obj = o
         return o
@@ -102,11 +317,16 @@ class Frame:
     def parsed(self) -> bool:
         return self._obj is not _UNPARSED
 
+    @property
+    def proven(self) -> bool:
+        """``raw`` is known to be a JSON object (parsed, or proved by the pipeline)."""
+        return self._proven or type(self._obj) is dict
+
     def kind(self) -> Kind | None:
         """``(type, subtype)``, or None when the line is not a JSON object (cached)."""
         k = self._kind
         if k is _NO_KIND:
-            k = self._kind = self._read_kind()
+            k = self._kind = kind_of(self.obj)
         return k  # type: ignore[no-any-return]
 
     def lacks(self, kind: Kind, needle: bytes) -> bool:
@@ -115,17 +335,6 @@ class Frame:
         could spell it otherwise. Such a line can pass that stage unparsed."""
         raw = self.raw
         return bool(raw) and self.kind() == kind and needle not in raw and b"\\u" not in raw
-
-    def _read_kind(self) -> Kind | None:
-        if self._obj is _UNPARSED:
-            k = prefix_kind(self.raw)
-            if k is not UNKNOWN:
-                return k
-        obj = self.obj
-        if not isinstance(obj, dict):
-            return None
-        t, st = obj.get("type"), obj.get("subtype")
-        return (t if isinstance(t, str) else None, st if isinstance(st, str) else None)
 
     @property
     def invalid(self) -> bool:
@@ -171,10 +380,12 @@ class Frame:
         return cls(b"", obj=obj, synthesized_by=rule)
 
     @classmethod
-    def wire(cls, raw: bytes, kind: Kind | None) -> Frame:
-        """A wire line whose kind was already read from its prefix (``prefix_kind``)."""
+    def wire(cls, raw: bytes, kind: Kind | None, proven: bool = False) -> Frame:
+        """A wire line whose kind is known (``prefix_kind``; ``proven``: confirmed by
+        ``prove``, the line is a JSON object of that kind)."""
         f = cls(raw)
         f._kind = kind
+        f._proven = proven
         return f
 
     @classmethod
@@ -182,8 +393,15 @@ class Frame:
         return cls(dumps(obj), obj=obj)
 
     def encode(self) -> bytes:
-        """The bytes to write, without the newline."""
+        """The bytes to write, without the newline (``dumps``: raises for an object that is
+        not JSON; the pipeline's ``encode`` fails open on it)."""
         if self.raw or not self.changed:
             return self.raw
         self.raw = dumps(self._obj)
         return self.raw
+
+    @property
+    def rule(self) -> str | None:
+        """The rule that made this frame's object: the last to rewrite it, or the one that
+        invented it."""
+        return self.rewritten_by or self.synthesized_by

@@ -24,8 +24,16 @@ without a call. The answers are cached per kind for one ``run`` (one block of fr
 not ``pure`` (one whose calls change nothing other stages or ``cold`` read, like
 ``private-fields``) is called, since that call may change some stage's state.
 
+The proof (``run_lines``): every wire line whose prefix names a kind
+(``compat.frames.prefix_kind``) is validated once (``compat.frames.prove``: the whole text, in
+C, building only ``type`` and ``subtype``). It proves the line is a JSON object, which a stage
+that edits bytes (``private-fields``) relies on, and confirms its kind: with duplicate keys the
+last one counts (``JSON.parse``), so a line whose proof disagrees with its prefix, and one the
+proof cannot take (a lone surrogate escape, or not JSON: ``compat.frames.loads`` then decides),
+takes the frame way with the kind its parse gives.
+
 Fast lines (``run_lines``, what the engine feeds wire lines through): a line whose kind the
-prefix tells (``compat.frames.prefix_kind``) and whose plan, once the cold steps are left
+prefix tells and the proof confirms, and whose plan, once the cold steps are left
 out, holds only stages that can act on its bytes (``raw_pass``: lazy and pure, like
 ``private-fields``) and triggers that are not in it, never becomes a ``Frame``: those
 stages' ``on_raw`` run on the bytes and the result is written as it is. A stage's
@@ -44,7 +52,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from compat.frames import UNKNOWN, Frame, Kind, prefix_kind
+from compat.frames import PROOF_ERRORS, UNKNOWN, Frame, Kind, prefix_kind, prove_kind
 from compat.stage import Context, Direction, Stage
 
 if TYPE_CHECKING:
@@ -145,6 +153,15 @@ class Pipeline:
             for raw in lines:
                 kind = prefix_kind(raw)
                 if kind is not UNKNOWN:
+                    try:  # ``compat.frames.prove``, inlined (every wire line comes here)
+                        k = prove_kind(raw)
+                        if not raw.isascii():
+                            raw.decode()
+                        if k.type != kind[0] or k.subtype != kind[1]:
+                            kind = UNKNOWN  # duplicate keys: the last one is the kind
+                    except PROOF_ERRORS:  # a lone surrogate, or not JSON: the frame way,
+                        kind = UNKNOWN  # where ``loads`` decides
+                if kind is not UNKNOWN:
                     steps = self._fast.get(kind, _NOT_YET)
                     if steps is _NOT_YET:
                         steps = self._fast_steps(kind, ctx)
@@ -153,10 +170,15 @@ class Pipeline:
                         if new is not None:
                             out.append(new)
                             continue
-                frame = Frame(raw) if kind is UNKNOWN else Frame.wire(raw, kind)
+                frame = Frame(raw) if kind is UNKNOWN else Frame.wire(raw, kind, True)
                 self._one(frame, 0, ctx, frames)
                 for f in frames:
-                    out.append(f.raw or f.encode())
+                    if not f.raw:
+                        self.encode(frames, ctx, out)
+                        break
+                else:
+                    out.extend([f.raw for f in frames])
+                for f in frames:
                     if f.invalid:
                         invalid.append(f.raw)
                 frames.clear()
@@ -166,6 +188,37 @@ class Pipeline:
             for rule, n in Counter(rewrites).items():
                 self.stats.rule(rule)["rewritten"] += n
         return out, invalid
+
+    def encode(self, frames: Sequence[Frame], ctx: Context, out: list[bytes]) -> None:
+        """Append the bytes of ``frames`` to ``out``. Fails open: a frame whose object cannot
+        be written (``dumps`` raised: a rule built something that is not JSON) is counted
+        as its rule's error and logged, and the wire line it came from passes in its place
+        (once per batch; a frame the rule invented is dropped, counted)."""
+        passed: set[int] | None = None
+        for f in frames:
+            raw = f.raw
+            if raw:
+                out.append(raw)
+                continue
+            try:
+                out.append(f.encode())
+                continue
+            except (TypeError, ValueError, RecursionError) as exc:
+                rule = f.rule or "pipeline"
+                if self.strict:
+                    raise StageError(f"{rule}: cannot encode a frame ({exc})") from exc
+                self.stats.rule(rule)["errors"] += 1
+                ctx.log(rule, f"frame not written, cannot encode it ({type(exc).__name__}: "
+                        f"{exc}); passed the original line", "error")  # fmt: skip
+            root = f.root
+            passed = set() if passed is None else passed
+            if root is not None and root.raw and id(root) not in passed:
+                passed.add(id(root))
+                f.raw = root.raw
+                out.append(root.raw)
+            else:
+                self.stats.rule(f.rule or "pipeline")["dropped"] += 1
+                f.raw = b""
 
     @staticmethod
     def _fast_line(raw: bytes, steps: tuple[FastStep, ...], rewrites: list[str]) -> bytes | None:
@@ -265,6 +318,8 @@ class Pipeline:
                 new = result[0]
                 if new is not frame and new.lineage is frame.lineage:
                     self.stats.rule(stage.rule)["rewritten"] += 1  # _account's common case
+                    if not new.raw and new.rewritten_by is None:
+                        new.rewritten_by = stage.rule
                 else:
                     self._account(stage.rule, frame, result)
                 if new.kind() == kind:
@@ -324,6 +379,8 @@ class Pipeline:
         counts = self.stats.rule(rule)
         if len(result) == 1 and result[0] is not frame and result[0].lineage is lineage:
             counts["rewritten"] += 1  # the common case, a plain rewrite
+            if not result[0].raw and result[0].rewritten_by is None:
+                result[0].rewritten_by = rule
             return
         kept = False
         for f in result:
@@ -332,6 +389,8 @@ class Pipeline:
             elif f.lineage is lineage:
                 kept = True
                 counts["rewritten"] += 1
+                if not f.raw and f.rewritten_by is None:
+                    f.rewritten_by = rule
             elif f.synthesized_by == rule and f.root is None:
                 counts["synthesized"] += 1
             else:  # a frame the stage held earlier and lets go now

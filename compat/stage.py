@@ -98,6 +98,15 @@ class Context:
     def count(self, rule: str, what: str, n: int = 1) -> None:
         self._engine.stats.count(rule, what, n)
 
+    def drop_held(self, rule: str, n: int = 1) -> None:
+        """``n`` frames the stage held (``hold``) are dropped after all: they leave the hold
+        (``released``) and are ``dropped``, so frames in + synthesized = frames out +
+        dropped + held - released stays exact."""
+        if n:
+            stats = self._engine.stats
+            stats.count(rule, "dropped", n)
+            stats.count(rule, "released", n)
+
 
 @attrs.define
 class Stage:

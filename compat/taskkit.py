@@ -68,7 +68,7 @@ def claude_type(task_type: Any) -> Any:
 
 
 def is_known_type(task_type: Any) -> bool:
-    return task_type in TASK_TYPES
+    return isinstance(task_type, str) and task_type in TASK_TYPES
 
 
 def patch_status(obj: dict[str, Any]) -> str | None:
@@ -133,11 +133,21 @@ def stop_frames(ctx: Context, rule: str, tid: str, task: LiveTask, end: int) -> 
     ]  # fmt: skip
 
 
-def remember(d: dict[str, Any], key: str, value: Any, cap: int = 4096) -> None:
-    """Insert into an insertion-ordered dict used as a bounded registry."""
+#: how many tasks a per-task registry keeps (``remember``'s default cap): above what any real
+#: session runs at once (a test drives 10,000 live tasks), bounded against a runaway backend
+MAX_LIVE_TASKS = 16384
+
+
+def remember(d: dict[str, Any], key: str, value: Any, cap: int = MAX_LIVE_TASKS) -> int:
+    """Insert into an insertion-ordered dict used as a bounded registry; how many of the
+    oldest entries were forgotten to stay within ``cap`` (a caller for which that loses a
+    live task counts and logs it)."""
     d[key] = value
+    forgotten = 0
     while len(d) > cap:
         del d[next(iter(d))]
+        forgotten += 1
+    return forgotten
 
 
 # -- the tool call that started a task ------------------------------------------------
@@ -256,7 +266,8 @@ def claude_summary(task_type: Any, status: str, description: str) -> str:
     ``mockapi_taskstop-background-bash_killed-stopped``)."""
     if status == "stopped":
         return description
-    prefix = _PREFIX.get(claude_type(task_type), "Background task")
+    ttype = claude_type(task_type)
+    prefix = _PREFIX.get(ttype, "Background task") if isinstance(ttype, str) else "Background task"
     return f'{prefix} "{description}" {status}'
 
 

@@ -9,9 +9,11 @@ that trailing run is parsed, to prove it holds nothing else. For valid JSON the 
 what parsing, filtering and re-serializing gives, except that the other fields keep the
 bytes cbc wrote (``1.50`` is not rewritten ``1.5``: the same JSON value). Any other shape
 (``errors_info``, which cbc writes mid-object; an escape sequence before the run; a private
-field outside it) takes the parsing path. A line that is not valid JSON but ends in a
-well-formed run of private fields loses that run (and is not parsed, so not logged as
-invalid); a private field spelled with escapes (``"\\u005fmeta"``) is found by the parse.
+field outside it) takes the parsing path. Only a line known to be a JSON object is cut: the
+pipeline proves every wire line it hands ``on_raw`` (and marks the frames it proved,
+``Frame.proven``; ``compat.frames.prove``), so a line that is not valid JSON comes out
+byte-identical; a private field spelled with escapes (``"\\u005fmeta"``) is found by the
+parse.
 The run is parsed once per message: cbc repeats it on each frame of a message with a new
 ``__timestamp``, so the run last proved well-formed is remembered without its stamp.
 cbc also writes a private ``_meta`` (``rawResponse``: exit code, signal, …; ``renderer``)
@@ -37,9 +39,8 @@ import re
 from typing import Any, ClassVar
 
 import attrs
-import orjson
 
-from compat.frames import Frame
+from compat.frames import Frame, loads
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
 from compat.vocabulary import in_vocabulary
@@ -78,6 +79,7 @@ class PrivateFields(Stage):
         return self.mode != "keep"
 
     def on_raw(self, raw: bytes) -> bytes | None:
+        """(``raw``: a wire line the pipeline proved to be a JSON object.)"""
         found = self._tail(raw) if self.mode != "keep" else (-1, 0)
         if found is None:
             return None
@@ -99,7 +101,7 @@ class PrivateFields(Stage):
             if not fields:
                 return None
             inner = _block_meta_before(raw, cut)
-            if not frame.parsed and not inner:
+            if not frame.parsed and not inner and frame.proven:
                 return (frame.replace_raw(raw[:cut] + b"}"),)
         obj = frame.obj
         if not isinstance(obj, dict):
@@ -151,8 +153,8 @@ class PrivateFields(Stage):
         if run and raw.startswith(run, cut) and _STAMP.fullmatch(raw, cut + len(run)):
             return cut, fields
         try:
-            tail = orjson.loads(b"{" + raw[at:])
-        except orjson.JSONDecodeError:
+            tail = loads(b"{" + raw[at:])
+        except ValueError:
             return None
         if type(tail) is not dict or not tail.keys() <= _PRIVATE:
             return None

@@ -88,7 +88,7 @@ class InitOnce(Stage):
             if self.held is not None:
                 if _is_stub(obj) and not _is_stub(self.held.obj):
                     return ()  # keep the fuller copy held; this one is dropped
-                ctx.count(self.rule, "dropped")  # the held copy is replaced
+                ctx.drop_held(self.rule)  # the held copy is replaced
             self.held = frame
             ctx.hold()
             return ()
@@ -110,6 +110,6 @@ class InitOnce(Stage):
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
         if self.held is not None:
-            ctx.count(self.rule, "dropped")
+            ctx.drop_held(self.rule)
             self.held = None
         return None

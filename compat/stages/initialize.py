@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import attrs
 
 from compat import controlkit as ck
-from compat.frames import Frame, loads
+from compat.frames import Frame, list_at, loads
 from compat.redact import redact_obj, strip_obj
 from compat.stage import Context, Direction, Output, Stage, register
 
@@ -200,7 +200,7 @@ def claude_initialize(body: dict[str, Any], pid: int) -> dict[str, Any]:
     unknown keys kept after Claude's, cbc's ``currentModelId`` dropped."""
     commands = [_command(c) for c in _dicts(body.get("commands"))]
     styles = [("default" if s == "Default" else s)
-              for s in body.get("available_output_styles") or () if isinstance(s, str)]
+              for s in list_at(body, "available_output_styles") if isinstance(s, str)]
     if "default" not in styles:
         styles.insert(0, "default")
     style = body.get("output_style")

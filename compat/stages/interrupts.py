@@ -208,7 +208,8 @@ class InterruptTerminal(Stage):
         out: list[Frame] = []
         end = ctx.wall_ms()
         for tid, task in list(self._live.items()):
-            if claude_type(task.task_type) not in KILLS:
+            ttype = claude_type(task.task_type)
+            if not isinstance(ttype, str) or ttype not in KILLS:
                 continue
             del self._live[tid]
             remember(self._ended, tid, None)
@@ -235,7 +236,9 @@ class InterruptTerminal(Stage):
                 remember(self._hidden, tid, None)
                 ctx.count(self.rule, "hidden-task")
                 return ()
-            remember(self._live, tid, LiveTask.of(obj))
+            if remember(self._live, tid, LiveTask.of(obj)):
+                ctx.count(self.rule, "forgotten")  # an interrupt will not end it
+                ctx.log(self.rule, "too many live tasks: the oldest is forgotten", "warning")
             return None
         if tid in self._ended:
             if kind != "system/task_progress":
@@ -298,7 +301,7 @@ class InterruptTerminal(Stage):
     def _drop_turn(self, ctx: Context) -> None:
         self._turn = "drop"
         ctx.count(self.rule, "auto-turn")
-        ctx.count(self.rule, "dropped", len(self._held))
+        ctx.drop_held(self.rule, len(self._held))
         self._held.clear()
         ctx.log(self.rule, "dropped the model turn cbc started by itself after the interrupt",
                 "debug")

@@ -21,6 +21,13 @@ Strategy: these stages come after every rule that holds or drops lifecycle frame
   tasks (``{task_id, task_type, description}``) before each ``task_started`` and before
   the terminal ``task_updated`` (``[]`` when none); cbc never does
   (``claude-2.1.220/mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``).
+  A snapshot is the whole live set or nothing: with more than ``max_tasks`` live tasks
+  (default 256) a snapshot would be that large on every task event, so it is not sent
+  (counted ``suppressed``, logged when it starts) until the live set is back within the cap;
+  a snapshot never leaves a live task out. The registry of live tasks keeps up to
+  ``MAX_LIVE_TASKS`` (16,384, ``compat.taskkit``); past that the oldest is forgotten
+  (counted ``forgotten``, logged) and, since a snapshot could then miss a task, none is
+  sent for the rest of the session.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import attrs
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import (
+    MAX_LIVE_TASKS,
     NOTIFICATION_OF,
     PATCH_OF,
     TERMINAL,
@@ -237,7 +245,14 @@ class TasksSnapshot(Stage):
     rule: ClassVar[str] = "tasks-snapshot"
     kinds: ClassVar[frozenset[str] | None] = _LIFECYCLE
 
+    #: the most live tasks a snapshot lists; with more, no snapshot is sent (see above)
+    max_tasks: int = 256
+
     _live: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
+    #: snapshots are being suppressed (the live set is over ``max_tasks``)
+    _over: bool = attrs.field(default=False, init=False)
+    #: a live task was forgotten (registry full): no snapshot can be complete any more
+    _incomplete: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -251,18 +266,42 @@ class TasksSnapshot(Stage):
             d = obj.get("description")
             entry = {"task_id": tid, "task_type": obj.get("task_type"),
                      "description": d if isinstance(d, str) else ""}  # fmt: skip
-            remember(self._live, tid, entry, cap=1024)
-            return (self._snapshot(ctx), frame)
+            if len(self._live) >= MAX_LIVE_TASKS:
+                del self._live[next(iter(self._live))]
+                ctx.count(self.rule, "forgotten")
+                if not self._incomplete:
+                    self._incomplete = True
+                    ctx.log(self.rule, f"more than {MAX_LIVE_TASKS} live tasks: the oldest is "
+                            "forgotten and no snapshot is sent for the rest of the session",
+                            "warning")  # fmt: skip
+            self._live[tid] = entry
+            return self._with_snapshot(frame, ctx)
         if tid not in self._live:
             return None
         if st == "task_updated" and patch_status(obj) not in TERMINAL:
             return None
         # the terminal task_updated (or a notification that came without one)
         del self._live[tid]
-        return (self._snapshot(ctx), frame)
+        return self._with_snapshot(frame, ctx)
 
-    def _snapshot(self, ctx: Context) -> Frame:
+    def _with_snapshot(self, frame: Frame, ctx: Context) -> Output:
+        """The snapshot and ``frame``; ``frame`` alone when the snapshot would not list every
+        live task within ``max_tasks`` (counted, logged once per stretch)."""
+        n = len(self._live)
+        if self._incomplete or n > self.max_tasks:
+            ctx.count(self.rule, "suppressed")
+            if not self._over and not self._incomplete:
+                self._over = True
+                ctx.log(self.rule, f"{n} live background tasks, more than max_tasks="
+                        f"{self.max_tasks}: background_tasks_changed not sent until the "
+                        "live set is back within it (a partial one would leave tasks out)",
+                        "warning")  # fmt: skip
+            return None
+        if self._over:
+            self._over = False
+            ctx.log(self.rule, f"{n} live background tasks: snapshots sent again", "info")
         tasks = [dict(e) for e in self._live.values()]
-        return Frame.synth(
+        snap = Frame.synth(
             system_frame(ctx, "background_tasks_changed", {"tasks": tasks}), self.rule
         )
+        return (snap, frame)

@@ -61,7 +61,7 @@ from typing import Any, ClassVar
 import attrs
 import orjson
 
-from compat.frames import Frame
+from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
 
 #: cbc 2.163.0's error for --max-turns (Claude: error_max_turns)
@@ -112,7 +112,7 @@ class InitShape(Stage):
         obj: dict[str, Any] = frame.obj
         new = dict(obj)
         new["claude_code_version"] = ctx.env.target_version
-        if new.get("apiKeySource") not in API_KEY_SOURCES:
+        if str_at(new, "apiKeySource") not in API_KEY_SOURCES:
             new["apiKeySource"] = self.api_key_source
         for key in INIT_LISTS:
             if not isinstance(new.get(key), list):

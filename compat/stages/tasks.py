@@ -279,12 +279,15 @@ class TaskNoise(Stage):
         if st == "task_started":
             if tid in self._started:
                 return None
-            remember(self._started, tid, None)
+            if remember(self._started, tid, None):
+                ctx.count(self.rule, "forgotten")  # its later frames will be held as unstarted
+                ctx.log(self.rule, "too many live tasks: the oldest started one is forgotten",
+                        "warning")  # fmt: skip
             held = self._pending.pop(tid, None)
             if held:
                 kept = [f for f in held if not _zero_progress(f.obj)]
                 if len(kept) < len(held):
-                    ctx.count(self.rule, "dropped", len(held) - len(kept))
+                    ctx.drop_held(self.rule, len(held) - len(kept))
                 held = kept
             return (frame, *held) if held else None
         rewritten = False
@@ -312,7 +315,7 @@ class TaskNoise(Stage):
         if held is None:
             if len(self._pending) >= MAX_PENDING_TASKS:
                 old = next(iter(self._pending))
-                ctx.count(self.rule, "dropped", len(self._pending.pop(old)))
+                ctx.drop_held(self.rule, len(self._pending.pop(old)))
             held = self._pending[tid] = []
         if len(held) >= self.max_held:
             return ()
@@ -322,7 +325,7 @@ class TaskNoise(Stage):
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
         for tid, held in self._pending.items():
-            ctx.count(self.rule, "dropped", len(held))
+            ctx.drop_held(self.rule, len(held))
             ctx.log(self.rule, f"task {tid} never started; {len(held)} frame(s) dropped",
                     "debug")  # fmt: skip
         self._pending.clear()
@@ -342,7 +345,8 @@ class TaskStatus(Stage):
     _unknown: set[str] = attrs.field(factory=set, init=False)
 
     def _note(self, ctx: Context, value: Any, allowed: frozenset[str]) -> None:
-        if value not in allowed and repr(value) not in self._unknown:
+        known = isinstance(value, str) and value in allowed
+        if not known and repr(value) not in self._unknown:
             self._unknown.add(repr(value))
             ctx.log(self.rule, f"unknown task status {value!r} passed unchanged", "warning")
 

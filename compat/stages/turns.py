@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from compat.frames import Frame
+from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import remember
 
@@ -70,7 +70,7 @@ def is_interrupt_receipt(obj: dict[str, Any], ctx: Context) -> bool:
         return False
     control = getattr(ctx.state, "control", None)
     interrupts = getattr(control, "interrupts", None)
-    if isinstance(interrupts, dict) and resp.get("request_id") in interrupts:
+    if isinstance(interrupts, dict) and str_at(resp, "request_id") in interrupts:
         return True
     body = resp.get("response")
     return isinstance(body, dict) and ("interrupted" in body or "still_queued" in body)
@@ -166,7 +166,7 @@ class InterruptedTurn(Stage):
         return None
 
     def _user(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
-        results = [b.get("tool_use_id") for b in _blocks(obj)
+        results = [str_at(b, "tool_use_id") for b in _blocks(obj)
                    if isinstance(b, dict) and b.get("type") == "tool_result"]  # fmt: skip
         if results and all(r in self._rejected for r in results):
             ctx.count(self.rule, "late-tool-result")

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from compat.frames import Frame
+from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import (
     AGENT_TOOLS,
@@ -271,13 +271,22 @@ class _Run:
     final: bool = False
 
 
+def _agent_id(e: Any) -> str | int | None:
+    """An agent entry's ``agentId`` when it can be a key (cbc writes a string)."""
+    aid = e.get("agentId") if isinstance(e, dict) else None
+    return aid if isinstance(aid, str | int) and not isinstance(aid, bool) else None
+
+
 def _merge(old: list[Any], new: list[Any]) -> list[Any]:
     """A later snapshot wins, except that an agent never goes back from a final state."""
-    final = {e.get("agentId"): e for e in old if _is_agent(e) and e.get("state") in
-             FINAL_AGENT_STATES}  # fmt: skip
+    final: dict[str | int | None, Any] = {
+        aid: e for e in old
+        if _is_agent(e) and str_at(e, "state") in FINAL_AGENT_STATES
+        and (aid := _agent_id(e)) is not None
+    }  # fmt: skip
     return [
-        final.get(e.get("agentId"), e)
-        if _is_agent(e) and e.get("state") not in FINAL_AGENT_STATES
+        final.get(_agent_id(e), e)
+        if _is_agent(e) and str_at(e, "state") not in FINAL_AGENT_STATES
         else e
         for e in new
     ]
@@ -361,7 +370,7 @@ class ProgressFinal(Stage):
         if state is not None:
             fixed = []
             for e in entries:
-                if _is_agent(e) and e.get("state") not in FINAL_AGENT_STATES:
+                if _is_agent(e) and str_at(e, "state") not in FINAL_AGENT_STATES:
                     e = {k: v for k, v in e.items() if k != "endedAt"}
                     e["state"] = state
                     if state == "error":

@@ -1,0 +1,112 @@
+"""Bounded output under load (issue 8): 10,000 live background tasks.
+
+Claude's ``background_tasks_changed`` lists every live task, so one snapshot per task event
+is quadratic in the live set: 10,000 shells made ``tasks-snapshot`` write ~920 MB for
+~2.6 MB of cbc output, and past 1,024 live tasks the oldest silently vanished from the
+snapshots. Now a snapshot is sent only while the live set is within ``max_tasks`` (256),
+whole; above it, it is not sent (counted ``suppressed``, logged). Measured by bytes written
+and tracemalloc's peak, not time.
+"""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from typing import Any
+
+from compat.engine import Log, Write
+
+from .tasks_support import SID, full_engine, init, line, started, tool_result, tool_use, updated
+
+N = 10_000
+
+
+def _stream(n: int) -> list[bytes]:
+    """cbc starting ``n`` background shells in one turn, then ending them all."""
+    out = [line(init())]
+    for i in range(n):
+        use = f"toolu_{i:06d}"
+        out.append(line(tool_use(use, "Bash", {"command": f"sleep {i}", "run_in_background": True,
+                                                "description": f"shell {i}"})))  # fmt: skip
+        out.append(line(started(f"b{i:06d}", "Bash", f"shell {i}", use_id=use)))
+        out.append(line(tool_result(use, f"Command running in background with ID: b{i:06d}")))
+    for i in range(n):
+        out.append(line(updated(f"b{i:06d}", "completed", end_time=1_795_949_100_000 + i)))
+    return out
+
+
+def _run(n: int, rules: tuple[str, ...] = ()) -> tuple[int, int, list[dict[str, Any]], Any, int]:
+    eng = full_engine(rules)
+    data = _stream(n)
+    size_in = sum(map(len, data))
+    size_out = 0
+    snapshots: list[dict[str, Any]] = []
+    logs: list[Log] = []
+    t = 0.0
+    tracemalloc.start()
+    try:
+        for chunk_at in range(0, len(data), 64):
+            t += 0.01
+            for c in eng.feed("backend", b"".join(data[chunk_at : chunk_at + 64]), t):
+                if isinstance(c, Write) and c.side == "client":
+                    size_out += len(c.data)
+                    for ln in c.data.splitlines():
+                        if b'"background_tasks_changed"' in ln:
+                            snapshots.append(json.loads(ln))
+                elif isinstance(c, Log):
+                    logs.append(c)
+            deadline = eng.next_deadline()
+            while deadline is not None and deadline <= t:
+                eng.advance(deadline)
+                deadline = eng.next_deadline()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return size_in, size_out, snapshots, (eng.statistics(), logs), peak
+
+
+def test_ten_thousand_live_tasks_bound_the_output_and_no_snapshot_leaves_one_out() -> None:
+    size_in, size_out, snapshots, (stats, logs), peak = _run(N)
+    print(f"\n{N} live tasks: in {size_in:,} B, out {size_out:,} B "
+          f"({size_out / size_in:.2f}x), {len(snapshots)} snapshots, "
+          f"tracemalloc peak {peak / 2**20:.1f} MiB")  # fmt: skip
+    # (before: ~920 MB out of ~2.6 MB, peak ~547 MB)
+    assert size_out < 12 * size_in
+    assert peak < 64 * 2**20
+    # every snapshot sent is the whole live set at that point, in start order
+    live: list[str] = []
+    seen = 0
+    counts = stats["rules"]["tasks-snapshot"]
+    for snap in snapshots:
+        ids = [t["task_id"] for t in snap["tasks"]]
+        assert len(ids) <= 256
+        assert ids == sorted(ids)  # start order = id order here
+        seen += 1
+        live = ids
+    assert seen == counts["synthesized"] == len(snapshots)
+    assert counts["suppressed"] == 2 * N - seen
+    assert live == []  # the last snapshot: every task ended
+    warned = [c for c in logs if c.rule == "tasks-snapshot" and c.level == "warning"]
+    assert len(warned) == 1  # once when it starts (and snapshots resume once back under)
+    assert "max_tasks=256" in warned[0].message
+
+
+def test_snapshots_are_whole_while_the_live_set_is_within_the_cap() -> None:
+    n = 300
+    _, _, snapshots, (stats, _), _ = _run(n)
+    # starts 1..256 and the ends that leave 256 live or fewer are sent; the others are over
+    sizes = [len(s["tasks"]) for s in snapshots]
+    assert sizes[:256] == list(range(1, 257))
+    assert sizes[256:] == list(range(256, -1, -1))  # (after the end: 256 live, then fewer)
+    assert stats["rules"]["tasks-snapshot"]["suppressed"] == 2 * n - len(sizes)
+
+
+def test_the_cap_is_an_option() -> None:
+    _, _, snapshots, _, _ = _run(40, ("tasks-snapshot.max_tasks=10",))
+    assert max(len(s["tasks"]) for s in snapshots) == 10
+
+
+def test_a_session_id_is_on_every_snapshot() -> None:
+    _, _, snapshots, _, _ = _run(3)
+    assert snapshots
+    assert all(s["session_id"] == SID for s in snapshots)
