@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 import orjson
 
+from compat.frames import dumps
 from compat.redact import redact_argv, redact_env, redact_line, redact_obj
 
 FORMAT = "ccbridge-capture"
@@ -108,7 +109,7 @@ def header(source: str, **meta: Any) -> dict[str, Any]:
 
 
 def encode_header(h: dict[str, Any]) -> bytes:
-    return orjson.dumps(h) + b"\n"
+    return dumps(h) + b"\n"  # (robust: argv may hold surrogate-escaped bytes)
 
 
 def encode_record(t: float, kind: str, data: bytes, partial: bool = False) -> bytes:
@@ -121,7 +122,7 @@ def encode_record(t: float, kind: str, data: bytes, partial: bool = False) -> by
         rec["b64"] = base64.b64encode(data).decode("ascii")
     if partial:
         rec["partial"] = True
-    return orjson.dumps(rec) + b"\n"
+    return dumps(rec) + b"\n"
 
 
 def parse(lines: Iterable[bytes]) -> Capture:

@@ -31,7 +31,7 @@ import attrs
 from compat.frames import Frame
 from compat.framing import DEFAULT_MAX_LINE, Line, LineSplitter, Oversize, Partial
 from compat.pipeline import Pipeline
-from compat.session import SessionState
+from compat.session import MAX_TASKS, SessionState
 from compat.stage import Context, Direction, Env, Stage
 
 Side = Literal["client", "backend"]
@@ -133,6 +133,7 @@ class Engine:
         self._exit_status: int | None = None
         #: per rule, the frames it had dropped when the client's EOF came
         self._drops_at_eof: dict[str, int] | None = None
+        self._forgotten_live = 0
 
     # -- events -----------------------------------------------------------------------
     def feed(self, side: Side, data: bytes, now: float) -> list[Command]:
@@ -394,6 +395,14 @@ class Engine:
             chunks.clear()
 
     def _commands(self) -> list[Command]:
+        forgotten = self.state.forgotten_live
+        if forgotten != self._forgotten_live:
+            if not self._forgotten_live:
+                self._log("warning", "session", f"more than {MAX_TASKS} tasks open at once: "
+                          "the oldest live tasks are forgotten (counted: session "
+                          "forgotten-live-tasks)")  # fmt: skip
+            self.stats.count("session", "forgotten-live-tasks", forgotten - self._forgotten_live)
+            self._forgotten_live = forgotten
         self._flush_pending()
         out, self._out = self._out, []
         return out

@@ -23,7 +23,7 @@ import attrs
 MAX_TOOL_USES = 1024
 #: tasks remembered; finished ones (notified) are forgotten first, oldest first, and only
 #: then the oldest running one (a long session starts many shells, few run at once)
-MAX_TASKS = 256
+MAX_TASKS = 16_384  # (as many as the task rules' registries: compat.taskkit.MAX_LIVE_TASKS)
 #: the tool-call input fields rules read (compat.taskkit.starting_call / resolve_workflow,
 #: task-correlation, workflow-prompt); ``params`` (DeferExecuteTool) is trimmed the same way
 TOOL_INPUT_KEYS = frozenset(
@@ -170,6 +170,8 @@ class SessionState:
     #: the pid the client is told in the initialize reply (the bridge's own; 0 unknown)
     pid: int = 0
     control: ControlState = attrs.Factory(ControlState)
+    #: live tasks forgotten because more than MAX_TASKS were open at once
+    forgotten_live: int = 0
 
     def remember_tool_use(self, use: ToolUse) -> None:
         use.input = trim_input(use.input)
@@ -187,12 +189,16 @@ class SessionState:
         return info
 
     def _forget_task(self) -> None:
+        """A finished task first; a live one only when none has finished (counted in
+        ``forgotten_live``: the engine reports it in the statistics and logs it)."""
         tasks = self.tasks
         for tid, t in tasks.items():
             if t.notified:
                 del tasks[tid]
                 return
-        del tasks[next(iter(tasks))]
+        oldest = next(iter(tasks))
+        if tasks.pop(oldest).started:
+            self.forgotten_live += 1
 
     def open_tasks(self) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.started and not t.notified]

@@ -110,3 +110,24 @@ def test_a_session_id_is_on_every_snapshot() -> None:
     _, _, snapshots, _, _ = _run(3)
     assert snapshots
     assert all(s["session_id"] == SID for s in snapshots)
+
+
+def test_live_tasks_past_the_session_cap_are_counted_and_logged(
+        monkeypatch: Any) -> None:  # fmt: skip
+    """The session's task registry has a cap (16,384); past it the oldest live task is
+    forgotten, and that is never silent: counted (session forgotten-live-tasks) and logged
+    once."""
+    import compat.session
+
+    monkeypatch.setattr(compat.session, "MAX_TASKS", 50)
+    eng = full_engine(())
+    logs: list[Log] = []
+    for i, raw in enumerate(_stream(60)):
+        logs += [c for c in eng.feed("backend", raw, i * 0.001) if isinstance(c, Log)]
+    stats = eng.statistics()["rules"]["session"]
+    # 10 when the 60 start; the ends of those 10 bring them back, pushing out others
+    assert stats["forgotten-live-tasks"] >= 10
+    assert stats["forgotten-live-tasks"] == eng.state.forgotten_live
+    said = [lg for lg in logs if lg.rule == "session"]
+    assert len(said) == 1
+    assert said[0].level == "warning"
