@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ import orjson
 import trio
 
 from bridge.cli import Parser
+from bridge.progress import Progress as Tracker
 from bridge.testing import runner
 from bridge.testing.scenario import Scenario, ScenarioError, load
 from compat.capture import Capture, CaptureError, parse
@@ -84,11 +85,15 @@ def _stderr(msg: str) -> None:
 
 async def run_jobs(jobs: Sequence[Job], *, limit: int = DEFAULT_JOBS,
                    deadline: float = DEFAULT_DEADLINE, time_limit: float | None = None,
-                   progress: Progress = _stderr) -> list[Outcome]:  # fmt: skip
+                   progress: Progress = _stderr, tracker: Tracker | None = None,
+                   on_done: Callable[[int, Outcome], Awaitable[None]] | None = None,
+                   ) -> list[Outcome]:  # fmt: skip
     """Run every job, at most ``limit`` at once, the longest scenarios first, all within
     ``deadline`` seconds. A capture is written to ``job.out`` only when its run completes
     (into ``.partial`` first): an interrupted regeneration leaves the old capture in place.
-    Outcomes come back in the order of ``jobs``."""
+    Outcomes come back in the order of ``jobs``. Each finished run is a ``progress`` line,
+    or, with a ``tracker`` (``bridge.progress``), its status line (errors as lines);
+    ``on_done(index, outcome)`` is awaited after each run."""
     limiter = trio.CapacityLimiter(max(1, limit))
     outcomes: dict[int, Outcome] = {}
     order = sorted(range(len(jobs)), key=lambda i: -jobs[i].scenario.time_limit)
@@ -98,19 +103,32 @@ async def run_jobs(jobs: Sequence[Job], *, limit: int = DEFAULT_JOBS,
         nonlocal done
         job = jobs[i]
         async with limiter:
+            if tracker is not None:
+                tracker.started(i)
             outcomes[i] = await _run_one(job, time_limit)
         done += 1
         o = outcomes[i]
         r = o.result
         what = (f"exit {r.exit} after {r.duration:.1f}s, {len(r.frames)} frames"
                 if r and not o.error else f"error: {o.error}")  # fmt: skip
-        progress(f"[{done}/{len(jobs)}] {job.scenario.name} on {job.side.describe()}: "
-                 f"{what}")
+        if tracker is None:
+            progress(f"[{done}/{len(jobs)}] {job.scenario.name} on {job.side.describe()}: "
+                     f"{what}")
+        else:
+            tracker.done(i, o.ok)
+            if o.error:
+                tracker.line(f"{job.scenario.name} on {job.side.describe()}: {what}")
+        if on_done is not None:
+            await on_done(i, o)
 
     with trio.move_on_after(deadline) as cs:
-        async with trio.open_nursery() as nursery:
-            for i in order:
-                nursery.start_soon(one, i)
+        async with trio.open_nursery() as outer:
+            if tracker is not None and tracker.live:
+                outer.start_soon(tracker.ticker)
+            async with trio.open_nursery() as nursery:
+                for i in order:
+                    nursery.start_soon(one, i)
+            outer.cancel_scope.cancel()
     if cs.cancelled_caught:
         progress(f"deadline of {deadline:g}s reached: {len(jobs) - len(outcomes)} run(s) "
                  "not finished")
@@ -279,15 +297,57 @@ def pair_jobs(files: Sequence[Path], a: Side, b: Side, out_dir: Path) -> list[Jo
 
 async def run_ab(work: Sequence[Job], *, sequential: bool = False, jobs: int = DEFAULT_JOBS,
                  deadline: float = DEFAULT_DEADLINE, time_limit: float | None = None,
-                 explain: bool = False, progress: Progress = _stderr) -> list[Pair]:  # fmt: skip
-    """Run ``pair_jobs`` (concurrently unless ``sequential``) and compare each pair."""
+                 explain: bool = False, progress: Progress = _stderr,
+                 tracker: Tracker | None = None) -> list[Pair]:  # fmt: skip
+    """Run ``pair_jobs`` (concurrently unless ``sequential``) and compare each pair as soon
+    as both its runs are done (with a ``tracker``: a one-line summary of it)."""
+    finished: dict[int, Outcome] = {}
+    compared: dict[int, Pair] = {}
+
+    async def on_done(i: int, o: Outcome) -> None:
+        finished[i] = o
+        k = i - i % 2
+        if k in finished and k + 1 in finished:
+            compared[k] = await trio.to_thread.run_sync(
+                compare_pair, work[k].scenario.name, finished[k], finished[k + 1], explain)
+            if tracker is not None:
+                tracker.line(summary_line(compared[k]))
+
     outcomes = await run_jobs(work, limit=1 if sequential else jobs, deadline=deadline,
-                              time_limit=time_limit, progress=progress)
+                              time_limit=time_limit, progress=progress, tracker=tracker,
+                              on_done=on_done)  # fmt: skip
     pairs = []
     for k in range(0, len(work), 2):
-        pairs.append(await trio.to_thread.run_sync(
-            compare_pair, work[k].scenario.name, outcomes[k], outcomes[k + 1], explain))
+        pairs.append(compared.get(k) or compare_pair(
+            work[k].scenario.name, outcomes[k], outcomes[k + 1], explain))  # fmt: skip
+    if tracker is not None:
+        tracker.close()
     return pairs
+
+
+def summary_line(p: Pair) -> str:
+    """One line for a finished scenario: the verdict, each side's run and contract."""
+
+    def run(side: str, o: Outcome) -> str:
+        r = o.result
+        if r is None:
+            return f"{side} {o.job.side.describe()}: {o.error}"
+        ver = f" {r.backend_version}" if r.backend_version else ""
+        return f"{side} {o.job.side.describe()}{ver} exit {r.exit} {r.duration:.1f}s"
+
+    if p.error or p.result is None:
+        verdict = f"error ({p.error or 'no result'})"
+    elif p.result.equivalent:
+        verdict = "equivalent"
+    else:
+        n = len(p.result.differences)
+        kinds = ", ".join(f"{k} {v}" for k, v in p.result.summary.get("kinds", {}).items())
+        verdict = f"{n} difference{'s' * (n != 1)} ({kinds})"
+    contract = ""
+    if p.result is not None:
+        contract = (f" · contract A {len(p.violations[0])}, B {len(p.violations[1])} "
+                    "violation(s)")  # fmt: skip
+    return f"{p.name}: {verdict} · {run('A', p.a)} · {run('B', p.b)}{contract}"
 
 
 def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
@@ -315,6 +375,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--explain", action="store_true",
                    help="give each difference its reason from the known differences")
     p.add_argument("--sequential", action="store_true", help="one run at a time")
+    p.add_argument("--html", metavar="FILE", default=None,
+                   help="also write the report as a self-contained HTML page (several "
+                   "scenarios: a table, with each scenario's page in FILE's stem directory)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr (the status line, the per-scenario lines)")
     p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
                    help=f"CLIs running at once (default {DEFAULT_JOBS})")
     p.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE,
@@ -347,11 +412,24 @@ def main(argv: list[str]) -> int:
             _stderr(f"ccbridge ab: {e}")
             return EXIT_ERROR
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ccbridge-ab-"))
-    _stderr(f"ccbridge ab: captures in {out_dir}")
+    if not args.quiet:
+        _stderr(f"ccbridge ab: captures in {out_dir}")
     work = pair_jobs(files, a, b, out_dir)
+    tracker = Tracker([(j.scenario.name, j.side.describe()) for j in work], quiet=args.quiet)
     pairs = trio.run(lambda: run_ab(work, sequential=args.sequential,
                                     jobs=args.jobs, deadline=args.deadline,
-                                    time_limit=args.time_limit, explain=args.explain))
+                                    time_limit=args.time_limit, explain=args.explain,
+                                    tracker=tracker))
+    if args.html:
+        from bridge.report import write_html_ab
+
+        try:
+            written = write_html_ab(Path(args.html), pairs)
+        except (OSError, CaptureError) as e:
+            _stderr(f"ccbridge ab: {args.html}: {e}")
+            return EXIT_ERROR
+        _stderr(f"ccbridge ab: wrote {', '.join(map(str, written[:1]))}"
+                + (f" and {len(written) - 1} report(s)" if len(written) > 1 else ""))
     if args.json:
         print(report_json(pairs, out_dir))
     else:

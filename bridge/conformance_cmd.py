@@ -32,6 +32,7 @@ import trio
 
 from bridge import ab_cmd
 from bridge.cli import Parser
+from bridge.progress import Progress as Tracker
 from bridge.testing import runner
 from bridge.testing.scenario import ScenarioError, load
 from compat import conformance
@@ -98,15 +99,58 @@ def twin_jobs(d: Path, scenarios: dict[str, Path],
             for name, path in scenarios.items() for role in roles]  # fmt: skip
 
 
-async def regenerate(d: Path, work: list[ab_cmd.Job], *, jobs: int, deadline: float
-                     ) -> list[ab_cmd.Outcome]:  # fmt: skip
-    """Run the twin jobs into ``d`` and record their durations in ``d/index.json``."""
+async def regenerate(d: Path, work: list[ab_cmd.Job], *, jobs: int, deadline: float,
+                     tracker: Tracker | None = None,
+                     known: conformance.Known | None = None) -> list[ab_cmd.Outcome]:  # fmt: skip
+    """Run the twin jobs into ``d`` and record their durations in ``d/index.json``; with a
+    ``tracker``, a one-line summary of each scenario once all its runs are done."""
     t0 = time.monotonic()
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    outcomes = await ab_cmd.run_jobs(work, limit=jobs, deadline=deadline)
+    finished: dict[int, ab_cmd.Outcome] = {}
+
+    async def on_done(i: int, o: ab_cmd.Outcome) -> None:
+        finished[i] = o
+        name = work[i].scenario.name
+        mine = [k for k, j in enumerate(work) if j.scenario.name == name]
+        if tracker is not None and all(k in finished for k in mine):
+            line = await trio.to_thread.run_sync(
+                scenario_line, name, [finished[k] for k in mine], known)
+            tracker.line(line)
+
+    outcomes = await ab_cmd.run_jobs(work, limit=jobs, deadline=deadline, tracker=tracker,
+                                     on_done=on_done)  # fmt: skip
+    if tracker is not None:
+        tracker.close()
     wall = time.monotonic() - t0
     await trio.to_thread.run_sync(_write_index, d, outcomes, started, wall, jobs)
     return outcomes
+
+
+def scenario_line(name: str, outcomes: list[ab_cmd.Outcome],
+                  known: conformance.Known | None) -> str:
+    """``bg-agent: claude 2.1.220 exit 0 24.1s · cbc-bridged … · bridged vs Claude: 12
+    differences, 0 unexplained`` (the comparison when both captures are there)."""
+    runs = []
+    caps: dict[str, Capture] = {}
+    for o in outcomes:
+        r, role = o.result, o.job.side.label
+        if r is None or o.error:
+            runs.append(f"{role}: {o.error}")
+            continue
+        ver = f" {r.backend_version}" if r.backend_version else ""
+        runs.append(f"{role}{ver} exit {r.exit} {r.duration:.1f}s")
+        try:
+            caps[role] = ab_cmd.read(o.job.out)
+        except (OSError, CaptureError):
+            pass
+    tail = ""
+    if known is not None and "claude" in caps and "cbc-bridged" in caps:
+        row = conformance.row(name, caps, known)
+        if row.bridged is not None:
+            n = len(row.bridged.diff.differences)
+            tail = (f" · bridged vs Claude: {n} difference{'s' * (n != 1)}, "
+                    f"{row.unexplained} unexplained")
+    return f"{name}: " + " · ".join(runs) + tail
 
 
 def _write_index(d: Path, outcomes: list[ab_cmd.Outcome], started: str, wall: float,
@@ -169,6 +213,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--deadline", type=float, default=ab_cmd.DEFAULT_DEADLINE,
                    help=f"seconds for the whole regeneration (default "
                         f"{ab_cmd.DEFAULT_DEADLINE:g})")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+                   help="also write the table as a self-contained HTML page, each scenario "
+                   "linking to its side-by-side report (in FILE's stem directory)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress on stderr while regenerating")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
@@ -195,8 +244,10 @@ def main(argv: list[str]) -> int:
                 return EXIT_ERROR
         todo = {n: all_names[n] for n in (args.only or all_names)}
         work = twin_jobs(args.captures, todo)
+        tracker = Tracker([(j.scenario.name, j.side.label) for j in work], quiet=args.quiet)
         outcomes = trio.run(lambda: regenerate(args.captures, work, jobs=args.jobs,
-                                               deadline=args.deadline))
+                                               deadline=args.deadline, tracker=tracker,
+                                               known=known))
         failed = [o for o in outcomes if not o.ok]
         for o in failed:
             _err(f"{o.job.out.name}: {o.error}")
@@ -233,6 +284,16 @@ def main(argv: list[str]) -> int:
             _err(f"{args.write_readme}: {e}")
             return EXIT_ERROR
         _err(f"wrote the table into {args.write_readme} and every difference into {details}")
+    if args.html:
+        from bridge.report import write_html_conformance
+
+        try:
+            written = write_html_conformance(args.html, rows, twin_files(args.captures),
+                                             known, source)  # fmt: skip
+        except (OSError, CaptureError) as e:
+            _err(f"{args.html}: {e}")
+            return EXIT_ERROR
+        _err(f"wrote {args.html} and {len(written) - 1} scenario report(s)")
     if args.json:
         print(render.to_json(rows, known))
     elif args.markdown:

@@ -24,6 +24,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("a", metavar="A", help="a capture, reference transcript or stdout dump")
     p.add_argument("b", metavar="B", help="the capture to compare it with (- reads stdin)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--html", metavar="FILE", default=None,
+                   help="also write the two sides side by side as a self-contained HTML page")
     p.add_argument("--keep-model", action="store_true", help="compare model names too")
     p.add_argument(
         "--strict",
@@ -55,6 +57,11 @@ def main(argv: list[str]) -> int:
                        strict=args.strict)  # fmt: skip
     result = diff(a, b, opts)
     names = ("stdin" if args.a == "-" else args.a, "stdin" if args.b == "-" else args.b)
+    if args.html:
+        from bridge.report import write_html_diff
+
+        if not write_html_diff(args.html, a, b, names, opts):
+            return EXIT_ERROR
     if args.json:
         print(to_json(result, names))
     else:

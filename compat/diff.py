@@ -80,9 +80,32 @@ class Difference:
 
 
 @attrs.frozen
+class Aligned:
+    """One thing the diff compared, for a report that shows the frames (``compat.report_html``):
+    a frame pair of a turn (or a frame present on one side), or a part of a task pair (its
+    lifecycle: no frames; a picked frame pair). ``base`` is the path after the turn label up
+    to the frame's keys; ``diffs`` index ``DiffResult.differences`` found there."""
+
+    turn: int
+    section: str  # "turn 2" / "after turn 3", or the task's name
+    label: str  # "assistant #2", "task_started", "lifecycle"
+    base: str
+    a: Frame | None
+    b: Frame | None
+    diffs: tuple[int, ...] = ()
+
+
+@attrs.frozen
+class Alignment:
+    units: list[Aligned]
+    tasks: list[tuple[str, Task | None, Task | None]]  # (name, A's, B's) as paired
+
+
+@attrs.frozen
 class DiffResult:
     differences: list[Difference]
     summary: dict[str, Any] = attrs.Factory(dict)
+    alignment: Alignment | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def equivalent(self) -> bool:
@@ -118,6 +141,13 @@ class _Differ:
         self.out: list[tuple[tuple[int, int, int], Difference]] = []
         self.turn_labels: dict[int, str] = {}
         self.group = 0  # turn frames first, then tasks, each in their order
+        self.units: list[Aligned] = []  # diffs: indices into out, until diff() sorts it
+
+    def unit(self, start: int, turn: int, section: str, label: str, base: str,
+             fa: Frame | None, fb: Frame | None) -> None:  # fmt: skip
+        """Record what was just compared (the differences ``out[start:]``)."""
+        u = Aligned(turn, section, label, base, fa, fb, tuple(range(start, len(self.out))))
+        self.units.append(u)
 
     def add(self, turn: int, path: str, a: Any, b: Any, kind: str) -> None:
         label = self.turn_labels.get(turn, f"turn {turn}")
@@ -154,6 +184,13 @@ class _Differ:
 
     def frame(self, turn: int, label: str, fa: Frame | None, fb: Frame | None,
               sub: str = "") -> None:  # fmt: skip
+        start = len(self.out)
+        self._frame(turn, label, fa, fb, sub)
+        section = self.turn_labels.get(turn, f"turn {turn}")
+        self.unit(start, turn, section, label, label + sub, fa, fb)
+
+    def _frame(self, turn: int, label: str, fa: Frame | None, fb: Frame | None,
+               sub: str) -> None:  # fmt: skip
         if fa is not None and fb is not None:
             self.values(turn, label + sub, fa.sig, "", fa.obj, fb.obj)
         elif fa is not None:
@@ -192,31 +229,40 @@ class _Differ:
             assert t is not None
             kind = "only-a" if a is not None else "only-b"
             shape = " → ".join(_shape(t, self.ignore))
+            start = len(self.out)
             self.add(t.start_turn(), name, shape if a else None, shape if b else None, kind)
+            self.unit(start, t.start_turn(), name, "lifecycle", name, None, None)
             return
         sa, sb = _shape(a, self.ignore), _shape(b, self.ignore)
+        start = len(self.out)
         if sa != sb:
             self.add(a.start_turn(), f"{name} / lifecycle", " → ".join(sa), " → ".join(sb),
                      "changed")  # fmt: skip
+        self.unit(start, a.start_turn(), name, "lifecycle", f"{name} / lifecycle", None, None)
         picks = [("task_started", 0), ("task_updated", -1), ("task_notification", -1)]
         for sub, at in picks:
             fa, fb = _pick(a, sub, at), _pick(b, sub, at)
             if fa is None or fb is None:
                 continue  # the lifecycle shape said so
+            start = len(self.out)
             if fa.turn != fb.turn:
                 self.add(fa.turn, f"{name} / {sub} (turn)", fa.turn, fb.turn, "changed")
             self.values(fa.turn, f"{name} / {sub}", fa.sig, "", fa.obj, fb.obj)
+            self.unit(start, fa.turn, name, sub, f"{name} / {sub}", fa, fb)
         pa, pb = _pick(a, "task_progress", -1), _pick(b, "task_progress", -1)
         if pa is not None and pb is not None:
             path = f"{name} / task_progress (final)"
             oa, ob = dict(pa.obj), dict(pb.obj)
             wa, wb = oa.pop("workflow_progress", None), ob.pop("workflow_progress", None)
+            start = len(self.out)
             self.values(pa.turn, path, pa.sig, "", oa, ob)
             self.progress(pa.turn, path, pa.sig, wa, wb)
+            self.unit(start, pa.turn, name, "task_progress (final)", path, pa, pb)
         snaps_a, snaps_b = a.frames(SNAPSHOT[7:]), b.frames(SNAPSHOT[7:])
         for i, (fa, fb) in enumerate(zip(snaps_a, snaps_b, strict=False), 1):
-            self.values(fa.turn, f"{name} / background_tasks_changed #{i}", fa.sig, "",
-                        fa.obj, fb.obj)  # fmt: skip
+            start, sub = len(self.out), f"background_tasks_changed #{i}"
+            self.values(fa.turn, f"{name} / {sub}", fa.sig, "", fa.obj, fb.obj)
+            self.unit(start, fa.turn, name, sub, f"{name} / {sub}", fa, fb)
 
     def progress(self, turn: int, path: str, sig: str, wa: Any, wb: Any) -> None:
         if not isinstance(wa, list) or not isinstance(wb, list):
@@ -341,17 +387,22 @@ def diff(a: Capture, b: Capture, options: DiffOptions | None = None) -> DiffResu
         d.turn(k, sa.turns[k - 1] if k <= len(sa.turns) else [],
                sb.turns[k - 1] if k <= len(sb.turns) else [])  # fmt: skip
     names: Counter[str] = Counter()
+    tasks: list[tuple[str, Task | None, Task | None]] = []
     for ta, tb in pairs:
         t = ta or tb
         assert t is not None
         name = f"task {t.type} {orjson.dumps(t.name).decode()}"
         names[name] += 1
-        d.task(name if names[name] == 1 else f"{name} #{names[name]}", ta, tb)
-    diffs = [x for _, x in sorted(d.out, key=lambda kv: kv[0])]
+        tasks.append((name if names[name] == 1 else f"{name} #{names[name]}", ta, tb))
+        d.task(tasks[-1][0], ta, tb)
+    order = sorted(range(len(d.out)), key=lambda i: d.out[i][0])
+    diffs = [d.out[i][1] for i in order]
+    at = {old: new for new, old in enumerate(order)}
+    units = [attrs.evolve(u, diffs=tuple(sorted(at[i] for i in u.diffs))) for u in d.units]
     summary = {"frames": [sa.frames, sb.frames], "turns": [sa.results, sb.results],
                "tasks": [len(sa.tasks), len(sb.tasks)],
                "kinds": dict(sorted(Counter(x.kind for x in diffs).items()))}  # fmt: skip
-    return DiffResult(diffs, summary)
+    return DiffResult(diffs, summary, Alignment(units, tasks))
 
 
 # -- output ------------------------------------------------------------------------------
