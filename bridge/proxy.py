@@ -97,12 +97,11 @@ def backend_command(
 def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
     told (``initialize-reply``), and under ``cbc-to-claude`` whether the client asked for
-    permission prompts over stdio (``permission-routing``) and named the session itself."""
+    permission prompts over stdio (``permission-routing``)."""
     engine.state.pid = os.getpid()
     if profile == "cbc-to-claude" and client_argv is not None:
         tr = translate_to_cbc(client_argv)
         engine.state.stdio_permissions = tr.stdio_permissions
-        engine.state.session_given = tr.session_given
 
 
 def backend_env(

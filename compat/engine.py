@@ -33,6 +33,7 @@ from compat.framing import DEFAULT_MAX_LINE, Line, LineSplitter, Oversize, Parti
 from compat.pipeline import Pipeline
 from compat.session import MAX_TASKS, SessionState
 from compat.stage import Context, Direction, Env, Stage
+from compat.stats import Stats
 
 Side = Literal["client", "backend"]
 _SOURCE: dict[Side, Direction] = {"client": "up", "backend": "down"}
@@ -69,31 +70,6 @@ class Log:
 
 
 Command = Write | CloseBackendInput | TerminateBackend | Log
-
-
-class Stats:
-    """Frames in/out per direction, per-rule counters, and the odd lines seen."""
-
-    def __init__(self) -> None:
-        self.frames: dict[str, Counter[str]] = {"up": Counter(), "down": Counter()}
-        self.rules: dict[str, Counter[str]] = {}
-        self.peak_buffer = 0
-
-    def rule(self, rule: str) -> Counter[str]:
-        c = self.rules.get(rule)
-        if c is None:
-            c = self.rules[rule] = Counter()
-        return c
-
-    def count(self, rule: str, what: str, n: int = 1) -> None:
-        self.rule(rule)[what] += n
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "frames": {d: dict(c) for d, c in self.frames.items()},
-            "rules": {r: dict(c) for r, c in sorted(self.rules.items()) if c},
-            "peak_buffer": self.peak_buffer,
-        }
 
 
 class Engine:
@@ -225,7 +201,7 @@ class Engine:
         after = {r: n for r, n in after.items() if n > 0}
         if after:
             self.stats.count("framing", "dropped-after-eof", sum(after.values()))
-            self._log("info", "framing", f"{sum(after.values())} frame(s) dropped after the "
+            self.log("info", "framing", f"{sum(after.values())} frame(s) dropped after the "
                       "client's EOF: " + ", ".join(f"{r} {n}" for r, n in sorted(after.items())))
 
     def exit_status(self) -> int | None:
@@ -252,17 +228,17 @@ class Engine:
         self.stats.peak_buffer = max(s.peak_buffer for s in self._splitters.values())
         return self.stats.as_dict()
 
-    # -- called by Context --------------------------------------------------------------
-    def _set_timer(self, stage: Stage, key: str, deadline: float) -> None:
+    # -- the Host protocol (compat.stage): called by Context only ---------------------------
+    def set_timer(self, stage: Stage, key: str, deadline: float) -> None:
         self._timers[(id(stage), key)] = (deadline, stage)
 
-    def _cancel_timer(self, stage: Stage, key: str) -> None:
+    def cancel_timer(self, stage: Stage, key: str) -> None:
         self._timers.pop((id(stage), key), None)
 
     def _deferring(self) -> list[tuple[Pipeline, Stage]]:
         return [(p, s) for p in self.pipelines.values() for s in p.stages if s.defers_eof]
 
-    def _release_eof(self, stage: Stage) -> None:
+    def release_eof(self, stage: Stage) -> None:
         self._eof_holds.discard(id(stage))
         if "client" in self._eof and not self._eof_holds:
             self._close()
@@ -273,24 +249,27 @@ class Engine:
             self._flush_pending()
             self._out.append(CloseBackendInput())
 
-    def _terminate(self, stage: Stage, reason: str) -> None:
+    def terminate(self, stage: Stage, reason: str) -> None:
         if not self._terminated and self.backend_status is None:
             self._terminated = True
-            self._log("info", stage.rule, f"terminating the backend: {reason}")
+            self.log("info", stage.rule, f"terminating the backend: {reason}")
             self._flush_pending()
             self._out.append(TerminateBackend(reason))
 
-    def _hold(self) -> None:
+    def set_exit_status(self, status: int | None) -> None:
+        self._exit_status = status
+
+    def hold(self) -> None:
         if self._current is not None:
             self._current.holding = True
 
-    def _emit_direct(self, direction: Direction, frame: Frame, rule: str) -> None:
+    def emit_direct(self, direction: Direction, frame: Frame, rule: str) -> None:
         if frame.synthesized_by is None:
             frame.synthesized_by = rule
         self.stats.rule(rule)["synthesized"] += 1
         self._write_frames(direction, [frame])
 
-    def _log(self, level: str, rule: str, message: str) -> None:
+    def log(self, level: str, rule: str, message: str) -> None:
         self._out.append(Log(level, rule, message))
 
     # -- internals ----------------------------------------------------------------------
@@ -316,10 +295,7 @@ class Engine:
         try:
             produced = hook(*args)
         except Exception as exc:
-            if pipeline.strict:
-                raise
-            self.stats.rule(stage.rule)["errors"] += 1
-            self._log("error", stage.rule, f"stage failed open ({type(exc).__name__}: {exc})")
+            pipeline.failed(stage, exc, self.ctx)  # the one fail-open path
             produced = None
         if produced:
             out = pipeline.run_from(stage, list(produced), self.ctx)
@@ -351,7 +327,7 @@ class Engine:
                 what = "not valid JSON"
             except UnicodeDecodeError:
                 what = "not valid UTF-8"
-            self._log(
+            self.log(
                 "warning",
                 "framing",
                 f"{side} sent a line that is {what} ({len(raw)} bytes); passed through unchanged",
@@ -363,7 +339,7 @@ class Engine:
         if type(ev) is Oversize:
             if ev.end:
                 self.stats.count("framing", f"oversize-{direction}")
-                self._log(
+                self.log(
                     "warning",
                     "framing",
                     f"{side} sent a line over the {self._splitters[side].max_line}-byte "
@@ -374,7 +350,7 @@ class Engine:
             self._pending[dest].append(ev.data)
         elif type(ev) is Partial:
             self.stats.count("framing", f"partial-{direction}")
-            self._log(
+            self.log(
                 "warning",
                 "framing",
                 f"{side} ended with a partial line ({len(ev.data)} bytes, no newline); "
@@ -398,7 +374,7 @@ class Engine:
         forgotten = self.state.forgotten_live
         if forgotten != self._forgotten_live:
             if not self._forgotten_live:
-                self._log("warning", "session", f"more than {MAX_TASKS} tasks open at once: "
+                self.log("warning", "session", f"more than {MAX_TASKS} tasks open at once: "
                           "the oldest live tasks are forgotten (counted: session "
                           "forgotten-live-tasks)")  # fmt: skip
             self.stats.count("session", "forgotten-live-tasks", forgotten - self._forgotten_live)

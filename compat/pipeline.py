@@ -50,13 +50,11 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from compat.frames import PROOF_ERRORS, UNKNOWN, Frame, Kind, prefix_kind, prove_kind
 from compat.stage import Context, Direction, Stage
-
-if TYPE_CHECKING:
-    from compat.engine import Stats
+from compat.stats import Stats
 
 #: one step of a plan: (stage index, stage, lazy, triggers to look for or None = wanted)
 Step = tuple[int, Stage, bool, tuple[bytes, ...] | None]
@@ -90,14 +88,10 @@ class Pipeline:
         self._invalid = [i for i, s in enumerate(self.stages) if s.invalid]
         #: per kind: the indexes of the stages that are cold for it now (see "Cold steps")
         self._cold: dict[Kind, frozenset[int]] = {}
-        self._coolers = [
-            (i, s)
-            for i, s in enumerate(self.stages)
-            if hasattr(s, "cold") and getattr(s, "lazy", False)  # (only a lazy stage can be)
-        ]
+        self._coolers = [(i, s) for i, s in enumerate(self.stages) if s.cools]
         #: per kind: the coolers interested in it
-        self._kind_coolers: dict[Kind, tuple[tuple[int, Any], ...]] = {}
-        self._pure = frozenset(i for i, s in enumerate(self.stages) if getattr(s, "pure", False))
+        self._kind_coolers: dict[Kind, tuple[tuple[int, Stage], ...]] = {}
+        self._pure = frozenset(i for i, s in enumerate(self.stages) if s.pure)
         #: per kind: the steps of a fast line, None when it must take the frame way
         self._fast: dict[Kind, tuple[FastStep, ...] | None] = {}
         #: cold steps and fast lines on (tests switch them off to compare with the
@@ -114,11 +108,10 @@ class Pipeline:
     def _plan(self, kind: Kind) -> Plan:
         steps: list[Step] = []
         for i, s in enumerate(self.stages):
-            lazy = bool(getattr(s, "lazy", False))
             if s.interested(*kind):
-                steps.append((i, s, lazy, None))
+                steps.append((i, s, s.lazy, None))
             elif s.triggers:
-                steps.append((i, s, lazy, s.triggers))
+                steps.append((i, s, s.lazy, s.triggers))
         plan = tuple(
             tuple(step for step in steps if step[0] >= start)
             for start in range(len(self.stages) + 1)
@@ -310,7 +303,7 @@ class Pipeline:
             try:
                 result = stage.on_frame(frame, ctx)
             except Exception as exc:
-                self._failed(stage, exc, ctx)
+                self.failed(stage, exc, ctx)
                 continue
             if result is None:
                 continue
@@ -345,7 +338,7 @@ class Pipeline:
             try:
                 result = stage.on_frame(frame, ctx)
             except Exception as exc:
-                self._failed(stage, exc, ctx)
+                self.failed(stage, exc, ctx)
                 continue
             if result is not None:
                 self._account(stage.rule, frame, result)
@@ -354,8 +347,10 @@ class Pipeline:
                 return
         out.append(frame)
 
-    def _failed(self, stage: Stage, exc: Exception, ctx: Context) -> None:
-        """Fail open: count and log it, the frame goes on unchanged (tests: raise)."""
+    def failed(self, stage: Stage, exc: Exception, ctx: Context) -> None:
+        """Fail open, for every call into a stage (frames here, hooks and timers in the
+        engine): count it as the rule's ``errors`` and log it; the frame goes on unchanged
+        (``strict``, in tests: raise)."""
         if self.strict:
             raise exc
         self.stats.rule(stage.rule)["errors"] += 1

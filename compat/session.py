@@ -157,16 +157,11 @@ class SessionState:
     model: str | None = None
     tool_uses: dict[str, ToolUse] = attrs.Factory(dict)
     tasks: dict[str, TaskInfo] = attrs.Factory(dict)
-    #: a turn is running (between a user line and its ``result``)
-    in_turn: bool = False
-    turns: int = 0
     #: engine time of the last ``result`` cbc wrote (``session``; ``user-line``'s settle)
     result_at: float | None = None
-    #: launch facts ``bridge/proxy.py`` copies from ``compat.argv.Translation``: the client
-    #: passed ``--permission-prompt-tool stdio`` (permission-routing); it named the session
-    #: itself (--resume/--continue/--session-id)
+    #: a launch fact ``bridge/proxy.py`` copies from ``compat.argv.Translation``: the client
+    #: passed ``--permission-prompt-tool stdio`` (permission-routing)
     stdio_permissions: bool = False
-    session_given: bool = False
     #: the pid the client is told in the initialize reply (the bridge's own; 0 unknown)
     pid: int = 0
     control: ControlState = attrs.Factory(ControlState)

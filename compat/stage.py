@@ -19,7 +19,7 @@ through ``ctx.env``, which the I/O side (or a test) supplies.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import attrs
 
@@ -27,6 +27,7 @@ from compat.frames import Frame
 
 if TYPE_CHECKING:
     from compat.session import SessionState
+    from compat.stats import Stats
 
 Direction = Literal["up", "down"]  # up: client -> backend; down: backend -> client
 Output = Sequence[Frame] | None
@@ -48,10 +49,26 @@ class Env:
     target_version: str = "2.1.220"
 
 
+class Host(Protocol):
+    """What a ``Context`` asks of its engine (``compat.engine.Engine`` implements it); a
+    stage reaches the engine only through ``Context``, never directly."""
+
+    stats: Stats
+
+    def set_timer(self, stage: Stage, key: str, deadline: float) -> None: ...
+    def cancel_timer(self, stage: Stage, key: str) -> None: ...
+    def emit_direct(self, direction: Direction, frame: Frame, rule: str) -> None: ...
+    def hold(self) -> None: ...
+    def release_eof(self, stage: Stage) -> None: ...
+    def terminate(self, stage: Stage, reason: str) -> None: ...
+    def set_exit_status(self, status: int | None) -> None: ...
+    def log(self, level: str, rule: str, message: str) -> None: ...
+
+
 class Context:
     """Handed to every stage call; owned by the engine."""
 
-    def __init__(self, engine: Any, env: Env, state: SessionState) -> None:
+    def __init__(self, engine: Host, env: Env, state: SessionState) -> None:
         self._engine = engine
         self.env = env
         self.state = state
@@ -62,38 +79,38 @@ class Context:
         return self.env.epoch_ms + int(self.now * 1000)
 
     def set_timer(self, stage: Stage, key: str, delay: float) -> None:
-        self._engine._set_timer(stage, key, self.now + max(0.0, delay))
+        self._engine.set_timer(stage, key, self.now + max(0.0, delay))
 
     def cancel_timer(self, stage: Stage, key: str) -> None:
-        self._engine._cancel_timer(stage, key)
+        self._engine.cancel_timer(stage, key)
 
     # -- side channels ----------------------------------------------------------------
     def emit(self, direction: Direction, frame: Frame, rule: str) -> None:
         """Write a frame straight to one side, bypassing the pipeline (e.g. answering a
         control request locally). Counted as synthesized by ``rule``."""
-        self._engine._emit_direct(direction, frame, rule)
+        self._engine.emit_direct(direction, frame, rule)
 
     def hold(self) -> None:
         """Say that the frame the stage is returning ``()`` for is kept to be released
         later (counted as held, not dropped)."""
-        self._engine._hold()
+        self._engine.hold()
 
     # -- the backend process (rule eof-wind-down) ------------------------------------
     def close_backend_input(self, stage: Stage) -> None:
         """A ``defers_eof`` stage is done with the client's EOF: once every such stage
         said so, the engine closes the backend's stdin (``CloseBackendInput``)."""
-        self._engine._release_eof(stage)
+        self._engine.release_eof(stage)
 
     def terminate_backend(self, stage: Stage, reason: str) -> None:
         """Ask the I/O side to end the backend (SIGTERM, then SIGKILL; ``TerminateBackend``)."""
-        self._engine._terminate(stage, reason)
+        self._engine.terminate(stage, reason)
 
     def set_exit_status(self, status: int | None) -> None:
         """The status the bridge exits with (``Engine.exit_status``); None: the backend's."""
-        self._engine._exit_status = status
+        self._engine.set_exit_status(status)
 
     def log(self, rule: str, message: str, level: str = "info") -> None:
-        self._engine._log(level, rule, message)
+        self._engine.log(level, rule, message)
 
     def count(self, rule: str, what: str, n: int = 1) -> None:
         self._engine.stats.count(rule, what, n)
@@ -125,11 +142,30 @@ class Stage:
     #: the client's EOF does not close the backend's stdin until this stage calls
     #: ``ctx.close_backend_input(self)`` (``on_client_eof`` is called at the EOF)
     defers_eof: ClassVar[bool] = False
+    #: ``on_frame`` may get an unparsed frame: it decides from ``kind()`` and ``raw`` when it
+    #: can, and treats an ``obj`` that is not a dict as "pass unchanged" (a stage that is not
+    #: lazy only ever sees parsed JSON objects)
+    lazy: ClassVar[bool] = False
+    #: its calls change nothing that other stages (or any stage's ``cold``) read: the
+    #: pipeline keeps its cold-step and fast-line answers across them
+    pure: ClassVar[bool] = False
     #: ``on_raw`` stands for ``on_frame`` on an unparsed wire line (``compat.pipeline``
     #: "Fast lines"; only for a ``lazy`` and ``pure`` stage)
     raw_pass: ClassVar[bool] = False
+    #: set for a class that overrides ``cold`` (by ``__init_subclass__``; never by hand)
+    cools: ClassVar[bool] = False
 
     mode: str = attrs.field(default="", kw_only=True)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The flags are checked where a rule is declared, not found out at run time."""
+        super().__init_subclass__(**kwargs)
+        cls.cools = cls.cold is not Stage.cold
+        if cls.cools and not cls.lazy:
+            raise TypeError(f"{cls.__name__}: only a lazy stage can be cold (it is asked "
+                            "about unparsed frames)")  # fmt: skip
+        if cls.raw_pass and not (cls.lazy and cls.pure):
+            raise TypeError(f"{cls.__name__}: raw_pass needs lazy and pure")
 
     def __attrs_post_init__(self) -> None:
         if not self.mode:
@@ -147,6 +183,12 @@ class Stage:
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         return None
+
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """(lazy stages) True when an unparsed frame of ``kind`` would pass this stage
+        untouched and change nothing, as the stage's state stands: the pipeline then skips
+        the call (``compat.pipeline`` "Cold steps")."""
+        return False
 
     def on_raw(self, raw: bytes) -> bytes | None:
         """(``raw_pass`` stages) what ``on_frame`` makes of the unparsed wire line ``raw``,

@@ -53,15 +53,12 @@ class SessionStage(Stage):
                                 )
                             )
         elif t == "result":
-            state.in_turn = False
             state.result_at = ctx.now
         else:  # system/init
             sid = obj.get("session_id")
             if state.session_id is None and isinstance(sid, str):
                 state.session_id = sid
             if sid == state.session_id:
-                state.in_turn = True
-                state.turns += 1
                 cwd, model = obj.get("cwd"), obj.get("model")
                 if isinstance(cwd, str) and cwd:
                     state.cwd = cwd

@@ -215,8 +215,7 @@ class ResultShape(Stage):
             new["num_turns"] = 1 + self._user_messages
             if "stop_reason" not in obj:
                 new["stop_reason"] = self._stop_reason()
-            control = getattr(ctx.state, "control", None)
-            if control is not None and not control.turn_from_client and "origin" not in new:
+            if not ctx.state.control.turn_from_client and "origin" not in new:
                 new["origin"] = {"kind": "task-notification"}
         for key, value in RESULT_FEATURES.items():
             new.setdefault(key, value)
@@ -279,8 +278,7 @@ class ResultShape(Stage):
 
     def _denials(self, listed: Any, ctx: Context) -> list[Any]:
         out = list(listed) if isinstance(listed, list) else []
-        control = getattr(ctx.state, "control", None)
-        recorded = getattr(control, "permission_denials", None)
+        recorded = ctx.state.control.permission_denials
         if not recorded:
             return out
         known = {d.get("tool_use_id") for d in out if isinstance(d, dict)}

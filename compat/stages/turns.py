@@ -68,9 +68,7 @@ def is_interrupt_receipt(obj: dict[str, Any], ctx: Context) -> bool:
     resp = obj.get("response")
     if not isinstance(resp, dict) or resp.get("subtype") != "success":
         return False
-    control = getattr(ctx.state, "control", None)
-    interrupts = getattr(control, "interrupts", None)
-    if isinstance(interrupts, dict) and str_at(resp, "request_id") in interrupts:
+    if str_at(resp, "request_id") in ctx.state.control.interrupts:
         return True
     body = resp.get("response")
     return isinstance(body, dict) and ("interrupted" in body or "still_queued" in body)

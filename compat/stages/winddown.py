@@ -247,9 +247,7 @@ class EofWindDown(Stage):
     def _pending_lines(self, ctx: Context) -> int:
         if self._ignore_pending:
             return 0
-        control = getattr(ctx.state, "control", None)
-        pending = getattr(control, "pending_user", None)
-        n = len(pending) if pending is not None else 0
+        n = len(ctx.state.control.pending_user)
         if not n:
             self._folded = False
         return n
@@ -258,12 +256,10 @@ class EofWindDown(Stage):
     def on_client_eof(self, ctx: Context) -> Output:
         self._eof = True
         self._phase = self._phase.to(Phase.WAITING)
-        control = getattr(ctx.state, "control", None)
-        pending = getattr(control, "permissions", None)
-        if isinstance(pending, dict):  # prompts forwarded to the client, never answered
-            for rid in list(pending):
-                self._answer(ctx, rid, "can_use_tool")
-            pending.clear()
+        pending = ctx.state.control.permissions  # prompts forwarded, never answered
+        for rid in list(pending):
+            self._answer(ctx, rid, "can_use_tool")
+        pending.clear()
         ctx.set_timer(self, "ceiling", max(0.0, self.ceiling))
         ctx.log(self.rule, "client EOF: finishing the turn and background work before "
                 "closing the backend's stdin", "debug")  # fmt: skip
