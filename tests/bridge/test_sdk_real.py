@@ -190,7 +190,7 @@ async def test_sdk_query_ends_at_its_result_and_the_session_resumes(
     """After the client's EOF and the last result, with nothing running, Claude exits at
     once; cbc lingers up to ~20 s after its stdin closes, so the bridge ends it
     (eof-wind-down close_wait, 0.2 s). Ending it so must not lose the session: a second
-    run resumes it, and cbc sends the model the first run's exchange."""
+    run resumes it: cbc replays the first run's exchange."""
     s = await open_session("simple-success", cbc, tmp_path, nursery)
     ends: list[float] = []
     sid = None
@@ -205,14 +205,19 @@ async def test_sdk_query_ends_at_its_result_and_the_session_resumes(
                 ends.append(trio.current_time() - result_at)
             first = len(s.server.log)
             s.opts.resume = sid
-            async for _ in query(prompt="which word?", options=s.opts):
-                pass
+            replayed: list[Any] = []
+            async for m in query(prompt="which word?", options=s.opts):
+                replayed.append(m)
     finally:
         runner.sweep(s.mark)
     # each query() ended well before the old 1 s settle + 3 s close_wait (measured 1.04 to
-    # 4.06 s before); typically ~0.25 s
+    # 4.06 s before); typically ~0.1 s
     assert max(ends) < 1.0, ends
-    resumed = [e for e in s.server.log[first:] if "which word?" in str(e.get("latest", ""))]
-    assert resumed, s.server.log[first:]
-    first_req = s.server.log[0]
-    assert resumed[-1]["n_messages"] > first_req["n_messages"]  # the history came along
+    # the resumed session holds the first run's exchange, so the session file was complete
+    # when cbc was terminated: cbc either replays that history first (it does so on some
+    # runs) or sends it to the model with the new line
+    history = any("PAPAYA" in repr(getattr(m, "content", "")) for m in replayed)
+    asked = [e for e in s.server.log[first:] if "which word?" in str(e.get("latest", ""))]
+    with_history = any(e["n_messages"] > s.server.log[0]["n_messages"] for e in asked)
+    assert history or with_history, (replayed, s.server.log[first:])
+    assert any(isinstance(m, ResultMessage) for m in replayed)
