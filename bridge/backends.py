@@ -119,6 +119,13 @@ def lookup(name: str, *, dir: Path | None = None, env: Mapping[str, str] | None 
     return None, tried
 
 
+def installed_in(name: str, d: Path) -> list[str] | None:
+    """The backend ``install`` put into cache ``d``, and nothing else (no PATH, no
+    package)."""
+    exe = _claude_in(d) if name == "claude" else _cbc_in(d)
+    return [str(exe)] if exe is not None else None
+
+
 def find_backend(name: str, *, dir: Path | None = None,
                  env: Mapping[str, str] | None = None) -> list[str] | None:
     """The argv prefix that starts backend ``name`` ("claude" or "cbc"), or None

@@ -104,10 +104,10 @@ def provide(name: str, package_version: str, cache: Path,
             install: Callable[..., int] = backends.install) -> list[str]:
     """The candidate's argv, installed first when its directory does not hold it."""
     d = candidate_dir(name, package_version, cache)
-    found = backends.find_backend(name, dir=d, env={"PATH": ""})
+    found = backends.installed_in(name, d)
     if found is None:
         rc = install(d, (name,), version={name: package_version})
-        found = backends.find_backend(name, dir=d, env={"PATH": ""}) if rc == 0 else None
+        found = backends.installed_in(name, d) if rc == 0 else None
         if found is None:
             spec = versions.spec_for(versions.BACKENDS[name], package_version)
             raise DriftError(f"installing {spec} into {d} failed (status {rc})")
@@ -259,6 +259,13 @@ def scenario_files(names: str | None) -> list[Path]:
 
 
 def main(argv: list[str]) -> int:
+    try:
+        return _main(argv)
+    except SystemExit as e:  # a usage error (Parser.error): its line is printed, exit 2
+        return int(e.code or 0)
+
+
+def _main(argv: list[str]) -> int:
     p = Parser(prog="ccbridge drift", description="run the newest Claude Code and cbc on the "
                "scenarios and report what changed against the verified versions")
     p.add_argument("--only", choices=backends.NAMES, action="append", default=None)
