@@ -28,9 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from bridge.cli import Parser
+from compat import versions
 
-CLAUDE_PACKAGE = "@anthropic-ai/claude-code@2.1.220"
-CBC_PACKAGE = "codebuddy-agent-sdk==0.3.274"
+#: the verified versions (compat.versions): what ``install`` installs unless told otherwise
+CLAUDE_PACKAGE = versions.CLAUDE.spec
+CBC_PACKAGE = versions.CBC.spec
 NAMES = ("claude", "cbc")
 #: names a cbc binary goes by on PATH
 CBC_EXECUTABLES = ("codebuddy-headless", "codebuddy", "cbc")
@@ -117,6 +119,13 @@ def lookup(name: str, *, dir: Path | None = None, env: Mapping[str, str] | None 
     return None, tried
 
 
+def installed_in(name: str, d: Path) -> list[str] | None:
+    """The backend ``install`` put into cache ``d``, and nothing else (no PATH, no
+    package)."""
+    exe = _claude_in(d) if name == "claude" else _cbc_in(d)
+    return [str(exe)] if exe is not None else None
+
+
 def find_backend(name: str, *, dir: Path | None = None,
                  env: Mapping[str, str] | None = None) -> list[str] | None:
     """The argv prefix that starts backend ``name`` ("claude" or "cbc"), or None
@@ -133,8 +142,17 @@ def _run(argv: Sequence[str]) -> int:
         return 127
 
 
-def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run) -> int:
-    """Install the pinned backends into ``d``; the first failure's status, else 0."""
+def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run,
+            version: Mapping[str, str] | None = None) -> int:
+    """Install the backends into ``d``: the verified ones (``compat.versions``), or for a
+    name in ``version`` that package version (``{"claude": "2.1.332"}``: npm's version of
+    ``@anthropic-ai/claude-code``; for cbc the ``codebuddy-agent-sdk`` version). The first
+    failure's status, else 0."""
+    version = version or {}
+    cbc_spec = versions.spec_for(versions.CBC, version["cbc"]) if "cbc" in version \
+        else CBC_PACKAGE
+    claude_spec = versions.spec_for(versions.CLAUDE, version["claude"]) \
+        if "claude" in version else CLAUDE_PACKAGE
     d.mkdir(parents=True, exist_ok=True)
     if "cbc" in only:
         venv = d / "cbc-venv"
@@ -143,7 +161,7 @@ def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run) -> int:
             if rc:
                 return rc
         rc = run([str(venv / "bin/python"), "-m", "pip", "install", "--disable-pip-version-check",
-                  "--quiet", CBC_PACKAGE])
+                  "--quiet", cbc_spec])
         if rc:
             return rc
     if "claude" in only:
@@ -153,7 +171,7 @@ def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run) -> int:
                   "Node.js >= 18 runs its installer)", file=sys.stderr)
             return 127
         rc = run([npm, "install", "--prefix", str(d / "claude"), "--no-audit", "--no-fund",
-                  "--loglevel", "error", CLAUDE_PACKAGE])
+                  "--loglevel", "error", claude_spec])
         if rc:
             return rc
     for name in only:

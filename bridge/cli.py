@@ -42,6 +42,8 @@ OPTIONAL = {
     "conformance": ("the Claude-vs-bridged-cbc conformance table (and its twin captures)",
                     "bridge.conformance_cmd"),
     "backends": ("install or list the real backends", "bridge.backends"),
+    "drift": ("run the newest Claude Code and cbc on the scenarios: what changed against "
+              "the verified versions", "bridge.drift_cmd"),
     "demo": ("replay a bundled cbc capture through the bridge to an example client",
              "bridge.demo"),
 }

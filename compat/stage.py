@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import attrs
 
 from compat.frames import Frame
+from compat.versions import TARGET_CLAUDE_VERSION
 
 if TYPE_CHECKING:
     from compat.session import SessionState
@@ -46,7 +47,7 @@ class Env:
     #: milliseconds since the Unix epoch at engine time 0.0 (for ``end_time`` stamps)
     epoch_ms: int = 0
     #: the Claude Code version the stream is made to look like
-    target_version: str = "2.1.220"
+    target_version: str = TARGET_CLAUDE_VERSION
 
 
 class Host(Protocol):

@@ -1,0 +1,379 @@
+"""``ccbridge drift [--only claude|cbc] [--scenarios NAME,...] [--skip-install] [--json]``:
+has Claude Code or cbc changed under the bridge? (issue 14)
+
+For each backend: the newest version its registry offers (``npm view
+@anthropic-ai/claude-code version``; ``pip index versions codebuddy-agent-sdk``) or the
+one given (``--claude-version``, ``--cbc-version``: package versions), installed into the
+backends cache (``<cache>/drift/<name>-<version>``; the verified version's own cache when it
+is that one), or with ``--skip-install`` whatever ``ccbridge backends`` finds, or the binary
+``--claude-bin`` / ``--cbc-bin`` names. Then the scenario corpus (``scenarios/*.toml``, or
+``--scenarios``) runs on it (``bridge.ab_cmd.run_jobs``: Claude raw; cbc raw and through the
+bridge) and ``compat.drift`` compares what it wrote with the committed twins of the verified
+versions (``captures/twins/<scenario>.claude.jsonl`` / ``.cbc-raw.jsonl``) and its ``--help``
+with the verified one's (``captures/reference/<name>-<version>/help.txt``). The bridged cbc
+runs get the contract check and the conformance diff against the Claude twin, each
+difference given its reason from the known differences.
+
+Exit 0: nothing new; 1: something the rules do not know appeared (a new frame kind, field,
+value, order, option or subcommand; an unexplained difference or a contract violation of
+the bridged cbc); 2: an error (a registry or an install failed, a run did not finish).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+import orjson
+import trio
+
+from bridge import backends
+from bridge.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, run_jobs
+from bridge.cli import Parser
+from bridge.progress import Progress as Tracker
+from bridge.testing import runner
+from bridge.testing.scenario import ScenarioError, load
+from compat import drift, versions
+from compat.capture import Capture, CaptureError, parse
+from compat.contract import escape
+
+EXIT_OK, EXIT_UNKNOWN, EXIT_ERROR = 0, 1, 2
+REPO = runner.REPO
+TWINS = REPO / "captures" / "twins"
+REFERENCE = REPO / "captures" / "reference"
+#: the twin role that holds each backend's own output
+TWIN_ROLE = {"claude": "claude", "cbc": "cbc-raw"}
+BRIDGE_PROFILE = "cbc-to-claude"
+#: a registry or --version/--help that has not answered by then has failed
+COMMAND_TIMEOUT = 120.0
+
+#: run a command, return (status, stdout); injectable for the tests
+Command = Callable[[Sequence[str]], tuple[int, str]]
+
+
+class DriftError(RuntimeError):
+    pass
+
+
+def _command(argv: Sequence[str]) -> tuple[int, str]:
+    try:
+        p = subprocess.run(list(argv), capture_output=True, text=True, check=False,
+                           timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return 127, str(e)
+    return p.returncode, p.stdout
+
+
+# -- the registries ----------------------------------------------------------------------
+
+
+def newest(name: str, command: Command = _command) -> str:
+    """The newest package version the registry offers for backend ``name``."""
+    v = versions.BACKENDS[name]
+    if v.registry == "npm":
+        rc, out = command(["npm", "view", v.package, "version"])
+        text = out.strip().splitlines()[-1].strip() if out.strip() else ""
+    else:
+        rc, out = command([sys.executable, "-m", "pip", "index", "versions", v.package,
+                           "--disable-pip-version-check"])
+        # "codebuddy-agent-sdk (0.3.274)" then "Available versions: ..."
+        first = out.strip().splitlines()[0] if out.strip() else ""
+        text = first.partition("(")[2].partition(")")[0].strip()
+    if rc != 0 or not text or versions.parse_version(text) is None:
+        raise DriftError(f"cannot read the newest {v.package} from {v.registry} "
+                         f"(status {rc}: {out.strip()[:200]!r})")
+    return text
+
+
+def candidate_dir(name: str, package_version: str, cache: Path) -> Path:
+    """Where a candidate is installed: the verified version's own cache, else a directory
+    of its own under ``<cache>/drift`` (the verified install is never replaced)."""
+    if package_version == versions.BACKENDS[name].package_version:
+        return cache
+    return cache / "drift" / f"{name}-{package_version}"
+
+
+def provide(name: str, package_version: str, cache: Path,
+            install: Callable[..., int] = backends.install) -> list[str]:
+    """The candidate's argv, installed first when its directory does not hold it."""
+    d = candidate_dir(name, package_version, cache)
+    found = backends.installed_in(name, d)
+    if found is None:
+        rc = install(d, (name,), version={name: package_version})
+        found = backends.installed_in(name, d) if rc == 0 else None
+        if found is None:
+            spec = versions.spec_for(versions.BACKENDS[name], package_version)
+            raise DriftError(f"installing {spec} into {d} failed (status {rc})")
+    return found
+
+
+def read_cli(argv: Sequence[str], command: Command = _command) -> tuple[str | None, str]:
+    """(the version ``--version`` reports, the ``--help`` text) of a CLI."""
+    rc, out = command([*argv, "--version"])
+    version = versions.parse_version(out) if rc == 0 else None
+    rc, help_text = command([*argv, "--help"])
+    return version, help_text if rc == 0 else ""
+
+
+# -- the verified baseline ---------------------------------------------------------------
+
+
+def read_capture(path: Path) -> Capture:
+    return parse(path.read_bytes().split(b"\n"))
+
+
+def verified_help(name: str) -> drift.Help:
+    v = versions.BACKENDS[name]
+    return drift.parse_help((REFERENCE / f"{name}-{v.version}" / "help.txt").read_text())
+
+
+def known_vocabulary(name: str) -> drift.Vocabulary:
+    """Everything the verified version was seen writing: its twins and its reference
+    captures."""
+    v = versions.BACKENDS[name]
+    paths = sorted(TWINS.glob(f"*.{TWIN_ROLE[name]}.jsonl"))
+    paths += sorted((REFERENCE / f"{name}-{v.version}").glob("*.transcript.jsonl"))
+    return drift.merged(drift.vocabulary(read_capture(p)) for p in paths)
+
+
+def twin(scenario: str, role: str) -> Path:
+    return TWINS / f"{scenario}.{role}.jsonl"
+
+
+# -- the analysis of the runs (no process) -----------------------------------------------
+
+
+@attrs.frozen
+class Bridged:
+    scenario: str
+    differences: int
+    unexplained: list[str]
+    violations: list[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return attrs.asdict(self)
+
+
+def analyse(name: str, candidate_version: str | None, captures: dict[str, Path],
+            help_text: str | None, errors: Sequence[str] = ()) -> drift.Report:
+    """Backend ``name``'s drift: ``captures`` its raw runs, by scenario."""
+    v = versions.BACKENDS[name]
+    pairs = []
+    notes = list(errors)
+    if candidate_version is not None and not versions.is_verified(name, candidate_version):
+        notes.append(f"{name} {candidate_version} is not a verified version "
+                     f"(verified: {v.version})")
+    for scen, path in sorted(captures.items()):
+        base = twin(scen, TWIN_ROLE[name])
+        if not base.is_file():
+            notes.append(f"{scen}: no committed twin {base.name} to compare with")
+            continue
+        pairs.append((scen, drift.vocabulary(read_capture(base)),
+                      drift.vocabulary(read_capture(path))))
+    helps = (verified_help(name), drift.parse_help(help_text)) if help_text else None
+    if not help_text:
+        notes.append(f"{name} --help gave nothing to compare")
+    return drift.report(name, v.version, candidate_version, pairs, known=known_vocabulary(name),
+                        help_pair=helps, notes=notes)
+
+
+def analyse_bridged(captures: dict[str, Path]) -> list[Bridged]:
+    """The bridged cbc runs against the committed Claude twins: every difference without a
+    known reason, every contract violation."""
+    from compat import conformance
+
+    known = load_known_default()
+    out = []
+    for scen, path in sorted(captures.items()):
+        claude = twin(scen, "claude")
+        if not claude.is_file():
+            continue
+        cmp = conformance.explain(conformance.compare(read_capture(claude),
+                                                      read_capture(path)), scen, known)
+        out.append(Bridged(scen, len(cmp.diff.differences),
+                           [f"{i.path}: {i.reason}" for i in cmp.unexplained],
+                           [f"[{v.rule}] {v.message}" for v in cmp.violations_b]))
+    return out
+
+
+def exit_status(reports: Sequence[drift.Report], bridged: Sequence[Bridged],
+                errors: Sequence[str]) -> int:
+    if errors:
+        return EXIT_ERROR
+    if any(r.unknown for r in reports) or any(b.unexplained or b.violations for b in bridged):
+        return EXIT_UNKNOWN
+    return EXIT_OK
+
+
+def format_text(reports: Sequence[drift.Report], bridged: Sequence[Bridged],
+                errors: Sequence[str]) -> str:
+    out = drift.format_text(reports) if reports else ""
+    if bridged:
+        bad = [b for b in bridged if b.unexplained or b.violations]
+        out += (f"== cbc through the bridge against the Claude twins: "
+                f"{'DOES NOT CONFORM' if bad else 'conforms'} "
+                f"({len(bridged) - len(bad)}/{len(bridged)} scenarios with every difference "
+                "explained and no contract violation)\n")
+        for b in bad:
+            out += f"  {escape(b.scenario)}: {len(b.unexplained)} unexplained, " \
+                   f"{len(b.violations)} contract violation(s)\n"
+            for line in (b.unexplained + b.violations)[:10]:
+                out += f"    {escape(line)}\n"
+    for e in errors:
+        out += f"error: {escape(e)}\n"
+    status = exit_status(reports, bridged, errors)
+    out += ("verdict: " + ("nothing the rules do not know" if status == EXIT_OK else
+                           "something the rules do not know appeared" if status == EXIT_UNKNOWN
+                           else "incomplete (errors above)") + "\n")
+    return out
+
+
+def to_json(reports: Sequence[drift.Report], bridged: Sequence[Bridged],
+            errors: Sequence[str], out_dir: Path | None) -> str:
+    doc = {"verified": {n: v.version for n, v in versions.BACKENDS.items()},
+           "exit": exit_status(reports, bridged, errors),
+           "backends": [r.to_dict() for r in reports],
+           "bridged": [b.to_dict() for b in bridged], "errors": list(errors),
+           "out": str(out_dir) if out_dir else None}
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+
+
+# -- the command -------------------------------------------------------------------------
+
+
+def scenario_files(names: str | None) -> list[Path]:
+    if not names:
+        return sorted(SCENARIOS.glob("*.toml"))
+    files = []
+    for n in (x.strip() for x in names.split(",") if x.strip()):
+        p = Path(n)
+        files.append(p if p.suffix == ".toml" else SCENARIOS / f"{n}.toml")
+    return files
+
+
+def main(argv: list[str]) -> int:
+    try:
+        return _main(argv)
+    except SystemExit as e:  # a usage error (Parser.error): its line is printed, exit 2
+        return int(e.code or 0)
+
+
+def _main(argv: list[str]) -> int:
+    p = Parser(prog="ccbridge drift", description="run the newest Claude Code and cbc on the "
+               "scenarios and report what changed against the verified versions")
+    p.add_argument("--only", choices=backends.NAMES, action="append", default=None)
+    p.add_argument("--scenarios", metavar="NAME,...", default=None,
+                   help="scenario names or files (default: every scenarios/*.toml)")
+    p.add_argument("--skip-install", action="store_true",
+                   help="install nothing: use what `ccbridge backends list` finds")
+    for n in backends.NAMES:
+        p.add_argument(f"--{n}-version", metavar="VERSION", default=None,
+                       help=f"the {versions.BACKENDS[n].package} version (default: the "
+                       "registry's newest)")
+        p.add_argument(f"--{n}-bin", metavar="CMD", default=None,
+                       help=f"run this {n} binary (a command line) instead")
+    p.add_argument("--dir", type=Path, default=None, help="the backends cache")
+    p.add_argument("--out", metavar="DIR", default=None, help="where the captures go")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    p.add_argument("--jobs", type=int, default=2, help="CLIs running at once (default 2)")
+    p.add_argument("--deadline", type=float, default=3600.0,
+                   help="seconds for every run (default 3600)")
+    args = p.parse_args(argv)
+    if args.jobs < 1 or args.deadline <= 0:
+        p.error("--jobs and --deadline must be positive")
+    names = tuple(args.only or backends.NAMES)
+    files = scenario_files(args.scenarios)
+    try:
+        scenarios = [(f, load(f)) for f in files]
+    except (ScenarioError, OSError) as e:
+        p.error(str(e))
+    cache = args.dir if args.dir is not None else backends.cache_dir()
+
+    def say(msg: str) -> None:
+        if not args.quiet:
+            print(f"ccbridge drift: {escape(msg)}", file=sys.stderr, flush=True)
+
+    errors: list[str] = []
+    cands: dict[str, tuple[list[str], str | None, str]] = {}
+    for n in names:
+        try:
+            cands[n] = _candidate(n, args, cache, say)
+        except DriftError as e:
+            errors.append(str(e))
+    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ccbridge-drift-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    say(f"captures in {out_dir}")
+    jobs: list[Job] = []
+    for n, (cmd, _, _) in cands.items():
+        spec = shlex.join(cmd)
+        sides = [Side(spec, None, n)]
+        if n == "cbc":
+            sides.append(Side(spec, BRIDGE_PROFILE, "cbc-bridged"))
+        for f, s in scenarios:
+            for side in sides:
+                jobs.append(Job(f, s, side, out_dir / f"{s.name}.{side.label}.jsonl"))
+    tracker = Tracker([(j.scenario.name, j.side.label) for j in jobs], quiet=args.quiet)
+    outcomes: list[Outcome] = trio.run(lambda: run_jobs(
+        jobs, limit=args.jobs, deadline=args.deadline, tracker=tracker)) if jobs else []
+    tracker.close()
+    done: dict[str, dict[str, Path]] = {}
+    for o in outcomes:
+        if o.ok:
+            done.setdefault(o.job.side.label, {})[o.job.scenario.name] = o.job.out
+        else:
+            errors.append(f"{o.job.scenario.name} on {o.job.side.label}: {o.error}")
+    reports: list[drift.Report] = []
+    try:
+        for n, (_, ver, help_text) in cands.items():
+            reports.append(analyse(n, ver, done.get(n, {}), help_text))
+        bridged = analyse_bridged(done.get("cbc-bridged", {}))
+    except (OSError, CaptureError) as e:
+        errors.append(f"cannot read a capture: {e}")
+        bridged = []
+    if args.json:
+        print(to_json(reports, bridged, errors, out_dir))
+    else:
+        sys.stdout.write(format_text(reports, bridged, errors))
+    return exit_status(reports, bridged, errors)
+
+
+def _candidate(name: str, args: Any, cache: Path,
+               say: Callable[[str], None]) -> tuple[list[str], str | None, str]:
+    """(argv, reported version, --help text) of backend ``name``'s candidate."""
+    explicit = getattr(args, f"{name}_bin")
+    if explicit:
+        cmd = shlex.split(explicit)
+    elif args.skip_install:
+        found = backends.find_backend(name, dir=cache)
+        if found is None:
+            raise DriftError(f"{name} not found (--skip-install: run `ccbridge backends "
+                             f"install`, or give --{name}-bin)")
+        cmd = found
+    else:
+        pv = getattr(args, f"{name}_version") or newest(name)
+        say(f"{name}: {versions.BACKENDS[name].package} {pv} "
+            f"(verified: {versions.BACKENDS[name].package_version})")
+        cmd = provide(name, pv, cache)
+    if not cmd or not os.path.exists(cmd[0]) and not _on_path(cmd[0]):
+        raise DriftError(f"{name}: {cmd[0] if cmd else '(empty)'} not found")
+    version, help_text = read_cli(cmd)
+    say(f"{name}: {shlex.join(cmd)} reports {version or '(no version)'}")
+    return cmd, version, help_text
+
+
+def _on_path(exe: str) -> bool:
+    import shutil
+
+    return shutil.which(exe) is not None
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
