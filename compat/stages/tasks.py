@@ -33,11 +33,13 @@ the stream is never parsed for them.
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat.frames import Frame
+from compat.session import TaskInfo
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import (
     AGENT_TOOLS,
@@ -55,6 +57,7 @@ from compat.taskkit import (
     task_id_of,
 )
 from compat.vocabulary import NOTIFICATION_STATUSES, TASK_STATUSES
+from compat.wire import Default, TaskProgress, TaskStarted, fill
 
 _RESULT_TASK_ID = re.compile(r"(?m)^\s*task_id:\s*([A-Za-z0-9][A-Za-z0-9_.:@\-]{0,200})\s*$")
 #: tasks with frames held before their task_started, and frames held per task
@@ -373,6 +376,13 @@ class TaskStatus(Stage):
 
 
 _ZERO_USAGE = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0}
+#: the task frames Claude gives the tool_use_id of the call that started the task
+_CARRY_TOOL_USE = frozenset({"task_started", "task_progress", "task_notification"})
+#: what Claude always sends, per subtype (compat.wire.fill), whatever the task id
+_SHAPE: dict[str, tuple[Default, ...]] = {
+    "task_updated": (("patch", dict, dict),),
+    "background_tasks_changed": (("tasks", list, list),),
+}
 
 
 @register
@@ -389,55 +399,61 @@ class TaskFields(Stage):
     _usage: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj: dict[str, Any] = frame.obj
         st = obj.get("subtype")
-        new = dict(obj)
         tid = task_id_of(obj)
         info = ctx.state.tasks.get(tid) if tid else None
-        if st == "task_started" and tid:
-            if not isinstance(new.get("description"), str):
-                new["description"] = (info.description if info else "") or ""
-            remember(self._seen, tid, (claude_type(new.get("task_type")), new["description"]))
-        elif st == "task_progress":
-            if not isinstance(new.get("description"), str):
-                new["description"] = self._desc(tid, info)
-            usage = new.get("usage")
-            if not isinstance(usage, dict) or any(k not in usage for k in _ZERO_USAGE):
-                new["usage"] = {**_ZERO_USAGE, **(usage if isinstance(usage, dict) else {})}
-            if tid and tid in self._seen and self._seen[tid][0] == WORKFLOW:
-                remember(self._usage, tid, new["usage"])
-        elif st == "task_notification":
-            if not isinstance(new.get("output_file"), str):
-                new["output_file"] = ""
-            status = new.get("status")
-            status = NOTIFICATION_OF.get(status, status) if isinstance(status, str) else ""
-            ttype = self._seen[tid][0] if tid in self._seen else (info.task_type if info else "")
-            desc = self._desc(tid, info)
-            summary = new.get("summary")
-            if not isinstance(summary, str):
-                new["summary"] = claude_summary(ttype, status, desc)
-            else:
-                new["summary"] = rewrite_summary(summary, status, ttype, desc or None)
-            last = self._usage.pop(tid, None) if tid else None
-            if last is not None and status == "completed" and "usage" not in new:
-                new["usage"] = {k: last.get(k, 0) for k in _ZERO_USAGE}
-        if st in ("task_started", "task_progress", "task_notification"):
-            if not new.get("tool_use_id") and info is not None and info.tool_use_id:
-                new["tool_use_id"] = info.tool_use_id
-        if st == "task_updated" and not isinstance(new.get("patch"), dict):
-            new["patch"] = {}
-        if st == "background_tasks_changed" and not isinstance(new.get("tasks"), list):
-            new["tasks"] = []
-        if not isinstance(new.get("uuid"), str):
-            new["uuid"] = ctx.env.new_uuid()
-        if not isinstance(new.get("session_id"), str):
-            new["session_id"] = ctx.state.session_id or ""
+        new = dict(obj)
+        if tid is not None:
+            fix = self._FIX.get(st) if isinstance(st, str) else None
+            if fix is not None:
+                fix(self, new, tid, info)
+        if st in _CARRY_TOOL_USE and not new.get("tool_use_id") and info is not None \
+                and info.tool_use_id:  # fmt: skip
+            new["tool_use_id"] = info.tool_use_id
+        fill(new, _SHAPE.get(st, ()) if isinstance(st, str) else ())
+        fill(new, (("uuid", str, ctx.env.new_uuid),
+                   ("session_id", str, lambda: ctx.state.session_id or "")))  # fmt: skip
         if tid is None and st != "background_tasks_changed":
             return None if new == obj else (frame.replace(new),)
         new = ordered(new)
         if new == obj and list(new) == list(obj):
             return None
         return (frame.replace(new),)
+
+    # -- per subtype (a task frame with a task id) ------------------------------------------
+    def _started(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
+        ts = cast(TaskStarted, new)
+        fill(new, (("description", str, lambda: (info.description if info else "") or ""),))
+        remember(self._seen, tid, (claude_type(new.get("task_type")), ts["description"]))
+
+    def _progress(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
+        tp = cast(TaskProgress, new)
+        fill(new, (("description", str, lambda: self._desc(tid, info)),))
+        usage = new.get("usage")
+        if not isinstance(usage, dict) or any(k not in usage for k in _ZERO_USAGE):
+            new["usage"] = {**_ZERO_USAGE, **(usage if isinstance(usage, dict) else {})}
+        if tid in self._seen and self._seen[tid][0] == WORKFLOW:
+            remember(self._usage, tid, dict(tp["usage"]))
+
+    def _notification(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
+        fill(new, (("output_file", str, str),))
+        status = new.get("status")
+        status = NOTIFICATION_OF.get(status, status) if isinstance(status, str) else ""
+        ttype = self._seen[tid][0] if tid in self._seen else (info.task_type if info else "")
+        desc = self._desc(tid, info)
+        summary = new.get("summary")
+        new["summary"] = (claude_summary(ttype, status, desc) if not isinstance(summary, str)
+                          else rewrite_summary(summary, status, ttype, desc or None))  # fmt: skip
+        last = self._usage.pop(tid, None)
+        if last is not None and status == "completed" and "usage" not in new:
+            new["usage"] = {k: last.get(k, 0) for k in _ZERO_USAGE}
+
+    _FIX: ClassVar[dict[str, Callable[[TaskFields, dict[str, Any], str, TaskInfo | None],
+                                      None]]] = {
+        "task_started": _started, "task_progress": _progress,
+        "task_notification": _notification,
+    }  # fmt: skip
 
     def _desc(self, tid: str | None, info: Any) -> str:
         if tid in self._seen:

@@ -1,0 +1,153 @@
+"""Wire shapes: the frame families the rules act on, as ``TypedDict``s over the very dicts
+``Frame.obj`` holds (no cost at run time), so that a misspelled key or a wrong nesting level
+is a type error (strict mypy) rather than a silent ``None``.
+
+Every key is optional (``total=False``): the wire is untrusted, and a rule reads a value
+through ``isinstance`` (or ``compat.frames.str_at``/``dict_at``/``list_at``) before it
+relies on it; the types say what each key holds *when it is well formed*, which is what a
+rule writes. ``Defaults`` tables say, per family, what Claude Code 2.1.220 always sends and
+what the bridge fills in when cbc leaves it out (``fill``), instead of ``if not
+isinstance(...)`` ladders in the stages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypedDict, cast
+
+
+class Usage(TypedDict, total=False):
+    total_tokens: int
+    tool_uses: int
+    duration_ms: int
+
+
+class _Frame(TypedDict, total=False):
+    type: str
+    subtype: str
+    uuid: str
+    session_id: str
+
+
+class SystemInit(_Frame, total=False):
+    cwd: str
+    model: str
+    tools: list[str]
+    mcp_servers: list[dict[str, Any]]
+    permissionMode: str
+    apiKeySource: str
+
+
+class Result(_Frame, total=False):
+    is_error: bool
+    result: str
+    duration_ms: float
+    duration_api_ms: float
+    num_turns: int
+    total_cost_usd: float
+    usage: dict[str, Any]
+    modelUsage: dict[str, Any]
+    permission_denials: list[dict[str, Any]]
+    stop_reason: str | None
+    terminal_reason: str
+    errors: list[str]
+    structured_output: Any
+
+
+class _Task(_Frame, total=False):
+    task_id: str
+    tool_use_id: str
+    description: str
+
+
+class TaskStarted(_Task, total=False):
+    task_type: str
+    workflow_name: str
+    prompt: str
+
+
+class TaskProgress(_Task, total=False):
+    usage: Usage
+    last_tool_name: str
+    summary: str
+    workflow_progress: list[dict[str, Any]]
+
+
+class TaskPatch(TypedDict, total=False):
+    status: str
+    end_time: int
+    error: str
+
+
+class TaskUpdated(_Task, total=False):
+    patch: TaskPatch
+    status: str
+
+
+class TaskNotification(_Task, total=False):
+    status: str
+    output_file: str
+    summary: str
+    usage: Usage
+
+
+class BackgroundTasksChanged(_Frame, total=False):
+    tasks: list[dict[str, Any]]
+
+
+class ControlRequest(TypedDict, total=False):
+    type: Literal["control_request"]
+    request_id: str
+    request: dict[str, Any]
+
+
+class ControlResponseBody(TypedDict, total=False):
+    subtype: Literal["success", "error"]
+    request_id: str
+    response: dict[str, Any]
+    error: str
+
+
+class ControlResponse(TypedDict, total=False):
+    type: Literal["control_response"]
+    response: ControlResponseBody
+
+
+class Message(TypedDict, total=False):
+    id: str
+    role: str
+    model: str
+    content: list[dict[str, Any]] | str
+    stop_reason: str | None
+    stop_sequence: str | None
+    usage: dict[str, Any]
+
+
+class Assistant(_Frame, total=False):
+    message: Message
+    parent_tool_use_id: str | None
+
+
+class User(_Frame, total=False):
+    message: Message
+    parent_tool_use_id: str | None
+    tool_use_result: Any
+
+
+class StreamEvent(_Frame, total=False):
+    event: dict[str, Any]
+    parent_tool_use_id: str | None
+
+
+#: one default: (key, the type a well-formed value has, what to write otherwise)
+Default = tuple[str, type | tuple[type, ...], Callable[[], Any]]
+
+
+def fill(new: Mapping[str, Any], defaults: tuple[Default, ...]) -> dict[str, Any]:
+    """``new`` (a fresh dict the caller owns) with every key of ``defaults`` whose value is
+    missing or of the wrong type set to its default."""
+    out = cast(dict[str, Any], new)
+    for key, kind, make in defaults:
+        if not isinstance(out.get(key), kind):
+            out[key] = make()
+    return out
