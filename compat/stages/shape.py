@@ -56,13 +56,14 @@ results").
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 import orjson
 
 from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
+from compat.wire import Result, fill
 
 #: cbc 2.163.0's error for --max-turns (Claude: error_max_turns)
 _CBC_MAX_TURNS = re.compile(r"Max turns \((\d+)\) exceeded")
@@ -185,32 +186,20 @@ class ResultShape(Stage):
             if obj.get("parent_tool_use_id") is None and obj.get("isReplay") is not True:
                 self._user_messages += _user_messages(obj.get("message"))
             return None
+        return self._result(frame, obj, ctx)
+
+    def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
         new = dict(obj)
         root = frame.lineage
         wire = root.obj if root is not frame else obj
         # Claude writes stop_reason on every result; a rule may have added one since
         cbc = not isinstance(wire, dict) or "stop_reason" not in wire
         new["usage"] = _filled_usage(obj.get("usage"))
-        for key in _RESULT_NUMBERS:
+        for key in _RESULT_NUMBERS:  # (a bool is no number here, though an int to Python)
             if not isinstance(new.get(key), (int, float)) or isinstance(new.get(key), bool):
                 new[key] = 0
-        if not isinstance(new.get("modelUsage"), dict):
-            new["modelUsage"] = {}
-        sub, is_error = new.get("subtype"), new.get("is_error")
-        sub = self._headless_result(new, sub)
-        if not isinstance(is_error, bool):
-            new["is_error"] = is_error = sub != "success"
-        if sub == "success":
-            if not isinstance(new.get("result"), str):
-                new["result"] = ""
-            if not is_error and "terminal_reason" not in new:
-                new["terminal_reason"] = "completed"
-        elif isinstance(sub, str):
-            new["is_error"] = is_error = True
-        if is_error and not isinstance(new.get("errors"), list):
-            if sub != "success" or self.mode == "all-errors":
-                text = new.get("result")
-                new["errors"] = [text] if isinstance(text, str) and text else [str(sub)]
+        fill(new, (("modelUsage", dict, dict),))
+        sub, is_error = self._outcome(new)
         if cbc:
             new["num_turns"] = 1 + self._user_messages
             if "stop_reason" not in obj:
@@ -227,6 +216,26 @@ class ResultShape(Stage):
         if new == obj:
             return None
         return (frame.replace(new),)
+
+    def _outcome(self, new: dict[str, Any]) -> tuple[Any, bool]:
+        """``subtype``, ``is_error``, ``result``, ``terminal_reason`` and ``errors`` as
+        Claude writes them together; (subtype, is_error)."""
+        res = cast(Result, new)
+        sub = self._headless_result(new, new.get("subtype"))
+        is_error = new.get("is_error")
+        if not isinstance(is_error, bool):
+            res["is_error"] = is_error = sub != "success"
+        if sub == "success":
+            fill(new, (("result", str, str),))
+            if not is_error and "terminal_reason" not in new:
+                res["terminal_reason"] = "completed"
+        elif isinstance(sub, str):
+            res["is_error"] = is_error = True
+        if is_error and not isinstance(new.get("errors"), list) and (
+                sub != "success" or self.mode == "all-errors"):  # fmt: skip
+            text = new.get("result")
+            res["errors"] = [text] if isinstance(text, str) and text else [str(sub)]
+        return sub, is_error
 
     def _headless_result(self, new: dict[str, Any], sub: Any) -> Any:
         """cbc's ``error_during_execution`` "Max turns (N) exceeded" is Claude's
