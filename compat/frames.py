@@ -169,13 +169,29 @@ PROOF_ERRORS = (msgspec.DecodeError, RecursionError, UnicodeDecodeError)
 prove_kind = _KIND_DECODER.decode
 
 
+#: U+2028 and U+2029 as UTF-8, and the escapes Claude Code writes for them (a client that
+#: splits lines with ``str.splitlines()`` breaks on the raw characters)
+LINE_SEPARATORS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+
+
+def escape_line_separators(raw: bytes) -> bytes:
+    """``raw`` with U+2028/U+2029 written as escapes (the same JSON: in a JSON line they can
+    only stand inside strings); ``raw`` itself when it has none."""
+    for char, escape in LINE_SEPARATORS:
+        if char in raw:
+            raw = raw.replace(char, escape)
+    return raw
+
+
 def dumps(obj: Any) -> bytes:
-    """Compact JSON like ``JSON.stringify``; ``TypeError``/``ValueError`` for a value that
-    is not JSON (a stage bug: the pipeline fails open on it)."""
+    """Compact JSON like ``JSON.stringify``, U+2028/U+2029 escaped as Claude writes them;
+    ``TypeError``/``ValueError`` for a value that is not JSON (a stage bug: the pipeline
+    fails open on it)."""
     try:
-        return orjson.dumps(obj)
+        out = orjson.dumps(obj)
     except orjson.JSONEncodeError:
-        return _dumps_slow(obj)
+        out = _dumps_slow(obj)
+    return escape_line_separators(out)
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -82,6 +82,8 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "late-progress",
             "tasks-snapshot",
             "task-fields",
+            # U+2028/U+2029 escaped, as Claude writes them (hygiene.py): last, on bytes
+            "line-separators",
         ),
     },
 }

@@ -40,7 +40,7 @@ from typing import Any, ClassVar
 
 import attrs
 
-from compat.frames import Frame, loads
+from compat.frames import LINE_SEPARATORS, Frame, escape_line_separators, loads
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
 from compat.vocabulary import in_vocabulary
@@ -211,3 +211,30 @@ class Vocabulary(Stage):
             ctx.log(self.rule, f"dropped a {label} frame (not in the 2.1.220 vocabulary)", "debug")
         ctx.count(self.rule, f"dropped:{label}")
         return ()
+
+
+@register
+@attrs.define
+class LineSeparators(Stage):
+    """Write U+2028/U+2029 as the escapes `\\u2028`/`\\u2029`, as Claude Code does.
+
+    cbc writes the characters raw inside JSON strings; a client that splits its input with
+    ``str.splitlines()`` (which breaks at U+2028/U+2029, unlike ``\\n``-only JSON Lines
+    readers) then reads half lines (issue "Fidelity beyond the corpus"). The escape is the
+    same JSON value. Wire lines are fixed on their bytes (a fast-line step, counted as
+    rewrites); frames a rule re-encodes get the escapes from ``compat.frames.dumps``."""
+
+    rule: ClassVar[str] = "line-separators"
+    kinds: ClassVar[frozenset[str] | None] = None
+    lazy: ClassVar[bool] = True
+    pure: ClassVar[bool] = True
+    raw_pass: ClassVar[bool] = True
+
+    def on_raw(self, raw: bytes) -> bytes | None:
+        return escape_line_separators(raw)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        raw = frame.raw
+        if not raw or not any(char in raw for char, _ in LINE_SEPARATORS):
+            return None
+        return (frame.replace_raw(escape_line_separators(raw)),)

@@ -67,6 +67,24 @@ from compat.wire import Result, fill
 
 #: cbc 2.163.0's error for --max-turns (Claude: error_max_turns)
 _CBC_MAX_TURNS = re.compile(r"Max turns \((\d+)\) exceeded")
+
+
+def _is_cbc_max_turns(result: dict[str, Any]) -> bool:
+    """cbc's result at ``--max-turns`` (``error_during_execution``, that one error)."""
+    errors = result.get("errors")
+    return (result.get("subtype") == "error_during_execution" and isinstance(errors, list)
+            and len(errors) == 1 and _CBC_MAX_TURNS.fullmatch(str(errors[0])) is not None)
+
+
+def _is_max_turns_notice(message: dict[str, Any]) -> bool:
+    """cbc's own assistant message before its max-turns result: one text block, its words
+    (tests/bridge/data/headless/cbc-2.163.0/stream-max-turns.json)."""
+    content = message.get("content")
+    return (isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict)
+            and content[0].get("type") == "text"
+            and _CBC_MAX_TURNS.fullmatch(str(content[0].get("text"))) is not None)
+
+
 #: list keys of Claude's system/init that cbc may omit
 INIT_LISTS = ("tools", "mcp_servers", "slash_commands", "agents", "skills", "plugins")
 #: system/init keys of Claude-only features, as a cbc session has them (see module doc)
@@ -173,20 +191,51 @@ class ResultShape(Stage):
     #: the turn's main-thread user messages so far (Claude's num_turns - 1)
     _user_messages: int = attrs.field(default=0, init=False)
     _reported: dict[str, None] = attrs.field(factory=dict, init=False)
+    #: cbc's "Max turns (N) exceeded" assistant notice, held until the result says whether
+    #: it was cbc's (then dropped: Claude writes no such message) or the model's own text
+    _notice: Frame | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj: dict[str, Any] = frame.obj
         t = obj.get("type")
+        if t == "result":
+            if self._notice is None:
+                return self._result(frame, obj, ctx)
+            if _is_cbc_max_turns(obj):
+                self._notice = None
+                ctx.drop_held(self.rule)
+                ctx.log(self.rule, "dropped cbc's 'Max turns (N) exceeded' assistant notice "
+                        "(Claude ends with error_max_turns alone)", "debug")  # fmt: skip
+                return self._result(frame, obj, ctx)
+            released = self._release_notice(frame)  # the model's own words, in order
+            out = self._result(frame, obj, ctx)
+            return (*(released or ())[:-1], *(out if out is not None else (frame,)))
         if t == "assistant":
             message = obj.get("message")
             if obj.get("parent_tool_use_id") is None and isinstance(message, dict):
+                if self._notice is None and _is_max_turns_notice(message):
+                    self._notice = frame
+                    ctx.hold()
+                    return ()
                 self._assistant(frame, message)
-            return None
-        if t == "user":
+        elif t == "user":
             if obj.get("parent_tool_use_id") is None and obj.get("isReplay") is not True:
                 self._user_messages += _user_messages(obj.get("message"))
+        return self._release_notice(frame)
+
+    def _release_notice(self, frame: Frame) -> Output:
+        """A held notice that no result followed at once: it was the model's text."""
+        notice, self._notice = self._notice, None
+        if notice is None:
             return None
-        return self._result(frame, obj, ctx)
+        message = notice.obj.get("message")
+        if isinstance(message, dict):
+            self._assistant(notice, message)
+        return (notice, frame)
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        notice, self._notice = self._notice, None
+        return (notice,) if notice is not None else None
 
     def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
         new = dict(obj)
@@ -243,9 +292,8 @@ class ResultShape(Stage):
         reason of the tool call that wanted one more turn); a ``--json-schema`` success
         with an empty ``result`` gets the structured output as compact JSON, as Claude's
         (probes ``arg-max-turns``, ``arg-json-schema`` in tests/bridge/data/headless)."""
-        errors = new.get("errors")
-        if sub == "error_during_execution" and isinstance(errors, list) and len(errors) == 1:
-            m = _CBC_MAX_TURNS.fullmatch(str(errors[0]))
+        if _is_cbc_max_turns(new):
+            m = _CBC_MAX_TURNS.fullmatch(str(new["errors"][0]))
             if m:
                 new["subtype"] = sub = "error_max_turns"
                 new["errors"] = [f"Reached maximum number of turns ({m.group(1)})"]
@@ -258,10 +306,6 @@ class ResultShape(Stage):
         return sub
 
     def _assistant(self, frame: Frame, message: dict[str, Any]) -> None:
-        content = message.get("content")
-        if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
-                and _CBC_MAX_TURNS.fullmatch(str(content[0].get("text"))):
-            return  # cbc's notice before its max-turns result, not the model's message
         mid = message.get("id")
         if not self._message or mid is None or mid != self._message_id:
             self._wire_stop, self._tool_call = None, False  # a new message

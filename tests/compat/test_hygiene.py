@@ -76,3 +76,36 @@ def test_init_of_a_later_turn_comes_before_that_turn() -> None:
         line({"type": "assistant"}), line({"type": "result"})]), 0.0))
     kinds = [f.get("subtype") or f["type"] for f in out]
     assert kinds == ["init", "result", "task_notification", "init", "assistant", "result"]
+
+
+def test_line_separators_reach_the_client_escaped_as_claude_writes_them() -> None:
+    """U+2028/U+2029 raw inside a cbc string: the client gets ``\\u2028``/``\\u2029`` (the
+    same JSON), so ``str.splitlines()`` sees one line; on the fast path and on a frame a
+    rule rewrote alike."""
+    import json
+
+    from compat.engine import Engine, Write
+    from compat.profiles import build
+
+    from .tasks_support import det_env
+
+    text = "one\u2028two\u2029three"
+    lines = [
+        json.dumps({"type": "stream_event", "uuid": "u", "session_id": "s",
+                    "parent_tool_use_id": None, "event": {"delta": {"text": text}}},
+                   ensure_ascii=False, separators=(",", ":")),
+        json.dumps({"type": "assistant", "session_id": "s", "parent_tool_use_id": None,
+                    "message": {"id": "m", "role": "assistant", "model": "m",
+                                "content": [{"type": "text", "text": text}]}},
+                   ensure_ascii=False),
+    ]
+    eng = Engine(*build("cbc-to-claude", {}), det_env())
+    out = b"".join(c.data for c in eng.feed("backend", "\n".join(lines).encode() + b"\n", 0.0)
+                   if isinstance(c, Write) and c.side == "client")
+    assert "\u2028".encode() not in out
+    assert "\u2029".encode() not in out
+    got = out.decode().splitlines()
+    assert len(got) == 2
+    assert b"one\\u2028two\\u2029three" in out
+    assert json.loads(got[1])["message"]["content"][0]["text"] == text
+    assert eng.statistics()["rules"]["line-separators"]["rewritten"] >= 1
