@@ -45,7 +45,8 @@ class Recording:
 
     # -- time and records ---------------------------------------------------------------
     def start(self) -> None:
-        self._t0 = trio.current_time()
+        if self._t0 is None:  # a resumed second run keeps the first run's clock
+            self._t0 = trio.current_time()
 
     def now(self) -> float:
         return 0.0 if self._t0 is None else trio.current_time() - self._t0
@@ -158,7 +159,9 @@ class Client:
         self.answered: set[str] = set()
         self.current = -1  # index of the step being played; -1: initialize
         #: (stdout lines, model requests) seen when the previous step was done
-        self.mark = (0, 0)
+        self.mark = (len(rec.lines), len(rec.model_latest))
+        #: conditions count from here (a second, resumed run starts after the first's)
+        self.base = self.mark
         self.finished = False
         self.stdin_closed = False
 
@@ -166,13 +169,13 @@ class Client:
     def _find(self, cond: Condition) -> dict[str, Any] | None:
         seen = 0
         if cond.model_request is not None:
-            start = self.mark[1] if cond.fresh else 0
+            start = self.mark[1] if cond.fresh else self.base[1]
             for latest in self.rec.model_latest[start:]:
                 seen += cond.model_request in latest
                 if seen >= cond.nth:
                     return {}
             return None
-        for frame, raw in self.rec.lines[self.mark[0] if cond.fresh else 0 :]:
+        for frame, raw in self.rec.lines[self.mark[0] if cond.fresh else self.base[0] :]:
             if cond.matches(frame or {}, raw):
                 seen += 1
                 if seen >= cond.nth:
