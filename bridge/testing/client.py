@@ -162,6 +162,7 @@ class Client:
         self.mark = (len(rec.lines), len(rec.model_latest))
         #: conditions count from here (a second, resumed run starts after the first's)
         self.base = self.mark
+        self.base_frames = len(rec.frames)
         self.finished = False
         self.stdin_closed = False
 
@@ -193,7 +194,7 @@ class Client:
     async def _wait_frame(self, pred: Any) -> dict[str, Any]:
         while True:
             changed = self.rec.changed
-            for frame in self.rec.frames:
+            for frame in self.rec.frames[self.base_frames:]:
                 if pred(frame):
                     return frame
             await changed.wait()

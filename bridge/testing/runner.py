@@ -16,7 +16,8 @@ when the backend runs directly, ``client_in``/``client_out`` when it runs throug
 ``python -m bridge run`` (``--via``), plus the backend side from the bridge's own
 ``--record`` file, merged by time. Model requests become ``note`` records
 (``model {...}``). Paths of the fresh dirs and the model URL become ``{CWD}``, ``{HOME}``,
-``{TMP}``, ``{ROOT}``, ``{CWD_SLUG}`` and ``{MODEL_URL}``, so captures are reproducible.
+``{TMP}``, ``{ROOT}``, ``{CWD_SLUG}``, ``{MODEL_URL}``, ``{PYTHON}`` and ``{REPO}``, so
+captures are reproducible.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import orjson
 import trio
 
 from bridge.backends import find_backend
+from bridge.testing.brain import Call, ModelScript
 from bridge.testing.client import Client, Recording
 from bridge.testing.model import ModelServer
 from bridge.testing.scenario import Scenario
@@ -118,6 +120,8 @@ def scrubber(dirs: dict[str, str], url: str) -> list[tuple[bytes, bytes]]:
     pairs = [(v, "{" + k + "}") for k, v in dirs.items()]
     slug = re.sub(r"[^A-Za-z0-9]", "-", dirs["CWD"])
     pairs += [(slug, "{CWD_SLUG}"), (slug.lstrip("-"), "{CWD_SLUG}"), (url, "{MODEL_URL}")]
+    # launch files (hooks, MCP servers) name the interpreter and this checkout
+    pairs += [(sys.executable, "{PYTHON}"), (str(REPO), "{REPO}")]
     return sorted(((a.encode(), b.encode()) for a, b in pairs), key=lambda p: -len(p[0]))
 
 
@@ -180,6 +184,17 @@ def _substitute(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
+def _script_in(script: ModelScript, dirs: dict[str, str]) -> ModelScript:
+    """The model script with ``{CWD}`` and ``{HOME}`` in its texts and tool inputs made
+    this run's (tools such as Read want absolute paths)."""
+    names = {"CWD": dirs["CWD"], "HOME": dirs["HOME"]}
+    rules = tuple(attrs.evolve(
+        r, input=_substitute(r.input, names), text=_substitute(r.text, names),
+        calls=tuple(Call(c.tool, _substitute(c.input, names)) for c in r.calls))
+        for r in script.rules)
+    return attrs.evolve(script, rules=rules)
+
+
 def _launch_files(scenario: Scenario, dirs: dict[str, str]) -> list[str]:
     """Write the scenario's hooks and MCP servers where the CLI will read them; the flags
     that tell it so (the same for both CLIs: ``--settings FILE``, ``--mcp-config FILE``)."""
@@ -235,7 +250,8 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
               dump_requests: Path | None = None) -> RunResult:
     dirs = make_root()
     mark = secrets.token_hex(8)
-    server = ModelServer(scenario.model, keep_bodies=dump_requests is not None)
+    server = ModelServer(_script_in(scenario.model, dirs),
+                         keep_bodies=dump_requests is not None)
     rec: Recording | None = None
     try:
         await trio.to_thread.run_sync(_place_files, scenario.files, dirs["CWD"])

@@ -198,9 +198,12 @@ class Scenario:
                                   else self.args_for(backend))
 
     def second_run(self) -> Scenario:
-        """The scenario the second (``resume``) run plays: its steps, no further resume."""
+        """The scenario the second (``resume``) run plays: its steps, no further resume;
+        named apart, so its lines' stable uuids differ from the first run's (Claude drops
+        a line whose uuid its transcript already holds)."""
         assert self.resume is not None
-        return attrs.evolve(self, steps=self.resume.steps, resume=None,
+        return attrs.evolve(self, name=self.name + "#resume", steps=self.resume.steps,
+                            resume=None,
                             keep_stdin_open=self.resume.keep_stdin_open)
 
 

@@ -126,3 +126,37 @@ def test_mcp_server_speaks_json_rpc_on_stdio() -> None:
     assert replies[4]["error"]["code"] == -32602
     assert replies[5]["error"]["code"] == -32601
     assert replies[6]["error"]["code"] == -32700
+
+
+def test_model_script_paths_are_the_runs(tmp_path: Path) -> None:
+    sc = loads('name = "x"\n[[model.rules]]\nwhen = "A"\ntext = "in {CWD}"\n'
+               'calls = [{ tool = "Read", input = { file_path = "{CWD}/notes.txt" } }]\n'
+               '[[model.rules]]\ntool = "Bash"\ninput = { command = "ls {HOME}" }\n')
+    script = runner._script_in(sc.model, {"CWD": "/r/work", "HOME": "/r/home"})
+    first, second = script.rules
+    assert first.text == "in /r/work"
+    assert first.calls[0].input == {"file_path": "/r/work/notes.txt"}
+    assert second.input == {"command": "ls /r/home"}
+
+
+async def test_a_second_runs_client_ignores_the_first_runs_frames() -> None:
+    from typing import Any, cast
+
+    import trio
+
+    from bridge.testing.client import Client, Recording, _is_reply_to
+    from bridge.testing.scenario import Condition
+
+    rec = Recording([], via=False)
+    rec.start()
+    rec._line("stdout", b'{"type":"control_response","response":{"request_id":"init"}}')
+    rec._line("stdout", b'{"type":"result","subtype":"success"}')
+    sc = loads(RICH)
+    client = Client(sc.second_run(), cast(Any, None), rec)
+    assert client.scenario.name == "rich#resume"  # its lines' uuids differ from run 1's
+    with trio.move_on_after(0.2) as cs:
+        await client._wait_frame(_is_reply_to("init"))
+    assert cs.cancelled_caught  # run 1's initialize reply does not count
+    assert client._find(Condition(type="result")) is None
+    rec._line("stdout", b'{"type":"result","subtype":"success"}')
+    assert client._find(Condition(type="result")) == {"type": "result", "subtype": "success"}
