@@ -16,8 +16,8 @@ when the backend runs directly, ``client_in``/``client_out`` when it runs throug
 ``python -m bridge run`` (``--via``), plus the backend side from the bridge's own
 ``--record`` file, merged by time. Model requests become ``note`` records
 (``model {...}``). Paths of the fresh dirs and the model URL become ``{CWD}``, ``{HOME}``,
-``{TMP}``, ``{ROOT}``, ``{CWD_SLUG}``, ``{MODEL_URL}``, ``{PYTHON}`` and ``{REPO}``, so
-captures are reproducible.
+``{TMP}``, ``{ROOT}``, ``{CWD_SLUG}``, ``{MODEL_URL}`` (``{MODEL_ADDR}`` for its host:port
+alone), ``{PYTHON}`` and ``{REPO}``, so captures are reproducible.
 """
 
 from __future__ import annotations
@@ -122,6 +122,8 @@ def scrubber(dirs: dict[str, str], url: str) -> list[tuple[bytes, bytes]]:
     pairs += [(slug, "{CWD_SLUG}"), (slug.lstrip("-"), "{CWD_SLUG}"), (url, "{MODEL_URL}")]
     # launch files (hooks, MCP servers) name the interpreter and this checkout
     pairs += [(sys.executable, "{PYTHON}"), (str(REPO), "{REPO}")]
+    # Claude names the host:port alone in API error texts ("check your inference gateway")
+    pairs += [(url.split("://", 1)[-1], "{MODEL_ADDR}")]
     return sorted(((a.encode(), b.encode()) for a, b in pairs), key=lambda p: -len(p[0]))
 
 

@@ -28,6 +28,24 @@ With ``headless = true`` the run is Claude's print mode: ``args`` are the whole 
 command line (``["-p", "hello", "--output-format", "json"]``), stdin is what ``line``
 steps write (a piped prompt) and then EOF, stdout is recorded as printed (text, a JSON
 object or stream-json).
+
+The model's rules (``[[model.rules]]``, ``bridge.testing.brain.Rule``) match the latest
+input (``when`` / ``regex``, ``agent``, ``image = true|false``, ``times``) and answer with
+any of: ``thinking``, ``text``, one call (``tool``, ``input``) or several in one message
+(``calls = [{tool=..., input={...}}, ...]``), ``stop`` (``max_tokens``, ``refusal``...),
+``delay`` before the reply, ``stall`` seconds in mid-stream, ``cut = true`` (the stream
+ends half-way, the connection closed); or with an HTTP error: ``status`` (429, 500, 529...)
+with ``retry_after`` and ``message``, for ``times`` requests. ``{CWD}`` and ``{HOME}`` in
+their texts and inputs are the run's directories.
+
+What the CLI is launched with, beyond ``args``: ``hooks`` (Claude's settings ``hooks``
+object) is written to a settings file passed as ``--settings FILE``; ``mcp_servers`` (an
+``mcpServers`` object; ``bridge/testing/mcp_server.py`` is a scripted stdio server) to a
+file passed as ``--mcp-config FILE``; ``{PYTHON}``, ``{REPO}``, ``{CWD}``, ``{HOME}`` in
+their strings are replaced. ``[resume]`` (``args``, ``backend_args``, ``keep_stdin_open``,
+``[[resume.steps]]``) is a second run after the first exits, on the same HOME and working
+directory, with ``--resume <the first session_id the client read>``; its conditions count
+from its own start, and both runs go into one capture (two ``exit`` records).
 """
 
 from __future__ import annotations

@@ -160,3 +160,13 @@ async def test_a_second_runs_client_ignores_the_first_runs_frames() -> None:
     assert client._find(Condition(type="result")) is None
     rec._line("stdout", b'{"type":"result","subtype":"success"}')
     assert client._find(Condition(type="result")) == {"type": "result", "subtype": "success"}
+
+
+def test_scrubber_covers_launch_paths_and_the_bare_model_address() -> None:
+    dirs = {"ROOT": "/t/r", "CWD": "/t/r/work", "HOME": "/t/r/home", "TMP": "/t/r/tmp"}
+    pairs = runner.scrubber(dirs, "http://127.0.0.1:4321")
+    text = (f"{sys.executable} {runner.REPO}/x.py gateway (127.0.0.1:4321) "
+            "http://127.0.0.1:4321/v1").encode()
+    for old, new in pairs:
+        text = text.replace(old, new)
+    assert text == b"{PYTHON} {REPO}/x.py gateway ({MODEL_ADDR}) {MODEL_URL}/v1"
