@@ -16,7 +16,7 @@ from bridge.testing.scenario import load
 
 pytestmark = pytest.mark.real_backend
 
-SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios" / "issue12"
 
 
 @pytest.fixture(params=["claude", "cbc"])

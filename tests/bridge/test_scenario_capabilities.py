@@ -170,3 +170,13 @@ def test_scrubber_covers_launch_paths_and_the_bare_model_address() -> None:
     for old, new in pairs:
         text = text.replace(old, new)
     assert text == b"{PYTHON} {REPO}/x.py gateway ({MODEL_ADDR}) {MODEL_URL}/v1"
+
+
+ISSUE12 = sorted((runner.REPO / "scenarios" / "issue12").glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", ISSUE12, ids=[p.stem for p in ISSUE12])
+def test_issue12_scenarios_load_and_are_named_after_their_file(path: Path) -> None:
+    from bridge.testing.scenario import load
+
+    assert load(path).name == path.stem
