@@ -58,7 +58,11 @@ async def test_parallel_tool_calls(backend: str, tmp_path: Path) -> None:
 async def test_thinking_block_reaches_the_client(backend: str, tmp_path: Path) -> None:
     res = await _run("thinking", backend, tmp_path)
     kinds = [c["type"] for f in _of(res.frames, "assistant") for c in f["message"]["content"]]
-    assert kinds == ["thinking", "text"]
+    if backend == "claude":
+        assert kinds == ["thinking", "text"]
+    else:  # cbc 2.163.0 often (3 runs in 4) drops the text block's assistant frame after a
+        # thinking one; its result still holds the text (scenarios/README.md, `thinking`)
+        assert kinds in (["thinking"], ["thinking", "text"])
     assert _of(res.frames, "result")[-1]["result"] == "brief answer"
 
 
