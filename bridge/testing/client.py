@@ -123,8 +123,9 @@ class Recording:
             self.model_latest.append(req.latest)
             self._poke()
 
-    def merge_bridge_capture(self, path: str) -> None:
-        """The backend side of a run through the bridge, from its ``--record`` file."""
+    def merge_bridge_capture(self, path: str, since: float = 0.0) -> None:
+        """The backend side of a run through the bridge, from its ``--record`` file;
+        ``since``: when (on our clock) that bridge was spawned (a resumed second run's)."""
         try:
             with open(path, "rb") as f:
                 cap = capture.parse(f)
@@ -137,10 +138,11 @@ class Recording:
         # The bridge's clock starts after its interpreter did: shift its records so its
         # first backend stdout line is not later than the first line we got from it.
         first_in = next((r.t for r in cap.records if r.kind == "stdout"), None)
-        first_out = next((t for t, k, _, _ in self.records if k == self.out_kind), None)
-        shift = 0.0
+        first_out = next((t for t, k, _, _ in self.records
+                          if k == self.out_kind and t >= since), None)
+        shift = since
         if first_in is not None and first_out is not None:
-            shift = max(0.0, first_out - first_in)
+            shift = max(since, first_out - first_in)
         if shift:
             self.note(f"bridge capture shifted by +{shift:.3f}s to align it with ours")
         for r in cap.records:

@@ -302,10 +302,11 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
                              else scenario.resume_args_for(""))
                     argv2 = argv_for((*args2, "--resume", sid), cap2)
                     rec.note("resume: second run: " + rec.scrub_text(shlex.join(argv2)))
+                    since = rec.now()
                     exit_text = await _drive(scenario.second_run(), argv2, env, dirs["CWD"],
                                              rec, server, limit, mark)
                     if via is not None:
-                        rec.merge_bridge_capture(cap2)
+                        rec.merge_bridge_capture(cap2, since)
             nursery.cancel_scope.cancel()
         return RunResult(exit_text, rec.frames, list(server.log), version, out, rec.now(),
                          dirs["ROOT"] if keep_root else None)

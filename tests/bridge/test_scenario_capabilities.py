@@ -180,3 +180,19 @@ def test_issue12_scenarios_load_and_are_named_after_their_file(path: Path) -> No
     from bridge.testing.scenario import load
 
     assert load(path).name == path.stem
+
+
+def test_a_second_bridge_capture_is_merged_after_the_second_spawn(tmp_path: Path) -> None:
+    from bridge.testing.client import Recording
+    from compat import capture
+
+    path = tmp_path / "bridge-capture-2.jsonl"
+    path.write_bytes(capture.encode_header(capture.header("bridge"))
+                     + capture.encode_record(0.5, "stdout", b'{"type":"result"}', False))
+    rec = Recording([], via=True)
+    rec.add("client_out", b'{"type":"result","n":1}')  # run 1, t ~ 0
+    rec.records[-1] = (0.3, *rec.records[-1][1:])
+    rec.records.append((5.2, "client_out", b'{"type":"result","n":2}', False))  # run 2
+    rec.merge_bridge_capture(str(path), since=5.0)
+    (merged,) = [r for r in rec.records if r[1] == "stdout"]
+    assert merged[0] >= 5.0  # on run 2's side of the clock, not among run 1's records
