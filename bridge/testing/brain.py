@@ -64,8 +64,8 @@ class Rule:
     ``times`` requests: the retry that follows gets the next matching rule. ``cut`` ends
     the stream after half of the reply's deltas, the connection closed without the final
     events; ``stall`` waits that many seconds in mid-stream (after the first half of the
-    deltas, pings meanwhile). ``image`` (true/false) also requires that the latest input
-    does (or does not) carry an image."""
+    deltas, pings meanwhile); both apply to streamed replies only. ``image`` (true/false)
+    also requires that the latest input does (or does not) carry an image."""
 
     when: str | None = None
     regex: str | None = None
