@@ -34,18 +34,54 @@ def _nonneg(_: object, a: attrs.Attribute[float], v: float) -> None:
         raise ValueError(f"{a.name} must be >= 0, not {v}")
 
 
+STOPS = ("end_turn", "tool_use", "max_tokens", "refusal", "stop_sequence")
+#: HTTP statuses a rule may answer with instead of a reply (the API's error kinds)
+ERROR_KINDS = {400: "invalid_request_error", 401: "authentication_error",
+               403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+               429: "rate_limit_error", 500: "api_error", 502: "api_error",
+               503: "api_error", 529: "overloaded_error"}
+
+
+@attrs.frozen
+class Call:
+    """One tool call of a reply (several in one reply: parallel tool use)."""
+
+    tool: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+
+
 @attrs.frozen
 class Rule:
     """When the latest input contains ``when`` (or matches ``regex``), reply with ``text``
-    and/or a call of ``tool`` with ``input``. With ``regex``, ``$1``..``$9`` in the string
-    values of ``input`` and in ``text`` are replaced by the groups."""
+    and/or a call of ``tool`` with ``input`` (or several calls in one message: ``calls``).
+    With ``regex``, ``$1``..``$9`` in the string values of ``input`` and in ``text`` are
+    replaced by the groups.
+
+    ``thinking`` opens the reply with a thinking block (Anthropic ``thinking`` with a
+    signature; OpenAI ``reasoning_content`` deltas). ``stop`` overrides the stop reason
+    (``max_tokens`` / ``refusal``: OpenAI ``length`` / ``content_filter``). ``status``
+    answers with that HTTP error instead (``retry_after`` seconds in ``retry-after``), for
+    ``times`` requests: the retry that follows gets the next matching rule. ``cut`` ends
+    the stream after half of the reply's deltas, the connection closed without the final
+    events; ``stall`` waits that many seconds in mid-stream (after the first half of the
+    deltas, pings meanwhile); both apply to streamed replies only. ``image`` (true/false)
+    also requires that the latest input does (or does not) carry an image."""
 
     when: str | None = None
     regex: str | None = None
     agent: RuleAgent = "main"
     tool: str | None = None
     input: dict[str, Any] = attrs.field(factory=dict)
+    calls: tuple[Call, ...] = ()
     text: str | None = None
+    thinking: str | None = None
+    stop: str | None = None
+    status: int | None = None
+    retry_after: float | None = attrs.field(default=None)
+    message: str | None = None  # the error's message, with ``status``
+    cut: bool = False
+    stall: float = attrs.field(default=0.0, validator=_nonneg)
+    image: bool | None = None
     delay: float = attrs.field(default=0.0, validator=_nonneg)
     times: int | None = None  # fire at most this many times
 
@@ -59,8 +95,29 @@ class Rule:
                 raise ValueError(f"regex {self.regex!r}: {e}") from None
         if self.input and self.tool is None:
             raise ValueError("`input` needs `tool`")
+        if self.calls and self.tool is not None:
+            raise ValueError("a rule takes `tool` or `calls`, not both")
         if self.times is not None and self.times < 1:
             raise ValueError("`times` must be >= 1")
+        if self.stop is not None and self.stop not in STOPS:
+            raise ValueError(f"`stop` must be one of {', '.join(STOPS)}, not {self.stop!r}")
+        if self.status is not None:
+            if not 400 <= self.status <= 599:
+                raise ValueError(f"`status` must be an HTTP error (400-599), not {self.status}")
+            reply = [k for k in ("tool", "calls", "text", "thinking", "stop", "cut", "stall")
+                     if getattr(self, k) not in (None, (), False, 0.0)]
+            if reply:
+                raise ValueError(f"`status` answers with an error: no {', '.join(reply)}")
+        elif self.retry_after is not None or self.message is not None:
+            raise ValueError("`retry_after` and `message` go with `status`")
+        if self.retry_after is not None and self.retry_after < 0:
+            raise ValueError("`retry_after` must be >= 0")
+        if self.cut and self.stall:
+            raise ValueError("a rule takes `cut` or `stall`, not both")
+
+    @property
+    def all_calls(self) -> tuple[Call, ...]:
+        return self.calls or ((Call(self.tool, self.input),) if self.tool is not None else ())
 
     def match(self, latest: str) -> re.Match[str] | bool:
         if self.regex is not None:
@@ -81,13 +138,40 @@ class ModelScript:
 @attrs.frozen
 class Decision:
     text: str | None
-    tool: str | None = None
-    input: dict[str, Any] = attrs.field(factory=dict)
+    calls: tuple[Call, ...] = ()
     delay: float = 0.0
     rule: int | None = None  # index of the rule that fired
+    thinking: str | None = None
+    stop: str | None = None  # None: tool_use when there are calls, else end_turn
+    status: int | None = None  # an HTTP error instead of a reply
+    retry_after: float | None = None
+    message: str | None = None
+    cut: bool = False
+    stall: float = 0.0
+
+    @property
+    def tool(self) -> str | None:
+        return self.calls[0].tool if self.calls else None
+
+    @property
+    def input(self) -> dict[str, Any]:
+        return self.calls[0].input if self.calls else {}
+
+    @property
+    def stop_reason(self) -> str:
+        return self.stop or ("tool_use" if self.calls else "end_turn")
 
     def summary(self) -> list[Any]:
-        return ["tool_use", self.tool] if self.tool else ["text", self.text]
+        if self.status is not None:
+            return ["error", self.status]
+        out: list[Any] = (["tool_use", *(c.tool for c in self.calls)] if self.calls
+                          else ["text", self.text])
+        extra = [k for k in ("thinking", "cut") if getattr(self, k)]
+        if self.stop is not None and self.stop != ("tool_use" if self.calls else "end_turn"):
+            extra.append(f"stop={self.stop}")
+        if self.stall:
+            extra.append(f"stall={self.stall:g}")
+        return out + extra
 
 
 @attrs.frozen
@@ -103,6 +187,7 @@ class Request:
     latest: str  # text of the latest user message or tool results, and system notes after
     after_tool: bool
     shown: str = ""  # the latest input without the trailing system messages (for the log)
+    images: int = 0  # image blocks in the latest input
 
 
 # -- reading requests -------------------------------------------------------------------
@@ -121,6 +206,21 @@ def _texts(content: Any) -> Iterator[tuple[str, bool]]:
         elif block.get("type") == "tool_result":
             for text, _ in _texts(block.get("content")):
                 yield text, True
+
+
+def _images(content: Any) -> int:
+    """Image blocks in a message's content (Anthropic ``image``, OpenAI ``image_url``),
+    tool results' included."""
+    if not isinstance(content, list):
+        return 0
+    n = 0
+    for block in content:
+        if isinstance(block, dict):
+            if block.get("type") in ("image", "image_url"):
+                n += 1
+            elif block.get("type") == "tool_result":
+                n += _images(block.get("content"))
+    return n
 
 
 def agent_kind_anthropic(body: dict[str, Any]) -> AgentKind:
@@ -159,10 +259,13 @@ def parse_request(dialect: str, headers: dict[str, str], body: dict[str, Any]) -
         if m.get("role") != "tool":
             break
         tail.append(m)
+    images = 0
     if tail:
         pieces = [(t, True) for m in reversed(tail) for t, _ in _texts(m.get("content"))]
+        images = sum(_images(m.get("content")) for m in tail)
     elif convo and convo[-1].get("role") == "user":
         pieces = list(_texts(convo[-1].get("content")))
+        images = _images(convo[-1].get("content"))
     shown = "\n".join(t for t, _ in pieces)
     pieces += [(t, False) for m in late for t, _ in _texts(m.get("content"))]
     return Request(
@@ -175,6 +278,7 @@ def parse_request(dialect: str, headers: dict[str, str], body: dict[str, Any]) -
         latest="\n".join(t for t, _ in pieces),
         after_tool=any(is_tool for _, is_tool in pieces),
         shown=shown,
+        images=images,
     )
 
 
@@ -203,19 +307,28 @@ class Brain:
         for i, rule in enumerate(s.rules):
             if rule.agent != "any" and rule.agent != req.agent:
                 continue
-            if rule.tool is not None and req.agent == "utility":
+            if (rule.tool is not None or rule.calls) and req.agent == "utility":
                 continue  # no tools offered: a call could not be answered
             if rule.times is not None and self.fired[i] >= rule.times:
                 continue
             m = rule.match(req.latest)
             if not m:
                 continue
+            if rule.image is not None and rule.image != (req.images > 0):
+                continue
+            calls = rule.all_calls
             self.fired[i] += 1
+            delay = rule.delay or s.default_delay
+            if rule.status is not None:
+                return Decision(None, delay=delay, rule=i, status=rule.status,
+                                retry_after=rule.retry_after,
+                                message=_expand(rule.message, m))
             text = _expand(rule.text, m)
-            if rule.tool is None and text is None:
+            if not calls and text is None:
                 text = self._fallback(req)
-            return Decision(text, rule.tool, _expand(rule.input, m),
-                            rule.delay or s.default_delay, i)
+            return Decision(text, tuple(Call(c.tool, _expand(c.input, m)) for c in calls),
+                            delay, i, thinking=_expand(rule.thinking, m), stop=rule.stop,
+                            cut=rule.cut, stall=rule.stall)
         return Decision(self._fallback(req), delay=s.default_delay)
 
     def _fallback(self, req: Request) -> str:

@@ -45,7 +45,8 @@ class Recording:
 
     # -- time and records ---------------------------------------------------------------
     def start(self) -> None:
-        self._t0 = trio.current_time()
+        if self._t0 is None:  # a resumed second run keeps the first run's clock
+            self._t0 = trio.current_time()
 
     def now(self) -> float:
         return 0.0 if self._t0 is None else trio.current_time() - self._t0
@@ -122,8 +123,9 @@ class Recording:
             self.model_latest.append(req.latest)
             self._poke()
 
-    def merge_bridge_capture(self, path: str) -> None:
-        """The backend side of a run through the bridge, from its ``--record`` file."""
+    def merge_bridge_capture(self, path: str, since: float = 0.0) -> None:
+        """The backend side of a run through the bridge, from its ``--record`` file;
+        ``since``: when (on our clock) that bridge was spawned (a resumed second run's)."""
         try:
             with open(path, "rb") as f:
                 cap = capture.parse(f)
@@ -136,10 +138,11 @@ class Recording:
         # The bridge's clock starts after its interpreter did: shift its records so its
         # first backend stdout line is not later than the first line we got from it.
         first_in = next((r.t for r in cap.records if r.kind == "stdout"), None)
-        first_out = next((t for t, k, _, _ in self.records if k == self.out_kind), None)
-        shift = 0.0
+        first_out = next((t for t, k, _, _ in self.records
+                          if k == self.out_kind and t >= since), None)
+        shift = since
         if first_in is not None and first_out is not None:
-            shift = max(0.0, first_out - first_in)
+            shift = max(since, first_out - first_in)
         if shift:
             self.note(f"bridge capture shifted by +{shift:.3f}s to align it with ours")
         for r in cap.records:
@@ -158,7 +161,10 @@ class Client:
         self.answered: set[str] = set()
         self.current = -1  # index of the step being played; -1: initialize
         #: (stdout lines, model requests) seen when the previous step was done
-        self.mark = (0, 0)
+        self.mark = (len(rec.lines), len(rec.model_latest))
+        #: conditions count from here (a second, resumed run starts after the first's)
+        self.base = self.mark
+        self.base_frames = len(rec.frames)
         self.finished = False
         self.stdin_closed = False
 
@@ -166,13 +172,13 @@ class Client:
     def _find(self, cond: Condition) -> dict[str, Any] | None:
         seen = 0
         if cond.model_request is not None:
-            start = self.mark[1] if cond.fresh else 0
+            start = self.mark[1] if cond.fresh else self.base[1]
             for latest in self.rec.model_latest[start:]:
                 seen += cond.model_request in latest
                 if seen >= cond.nth:
                     return {}
             return None
-        for frame, raw in self.rec.lines[self.mark[0] if cond.fresh else 0 :]:
+        for frame, raw in self.rec.lines[self.mark[0] if cond.fresh else self.base[0] :]:
             if cond.matches(frame or {}, raw):
                 seen += 1
                 if seen >= cond.nth:
@@ -190,7 +196,7 @@ class Client:
     async def _wait_frame(self, pred: Any) -> dict[str, Any]:
         while True:
             changed = self.rec.changed
-            for frame in self.rec.frames:
+            for frame in self.rec.frames[self.base_frames:]:
                 if pred(frame):
                     return frame
             await changed.wait()

@@ -9,6 +9,13 @@ One server speaks both dialects, chosen by path, so any backend can point at it:
   ``POST .../chat/completions`` streams ``chat.completion.chunk`` deltas (content or
   ``tool_calls``), ``finish_reason``, a usage chunk, ``[DONE]``.
 Anything else gets a 404 in the Anthropic error shape, and is logged like every request.
+
+A rule can script more than a text or one call (``bridge.testing.brain.Rule``): several
+calls in one message, a thinking block (OpenAI: ``reasoning_content``), stop reasons
+``max_tokens`` / ``refusal`` (OpenAI ``length`` / ``content_filter``), an HTTP error
+(429 with ``retry-after``, 500, 529 ``overloaded_error``...) for ``times`` requests so the
+CLI's retry gets the next rule, a stream cut mid-reply (the connection closed without the
+body's last chunk), a stall in mid-stream, and a condition on images in the request.
 What to answer is ``bridge.testing.brain``'s business; the bytes are ``sse``'s.
 
 HTTP/1.1 is h11's state machine (keep-alive, chunked SSE bodies, a bounded request size).
@@ -132,9 +139,16 @@ class ModelServer:
             "model": r.model, "stream": r.stream, "n_messages": r.n_messages,
             "n_tools": len(r.tools), "latest": r.shown[-300:],
             "decision": decision.summary(), "delay": decision.delay,
+            **({"images": r.images} if r.images else {}),
+            **({"status": decision.status} if decision.status is not None else {}),
         }, r)
         if self._keep_bodies:
             self.bodies.append((entry["n"], headers, parsed))
+        if decision.status is not None:
+            await trio.sleep(decision.delay)
+            body_, extra = sse.http_error(r.dialect, decision)
+            await send.json(decision.status, body_, extra)
+            return
         if not r.stream:
             await trio.sleep(decision.delay)
             await send.json(200, sse.whole_reply(r.dialect, r.model, decision, self._ids))
@@ -143,15 +157,24 @@ class ModelServer:
         events = sse.stream_reply(r.dialect, r.model, decision, self._ids)
         if r.dialect == "anthropic":
             await send.chunk(next(events))  # message_start before the wait, as the API does
-        remaining = decision.delay
+        await self._wait(send, r.dialect, decision.delay)
+        for event in events:
+            if event is not sse.MIDDLE:
+                await send.chunk(event)
+            elif decision.cut:
+                return  # no end of the body: the connection is closed mid-reply
+            else:
+                await self._wait(send, r.dialect, decision.stall)
+        await send.end()
+
+    async def _wait(self, send: _Sender, dialect: str, seconds: float) -> None:
+        """Sleep, with a ping every ``PING_EVERY`` seconds."""
+        remaining = seconds
         while remaining > 0:
             step = min(remaining, PING_EVERY)
             await trio.sleep(step)
             remaining -= step
-            await send.chunk(sse.ping(r.dialect))
-        for event in events:
-            await send.chunk(event)
-        await send.end()
+            await send.chunk(sse.ping(dialect))
 
 
 async def _read_request(conn: h11.Connection, stream: trio.SocketStream
@@ -187,10 +210,10 @@ class _Sender:
         if data:
             await self.stream.send_all(data)
 
-    async def start(self, status: int, content_type: str,
-                    length: int | None = None) -> None:
+    async def start(self, status: int, content_type: str, length: int | None = None,
+                    extra: list[tuple[str, str]] | None = None) -> None:
         headers = [("content-type", content_type), ("cache-control", "no-cache"),
-                   ("request-id", "req_mock")]
+                   ("request-id", "req_mock"), *(extra or [])]
         if length is not None:
             headers.append(("content-length", str(length)))
         await self._send(h11.Response(status_code=status, headers=headers))
@@ -201,11 +224,13 @@ class _Sender:
     async def end(self) -> None:
         await self._send(h11.EndOfMessage())
 
-    async def whole(self, status: int, body: bytes, content_type: str) -> None:
-        await self.start(status, content_type, len(body))
+    async def whole(self, status: int, body: bytes, content_type: str,
+                    extra: list[tuple[str, str]] | None = None) -> None:
+        await self.start(status, content_type, len(body), extra)
         if body and self.conn.our_state is h11.SEND_BODY:
             await self.chunk(body)
         await self.end()
 
-    async def json(self, status: int, obj: Any) -> None:
-        await self.whole(status, orjson.dumps(obj), "application/json")
+    async def json(self, status: int, obj: Any,
+                   extra: list[tuple[str, str]] | None = None) -> None:
+        await self.whole(status, orjson.dumps(obj), "application/json", extra)

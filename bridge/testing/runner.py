@@ -16,7 +16,8 @@ when the backend runs directly, ``client_in``/``client_out`` when it runs throug
 ``python -m bridge run`` (``--via``), plus the backend side from the bridge's own
 ``--record`` file, merged by time. Model requests become ``note`` records
 (``model {...}``). Paths of the fresh dirs and the model URL become ``{CWD}``, ``{HOME}``,
-``{TMP}``, ``{ROOT}``, ``{CWD_SLUG}`` and ``{MODEL_URL}``, so captures are reproducible.
+``{TMP}``, ``{ROOT}``, ``{CWD_SLUG}``, ``{MODEL_URL}`` (``{MODEL_ADDR}`` for its host:port
+alone), ``{PYTHON}`` and ``{REPO}``, so captures are reproducible.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import orjson
 import trio
 
 from bridge.backends import find_backend
+from bridge.testing.brain import Call, ModelScript
 from bridge.testing.client import Client, Recording
 from bridge.testing.model import ModelServer
 from bridge.testing.scenario import Scenario
@@ -118,6 +120,10 @@ def scrubber(dirs: dict[str, str], url: str) -> list[tuple[bytes, bytes]]:
     pairs = [(v, "{" + k + "}") for k, v in dirs.items()]
     slug = re.sub(r"[^A-Za-z0-9]", "-", dirs["CWD"])
     pairs += [(slug, "{CWD_SLUG}"), (slug.lstrip("-"), "{CWD_SLUG}"), (url, "{MODEL_URL}")]
+    # launch files (hooks, MCP servers) name the interpreter and this checkout
+    pairs += [(sys.executable, "{PYTHON}"), (str(REPO), "{REPO}")]
+    # Claude names the host:port alone in API error texts ("check your inference gateway")
+    pairs += [(url.split("://", 1)[-1], "{MODEL_ADDR}")]
     return sorted(((a.encode(), b.encode()) for a, b in pairs), key=lambda p: -len(p[0]))
 
 
@@ -162,6 +168,53 @@ def _place_files(files: dict[str, str], cwd: str) -> None:
         p.write_text(text, encoding="utf-8")
 
 
+def _session_id(frames: list[dict[str, Any]]) -> str | None:
+    return next((f["session_id"] for f in frames
+                 if isinstance(f.get("session_id"), str) and f["session_id"]), None)
+
+
+def _substitute(value: Any, names: dict[str, str]) -> Any:
+    """``{PYTHON}``, ``{REPO}``, ``{CWD}``, ``{HOME}`` in the strings of a launch file."""
+    if isinstance(value, str):
+        for k, v in names.items():
+            value = value.replace("{" + k + "}", v)
+        return value
+    if isinstance(value, dict):
+        return {k: _substitute(v, names) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_substitute(v, names) for v in value]
+    return value
+
+
+def _script_in(script: ModelScript, dirs: dict[str, str]) -> ModelScript:
+    """The model script with ``{CWD}`` and ``{HOME}`` in its texts and tool inputs made
+    this run's (tools such as Read want absolute paths)."""
+    names = {"CWD": dirs["CWD"], "HOME": dirs["HOME"]}
+    rules = tuple(attrs.evolve(
+        r, input=_substitute(r.input, names), text=_substitute(r.text, names),
+        calls=tuple(Call(c.tool, _substitute(c.input, names)) for c in r.calls))
+        for r in script.rules)
+    return attrs.evolve(script, rules=rules)
+
+
+def _launch_files(scenario: Scenario, dirs: dict[str, str]) -> list[str]:
+    """Write the scenario's hooks and MCP servers where the CLI will read them; the flags
+    that tell it so (the same for both CLIs: ``--settings FILE``, ``--mcp-config FILE``)."""
+    names = {"PYTHON": sys.executable, "REPO": str(REPO), "CWD": dirs["CWD"],
+             "HOME": dirs["HOME"]}
+    flags: list[str] = []
+    if scenario.hooks is not None:
+        path = os.path.join(dirs["ROOT"], "settings.json")
+        Path(path).write_bytes(orjson.dumps({"hooks": _substitute(scenario.hooks, names)}))
+        flags += ["--settings", path]
+    if scenario.mcp_servers is not None:
+        path = os.path.join(dirs["ROOT"], "mcp.json")
+        Path(path).write_bytes(orjson.dumps(
+            {"mcpServers": _substitute(scenario.mcp_servers, names)}))
+        flags += ["--mcp-config", path]
+    return flags
+
+
 def _finish(rec: Recording | None, out: Path | None, server: ModelServer,
             dump_requests: Path | None, mark: str, root: str | None) -> None:
     """Write what was recorded, however the run ended; leave no process and no files."""
@@ -199,7 +252,8 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
               dump_requests: Path | None = None) -> RunResult:
     dirs = make_root()
     mark = secrets.token_hex(8)
-    server = ModelServer(scenario.model, keep_bodies=dump_requests is not None)
+    server = ModelServer(_script_in(scenario.model, dirs),
+                         keep_bodies=dump_requests is not None)
     rec: Recording | None = None
     try:
         await trio.to_thread.run_sync(_place_files, scenario.files, dirs["CWD"])
@@ -209,16 +263,21 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
             env.update(scenario.env)
             version = await backend_version(target, env, dirs["CWD"])
             bridge_cap = os.path.join(dirs["ROOT"], "bridge-capture.jsonl")
-            base = () if scenario.headless else BASE_ARGV
-            if via is None:
-                argv = [*target.argv, *base,
-                        *scenario.args_for(target.kind if target.kind != "other" else "")]
-            else:
+            extra = await trio.to_thread.run_sync(_launch_files, scenario, dirs)
+            kind = target.kind if target.kind != "other" else ""
+
+            def argv_for(args: tuple[str, ...], cap: str) -> list[str]:
+                base = () if scenario.headless else BASE_ARGV
+                if via is None:
+                    return [*target.argv, *base, *args, *extra]
                 env["PYTHONPATH"] = os.pathsep.join(
                     p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-                argv = [sys.executable, "-m", "bridge", "run", "--profile", via,
-                        "--backend", shlex.join(target.argv), "--record", bridge_cap,
-                        "--", *base, *scenario.args]
+                return [sys.executable, "-m", "bridge", "run", "--profile", via,
+                        "--backend", shlex.join(target.argv), "--record", cap,
+                        "--", *base, *args, *extra]
+
+            argv = argv_for(scenario.args_for(kind) if via is None else scenario.args,
+                            bridge_cap)
             rec = Recording(scrubber(dirs, url), via is not None)
             limit = time_limit if time_limit is not None else scenario.time_limit
             rec.header = capture.header(
@@ -233,6 +292,21 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
                                      mark)
             if via is not None:
                 rec.merge_bridge_capture(bridge_cap)
+            if scenario.resume is not None:
+                sid = _session_id(rec.frames)
+                if sid is None:
+                    rec.note("resume: the first run showed no session_id; no second run")
+                else:
+                    cap2 = os.path.join(dirs["ROOT"], "bridge-capture-2.jsonl")
+                    args2 = (scenario.resume_args_for(kind) if via is None
+                             else scenario.resume_args_for(""))
+                    argv2 = argv_for((*args2, "--resume", sid), cap2)
+                    rec.note("resume: second run: " + rec.scrub_text(shlex.join(argv2)))
+                    since = rec.now()
+                    exit_text = await _drive(scenario.second_run(), argv2, env, dirs["CWD"],
+                                             rec, server, limit, mark)
+                    if via is not None:
+                        rec.merge_bridge_capture(cap2, since)
             nursery.cancel_scope.cancel()
         return RunResult(exit_text, rec.frames, list(server.log), version, out, rec.now(),
                          dirs["ROOT"] if keep_root else None)
@@ -251,8 +325,9 @@ async def _drive(scenario: Scenario, argv: list[str], env: dict[str, str], cwd: 
     except OSError as e:
         rec.note(f"could not start {argv[0]}: {e}")
         return "127"
+    if not rec.records:  # a resumed second run keeps the first run's clock
+        server.t0 = trio.current_time()
     rec.start()
-    server.t0 = trio.current_time()
     server.on_request = rec.model_request
     rec.note(f"spawned {'bridge' if rec.via else 'backend'}; time limit {limit:g}s")
     client = Client(scenario, proc, rec)

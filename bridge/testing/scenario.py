@@ -28,6 +28,24 @@ With ``headless = true`` the run is Claude's print mode: ``args`` are the whole 
 command line (``["-p", "hello", "--output-format", "json"]``), stdin is what ``line``
 steps write (a piped prompt) and then EOF, stdout is recorded as printed (text, a JSON
 object or stream-json).
+
+The model's rules (``[[model.rules]]``, ``bridge.testing.brain.Rule``) match the latest
+input (``when`` / ``regex``, ``agent``, ``image = true|false``, ``times``) and answer with
+any of: ``thinking``, ``text``, one call (``tool``, ``input``) or several in one message
+(``calls = [{tool=..., input={...}}, ...]``), ``stop`` (``max_tokens``, ``refusal``...),
+``delay`` before the reply, ``stall`` seconds in mid-stream, ``cut = true`` (the stream
+ends half-way, the connection closed); or with an HTTP error: ``status`` (429, 500, 529...)
+with ``retry_after`` and ``message``, for ``times`` requests. ``{CWD}`` and ``{HOME}`` in
+their texts and inputs are the run's directories.
+
+What the CLI is launched with, beyond ``args``: ``hooks`` (Claude's settings ``hooks``
+object) is written to a settings file passed as ``--settings FILE``; ``mcp_servers`` (an
+``mcpServers`` object; ``bridge/testing/mcp_server.py`` is a scripted stdio server) to a
+file passed as ``--mcp-config FILE``; ``{PYTHON}``, ``{REPO}``, ``{CWD}``, ``{HOME}`` in
+their strings are replaced. ``[resume]`` (``args``, ``backend_args``, ``keep_stdin_open``,
+``[[resume.steps]]``) is a second run after the first exits, on the same HOME and working
+directory, with ``--resume <the first session_id the client read>``; its conditions count
+from its own start, and both runs go into one capture (two ``exit`` records).
 """
 
 from __future__ import annotations
@@ -128,6 +146,19 @@ class Step:
 
 
 @attrs.frozen
+class Resume:
+    """A second run after the first one's exit, on the same HOME and working directory,
+    with ``--resume <session_id>`` (the first ``session_id`` the client read) after its
+    ``args`` (default: the first run's). The model server, and its rules' ``times``
+    counts, carry on; its steps' conditions count from the start of the second run."""
+
+    args: tuple[str, ...] | None = None
+    backend_args: dict[str, tuple[str, ...]] = attrs.field(factory=dict)
+    keep_stdin_open: bool = False
+    steps: tuple[Step, ...] = ()
+
+
+@attrs.frozen
 class Scenario:
     name: str
     description: str = ""
@@ -144,8 +175,14 @@ class Scenario:
     #: client command line (no stream-json base argv), stdin holds what ``line`` steps
     #: write (a piped prompt), and there is no ``initialize``
     headless: bool = False
+    #: Claude's settings ``hooks`` object; written to a settings file passed as
+    #: ``--settings FILE`` (both CLIs read it)
+    hooks: dict[str, Any] | None = None
+    #: an ``mcpServers`` object; written to a file passed as ``--mcp-config FILE``
+    mcp_servers: dict[str, Any] | None = None
     model: ModelScript = ModelScript()
     steps: tuple[Step, ...] = ()
+    resume: Resume | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.headless and self.initialize:
@@ -153,7 +190,7 @@ class Scenario:
         if self.headless and any(st.action not in ("line", "wait", "close_stdin")
                                  for st in self.steps):
             raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
-        for b in self.backend_args:
+        for b in [*self.backend_args, *(self.resume.backend_args if self.resume else ())]:
             if b not in BACKENDS:
                 raise ValueError(f"backend_args: unknown backend {b!r} (one of {BACKENDS})")
         for f in self.files:
@@ -162,8 +199,30 @@ class Scenario:
                 raise ValueError(f"files: {f!r} must be a relative path inside the "
                                  "working directory")
 
+        if self.headless and self.resume is not None and any(
+                st.action not in ("line", "wait", "close_stdin") for st in self.resume.steps):
+            raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
+        for name, server in (self.mcp_servers or {}).items():
+            if not isinstance(server, dict):
+                raise ValueError(f"mcp_servers.{name} must be a table")
+
     def args_for(self, backend: str) -> tuple[str, ...]:
         return self.backend_args.get(backend, self.args)
+
+    def resume_args_for(self, backend: str) -> tuple[str, ...]:
+        assert self.resume is not None
+        r = self.resume
+        return r.backend_args.get(backend, r.args if r.args is not None
+                                  else self.args_for(backend))
+
+    def second_run(self) -> Scenario:
+        """The scenario the second (``resume``) run plays: its steps, no further resume;
+        named apart, so its lines' stable uuids differ from the first run's (Claude drops
+        a line whose uuid its transcript already holds)."""
+        assert self.resume is not None
+        return attrs.evolve(self, name=self.name + "#resume", steps=self.resume.steps,
+                            resume=None,
+                            keep_stdin_open=self.resume.keep_stdin_open)
 
 
 def _converter() -> cattrs.Converter:
@@ -239,5 +298,5 @@ def load(path: str | Path) -> Scenario:
     return loads(text, str(p))
 
 
-__all__ = ["Condition", "ModelScript", "Rule", "Scenario", "ScenarioError", "Step", "load",
-           "loads", "parse"]
+__all__ = ["Condition", "ModelScript", "Resume", "Rule", "Scenario", "ScenarioError", "Step",
+           "load", "loads", "parse"]

@@ -9,10 +9,13 @@ so two runs of a scenario produce the same ids where the order of requests is th
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import orjson
+
+from bridge.testing.brain import ERROR_KINDS
 
 if TYPE_CHECKING:
     from bridge.testing.brain import Decision
@@ -55,6 +58,32 @@ def _anthropic_usage(output: int) -> dict[str, int]:
             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 
 
+#: yielded by ``stream_reply`` half-way through the reply's deltas: where a ``cut``
+#: reply ends and a ``stall`` waits (never sent itself)
+MIDDLE = b""
+OPENAI_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+                 "refusal": "content_filter", "stop_sequence": "stop"}
+
+
+def _signature(text: str) -> str:
+    return "mock-sig-" + hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _with_middle(events: list[bytes], is_delta: list[bool]) -> Iterator[bytes]:
+    """The events, with ``MIDDLE`` after the first half (rounded up) of the deltas."""
+    n = sum(is_delta)
+    half, seen = (n + 1) // 2, 0
+    placed = n == 0
+    for ev, delta in zip(events, is_delta, strict=True):
+        if not placed and delta and seen == half:
+            yield MIDDLE
+            placed = True
+        yield ev
+        seen += delta
+    if not placed:
+        yield MIDDLE
+
+
 def stream_reply(dialect: str, model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
     if dialect == "anthropic":
         return _anthropic_stream(model, d, ids)
@@ -67,30 +96,42 @@ def _anthropic_stream(model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
         "content": [], "stop_reason": None, "stop_sequence": None,
         "usage": _anthropic_usage(1)}
     yield _event("message_start", {"type": "message_start", "message": msg})
+    events: list[bytes] = []
+    is_delta: list[bool] = []
+
+    def add(name: str, data: dict[str, Any], delta: bool = False) -> None:
+        events.append(_event(name, data))
+        is_delta.append(delta)
+
+    def block(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
+        add("content_block_start", {"type": "content_block_start", "index": index,
+                                    "content_block": start})
+        for delta in deltas:
+            add("content_block_delta", {"type": "content_block_delta", "index": index,
+                                        "delta": delta}, True)
+        add("content_block_stop", {"type": "content_block_stop", "index": index})
+
     index = 0
-    if d.text is not None:
-        yield _event("content_block_start", {"type": "content_block_start", "index": index,
-                                             "content_block": {"type": "text", "text": ""}})
-        for piece in _pieces(d.text):
-            yield _event("content_block_delta", {
-                "type": "content_block_delta", "index": index,
-                "delta": {"type": "text_delta", "text": piece}})
-        yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
+    if d.thinking is not None:
+        block(index, {"type": "thinking", "thinking": "", "signature": ""},
+              [{"type": "thinking_delta", "thinking": p} for p in _pieces(d.thinking)]
+              + [{"type": "signature_delta", "signature": _signature(d.thinking)}])
         index += 1
-    if d.tool is not None:
-        block = {"type": "tool_use", "id": ids.next("toolu"), "name": d.tool, "input": {}}
-        yield _event("content_block_start", {"type": "content_block_start", "index": index,
-                                             "content_block": block})
-        for piece in _pieces(orjson.dumps(d.input).decode()):
-            yield _event("content_block_delta", {
-                "type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": piece}})
-        yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
-    stop = "tool_use" if d.tool is not None else "end_turn"
-    yield _event("message_delta", {"type": "message_delta",
-                                   "delta": {"stop_reason": stop, "stop_sequence": None},
-                                   "usage": {"output_tokens": OUTPUT_TOKENS}})
-    yield _event("message_stop", {"type": "message_stop"})
+    if d.text is not None:
+        block(index, {"type": "text", "text": ""},
+              [{"type": "text_delta", "text": p} for p in _pieces(d.text)])
+        index += 1
+    for call in d.calls:
+        block(index, {"type": "tool_use", "id": ids.next("toolu"), "name": call.tool,
+                      "input": {}},
+              [{"type": "input_json_delta", "partial_json": p}
+               for p in _pieces(orjson.dumps(call.input).decode())])
+        index += 1
+    add("message_delta", {"type": "message_delta",
+                          "delta": {"stop_reason": d.stop_reason, "stop_sequence": None},
+                          "usage": {"output_tokens": OUTPUT_TOKENS}})
+    add("message_stop", {"type": "message_stop"})
+    yield from _with_middle(events, is_delta)
 
 
 def _openai_stream(model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
@@ -101,48 +142,75 @@ def _openai_stream(model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
                       "model": model, "choices": [{"index": 0, "delta": delta,
                                                    "finish_reason": finish}]})
 
-    yield chunk({"role": "assistant", "content": ""})
+    events = [chunk({"role": "assistant", "content": ""})]
+    is_delta = [False]
+
+    def add(delta: dict[str, Any], counts: bool = True) -> None:
+        events.append(chunk(delta))
+        is_delta.append(counts)
+
+    if d.thinking is not None:
+        for piece in _pieces(d.thinking):
+            add({"reasoning_content": piece})
     if d.text is not None:
         for piece in _pieces(d.text):
-            yield chunk({"content": piece})
-    if d.tool is not None:
-        call = {"index": 0, "id": ids.next("call"), "type": "function",
-                "function": {"name": d.tool, "arguments": ""}}
-        yield chunk({"tool_calls": [call]})
-        for piece in _pieces(orjson.dumps(d.input).decode()):
-            yield chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]})
-    yield chunk({}, "tool_calls" if d.tool is not None else "stop")
-    yield _data({"id": cid, "object": "chat.completion.chunk", "created": CREATED,
-                 "model": model, "choices": [],
-                 "usage": {"prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS,
-                           "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}})
-    yield _data(b"[DONE]")
+            add({"content": piece})
+    for i, call in enumerate(d.calls):
+        add({"tool_calls": [{"index": i, "id": ids.next("call"), "type": "function",
+                             "function": {"name": call.tool, "arguments": ""}}]}, False)
+        for piece in _pieces(orjson.dumps(call.input).decode()):
+            add({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+    events.append(chunk({}, OPENAI_FINISH[d.stop_reason]))
+    events.append(_data({"id": cid, "object": "chat.completion.chunk", "created": CREATED,
+                         "model": model, "choices": [],
+                         "usage": {"prompt_tokens": INPUT_TOKENS,
+                                   "completion_tokens": OUTPUT_TOKENS,
+                                   "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}}))
+    events.append(_data(b"[DONE]"))
+    is_delta += [False, False, False]
+    yield from _with_middle(events, is_delta)
 
 
 def whole_reply(dialect: str, model: str, d: Decision, ids: Ids) -> dict[str, Any]:
     """The non-streaming form (``stream`` absent or false)."""
     if dialect == "anthropic":
         content: list[dict[str, Any]] = []
+        if d.thinking is not None:
+            content.append({"type": "thinking", "thinking": d.thinking,
+                            "signature": _signature(d.thinking)})
         if d.text is not None:
             content.append({"type": "text", "text": d.text})
-        if d.tool is not None:
-            content.append({"type": "tool_use", "id": ids.next("toolu"), "name": d.tool,
-                            "input": d.input})
+        for call in d.calls:
+            content.append({"type": "tool_use", "id": ids.next("toolu"), "name": call.tool,
+                            "input": call.input})
         return {"id": ids.next("msg"), "type": "message", "role": "assistant",
-                "model": model, "content": content,
-                "stop_reason": "tool_use" if d.tool is not None else "end_turn",
+                "model": model, "content": content, "stop_reason": d.stop_reason,
                 "stop_sequence": None, "usage": _anthropic_usage(OUTPUT_TOKENS)}
     message: dict[str, Any] = {"role": "assistant", "content": d.text}
-    if d.tool is not None:
+    if d.thinking is not None:
+        message["reasoning_content"] = d.thinking
+    if d.calls:
         message["tool_calls"] = [{"id": ids.next("call"), "type": "function",
-                                  "function": {"name": d.tool,
-                                               "arguments": orjson.dumps(d.input).decode()}}]
+                                  "function": {"name": c.tool,
+                                               "arguments": orjson.dumps(c.input).decode()}}
+                                 for c in d.calls]
     return {"id": ids.next("chatcmpl"), "object": "chat.completion", "created": CREATED,
             "model": model,
             "choices": [{"index": 0, "message": message,
-                         "finish_reason": "tool_calls" if d.tool is not None else "stop"}],
+                         "finish_reason": OPENAI_FINISH[d.stop_reason]}],
             "usage": {"prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS,
                       "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}}
+
+
+def http_error(dialect: str, d: Decision) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+    """The body and extra headers of a ``status`` decision, in the dialect's shape."""
+    status = d.status or 500
+    kind = ERROR_KINDS.get(status, "api_error")
+    message = d.message or f"mock {status} {kind}"
+    headers = ([("retry-after", f"{d.retry_after:g}")] if d.retry_after is not None else [])
+    if dialect == "anthropic":
+        return error_body(message, kind), headers
+    return {"error": {"message": message, "type": kind, "code": str(status)}}, headers
 
 
 def error_body(message: str, kind: str = "not_found_error") -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 import trio
 
 from bridge.testing import model
-from bridge.testing.brain import Brain, ModelScript, Request, Rule, parse_request
+from bridge.testing.brain import Brain, Call, ModelScript, Request, Rule, parse_request
 from bridge.testing.model import ModelServer
 
 TOOLS_A = [{"name": "Bash", "input_schema": {"type": "object"}}]
@@ -391,3 +391,202 @@ def test_rules_validate() -> None:
         Rule(regex="(")
     r = Request("anthropic", "main", "m", True, 1, ("Bash",), "hello", False)
     assert Brain(ModelScript(default_text="hi")).decide(r).text == "hi"
+
+
+# -- the capabilities that script real sessions ----------------------------------------
+RICH = ModelScript(rules=(
+    Rule(when="PARALLEL", calls=(Call("Read", {"file_path": "a.txt"}),
+                                 Call("Bash", {"command": "echo $1"}))),
+    Rule(when="THINK", thinking="Let me think about this carefully.", text="thought"),
+    Rule(when="LONG", text="truncated answer", stop="max_tokens"),
+    Rule(when="REFUSE", text="I can't help with that.", stop="refusal"),
+    Rule(when="BUSY", status=529, times=2),
+    Rule(when="LIMIT", status=429, retry_after=2, message="slow down", times=1),
+    Rule(when="BROKEN", status=500, times=1),
+    Rule(when="CUT", text="a reply that is cut in the middle of it", cut=True),
+    Rule(when="STALL", text="a reply that waits in the middle of it", stall=0.3),
+    Rule(when="LOOK", image=True, text="I see an image"),
+    Rule(when="LOOK", image=False, text="no image here"),
+))
+
+
+@pytest.fixture
+async def rich(nursery: trio.Nursery) -> ModelServer:
+    srv = ModelServer(RICH)
+    await nursery.start(srv.serve)
+    return srv
+
+
+def _thinking_assembled(resp: Resp) -> dict[str, Any]:
+    events = [(n, orjson.loads(d)) for n, d in resp.sse() if n == "content_block_delta"]
+    thinking = "".join(d["delta"].get("thinking", "") for _, d in events)
+    sigs = [d["delta"]["signature"] for _, d in events
+            if d["delta"]["type"] == "signature_delta"]
+    return {"thinking": thinking, "signatures": sigs}
+
+
+async def test_anthropic_parallel_tool_calls(rich: ModelServer) -> None:
+    msg = assemble_anthropic(await call(rich.url, "POST", "/v1/messages",
+                                        anthropic("PARALLEL please")))
+    assert msg["stop_reason"] == "tool_use"
+    assert [(b["name"], b["input"]) for b in msg["content"]] == [
+        ("Read", {"file_path": "a.txt"}), ("Bash", {"command": "echo $1"})]
+    assert len({b["id"] for b in msg["content"]}) == 2
+    assert rich.log[-1]["decision"] == ["tool_use", "Read", "Bash"]
+
+
+async def test_openai_parallel_tool_calls(rich: ModelServer) -> None:
+    out = assemble_openai(await call(rich.url, "POST", "/chat/completions",
+                                     openai(user_query("PARALLEL"))))
+    assert out["finish"] == "tool_calls"
+    assert [(c["name"], orjson.loads(c["arguments"])) for c in out["calls"]] == [
+        ("Read", {"file_path": "a.txt"}), ("Bash", {"command": "echo $1"})]
+    assert len({c["id"] for c in out["calls"]}) == 2
+
+
+async def test_anthropic_thinking_block(rich: ModelServer) -> None:
+    r = await call(rich.url, "POST", "/v1/messages", anthropic("THINK"))
+    starts = [orjson.loads(d)["content_block"] for n, d in r.sse()
+              if n == "content_block_start"]
+    assert [b["type"] for b in starts] == ["thinking", "text"]
+    got = _thinking_assembled(r)
+    assert got["thinking"] == "Let me think about this carefully."
+    assert len(got["signatures"]) == 1
+    assert got["signatures"][0]
+    whole = (await call(rich.url, "POST", "/v1/messages", anthropic("THINK", stream=False)))
+    content = whole.json()["content"]
+    assert [b["type"] for b in content] == ["thinking", "text"]
+    assert content[0]["signature"] == got["signatures"][0]
+
+
+async def test_openai_reasoning_content(rich: ModelServer) -> None:
+    r = await call(rich.url, "POST", "/chat/completions", openai(user_query("THINK")))
+    chunks = [orjson.loads(d) for _, d in r.sse()[:-1]]
+    reasoning = "".join(c["choices"][0]["delta"].get("reasoning_content", "")
+                        for c in chunks if c["choices"])
+    assert reasoning == "Let me think about this carefully."
+    assert assemble_openai(r)["text"] == "thought"
+
+
+@pytest.mark.parametrize(("trigger", "anthropic_stop", "openai_finish"), [
+    ("LONG", "max_tokens", "length"), ("REFUSE", "refusal", "content_filter")])
+async def test_stop_reasons(rich: ModelServer, trigger: str, anthropic_stop: str,
+                            openai_finish: str) -> None:
+    msg = assemble_anthropic(await call(rich.url, "POST", "/v1/messages",
+                                        anthropic(trigger)))
+    assert msg["stop_reason"] == anthropic_stop
+    out = assemble_openai(await call(rich.url, "POST", "/chat/completions",
+                                     openai(user_query(trigger))))
+    assert out["finish"] == openai_finish
+    whole = await call(rich.url, "POST", "/v1/messages", anthropic(trigger, stream=False))
+    assert whole.json()["stop_reason"] == anthropic_stop
+
+
+async def test_http_errors_then_the_retry_succeeds(rich: ModelServer) -> None:
+    statuses = []
+    for _ in range(3):
+        r = await call(rich.url, "POST", "/v1/messages", anthropic("BUSY"))
+        statuses.append(r.status)
+    assert statuses == [529, 529, 200]
+    assert rich.log[-2]["decision"] == ["error", 529]
+    assert rich.log[-2]["status"] == 529
+    r = await call(rich.url, "POST", "/v1/messages", anthropic("LIMIT"))
+    assert (r.status, r.headers["retry-after"]) == (429, "2")
+    assert r.json() == {"type": "error", "error": {"type": "rate_limit_error",
+                                                   "message": "slow down"}}
+    r = await call(rich.url, "POST", "/chat/completions", openai(user_query("BROKEN")))
+    assert r.status == 500
+    assert "retry-after" not in r.headers
+    assert r.json()["error"]["type"] == "api_error"
+    assert r.json()["error"]["code"] == "500"
+    r = await call(rich.url, "POST", "/chat/completions", openai(user_query("BROKEN")))
+    assert assemble_openai(r)["text"] == "ok"  # `times = 1`: the retry is answered
+
+
+async def _raw_until_close(url: str, body: Any, path: str) -> bytes:
+    port = int(url.rsplit(":", 1)[1])
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    data = orjson.dumps(body)
+    req = (f"POST {path} HTTP/1.1\r\nhost: x\r\ncontent-length: {len(data)}\r\n\r\n"
+           ).encode() + data
+    got = bytearray()
+    async with stream:
+        await stream.send_all(req)
+        with trio.fail_after(10):
+            while chunk := await stream.receive_some(65536):
+                got += chunk
+    return bytes(got)
+
+
+@pytest.mark.parametrize(("path", "body", "end"), [
+    ("/v1/messages", anthropic("CUT"), b"message_stop"),
+    ("/chat/completions", openai(user_query("CUT")), b"[DONE]")])
+async def test_stream_cut_mid_reply(rich: ModelServer, path: str, body: dict[str, Any],
+                                    end: bytes) -> None:
+    raw = await _raw_until_close(rich.url, body, path)
+    assert b"a reply" in raw  # the first half went out
+    assert b"middle of it" not in raw  # the second half never did
+    assert end not in raw
+    assert not raw.endswith(b"0\r\n\r\n")  # no last chunk: the body is unterminated
+    assert "cut" in rich.log[-1]["decision"]
+    # the server still serves the next request
+    r = await call(rich.url, "POST", "/v1/messages", anthropic("hello"))
+    assert assemble_anthropic(r)["content"][0]["text"] == "ok"
+
+
+async def test_stall_mid_stream_with_pings(rich: ModelServer, monkeypatch: pytest.MonkeyPatch
+                                           ) -> None:
+    monkeypatch.setattr(model, "PING_EVERY", 0.1)
+    t0 = trio.current_time()
+    r = await call(rich.url, "POST", "/v1/messages", anthropic("STALL"))
+    assert trio.current_time() - t0 >= 0.3
+    names = [n for n, _ in r.sse()]
+    first_ping = names.index("ping")
+    # the pings come after some text went out, and before the rest of it
+    assert "content_block_delta" in names[:first_ping]
+    assert "content_block_delta" in names[first_ping:]
+    assert assemble_anthropic(r)["content"][0]["text"] == "a reply that waits in the middle of it"
+    r = await call(rich.url, "POST", "/chat/completions", openai(user_query("STALL")))
+    assert b": ping" in r.body
+    assert assemble_openai(r)["text"] == "a reply that waits in the middle of it"
+
+
+PNG = {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}
+
+
+async def test_images_in_requests(rich: ModelServer) -> None:
+    blocks = [{"type": "image", "source": PNG}, {"type": "text", "text": "LOOK at this"}]
+    msg = assemble_anthropic(await call(rich.url, "POST", "/v1/messages", anthropic(blocks)))
+    assert msg["content"][0]["text"] == "I see an image"
+    assert rich.log[-1]["images"] == 1
+    msg = assemble_anthropic(await call(rich.url, "POST", "/v1/messages", anthropic("LOOK")))
+    assert msg["content"][0]["text"] == "no image here"
+    assert "images" not in rich.log[-1]
+    oai = {"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        {"type": "text", "text": "LOOK"}]}
+    out = assemble_openai(await call(rich.url, "POST", "/chat/completions", openai(oai)))
+    assert out["text"] == "I see an image"
+    # an image a tool returned (Read of a picture) counts too
+    tool_img = anthropic("x", extra=[
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Read",
+                                           "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [
+            {"type": "image", "source": PNG}, {"type": "text", "text": "LOOK"}]}]}])
+    msg = assemble_anthropic(await call(rich.url, "POST", "/v1/messages", tool_img))
+    assert msg["content"][0]["text"] == "I see an image"
+
+
+def test_new_rule_options_validate() -> None:
+    with pytest.raises(ValueError, match="`tool` or `calls`"):
+        Rule(tool="Bash", calls=(Call("Read"),))
+    with pytest.raises(ValueError, match="`stop` must be one of"):
+        Rule(stop="pause_turn")
+    with pytest.raises(ValueError, match="HTTP error"):
+        Rule(status=200)
+    with pytest.raises(ValueError, match="no text"):
+        Rule(status=529, text="x")
+    with pytest.raises(ValueError, match="go with `status`"):
+        Rule(retry_after=1)
+    with pytest.raises(ValueError, match="`cut` or `stall`"):
+        Rule(cut=True, stall=1)
