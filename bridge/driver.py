@@ -174,6 +174,18 @@ class ProcessBackend:
                         pass
 
 
+def adopt(started: subprocess.Popen[bytes] | OSError) -> BackendFactory:
+    """The factory of a backend ``bridge.launch.start`` already spawned (or failed to: the
+    session reports the error as its own spawn's, 127 / 126)."""
+
+    def make() -> Backend:
+        if isinstance(started, OSError):
+            raise started
+        return ProcessBackend(started)
+
+    return make
+
+
 def _adopt(f: Any) -> trio.lowlevel.FdStream:
     """A trio stream owning a duplicate of ``f``'s descriptor; ``f`` is closed."""
     fd = os.dup(f.fileno())
