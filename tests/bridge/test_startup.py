@@ -195,3 +195,27 @@ def test_abandon_ends_a_backend_the_session_never_adopted() -> None:
     assert not isinstance(started, OSError)
     launch.abandon(started)
     assert started.returncode == -signal.SIGKILL
+
+
+def test_a_rule_error_after_the_spawn_leaves_no_backend_behind(tmp_path: Path) -> None:
+    """An unknown rule is found when the stages are built, after the backend was spawned:
+    the usage error (exit 2) and the backend ended, not orphaned."""
+    pidfile = tmp_path / "pid"
+    # sh writes its pid at once (the bridge imports the stages for ~100 ms after the spawn)
+    backend = ["sh", "-c", f"echo $$ > {shlex.quote(str(pidfile))}; exec sleep 300", "sh"]
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
+           "CCBRIDGE_BACKEND": shlex.join(backend),
+           "CCBRIDGE_RULES": "no-such-rule=on"}  # fmt: skip
+    client = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
+    done = subprocess.run([sys.executable, "-c", "import sys; from bridge.dropin import main; "
+                           "sys.exit(main(sys.argv[1:]))", *client], capture_output=True,
+                          timeout=60, env=env, cwd=tmp_path, input=b"")  # fmt: skip
+    assert done.returncode == 2, done.stderr.decode()
+    assert b"no-such-rule" in done.stderr
+    pid = int(pidfile.read_text())  # it was running
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return  # ended and reaped
+    os.kill(pid, signal.SIGKILL)
+    pytest.fail(f"the backend {pid} outlived the bridge")
