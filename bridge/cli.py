@@ -82,15 +82,8 @@ def guarded(fn: Callable[[], int]) -> int:
     """Run a command; every error it raises becomes one line on stderr, never a traceback:
     a usage or configuration error exits 2, anything else 1 (``CCBRIDGE_LOG_LEVEL=debug``
     adds the traceback, for a bug report)."""
-    from bridge.config import ConfigError
-    from compat.capture import CaptureError
-    from compat.profiles import RuleError
-
     try:
         return fn()
-    except (ConfigError, RuleError, CaptureError) as e:
-        print(f"ccbridge: {e}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         print("ccbridge: interrupted", file=sys.stderr)
         return 130
@@ -103,7 +96,25 @@ def guarded(fn: Callable[[], int]) -> int:
             pass
         return 141
     except Exception as e:  # noqa: BLE001 - the last line of defence, by design
+        if _usage_error(e):
+            print(f"ccbridge: {e}", file=sys.stderr)
+            return EXIT_USAGE
         return _unexpected(e)
+
+
+#: the exceptions that are usage or configuration errors, by module: looked up only where
+#: the module is loaded (one not imported raised nothing), so a command imports no more
+#: than it uses (``claude-on-cbc`` spawns its backend before the stages are imported)
+USAGE_ERRORS = (("bridge.config", "ConfigError"), ("compat.capture", "CaptureError"),
+                ("compat.profiles", "RuleError"))  # fmt: skip
+
+
+def _usage_error(e: BaseException) -> bool:
+    for module, name in USAGE_ERRORS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(e, cls):
+            return True
+    return False
 
 
 def _unexpected(e: BaseException) -> int:

@@ -26,6 +26,12 @@ the stages said. The exit status is the engine's when a stage decided it
 (``Engine.exit_status``: Claude's 0/1 after a wind-down), else the backend's. The backend
 runs in its own process group, which is killed on the way out, and its descendants that
 left the group are found and ended too (``bridge.reaper``), so no orphan survives us.
+
+The backend is injected (``Session(..., backend=factory)``): a ``Backend`` is three streams,
+a status, ``wait`` and ``send_signal``. ``ProcessBackend`` is the real process (spawned by
+the session, or adopted: ``bridge.launch`` starts it before trio is even imported); tests
+give memory or lockstep stream pairs and run under ``autojump_clock``. Every task the
+session starts, the kill timers included, runs in the session's nursery.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 import trio
@@ -76,6 +82,130 @@ class ClientGone(Exception):
     pass
 
 
+class Backend(Protocol):
+    """A running backend as the session drives it. ``pid`` is an OS process's (its process
+    group and tree are reaped at the close), None for an in-memory one."""
+
+    @property
+    def stdin(self) -> trio.abc.SendStream: ...
+
+    @property
+    def stdout(self) -> trio.abc.ReceiveStream: ...
+
+    @property
+    def stderr(self) -> trio.abc.ReceiveStream | None: ...
+
+    @property
+    def pid(self) -> int | None: ...
+
+    @property
+    def returncode(self) -> int | None:
+        """None while it runs; else its status (negative: killed by that signal)."""
+
+    async def wait(self) -> int: ...
+
+    def send_signal(self, signum: int) -> None:
+        """To the backend (an OS process: to its process group)."""
+
+    async def aclose(self) -> None:
+        """Release the streams (the backend has exited or been killed)."""
+
+
+#: makes the backend; raises FileNotFoundError (exit 127) or PermissionError (126)
+BackendFactory = Callable[[], Backend]
+
+
+class ProcessBackend:
+    """An OS process with piped stdio in its own session (``start_new_session``), spawned
+    or adopted from a ``subprocess.Popen`` already running (``bridge.launch``)."""
+
+    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
+        assert popen.stdin is not None
+        assert popen.stdout is not None
+        self.popen = popen
+        self.pid: int | None = popen.pid
+        self.stdin: trio.abc.SendStream = _adopt(popen.stdin)
+        self.stdout: trio.abc.ReceiveStream = _adopt(popen.stdout)
+        self.stderr: trio.abc.ReceiveStream | None = (
+            _adopt(popen.stderr) if popen.stderr is not None else None
+        )
+        popen.stdin = popen.stdout = popen.stderr = None
+
+    @classmethod
+    def spawn(cls, argv: Sequence[str], env: dict[str, str] | None = None,
+              cwd: str | None = None) -> ProcessBackend:  # fmt: skip
+        from bridge.launch import spawn
+
+        return cls(spawn(argv, env, cwd))
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    async def wait(self) -> int:
+        if self.popen.poll() is None:
+            await _wait_exit(self.popen.pid)
+            while self.popen.poll() is None:  # noqa: ASYNC110 - no pidfd (or it failed)
+                await trio.sleep(0.01)
+        else:
+            await trio.lowlevel.checkpoint()
+        rc = self.popen.returncode
+        assert rc is not None
+        return rc
+
+    def send_signal(self, signum: int) -> None:
+        if self.popen.poll() is not None:
+            return
+        try:
+            os.killpg(self.popen.pid, signum)
+        except (ProcessLookupError, PermissionError):
+            try:
+                self.popen.send_signal(signum)
+            except ProcessLookupError:
+                pass
+
+    async def aclose(self) -> None:
+        for s in (self.stdin, self.stdout, self.stderr):
+            if s is not None:
+                with trio.CancelScope(shield=True):
+                    try:
+                        await s.aclose()
+                    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
+
+
+def adopt(started: subprocess.Popen[bytes] | OSError) -> BackendFactory:
+    """The factory of a backend ``bridge.launch.start`` already spawned (or failed to: the
+    session reports the error as its own spawn's, 127 / 126)."""
+
+    def make() -> Backend:
+        if isinstance(started, OSError):
+            raise started
+        return ProcessBackend(started)
+
+    return make
+
+
+def _adopt(f: Any) -> trio.lowlevel.FdStream:
+    """A trio stream owning a duplicate of ``f``'s descriptor; ``f`` is closed."""
+    fd = os.dup(f.fileno())
+    f.close()
+    return trio.lowlevel.FdStream(fd)
+
+
+async def _wait_exit(pid: int) -> None:
+    """Until ``pid`` has exited (a pidfd on Linux; elsewhere returns, the caller polls)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return
+    try:
+        await trio.lowlevel.wait_readable(fd)
+    finally:
+        trio.lowlevel.notify_closing(fd)
+        os.close(fd)
+
+
 class Session:
     def __init__(
         self,
@@ -86,6 +216,7 @@ class Session:
         logger: Logger,
         recorder: Recorder | None = None,
         stderr: Callable[[bytes], None] | None = None,
+        backend: BackendFactory | None = None,
     ) -> None:
         self.config = config
         self.engine = engine
@@ -101,7 +232,11 @@ class Session:
             s, r = trio.open_memory_channel[bytes | None](WRITE_QUEUE)
             self._send[side] = s
             self._recv[side] = r
-        self.proc: trio.Process | None = None
+        self._make_backend: BackendFactory = backend or (
+            lambda: ProcessBackend.spawn(config.backend_argv, config.env, config.cwd)
+        )
+        self.proc: Backend | None = None
+        self._kill_timer = False
         self.exit_status: int | None = None
         self._client_gone = False
         self._stdout_done = trio.Event()
@@ -120,15 +255,7 @@ class Session:
         if self.config.own_process:
             reaper.become_subreaper()
         try:
-            self.proc = await trio.lowlevel.open_process(
-                list(self.config.backend_argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self.config.env,
-                cwd=self.config.cwd,
-                start_new_session=True,
-            )
+            self.proc = self._make_backend()
         except FileNotFoundError:
             self.log.error(f"backend not found: {self.config.backend_argv[0]}")
             return 127
@@ -136,7 +263,7 @@ class Session:
             self.log.error(f"backend is not executable: {self.config.backend_argv[0]}")
             return 126
         self.log.debug("backend started: " + " ".join(self.config.backend_argv), "argv")
-        if self.recorder:
+        if self.recorder and self.proc.pid is not None:
             self.recorder.note(f"spawned pid {self.proc.pid}")
         try:
             async with trio.open_nursery() as nursery:
@@ -207,10 +334,12 @@ class Session:
 
     async def _stderr_relay(self) -> None:
         assert self.proc is not None
-        assert self.proc.stderr is not None
+        stderr = self.proc.stderr
+        if stderr is None:
+            return
         while True:
             try:
-                data = bytes(await self.proc.stderr.receive_some(READ_SIZE))
+                data = bytes(await stderr.receive_some(READ_SIZE))
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                 return
             if not data:
@@ -240,7 +369,6 @@ class Session:
                     self.recorder.data("client_out", chunk)
             else:
                 assert self.proc is not None
-                assert self.proc.stdin is not None
                 if chunk is None:
                     await self._close_backend_stdin()
                     # now, not when the close was queued, the backend's time to exit starts
@@ -286,7 +414,7 @@ class Session:
                 if self.recorder:
                     self.recorder.note(f"signal {name}")
                 self._send_signal(signum)
-                trio.lowlevel.spawn_system_task(self._kill_after, KILL_GRACE)
+                self._start_kill_timer()
 
     async def _wait_backend(self, nursery: trio.Nursery) -> None:
         assert self.proc is not None
@@ -358,7 +486,6 @@ class Session:
 
     async def _close_backend_stdin(self) -> None:
         assert self.proc is not None
-        assert self.proc.stdin is not None
         try:
             await self.proc.stdin.aclose()
         except (trio.BrokenResourceError, OSError):
@@ -367,17 +494,18 @@ class Session:
     def _send_signal(self, signum: int) -> None:
         if self.proc is None or self.proc.returncode is not None:
             return
-        try:
-            os.killpg(self.proc.pid, signum)
-        except (ProcessLookupError, PermissionError):
-            try:
-                self.proc.send_signal(signum)
-            except ProcessLookupError:
-                pass
+        self.proc.send_signal(signum)
 
     def _terminate(self) -> None:
         self._send_signal(signal.SIGTERM)
-        trio.lowlevel.spawn_system_task(self._kill_after, KILL_GRACE)
+        self._start_kill_timer()
+
+    def _start_kill_timer(self) -> None:
+        """SIGKILL after ``KILL_GRACE`` unless it exits: one timer for the session, in its
+        nursery (cancelled with it: once the backend exited, the reap takes over)."""
+        if not self._kill_timer and self._nursery is not None:
+            self._kill_timer = True
+            self._nursery.start_soon(self._kill_after, KILL_GRACE)
 
     async def _kill_after(self, grace: float) -> None:
         await trio.sleep(grace)
@@ -393,24 +521,33 @@ class Session:
         if proc is None:
             return
         with trio.CancelScope(shield=True):
-            tree = reaper.descendants([proc.pid]) if proc.returncode is None else []
-            if proc.returncode is None:
-                self._send_signal(signal.SIGTERM)
-                with trio.move_on_after(KILL_GRACE):
-                    await proc.wait()
-            if proc.returncode is None:
-                self._send_signal(signal.SIGKILL)
-                await proc.wait()
             try:
-                os.killpg(proc.pid, signal.SIGKILL)  # stragglers in its group
-            except (ProcessLookupError, PermissionError):
-                pass
-            if self.config.own_process:
-                tree += [p for p in reaper.own_children() if p not in tree]
-            await self._end_tree(tree + reaper.descendants(tree))
+                await self._end_backend(proc)
+            finally:
+                await proc.aclose()
             if self.exit_status is None and proc.returncode is not None:
                 rc = proc.returncode
                 self.exit_status = 128 - rc if rc < 0 else rc
+
+    async def _end_backend(self, proc: Backend) -> None:
+        pid = proc.pid
+        tree = reaper.descendants([pid]) if pid is not None and proc.returncode is None else []
+        if proc.returncode is None:
+            self._send_signal(signal.SIGTERM)
+            with trio.move_on_after(KILL_GRACE):
+                await proc.wait()
+        if proc.returncode is None:
+            self._send_signal(signal.SIGKILL)
+            await proc.wait()
+        if pid is None:  # in memory: no process group, no tree
+            return
+        try:
+            os.killpg(pid, signal.SIGKILL)  # stragglers in its group
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.config.own_process:
+            tree += [p for p in reaper.own_children() if p not in tree]
+        await self._end_tree(tree + reaper.descendants(tree))
 
     async def _end_tree(self, pids: list[int]) -> None:
         """SIGTERM the backend's leftover descendants, SIGKILL what is left after a short

@@ -15,17 +15,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import trio
-
-from bridge import backends, config
-from bridge.cli import guarded
-from bridge.headless import HeadlessIO, prepare
-from bridge.log import Logger
-from bridge.proxy import backend_command, serve_stdio
+# light on purpose: `--version` and `--help` answer before trio, the config, the proxy or
+# any stage is imported, and a session spawns the backend before they are (bridge.launch)
 from compat import TARGET_CLAUDE_VERSION, __version__
-from compat.argv import ACTIONS, TRANSLATION_TABLE
-from compat.env import ENV_TABLE
+
+if TYPE_CHECKING:
+    from bridge.headless import HeadlessIO
 
 EXIT_NO_BACKEND = 127
 
@@ -45,6 +42,9 @@ def bundled_cbc() -> str | None:
 
 def help_text() -> str:
     """The Claude options accepted and what cbc gets for each (rule ``argv``)."""
+    from compat.argv import ACTIONS, TRANSLATION_TABLE
+    from compat.env import ENV_TABLE
+
     translated = [(c, b, n) for c, b, n in TRANSLATION_TABLE if b != "-"]
     dropped = [(c, n) for c, b, n in TRANSLATION_TABLE if b == "-"]
     width = max(len(c) for c, _, _ in TRANSLATION_TABLE) + 2
@@ -90,40 +90,89 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in ("-h", "--help"):
         print(help_text())
         return 0
+    from bridge.cli import guarded
+
     return guarded(lambda: _run(args))
 
 
 def _run(client_argv: list[str]) -> int:
+    """Settings, the backend, the launch line: then the backend is spawned, and only then
+    are trio, the proxy and the stages imported (they load while the backend boots)."""
+    from bridge import backends, config, launch
+
     env = dict(os.environ)
     settings = config.load(env)
-    log = Logger.open(settings.log, settings.log_level)
+    early = launch.DeferredLog()
     headless: HeadlessIO | None = None
+    prepared = False
     if settings.profile == "cbc-to-claude":
-        headless, status = prepare(client_argv)
-        if status is not None:
-            return status
+        from compat.headless import EXIT_ERROR, mode_of
+
+        mode = mode_of(client_argv)
+        error = mode.usage_error()
+        if error is not None:  # what Claude refuses never starts cbc
+            print(error, file=sys.stderr)
+            return EXIT_ERROR
+        if mode.input == "text":
+            # the prompt is read from stdin first: a missing or oversized one never
+            # starts cbc (this path spawns after trio is imported)
+            from bridge.headless import prepare
+
+            headless, status = prepare(client_argv)
+            if status is not None:
+                return status
+            prepared = True
     backend, tried = backends.lookup("cbc", env=env, explicit=settings.backend)
     if backend is None:
-        log.error("no cbc backend found; tried: " + "; ".join(tried)
-                  + ". Run `ccbridge backends install`, set CCBRIDGE_BACKEND or "
-                    "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk.")
-        return EXIT_NO_BACKEND
-    argv = backend_command(backend, settings.profile, client_argv, log, settings.rules)
-    return trio.run(
-        lambda: serve_stdio(
-            backend_argv=argv,
-            profile=settings.profile,
-            rules=settings.rules,
-            env=env,
-            log=log,
-            record=settings.record,
-            stats=settings.stats,
-            max_line=settings.max_line,
-            eof_grace=settings.eof_grace,
-            script_roots=settings.script_roots,
-            source="claude-on-cbc",
-            client_argv=client_argv,
-            headless=headless,
-        )
-    )
+        from bridge.log import Logger
 
+        Logger.open(settings.log, settings.log_level).error(
+            "no cbc backend found; tried: " + "; ".join(tried)
+            + ". Run `ccbridge backends install`, set CCBRIDGE_BACKEND or "
+              "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk.")  # fmt: skip
+        return EXIT_NO_BACKEND
+    argv = launch.backend_command(backend, settings.profile, client_argv, early,
+                                  settings.rules)  # fmt: skip
+    started = launch.start(argv, launch.backend_env(settings.profile, env, client_argv,
+                                                    settings.rules))  # fmt: skip
+    try:
+        from bridge.log import Logger
+
+        log = Logger.open(settings.log, settings.log_level)
+        early.replay(log)
+        if settings.profile == "cbc-to-claude" and not prepared:
+            from bridge.headless import prepare
+
+            headless, status = prepare(client_argv)  # stream-json: nothing to read
+            if status is not None:
+                launch.abandon(started)
+                return status
+        import trio
+
+        from bridge.driver import adopt
+        from bridge.proxy import serve_stdio
+    except BaseException:
+        launch.abandon(started)
+        raise
+    try:
+        return trio.run(
+            lambda: serve_stdio(
+                backend_argv=argv,
+                profile=settings.profile,
+                rules=settings.rules,
+                env=env,
+                log=log,
+                record=settings.record,
+                stats=settings.stats,
+                max_line=settings.max_line,
+                eof_grace=settings.eof_grace,
+                script_roots=settings.script_roots,
+                source="claude-on-cbc",
+                client_argv=client_argv,
+                headless=headless,
+                backend=adopt(started),
+            )
+        )
+    except BaseException:  # before the session adopted it (a rule error, an interrupt)
+        launch.abandon(started)
+        raise

@@ -2,30 +2,32 @@
 engine with the profile's stages, the client's stdio, a recorder, one ``Session``.
 
 Under ``cbc-to-claude`` the launch is translated (each switchable like a rule, see
-``compat.profiles.TRANSLATIONS``): ``argv`` and ``session-pin`` in ``backend_command``
-(compat/argv.py: cbc's options, ``--session-id <fresh uuid>`` unless the client named the
-session), ``env`` in ``backend_env`` (compat/env.py), and ``CLAUDE_CODE_PRINT_BG_WAIT_
-CEILING_MS`` becomes the ``eof-wind-down`` ceiling (``wind_down_rules``)."""
+``compat.profiles.TRANSLATIONS``) in ``bridge.launch``, before this module is imported:
+``argv`` and ``session-pin`` in ``backend_command`` (compat/argv.py: cbc's options,
+``--session-id <fresh uuid>`` unless the client named the session), ``env`` in
+``backend_env`` (compat/env.py); here ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS`` becomes the
+``eof-wind-down`` ceiling (``wind_down_rules``)."""
 
 from __future__ import annotations
 
 import datetime
 import os
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import trio
 
-from bridge.driver import Session, SessionConfig
+from bridge.driver import BackendFactory, Session, SessionConfig
 from bridge.files import script_reader
 from bridge.headless import HeadlessIO
+from bridge.launch import backend_env
 from bridge.log import Logger
 from bridge.recorder import Recorder
 from compat import TARGET_CLAUDE_VERSION, __version__
 from compat.argv import translate_to_cbc
 from compat.engine import Engine
-from compat.env import translate_env_to_cbc, winddown_ceiling
-from compat.profiles import build, parse_rule_settings, translation_enabled
+from compat.env import winddown_ceiling
+from compat.profiles import build, parse_rule_settings
 from compat.stage import Env
 
 
@@ -61,39 +63,6 @@ def _epoch_ms_now() -> int:
     return int(time.time() * 1000) - int(trio.current_time() * 1000)
 
 
-def _settings(rules: Sequence[str] | Mapping[str, str]) -> dict[str, dict[str, str]]:
-    items = [f"{k}={v}" for k, v in rules.items()] if isinstance(rules, Mapping) else rules
-    return parse_rule_settings(items)
-
-
-def backend_command(
-    backend: Sequence[str],
-    profile: str,
-    client_argv: Sequence[str],
-    log: Logger,
-    rules: Sequence[str] | Mapping[str, str] = (),
-    new_session_id: Callable[[], str] = lambda: str(uuid.uuid4()),
-) -> list[str]:
-    """The launch line: the backend command plus the client's argv, translated for cbc
-    under ``cbc-to-claude`` (rules ``argv``, ``session-pin``), as is otherwise."""
-    settings = _settings(rules)
-    if translation_enabled(profile, settings, "argv"):
-        pin = translation_enabled(profile, settings, "session-pin")
-        tr = translate_to_cbc(client_argv, session_id=new_session_id() if pin else None,
-                              pin=pin)  # fmt: skip
-        for w in tr.warnings:
-            log.warning(w, "argv")
-        for note in tr.notes:
-            log.info(note, "argv")
-        if tr.pinned:
-            log.debug(f"cbc started with --session-id {tr.session_id}", "session-pin")
-        argv = [*backend, *tr.argv]
-    else:
-        argv = [*backend, *client_argv]
-    log.debug("launch line: " + " ".join(argv), "argv")
-    return argv
-
-
 def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
     told (``initialize-reply``), and under ``cbc-to-claude`` whether the client asked for
@@ -102,23 +71,6 @@ def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | 
     if profile == "cbc-to-claude" and client_argv is not None:
         tr = translate_to_cbc(client_argv)
         engine.state.stdio_permissions = tr.stdio_permissions
-
-
-def backend_env(
-    profile: str,
-    env: Mapping[str, str],
-    client_argv: Sequence[str] | None = None,
-    rules: Sequence[str] | Mapping[str, str] = (),
-) -> dict[str, str]:
-    """The backend's environment: under ``cbc-to-claude`` (rule ``env``) cbc's variables,
-    plus those the argv translation derives (``--max-thinking-tokens``)."""
-    settings = _settings(rules)
-    extra: dict[str, str] = {}
-    if client_argv is not None and translation_enabled(profile, settings, "argv"):
-        extra = translate_to_cbc(client_argv).env
-    if translation_enabled(profile, settings, "env"):
-        return translate_env_to_cbc(env, extra, bridge_version=__version__)
-    return {**env, **extra}
 
 
 def wind_down_rules(
@@ -161,7 +113,10 @@ async def serve_stdio(
     source: str = "ccbridge run",
     client_argv: Sequence[str] | None = None,
     headless: HeadlessIO | None = None,
+    backend: BackendFactory | None = None,
 ) -> int:
+    """One session on our stdio. ``backend``: the backend already started (``bridge.launch``
+    then ``bridge.driver.adopt``); by default the session spawns ``backend_argv``."""
     rules = wind_down_rules(profile, rules, env)
     engine = build_engine(profile, rules, max_line=max_line, script_roots=script_roots)
     set_launch_facts(engine, profile, client_argv)
@@ -184,12 +139,12 @@ async def serve_stdio(
         headless.wrap(client_in, client_out)  # a prompt as a user line; text/json rendered
     config = SessionConfig(
         backend_argv=backend_argv,
-        env=backend_env(profile, env, client_argv, rules),
+        env=backend_env(profile, env, client_argv, rules) if backend is None else None,
         eof_grace=eof_grace,
         print_stats=stats,
         own_process=True,
     )
-    session = Session(config, engine, session_in, session_out, log, recorder)
+    session = Session(config, engine, session_in, session_out, log, recorder, backend=backend)
     try:
         status = await session.run()
         return status if headless is None else headless.finish(status)

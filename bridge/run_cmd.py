@@ -6,24 +6,25 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import trio
-
-from bridge import config
+from bridge import config, launch
 from bridge.cli import parser
-from bridge.log import Logger
-from bridge.proxy import backend_command, serve_stdio
-from compat.profiles import PROFILES
+
+if TYPE_CHECKING:
+    from bridge.headless import HeadlessIO
 
 
 def main(argv: list[str]) -> int:
+    """Parse, compute the launch line, spawn the backend: then import trio, the proxy and
+    the stages (``bridge.launch``: they load while the backend boots)."""
     if "--" in argv:
         k = argv.index("--")
         own, client_argv = argv[:k], argv[k + 1 :]
     else:
         own, client_argv = argv, []
     p = parser("run", __doc__.split("\n\n")[0])
-    p.add_argument("--profile", choices=sorted(PROFILES), default=None)
+    p.add_argument("--profile", choices=sorted(launch.PROFILE_NAMES), default=None)
     p.add_argument("--backend", help="the backend command line (shlex-split, never a shell)")
     p.add_argument("--record", metavar="FILE", help="record the session to a capture file")
     p.add_argument("--rule", action="append", default=[], metavar="ID=VALUE",
@@ -45,35 +46,71 @@ def main(argv: list[str]) -> int:
     settings = config.load(env)
     profile = args.profile or settings.profile
     backend = args.backend or settings.backend
-    log = Logger.open(settings.log, args.log_level or settings.log_level)
     if not backend:
         print("ccbridge run: --backend is required (or CCBRIDGE_BACKEND / backend = in "
               "ccbridge.toml)", file=sys.stderr)
         return 2
     rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
-    headless = None
+    headless: HeadlessIO | None = None
+    prepared = False
     if profile == "cbc-to-claude":  # `-- -p PROMPT --output-format json`: as the drop-in
-        from bridge.headless import prepare
+        from compat.headless import EXIT_ERROR, mode_of
 
-        headless, status = prepare(client_argv, only_print=True)
-        if status is not None:
-            return status
-    backend_argv = backend_command(
+        mode = mode_of(client_argv)
+        print_mode = mode.print_mode or mode.prompt is not None
+        error = mode.usage_error() if print_mode else None
+        if error is not None:  # refused before the backend starts
+            print(error, file=sys.stderr)
+            return EXIT_ERROR
+        if print_mode and mode.input == "text":  # the prompt first: none, no backend
+            from bridge.headless import prepare
+
+            headless, status = prepare(client_argv, only_print=True)
+            if status is not None:
+                return status
+            prepared = True
+    early = launch.DeferredLog()
+    backend_argv = launch.backend_command(
         config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
-        profile, client_argv, log, rules)
-    return trio.run(
-        lambda: serve_stdio(
-            backend_argv=backend_argv,
-            profile=profile,
-            rules=rules,
-            env=env,
-            log=log,
-            record=args.record or settings.record,
-            stats=args.stats or settings.stats,
-            max_line=args.max_line or settings.max_line,
-            eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
-            script_roots=settings.script_roots,
-            client_argv=client_argv,
-            headless=headless,
+        profile, client_argv, early, rules)
+    started = launch.start(backend_argv, launch.backend_env(profile, env, client_argv, rules))
+    try:
+        from bridge.log import Logger
+
+        log = Logger.open(settings.log, args.log_level or settings.log_level)
+        early.replay(log)
+        if profile == "cbc-to-claude" and not prepared:
+            from bridge.headless import prepare
+
+            headless, status = prepare(client_argv, only_print=True)
+            if status is not None:
+                launch.abandon(started)
+                return status
+        import trio
+
+        from bridge.driver import adopt
+        from bridge.proxy import serve_stdio
+    except BaseException:
+        launch.abandon(started)
+        raise
+    try:
+        return trio.run(
+            lambda: serve_stdio(
+                backend_argv=backend_argv,
+                profile=profile,
+                rules=rules,
+                env=env,
+                log=log,
+                record=args.record or settings.record,
+                stats=args.stats or settings.stats,
+                max_line=args.max_line or settings.max_line,
+                eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
+                script_roots=settings.script_roots,
+                client_argv=client_argv,
+                headless=headless,
+                backend=adopt(started),
+            )
         )
-    )
+    except BaseException:  # before the session adopted it (a rule error, an interrupt)
+        launch.abandon(started)
+        raise

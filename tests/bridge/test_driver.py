@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
 
-from bridge.driver import Session, SessionConfig
+from bridge.driver import (
+    KILL_GRACE,
+    WRITE_QUEUE,
+    BackendFactory,
+    Session,
+    SessionConfig,
+)
 from bridge.log import Logger
 from bridge.recorder import Recorder
 from compat.capture import parse
 
 from ..compat.helpers import engine_for
-from .fakes import CRASH, ECHO, FLOOD, HANG, argv
+from .fakes import CRASH, ECHO, argv
+from .memory_backend import MemoryBackend
 
 
 class Collect:
@@ -24,15 +32,16 @@ class Collect:
 
 
 def session(
-    backend: list[str], client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream,
+    backend_argv: list[str], client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream,
     sink: Collect, eof_grace: float | None = 30.0, recorder: Recorder | None = None,
+    backend: BackendFactory | None = None,
 ) -> Session:
     import io
 
     log = Logger(io.StringIO())
-    return Session(SessionConfig(backend, eof_grace=eof_grace), engine_for("identity"),
+    return Session(SessionConfig(backend_argv, eof_grace=eof_grace), engine_for("identity"),
                    client_in, client_out, log, recorder,
-                   stderr=lambda b: setattr(sink, "stderr", sink.stderr + b))
+                   stderr=lambda b: setattr(sink, "stderr", sink.stderr + b), backend=backend)
 
 
 async def drain(stream: trio.abc.ReceiveStream, sink: Collect) -> None:
@@ -83,76 +92,132 @@ async def test_a_crashing_backend_loses_nothing() -> None:
     assert sink.stderr == b"boom\n"
 
 
-async def test_a_backend_that_hangs_after_eof_is_terminated() -> None:
+async def hang(b: MemoryBackend) -> int:
+    """HANG in memory: its init, then it reads to EOF and never exits by itself."""
+    await b.write(b'{"type":"system","subtype":"init"}\n')
+    await b.read_to_eof()
+    await b.forever()
+    return 0
+
+
+async def test_a_backend_that_hangs_after_eof_is_terminated(autojump_clock: object) -> None:
+    """The grace counts from the close of its stdin (t=0, the client's EOF): SIGTERM at
+    exactly 0.5 s, and no SIGKILL (it obeyed)."""
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     sink = Collect()
-    s = session(argv(HANG), in_recv, out_send, sink, eof_grace=0.5)
     async with trio.open_nursery() as n:
+        b = MemoryBackend(n, hang)
+        s = session([], in_recv, out_send, sink, eof_grace=0.5, backend=b)
         n.start_soon(drain, out_recv, sink)
         await in_send.aclose()
-        with trio.fail_after(20):
-            status = await s.run()
+        status = await s.run()
         await out_send.aclose()
     assert status == 143  # SIGTERM
+    assert b.signals == [(0.5, signal.SIGTERM)]
     assert b'"init"' in sink.data
 
 
 async def test_a_backend_that_ignores_sigterm_is_killed(autojump_clock: object) -> None:
-    # autojump: the 5 s SIGTERM->SIGKILL grace passes as soon as everything is idle
+    """SIGTERM at the grace (1 s), SIGKILL KILL_GRACE later, from the session's own timer."""
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     sink = Collect()
-    s = session(argv(HANG, "ignore-term"), in_recv, out_send, sink, eof_grace=1.0)
-
-    async def close_when_ready() -> None:
-        # the backend has set SIGTERM to ignored once it wrote its init
-        while b"init" not in sink.data:  # noqa: ASYNC110 - polling another task's sink
-            await trio.sleep(0.01)
-        await in_send.aclose()
-
     async with trio.open_nursery() as n:
+        b = MemoryBackend(n, hang, on_signal={signal.SIGTERM: None})
+        s = session([], in_recv, out_send, sink, eof_grace=1.0, backend=b)
         n.start_soon(drain, out_recv, sink)
-        n.start_soon(close_when_ready)
+        await in_send.aclose()
         status = await s.run()
         await out_send.aclose()
     assert status == 137  # SIGKILL
+    assert b.signals == [(1.0, signal.SIGTERM), (1.0 + KILL_GRACE, signal.SIGKILL)]
+    assert b.exited_at == 1.0 + KILL_GRACE
 
 
-async def test_a_client_that_vanishes_ends_the_session() -> None:
+async def test_the_kill_timer_ends_with_the_session(autojump_clock: object) -> None:
+    """A backend that ignores SIGTERM but exits by itself 2 s later is not killed, and the
+    session ends then: the kill timer is a task of the session's nursery, not a system task
+    that outlives it."""
+    async def slow(b: MemoryBackend) -> int:
+        await b.write(b'{"type":"system","subtype":"init"}\n')
+        await b.read_to_eof()
+        while not b.signals:  # noqa: ASYNC110 - polling the fake's own record
+            await trio.sleep(0.01)
+        await trio.sleep(2)
+        return 0
+
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    sink = Collect()
+    async with trio.open_nursery() as n:
+        b = MemoryBackend(n, slow, on_signal={signal.SIGTERM: None})
+        s = session([], in_recv, out_send, sink, eof_grace=1.0, backend=b)
+        n.start_soon(drain, out_recv, sink)
+        await in_send.aclose()
+        status = await s.run()
+        ended = trio.current_time()
+        await out_send.aclose()
+        await trio.sleep(KILL_GRACE * 2)
+    assert status == 0
+    assert [sig for _, sig in b.signals] == [signal.SIGTERM]  # never SIGKILL
+    assert b.exited_at == pytest.approx(3.0)  # the SIGTERM at 1 s, then its own 2 s
+    assert ended == pytest.approx(3.0)  # its stdout closed as it exited: no linger
+
+
+async def test_a_client_that_vanishes_ends_the_session(autojump_clock: object) -> None:
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     await out_recv.aclose()  # nobody will ever read
     sink = Collect()
-    s = session(argv(HANG), in_recv, out_send, sink)
-    with trio.fail_after(20):
+    async with trio.open_nursery() as n:
+        b = MemoryBackend(n, hang)
+        s = session([], in_recv, out_send, sink, backend=b)
         status = await s.run()
     assert status == 141
-    assert s.proc is not None
-    assert s.proc.returncode is not None
+    assert b.signals == [(0.0, signal.SIGTERM)]  # at its first line, not after a grace
+    assert b.returncode == -signal.SIGTERM
 
 
-async def test_a_client_that_stops_reading_stalls_the_backend(tmp_path: Path) -> None:
-    """Backpressure: what is buffered stays bounded by pipes + WRITE_QUEUE chunks."""
+async def test_a_client_that_stops_reading_stalls_the_backend(autojump_clock: object) -> None:
+    """Backpressure: a client that reads nothing for 100 s holds the backend at what the
+    writer's queue and the two tasks in between hold (WRITE_QUEUE + 2 reads), not 2 MB;
+    once it reads, every line arrives."""
+    line = b'{"type":"stream_event","event":{"pad":"' + b"x" * 1000 + b'"}}\n'
+    total = 2_000  # ~2 MB, 100 times what the queue may hold
+    written = 0
+
+    async def flood(b: MemoryBackend) -> int:
+        nonlocal written
+        for _ in range(total):
+            await b.write(line)
+            written += 1
+        return 0
+
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.lockstep_stream_one_way_pair()
     sink = Collect()
-    progress = tmp_path / "progress"
-    total = 20_000  # ~20 MB
-    s = session(argv(FLOOD, str(total), str(progress)), in_recv, out_send, sink)
-    async def run() -> None:
+
+    async def run(s: Session) -> None:
         assert await s.run() == 0
         await out_send.aclose()
 
     async with trio.open_nursery() as n:
-        n.start_soon(run)
-        await trio.sleep(1.5)  # the client reads nothing meanwhile
-        stalled_at = progress.read_text() if progress.exists() else "0"
-        assert stalled_at != "done"
-        assert int(stalled_at) < 5_000  # ≤ ~5 MB in flight, not 20 MB
-        n.start_soon(drain, out_recv, sink)
+        b = MemoryBackend(n, flood, lockstep_stdout=True)
+        s = session([], in_recv, out_send, sink, backend=b)
+        n.start_soon(run, s)
+        await trio.sleep(100)  # the client reads nothing meanwhile
+        # the queue full, one chunk in the writer's send, one in the reader's dispatch
+        assert written == WRITE_QUEUE + 2
+        got = bytearray()
+
+        async def read_all() -> None:
+            while data := await out_recv.receive_some(1 << 20):
+                got.extend(data)
+
+        n.start_soon(read_all)
         await in_send.aclose()
-    assert sink.data.count(b"\n") == total
+    assert got == line * total
 
 
 async def test_missing_backend_is_127() -> None:

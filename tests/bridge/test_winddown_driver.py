@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import io
 import json
-import time
+import signal
+from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -19,6 +21,7 @@ from compat.profiles import build, parse_rule_settings
 
 from ..compat.tasks_support import det_env
 from .fakes import PY
+from .memory_backend import MemoryBackend
 
 CBC_LIKE = r"""
 import json, signal, sys, time
@@ -53,8 +56,8 @@ USER = b'{"type":"user","message":{"role":"user","content":"go"},"session_id":""
        b'"parent_tool_use_id":null}\n'  # fmt: skip
 
 
-async def run_session(error: bool, workflow: bool, rules: list[str]) -> tuple[int, list[dict],
-                                                                             float]:
+async def run_session(error: bool, workflow: bool, rules: list[str]
+                      ) -> tuple[int, list[dict[str, Any]]]:
     up, down = build("cbc-to-claude", parse_rule_settings(rules))
     engine = Engine(up, down, det_env())
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
@@ -68,7 +71,6 @@ async def run_session(error: bool, workflow: bool, rules: list[str]) -> tuple[in
         while data := await out_recv.receive_some(65536):
             got.extend(data)
 
-    started = time.monotonic()
     async with trio.open_nursery() as n:
         n.start_soon(drain)
         await in_send.send_all(USER)
@@ -77,145 +79,244 @@ async def run_session(error: bool, workflow: bool, rules: list[str]) -> tuple[in
             status = await s.run()
         await out_send.aclose()
     frames = [json.loads(x) for x in bytes(got).splitlines() if x.strip()]
-    return status, frames, time.monotonic() - started
+    return status, frames
 
 
 FAST = ["eof-wind-down.settle=0.2", "eof-wind-down.close_wait=0.3"]
 
 
 async def test_the_turn_finishes_then_cbc_is_closed_terminated_and_we_exit_0() -> None:
-    status, frames, took = await run_session(False, False, FAST)
+    """The real-process smoke test of the wind-down (its exact times: in memory below)."""
+    status, frames = await run_session(False, False, FAST)
     assert [f["type"] for f in frames] == ["system", "assistant", "result"]
     assert status == 0  # Claude's status, although cbc had to be terminated
-    assert took < 10
 
 
-async def test_exit_1_when_the_last_result_was_an_error() -> None:
-    status, frames, _ = await run_session(True, False, FAST)
+SID = "s-1"
+
+
+def cbc_like(error: bool, workflow: bool) -> Any:
+    """CBC_LIKE in memory: a turn per user line (init, 0.2 s, assistant, the task, the
+    result), then it never exits on stdin EOF (exits 0 on SIGTERM, like cbc)."""
+
+    async def script(b: MemoryBackend) -> int:
+        async def out(o: dict[str, Any]) -> None:
+            await b.write(json.dumps(o).encode() + b"\n")
+
+        async for raw in b.lines():
+            if json.loads(raw).get("type") != "user":
+                continue
+            await out({"type": "system", "subtype": "init", "uuid": SID, "session_id": SID,
+                       "cwd": "/w", "tools": ["Bash"], "model": "default-model"})
+            await trio.sleep(0.2)
+            await out({"type": "assistant", "uuid": "a", "session_id": SID,
+                       "parent_tool_use_id": None, "message": {
+                           "role": "assistant", "model": "m", "content": [
+                               {"type": "tool_use", "id": "w1", "name": "Workflow",
+                                "input": {"script": "x"}}]}})
+            if workflow:
+                await out({"type": "system", "subtype": "task_started", "task_id": "wf1",
+                           "tool_use_id": "w1", "description": "flow",
+                           "task_type": "local_workflow", "uuid": "t", "session_id": SID})
+            await out({"type": "result", "subtype": "success", "is_error": error,
+                       "result": "done.", "uuid": "r", "session_id": SID, "duration_ms": 1,
+                       "duration_api_ms": 1, "num_turns": 1, "total_cost_usd": 0,
+                       "usage": {"input_tokens": 1, "output_tokens": 1},
+                       "permission_denials": [], "modelUsage": {}})
+        await b.forever()
+        return 0
+
+    return script
+
+
+async def memory_session(script: Any, rules: list[str], eof_grace: float = 30.0
+                         ) -> tuple[int, list[dict[str, Any]], MemoryBackend, float]:
+    """The session over a memory backend; the client writes USER and EOF at t=0."""
+    up, down = build("cbc-to-claude", parse_rule_settings(rules))
+    engine = Engine(up, down, det_env())
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    got = bytearray()
+
+    async def drain() -> None:
+        while data := await out_recv.receive_some(65536):
+            got.extend(data)
+
+    async with trio.open_nursery() as n:
+        b = MemoryBackend(n, script, on_signal={signal.SIGTERM: 0})
+        s = Session(SessionConfig([], eof_grace=eof_grace), engine, in_recv, out_send,
+                    Logger(io.StringIO()), stderr=lambda _: None, backend=b)
+        n.start_soon(drain)
+        await in_send.send_all(USER)
+        await in_send.aclose()
+        status = await s.run()
+        ended = trio.current_time()
+        await out_send.aclose()
+    frames = [json.loads(x) for x in bytes(got).splitlines() if x.strip()]
+    return status, frames, b, ended
+
+
+async def test_the_wind_down_times_are_exact(autojump_clock: object) -> None:
+    """The result at 0.2 s, nothing running: cbc's stdin is closed at once, and the idle
+    cbc is terminated close_wait (0.3 s) later: SIGTERM at exactly 0.5 s, the session ends
+    then, with Claude's 0 although cbc had to be terminated."""
+    status, frames, b, ended = await memory_session(cbc_like(False, False), FAST)
+    assert [f["type"] for f in frames] == ["system", "assistant", "result"]
+    assert [sig for _, sig in b.signals] == [signal.SIGTERM]
+    assert b.signals[0][0] == pytest.approx(0.5)
+    assert ended == pytest.approx(0.5)
+    assert status == 0
+
+
+async def test_exit_1_when_the_last_result_was_an_error(autojump_clock: object) -> None:
+    status, frames, b, _ = await memory_session(cbc_like(True, False), FAST)
     assert frames[-1]["is_error"] is True
     assert status == 1
 
 
-async def test_a_workflow_that_never_ends_is_bounded_and_closed() -> None:
-    status, frames, took = await run_session(False, True, [*FAST, "eof-wind-down.ceiling=1"])
+async def test_a_workflow_that_never_ends_is_bounded_and_closed(autojump_clock: object) -> None:
+    status, frames, b, ended = await memory_session(cbc_like(False, True),
+                                                    [*FAST, "eof-wind-down.ceiling=1"])
     sub = [f.get("subtype") for f in frames if f["type"] == "system"]
     assert sub[-2:] == ["task_updated", "task_notification"]
     note = frames[-1]
     assert note["task_id"] == "wf1"
     assert note["status"] == "stopped"
     assert status == 0
-    assert 1.0 < took < 15
+    # the ceiling (1 s from the EOF) closes cbc's stdin, close_wait (0.3 s) later SIGTERM
+    assert [sig for _, sig in b.signals] == [signal.SIGTERM]
+    assert b.signals[0][0] == pytest.approx(1.3)
+    assert ended == pytest.approx(1.3)
 
 
-#: a backend that never reads its stdin and writes a session on its own, slowly: six frames
-#: over ~1.5 s, the last a result; then it lingers like cbc
-SELF_STARTING = r"""
-import json, sys, time
-SID = "s-2"
-def out(o):
-    sys.stdout.write(json.dumps(o) + "\n"); sys.stdout.flush()
-time.sleep(0.3)
-out({"type": "system", "subtype": "init", "uuid": SID, "session_id": SID, "cwd": "/w",
-     "tools": [], "model": "m"})
-for i in range(4):
-    time.sleep(0.3)
-    out({"type": "assistant", "uuid": f"a{i}", "session_id": SID, "parent_tool_use_id": None,
-         "message": {"id": f"m{i}", "role": "assistant", "model": "m",
-                     "content": [{"type": "text", "text": f"part {i}"}]}})
-out({"type": "result", "subtype": "success", "is_error": False, "result": "part 3",
-     "uuid": "r", "session_id": SID, "duration_ms": 1, "duration_api_ms": 1, "num_turns": 1,
-     "total_cost_usd": 0, "usage": {"input_tokens": 1, "output_tokens": 1},
-     "permission_denials": [], "modelUsage": {}})
-while True:
-    time.sleep(1)
-"""
+async def self_starting(b: MemoryBackend) -> int:
+    """A backend that never reads its stdin; init at 0.3 s, an assistant frame
+    every 0.3 s, the result at 1.5 s; then it lingers like cbc (exits 0 on SIGTERM)."""
+    async def out(o: dict[str, Any]) -> None:
+        await b.write(json.dumps(o).encode() + b"\n")
+
+    await trio.sleep(0.3)
+    await out({"type": "system", "subtype": "init", "uuid": "s-2", "session_id": "s-2",
+               "cwd": "/w", "tools": [], "model": "m"})
+    for i in range(4):
+        await trio.sleep(0.3)
+        await out({"type": "assistant", "uuid": f"a{i}", "session_id": "s-2",
+                   "parent_tool_use_id": None, "message": {
+                       "id": f"m{i}", "role": "assistant", "model": "m",
+                       "content": [{"type": "text", "text": f"part {i}"}]}})
+    await out({"type": "result", "subtype": "success", "is_error": False, "result": "part 3",
+               "uuid": "r", "session_id": "s-2", "duration_ms": 1, "duration_api_ms": 1,
+               "num_turns": 1, "total_cost_usd": 0,
+               "usage": {"input_tokens": 1, "output_tokens": 1}, "permission_denials": [],
+               "modelUsage": {}})
+    await b.forever()
+    return 0
 
 
-async def test_stdin_at_dev_null_loses_none_of_the_backends_output() -> None:
+async def test_stdin_at_dev_null_loses_none_of_the_backends_output(
+        autojump_clock: object) -> None:  # fmt: skip
     """The client's EOF comes first; everything the backend writes afterwards reaches the
     client (before: 0 of 6 frames, dropped as 'after-close'), and once it went idle after
-    its result it is ended."""
+    its result (1.5 s) it is ended close_wait (default 0.2 s) later: at exactly 1.7 s."""
     engine = Engine(*build("cbc-to-claude", {}), det_env())
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     got = bytearray()
-    s = Session(SessionConfig([PY, "-c", SELF_STARTING], eof_grace=30.0), engine, in_recv,
-                out_send, Logger(io.StringIO()), stderr=lambda b: None)
 
     async def drain() -> None:
         while data := await out_recv.receive_some(65536):
             got.extend(data)
 
     async with trio.open_nursery() as n:
+        b = MemoryBackend(n, self_starting, on_signal={signal.SIGTERM: 0})
+        s = Session(SessionConfig([], eof_grace=30.0), engine, in_recv, out_send,
+                    Logger(io.StringIO()), stderr=lambda _: None, backend=b)
         n.start_soon(drain)
         await in_send.aclose()
-        with trio.fail_after(20):
-            status = await s.run()
+        status = await s.run()
         await out_send.aclose()
     frames = [json.loads(x) for x in bytes(got).splitlines() if x.strip()]
     assert [f["type"] for f in frames] == ["system", *["assistant"] * 4, "result"]
     assert status == 0
     stats = engine.statistics()["rules"]["eof-wind-down"]
     assert stats["passed-after-close"] == 6
+    assert [sig for _, sig in b.signals] == [signal.SIGTERM]
+    assert b.signals[0][0] == pytest.approx(1.7)
 
 
-#: writes a line every 0.2 s for ~2 s after its stdin closed, then exits 3 by itself
-STILL_WRITING = r"""
-import sys, time
-sys.stdin.read()
-for i in range(10):
-    time.sleep(0.2)
-    sys.stdout.write('{"type":"stream_event","n":%d}\n' % i); sys.stdout.flush()
-sys.exit(3)
-"""
+async def still_writing(b: MemoryBackend) -> int:
+    """A line every 0.2 s for 2 s after its stdin closed, then
+    exits 3 by itself."""
+    await b.read_to_eof()
+    for i in range(10):
+        await trio.sleep(0.2)
+        await b.write(b'{"type":"stream_event","n":%d}\n' % i)
+    return 3
 
 
-async def test_a_backend_still_writing_is_not_terminated_by_the_grace() -> None:
-    """identity: the grace (0.5 s) is counted from the backend's last output, so a backend
-    that writes every 0.2 s for 2 s after the EOF keeps running, loses nothing, and exits
-    with its own status."""
+async def identity_session(script: Any, eof_grace: float) -> tuple[int, bytes, MemoryBackend,
+                                                                     str]:
     from ..compat.helpers import engine_for
 
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     got = bytearray()
-    s = Session(SessionConfig([PY, "-c", STILL_WRITING], eof_grace=0.5),
-                engine_for("identity"), in_recv, out_send, Logger(io.StringIO()),
-                stderr=lambda b: None)
+    log = io.StringIO()
 
     async def drain() -> None:
         while data := await out_recv.receive_some(65536):
             got.extend(data)
 
     async with trio.open_nursery() as n:
+        b = MemoryBackend(n, script)
+        s = Session(SessionConfig([], eof_grace=eof_grace), engine_for("identity"), in_recv,
+                    out_send, Logger(log), stderr=lambda _: None, backend=b)
         n.start_soon(drain)
         await in_send.aclose()
-        with trio.fail_after(20):
-            status = await s.run()
+        status = await s.run()
         await out_send.aclose()
-    assert len(bytes(got).splitlines()) == 10
+    return status, bytes(got), b, log.getvalue()
+
+
+async def test_a_backend_still_writing_is_not_terminated_by_the_grace(
+        autojump_clock: object) -> None:  # fmt: skip
+    """identity: the grace (0.5 s) is counted from the backend's last output, so a backend
+    that writes every 0.2 s for 2 s after the EOF keeps running, loses nothing, and exits
+    with its own status, at 2.0 s, never signalled."""
+    status, got, b, _ = await identity_session(still_writing, 0.5)
+    assert len(got.splitlines()) == 10
     assert status == 3
+    assert b.signals == []
+    assert b.exited_at == pytest.approx(2.0)
 
 
-async def test_a_silent_backend_is_terminated_after_the_grace() -> None:
-    from ..compat.helpers import engine_for
-    from .fakes import HANG
+async def test_a_silent_backend_is_terminated_after_the_grace(autojump_clock: object) -> None:
+    async def silent(b: MemoryBackend) -> int:
+        await b.write(b'{"type":"system","subtype":"init"}\n')
+        await b.read_to_eof()
+        await b.forever()
+        return 0
 
-    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
-    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
-    log = io.StringIO()
-    s = Session(SessionConfig([PY, "-c", HANG], eof_grace=0.5), engine_for("identity"),
-                in_recv, out_send, Logger(log), stderr=lambda b: None)
-
-    async def drain() -> None:
-        while await out_recv.receive_some(65536):
-            pass
-
-    async with trio.open_nursery() as n:
-        n.start_soon(drain)
-        await in_send.aclose()
-        with trio.fail_after(20):
-            status = await s.run()
-        await out_send.aclose()
+    status, _, b, log = await identity_session(silent, 0.5)
     assert status == 143
-    assert "wrote nothing for 0.5s" in log.getvalue()
+    assert b.signals == [(0.5, signal.SIGTERM)]
+    assert "wrote nothing for 0.5s" in log
+
+
+async def test_a_backend_silent_after_writing_is_terminated_a_grace_after_its_last_line(
+        autojump_clock: object) -> None:  # fmt: skip
+    """Three lines at 0.2 s intervals after the EOF, then silence: SIGTERM at exactly
+    0.6 + 0.5 s (the grace counts from its last output, not from the EOF)."""
+    async def then_silent(b: MemoryBackend) -> int:
+        await b.read_to_eof()
+        for i in range(3):
+            await trio.sleep(0.2)
+            await b.write(b'{"type":"stream_event","n":%d}\n' % i)
+        await b.forever()
+        return 0
+
+    status, got, b, _ = await identity_session(then_silent, 0.5)
+    assert len(got.splitlines()) == 3
+    assert status == 143
+    assert [sig for _, sig in b.signals] == [signal.SIGTERM]
+    assert b.signals[0][0] == pytest.approx(1.1)

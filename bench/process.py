@@ -1,0 +1,376 @@
+"""The whole process, as a user pays it (issue 11), in one invocation of
+``python -m bench.process``:
+
+1. **Throughput.** A seeded, realistic cbc 2.163.0 stream (``bench/cbcstream.py``) written by
+   a backend process (``cat FILE``) goes through, as separate processes, interleaved round by
+   round (``--runs``): ``cat`` and a minimal Python line relay (fed by ``cat FILE``), and the
+   bridge (``ccbridge run``) with ``identity`` and with ``cbc-to-claude`` (every rule on), whose
+   backend is ``cat FILE``. Medians of wall and CPU time (user + system of the process and
+   the children it waited for, so the bridge's ``cat`` is in its figure: ``cat``'s own cost is
+   the ``cat`` row), their ratios to the relay, frames/s, peak RSS. The measured processes
+   are forked from a small launcher (``bench.longlines.LAUNCHER``: Linux carries a parent's
+   peak RSS into its children).
+2. **Latency.** A backend script writes stamped ``stream_event`` frames (``CLOCK_MONOTONIC``
+   ns in the delta text) at 100 and 1,000 frames/s; the client reads the bridge's stdout and
+   stamps each line as it reads it. The same stream read straight from the backend's pipe
+   (``direct``) is the baseline: added latency is the bridge's percentile minus direct's
+   (p50, p99), per profile.
+3. **Start-up.** From the moment the bridge process is spawned: until its backend started
+   (the backend, ``bash``, writes ``$EPOCHREALTIME`` first thing) and until the client read
+   the first frame; the same for the backend started directly (what a direct start costs).
+   And ``claude-on-cbc --version`` against ``python -c pass`` (medians of interleaved runs).
+
+``--json`` prints one JSON object. Compare ratios of one run, not times across machines:
+the machine may be shared, which is why every figure is a median of interleaved runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.cbcstream import DEFAULT_CAPTURES, generate
+
+REPO = Path(__file__).resolve().parents[1]
+RELAY = ("import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\n"
+         "for line in r:\n    w.write(line)\n")  # fmt: skip
+MODES = ("cat", "relay", "identity", "cbc-to-claude")
+RATES = (100, 1000)
+
+#: one command per request line, run with its stdin from ``feed`` (a ``cat FILE`` pipe) or
+#: /dev/null and its stdout to ``out``; wall time, CPU (rusage of it and its waited children),
+#: peak RSS. Small, so the measured processes start small.
+LAUNCHER = r"""
+import json, os, subprocess, sys, time
+for req in sys.stdin:
+    r = json.loads(req)
+    with open(r["out"], "wb") as out, open(os.devnull, "wb") as err:
+        feeder = None
+        stdin = subprocess.DEVNULL
+        if r["feed"]:
+            feeder = subprocess.Popen(["cat", r["feed"]], stdout=subprocess.PIPE)
+            stdin = feeder.stdout
+        started = time.perf_counter()
+        p = subprocess.Popen(r["argv"], stdin=stdin, stdout=out, stderr=err, cwd=r["cwd"],
+                             env=r["env"])
+        if feeder is not None:
+            feeder.stdout.close()
+        _, status, ru = os.wait4(p.pid, 0)
+        took = time.perf_counter() - started
+        if feeder is not None:
+            feeder.wait()
+    print(json.dumps({"took": took, "cpu": ru.ru_utime + ru.ru_stime,
+                      "rss": ru.ru_maxrss * 1024,
+                      "status": os.waitstatus_to_exitcode(status)}), flush=True)
+"""
+
+#: writes ``n`` stamped stream_event frames at ``rate`` per second (absolute schedule),
+#: after a system/init and before a result (a whole turn, so cbc-to-claude lets it through
+#: and the session ends); stdin is ignored
+STAMPER = r"""
+import json, sys, time
+n, rate = int(sys.argv[1]), float(sys.argv[2])
+out = sys.stdout.buffer
+def frame(o):
+    out.write(json.dumps(o, separators=(",", ":")).encode() + b"\n"); out.flush()
+frame({"type": "system", "subtype": "init", "session_id": "s", "uuid": "u0", "cwd": "/w",
+       "tools": [], "model": "m", "permissionMode": "default", "apiKeySource": "none"})
+time.sleep(0.2)
+start = time.monotonic_ns()
+step = int(1e9 / rate)
+for i in range(n):
+    due = start + i * step
+    while (now := time.monotonic_ns()) < due:
+        time.sleep(max(0.0, (due - now) / 1e9 - 0.0002))
+    frame({"type": "stream_event", "uuid": "e%d" % i, "session_id": "s",
+           "parent_tool_use_id": None,
+           "event": {"type": "content_block_delta", "index": 0,
+                     "delta": {"type": "text_delta", "text": "t=%d" % time.monotonic_ns()}}})
+frame({"type": "result", "subtype": "success", "is_error": False, "result": "", "uuid": "r",
+       "session_id": "s", "duration_ms": 1, "duration_api_ms": 1, "num_turns": 1,
+       "total_cost_usd": 0, "usage": {}, "modelUsage": {}, "permission_denials": []})
+"""
+
+
+def _exe(name: str) -> list[str]:
+    """The installed console script beside this Python (what a user runs), else ``-m``."""
+    script = Path(sys.executable).with_name(name)
+    if script.is_file():
+        return [str(script)]
+    return [sys.executable, "-m", "bridge"] if name == "ccbridge" else \
+        [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())"]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CCBRIDGE_")}
+    env["CCBRIDGE_CONFIG"] = os.devnull  # no user config file changes what is measured
+    return env
+
+
+def _median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def _pct(xs: list[float], p: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else float("nan")
+
+
+class Launcher:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def run(self, argv: list[str], out: Path, feed: Path | None) -> dict[str, Any]:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        req = {"argv": argv, "out": str(out), "feed": str(feed) if feed else None,
+               "cwd": str(REPO), "env": _env()}
+        self.proc.stdin.write(json.dumps(req) + "\n")
+        self.proc.stdin.flush()
+        r: dict[str, Any] = json.loads(self.proc.stdout.readline())
+        return r
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.close()
+        self.proc.wait()
+        self.proc.stdout.close()
+
+
+def bridge_run(profile: str, backend: list[str]) -> list[str]:
+    """``ccbridge run``: the backend through ``sh -c`` so the argv cbc-to-claude appends
+    (cbc's options) is ignored, alike for both profiles."""
+    script = shlex.join(backend)
+    return [*_exe("ccbridge"), "run", "--profile", profile,
+            "--backend", shlex.join(["sh", "-c", f"exec {script}", "sh"])]
+
+
+# -- 1. throughput -------------------------------------------------------------------------
+def throughput(d: Path, frames: int, runs: int, seed: int, captures: Path) -> dict[str, Any]:
+    src = d / "stream.jsonl"
+    info = generate(src, frames, seed, captures)
+    launcher = Launcher()
+    got: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
+    try:
+        for _ in range(runs):
+            for mode in MODES:  # interleaved: the machine's load hits every mode alike
+                if mode == "cat":
+                    argv, feed = ["cat"], src
+                elif mode == "relay":
+                    argv, feed = [sys.executable, "-c", RELAY], src
+                else:
+                    argv, feed = bridge_run(mode, ["cat", str(src)]), None
+                out = d / f"out-{mode}.jsonl"
+                r = launcher.run(argv, out, feed)
+                if r["status"] != 0:
+                    raise SystemExit(f"{mode}: exit status {r['status']}")
+                if mode in ("cat", "relay", "identity") and out.read_bytes() != src.read_bytes():
+                    raise SystemExit(f"{mode}: the output differs from the stream")
+                r["lines"] = out.read_bytes().count(b"\n")
+                got[mode].append(r)
+    finally:
+        launcher.close()
+    relay_wall = _median([r["took"] for r in got["relay"]])
+    relay_cpu = _median([r["cpu"] for r in got["relay"]])
+    report: dict[str, Any] = {"stream": {"frames": info["frames"], "bytes": info["bytes"]},
+                              "runs": runs, "modes": {}}
+    for mode, rs in got.items():
+        wall = _median([r["took"] for r in rs])
+        cpu = _median([r["cpu"] for r in rs])
+        report["modes"][mode] = {
+            "wall_s": round(wall, 4), "cpu_s": round(cpu, 4),
+            "wall_ratio": round(wall / relay_wall, 2), "cpu_ratio": round(cpu / relay_cpu, 2),
+            "frames_per_s": round(info["frames"] / wall),
+            "peak_rss_mib": round(max(r["rss"] for r in rs) / (1 << 20), 1),
+            "lines_out": rs[-1]["lines"],
+        }  # fmt: skip
+    return report
+
+
+# -- 2. latency ----------------------------------------------------------------------------
+def _latency_once(argv: list[str]) -> list[float]:
+    """Run ``argv`` (a stamper, bare or behind the bridge) and return the read latency (ms)
+    of every stamped line."""
+    lat: list[float] = []
+    marker = b'"text":"t='
+    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, cwd=REPO, env=_env()) as p:  # fmt: skip
+        assert p.stdout is not None
+        for line in p.stdout:
+            now = time.monotonic_ns()
+            k = line.find(marker)
+            if k < 0:
+                continue
+            stamp = int(line[k + len(marker) : line.index(b'"', k + len(marker))])
+            lat.append((now - stamp) / 1e6)
+    if p.returncode != 0:
+        raise SystemExit(f"latency run {argv[:3]}: exit status {p.returncode}")
+    return lat
+
+
+def latency(d: Path, seconds: float, runs: int) -> dict[str, Any]:
+    script = d / "stamper.py"
+    script.write_text(STAMPER)
+    report: dict[str, Any] = {}
+    for rate in RATES:
+        n = max(20, int(rate * seconds))
+        stamper = [sys.executable, str(script), str(n), str(rate)]
+        modes = {"direct": stamper, "identity": bridge_run("identity", stamper),
+                 "cbc-to-claude": bridge_run("cbc-to-claude", stamper)}
+        lat: dict[str, list[float]] = {m: [] for m in modes}
+        for _ in range(runs):
+            for mode, argv in modes.items():
+                got = _latency_once(argv)
+                if len(got) != n:
+                    raise SystemExit(f"latency {mode} at {rate}/s: {len(got)} of {n} frames")
+                lat[mode] += got
+        base50, base99 = _pct(lat["direct"], 50), _pct(lat["direct"], 99)
+        report[str(rate)] = {
+            mode: {"p50_ms": round(_pct(xs, 50), 3), "p99_ms": round(_pct(xs, 99), 3),
+                   "added_p50_ms": round(_pct(xs, 50) - base50, 3),
+                   "added_p99_ms": round(_pct(xs, 99) - base99, 3), "frames": len(xs)}
+            for mode, xs in lat.items()
+        }  # fmt: skip
+    return report
+
+
+# -- 3. start-up ---------------------------------------------------------------------------
+def _first_frame(argv: list[str], stampfile: Path, env: dict[str, str]) -> tuple[float, float]:
+    """(ms from spawning ``argv`` to its backend's first instruction, to the first line the
+    client read). The client keeps stdin open until it has that line."""
+    stampfile.unlink(missing_ok=True)
+    t0 = time.time()
+    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, cwd=REPO, env=env) as p:  # fmt: skip
+        assert p.stdout is not None
+        assert p.stdin is not None
+        p.stdout.readline()
+        first = time.time()
+        p.stdin.close()
+        p.stdout.read()
+    backend = float(stampfile.read_text().strip())
+    return (backend - t0) * 1000, (first - t0) * 1000
+
+
+def startup(d: Path, runs: int) -> dict[str, Any]:
+    bash = shutil.which("bash")
+    report: dict[str, Any] = {}
+    if bash is not None:
+        stampfile = d / "started"
+        frame = d / "init.jsonl"
+        frame.write_text('{"type":"system","subtype":"init","session_id":"s","uuid":"u",'
+                         '"cwd":"/w","tools":[],"model":"m"}\n')
+        # bash writes the wall clock ($EPOCHREALTIME, bash 5) first thing, then is cat
+        backend = [bash, "-c", f'echo "$EPOCHREALTIME" > {shlex.quote(str(stampfile))}; '
+                   f'exec cat {shlex.quote(str(frame))}; ', "backend"]  # fmt: skip
+        env = _env()
+        dropin_env = {**env, "CCBRIDGE_BACKEND": shlex.join(backend)}
+        stream = ["--input-format", "stream-json", "--output-format", "stream-json",
+                  "--verbose"]  # fmt: skip
+        modes: dict[str, tuple[list[str], dict[str, str]]] = {
+            "direct": (backend, env),
+            "claude-on-cbc": ([*_exe("claude-on-cbc"), *stream], dropin_env),
+            "ccbridge run identity": ([*_exe("ccbridge"), "run", "--profile", "identity",
+                                       "--backend", shlex.join(backend)], env),
+        }
+        got: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
+        for _ in range(runs):
+            for mode, (argv, e) in modes.items():
+                got[mode].append(_first_frame(argv, stampfile, e))
+        report["first_frame"] = {
+            mode: {"to_backend_start_ms": round(_median([a for a, _ in xs]), 1),
+                   "to_first_frame_ms": round(_median([b for _, b in xs]), 1)}
+            for mode, xs in got.items()
+        }  # fmt: skip
+    times: dict[str, list[float]] = {"python -c pass": [], "claude-on-cbc --version": [],
+                                     "ccbridge --version": []}
+    cmds = {"python -c pass": [sys.executable, "-c", "pass"],
+            "claude-on-cbc --version": [*_exe("claude-on-cbc"), "--version"],
+            "ccbridge --version": [*_exe("ccbridge"), "--version"]}
+    for _ in range(max(5, runs * 3)):
+        for name, argv in cmds.items():
+            t = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, env=_env())
+            times[name].append((time.perf_counter() - t) * 1000)
+    base = _median(times["python -c pass"])
+    report["version"] = {name: {"ms": round(_median(xs), 1), "ratio": round(_median(xs) / base, 2)}
+                         for name, xs in times.items()}  # fmt: skip
+    return report
+
+
+def measure(frames: int, runs: int, seed: int, captures: Path, seconds: float,
+            parts: set[str]) -> dict[str, Any]:  # fmt: skip
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="ccb-process-") as tmp:
+        d = Path(tmp)
+        if "throughput" in parts:
+            report["throughput"] = throughput(d, frames, runs, seed, captures)
+        if "latency" in parts:
+            report["latency"] = latency(d, seconds, runs)
+        if "startup" in parts:
+            report["startup"] = startup(d, runs)
+    return report
+
+
+def _print(report: dict[str, Any]) -> None:
+    if "throughput" in report:
+        t = report["throughput"]
+        print(f"throughput: {t['stream']['frames']} frames, {t['stream']['bytes']} bytes, "
+              f"medians of {t['runs']} interleaved runs")
+        print(f"  {'mode':<16}{'wall s':>8}{'x relay':>9}{'CPU s':>8}{'x relay':>9}"
+              f"{'frames/s':>10}{'RSS MiB':>9}")
+        for mode, r in t["modes"].items():
+            print(f"  {mode:<16}{r['wall_s']:>8.3f}{r['wall_ratio']:>9.2f}{r['cpu_s']:>8.3f}"
+                  f"{r['cpu_ratio']:>9.2f}{r['frames_per_s']:>10}{r['peak_rss_mib']:>9.1f}")
+    if "latency" in report:
+        print("latency (backend write -> client read), ms; added = minus direct's")
+        for rate, modes in report["latency"].items():
+            for mode, r in modes.items():
+                print(f"  {rate:>5}/s {mode:<14} p50 {r['p50_ms']:>7.3f} p99 {r['p99_ms']:>7.3f}"
+                      f"   added p50 {r['added_p50_ms']:>7.3f} p99 {r['added_p99_ms']:>7.3f}")
+    if "startup" in report:
+        s = report["startup"]
+        for mode, r in s.get("first_frame", {}).items():
+            print(f"  start {mode:<22} backend started {r['to_backend_start_ms']:>7.1f} ms, "
+                  f"first frame read {r['to_first_frame_ms']:>7.1f} ms")
+        for name, r in s["version"].items():
+            print(f"  {name:<26} {r['ms']:>7.1f} ms  x{r['ratio']:.2f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.process", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--frames", type=int, default=200_000, help="throughput stream length")
+    ap.add_argument("--runs", type=int, default=5, help="interleaved rounds (medians)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--captures", type=Path, default=DEFAULT_CAPTURES)
+    ap.add_argument("--seconds", type=float, default=3.0,
+                    help="latency: seconds of stamped frames per rate and run")
+    ap.add_argument("--only", default="throughput,latency,startup",
+                    help="parts to run, comma-separated")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    parts = {p.strip() for p in args.only.split(",") if p.strip()}
+    report = measure(args.frames, max(1, args.runs), args.seed, args.captures, args.seconds,
+                     parts)
+    if args.json:
+        print(json.dumps(report))
+    else:
+        _print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
