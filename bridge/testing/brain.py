@@ -188,6 +188,8 @@ class Request:
     after_tool: bool
     shown: str = ""  # the latest input without the trailing system messages (for the log)
     images: int = 0  # image blocks in the latest input
+    #: tool name -> its input schema, as the request offered it
+    schemas: dict[str, Any] = attrs.field(factory=dict, eq=False, repr=False)
 
 
 # -- reading requests -------------------------------------------------------------------
@@ -234,11 +236,15 @@ def agent_kind_anthropic(body: dict[str, Any]) -> AgentKind:
 def parse_request(dialect: str, headers: dict[str, str], body: dict[str, Any]) -> Request:
     messages = body.get("messages") or []
     tools: list[str] = []
+    schemas: dict[str, Any] = {}
     for t in body.get("tools") or []:
         if isinstance(t, dict):
-            name = t.get("name") or (t.get("function") or {}).get("name")
+            got = t.get("function")
+            fn: dict[str, Any] = got if isinstance(got, dict) else {}
+            name = t.get("name") or fn.get("name")
             if isinstance(name, str):
                 tools.append(name)
+                schemas[name] = t.get("input_schema") or fn.get("parameters")
     pieces: list[tuple[str, bool]] = []
     if dialect == "anthropic":
         agent = agent_kind_anthropic(body)
@@ -279,6 +285,7 @@ def parse_request(dialect: str, headers: dict[str, str], body: dict[str, Any]) -
         after_tool=any(is_tool for _, is_tool in pieces),
         shown=shown,
         images=images,
+        schemas=schemas,
     )
 
 
@@ -293,6 +300,26 @@ def _expand(value: Any, m: re.Match[str] | bool) -> Any:
     if isinstance(value, list):
         return [_expand(v, m) for v in value]
     return value
+
+
+def fit_input(value: Any, schema: Any) -> Any:
+    """A scripted tool input shaped to the schema the request offered, as a model would:
+    when the schema requires exactly one property the input lacks (cbc 2.163.0 offers its
+    ``StructuredOutput`` tool with the answer under a required ``data`` on some runs and
+    flat on others), the input goes under that property; otherwise it is sent as written."""
+    if not isinstance(value, dict) or not isinstance(schema, dict):
+        return value
+    required = schema.get("required")
+    props = schema.get("properties")
+    if not isinstance(required, list) or not isinstance(props, dict):
+        return value
+    missing = [k for k in required if isinstance(k, str) and k not in value]
+    if len(missing) != 1 or len(required) != 1:
+        return value
+    inner = props.get(missing[0])
+    if isinstance(inner, dict) and inner.get("type") not in (None, "object"):
+        return value
+    return {missing[0]: value}
 
 
 class Brain:
@@ -326,7 +353,9 @@ class Brain:
             text = _expand(rule.text, m)
             if not calls and text is None:
                 text = self._fallback(req)
-            return Decision(text, tuple(Call(c.tool, _expand(c.input, m)) for c in calls),
+            return Decision(text, tuple(Call(c.tool, fit_input(_expand(c.input, m),
+                                                              req.schemas.get(c.tool)))
+                                        for c in calls),
                             delay, i, thinking=_expand(rule.thinking, m), stop=rule.stop,
                             cut=rule.cut, stall=rule.stall)
         return Decision(self._fallback(req), delay=s.default_delay)

@@ -590,3 +590,23 @@ def test_new_rule_options_validate() -> None:
         Rule(retry_after=1)
     with pytest.raises(ValueError, match="`cut` or `stall`"):
         Rule(cut=True, stall=1)
+
+
+def test_a_scripted_tool_input_is_fitted_to_the_schema_the_request_offers() -> None:
+    """cbc 2.163.0 offers StructuredOutput flat on some runs and with the answer under a
+    required ``data`` on others (it then rejects a flat call: 'missing required
+    parameter(s): data'); the stand-in answers as a model reading the schema would."""
+    from bridge.testing.brain import fit_input
+
+    answer = {"answer": "forty-two"}
+    wrapped = {"type": "object", "required": ["data"],
+               "properties": {"data": {"type": "object"}}}
+    flat = {"type": "object", "required": ["answer"],
+            "properties": {"answer": {"type": "string"}}}
+    assert fit_input(answer, wrapped) == {"data": answer}
+    assert fit_input(answer, flat) == answer
+    assert fit_input(answer, None) == answer
+    assert fit_input({"command": "ls"}, {"required": ["command", "description"],
+                                         "properties": {}}) == {"command": "ls"}
+    assert fit_input(answer, {"required": ["n"], "properties": {"n": {"type": "string"}}}) \
+        == answer  # fmt: skip
