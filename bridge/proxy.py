@@ -21,10 +21,12 @@ from bridge.files import script_reader
 from bridge.headless import HeadlessIO
 from bridge.log import Logger
 from bridge.recorder import Recorder
-from compat import TARGET_CLAUDE_VERSION, __version__
+from compat import TARGET_CLAUDE_VERSION, __version__, reverse_state
 from compat.argv import translate_to_cbc
+from compat.argv_cbc import translate_to_claude
 from compat.engine import Engine
 from compat.env import translate_env_to_cbc, winddown_ceiling
+from compat.env_cbc import translate_env_to_claude
 from compat.profiles import build, parse_rule_settings, translation_enabled
 from compat.stage import Env
 
@@ -77,7 +79,12 @@ def backend_command(
     """The launch line: the backend command plus the client's argv, translated for cbc
     under ``cbc-to-claude`` (rules ``argv``, ``session-pin``), as is otherwise."""
     settings = _settings(rules)
-    if translation_enabled(profile, settings, "argv"):
+    if translation_enabled(profile, settings, "rev-argv"):  # claude-to-cbc: cbc argv -> Claude
+        rev = translate_to_claude(client_argv, is_root=_is_root())
+        for w in rev.warnings:
+            log.warning(w, "rev-argv")
+        argv = [*backend, *rev.argv]
+    elif translation_enabled(profile, settings, "argv"):
         pin = translation_enabled(profile, settings, "session-pin")
         tr = translate_to_cbc(client_argv, session_id=new_session_id() if pin else None,
                               pin=pin)  # fmt: skip
@@ -99,6 +106,8 @@ def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | 
     told (``initialize-reply``), and under ``cbc-to-claude`` whether the client asked for
     permission prompts over stdio (``permission-routing``) and named the session itself."""
     engine.state.pid = os.getpid()
+    if profile == "claude-to-cbc" and client_argv is not None:
+        reverse_state.launch(engine.state, translate_to_claude(client_argv))
     if profile == "cbc-to-claude" and client_argv is not None:
         tr = translate_to_cbc(client_argv)
         engine.state.stdio_permissions = tr.stdio_permissions
@@ -114,12 +123,19 @@ def backend_env(
     """The backend's environment: under ``cbc-to-claude`` (rule ``env``) cbc's variables,
     plus those the argv translation derives (``--max-thinking-tokens``)."""
     settings = _settings(rules)
+    if client_argv is not None and translation_enabled(profile, settings, "rev-env"):
+        rev = translate_to_claude(client_argv, is_root=_is_root()).env
+        return translate_env_to_claude(env, rev)
     extra: dict[str, str] = {}
     if client_argv is not None and translation_enabled(profile, settings, "argv"):
         extra = translate_to_cbc(client_argv).env
     if translation_enabled(profile, settings, "env"):
         return translate_env_to_cbc(env, extra, bridge_version=__version__)
     return {**env, **extra}
+
+
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def wind_down_rules(
