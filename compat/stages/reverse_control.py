@@ -183,8 +183,12 @@ class ReverseLocalControls(Stage):
         return ()
 
     def _set_config(self, frame: Frame, rid: str, body: dict[str, Any], ctx: Context) -> Output:
-        other = sorted(k for k in body if k not in ("subtype", "model", "session_id"))
-        model = body.get("model")
+        # the JS SDK sends ``{subtype, session_id, config: {...}}``
+        config = dict_at(body, "config")
+        if config is None:
+            config = {k: v for k, v in body.items() if k not in ("subtype", "session_id")}
+        other = sorted(k for k in config if k != "model")
+        model = config.get("model")
         if other or not isinstance(model, str):
             what = ", ".join(other) if other else "model (missing)"
             ctx.emit("down", Frame.from_obj(ck.error(

@@ -191,3 +191,37 @@ async def test_background_shell_and_its_notification(claude: list[str], tmp_path
     texts = [b.text for m in msgs if isinstance(m, AssistantMessage) for b in m.content
              if isinstance(b, TextBlock)]
     assert texts
+
+
+JS = REPO / "tests" / "js"
+JS_SDK = JS / "node_modules" / "@tencent-ai" / "agent-sdk"
+
+
+async def test_js_sdk_session_controls_interrupt_resume_and_deny(
+        claude: list[str], tmp_path: Path) -> None:
+    """``@tencent-ai/agent-sdk`` (tests/js/cbc_sdk_session.mjs) through cbc-on-claude.exe."""
+    import json
+    import shutil
+
+    node = shutil.which("node")
+    if node is None or not JS_SDK.is_dir():
+        pytest.skip("node or @tencent-ai/agent-sdk missing (cd tests/js && npm install "
+                    "--omit=optional)")
+    exe = DROPIN.with_name("cbc-on-claude.exe")
+    script = ModelScript(rules=(
+        Rule(when="TRIGGER_PERM_BASH", tool="Bash",
+             input={"command": "touch perm-probe.txt", "description": "Create a file"}),
+        Rule(when="TRIGGER_SLOW_BASH", tool="Bash",
+             input={"command": "sleep 20; echo slow-done", "description": "Slow sleep"}),
+    ))
+    async with stage(script, claude, tmp_path) as st:
+        cfg = {"cli": str(exe), "cwd": str(tmp_path / "work"), "env": st.env, "timeout": 80}
+        proc = await trio.run_process([node, str(JS / "cbc_sdk_session.mjs"), json.dumps(cfg)],
+                                      cwd=str(JS), capture_stdout=True, capture_stderr=True,
+                                      check=False)
+    lines = proc.stdout.decode().strip().splitlines()
+    assert lines, proc.stderr.decode()[-2000:]
+    summary = json.loads(lines[-1])
+    assert summary["failures"] == [], summary
+    assert proc.returncode == 0, summary
+    assert summary["facts"]["model"]

@@ -264,7 +264,10 @@ def test_set_config_model_is_claudes_set_model_and_other_keys_an_error() -> None
     assert run.backend == [ck.request("c", {"subtype": "set_model", "model": "sonnet"})]
     run.claude_says(ck.success("c", {}))
     assert run.client[-1]["response"]["response"]["model"] == "sonnet"
-    run.client_says(ck.request("d", {"subtype": "set_config", "theme": "dark"}))
+    run.client_says(ck.request("j", {"subtype": "set_config", "session_id": "s",
+                                     "config": {"model": "haiku"}}))  # the JS SDK's shape
+    assert run.backend[-1] == ck.request("j", {"subtype": "set_model", "model": "haiku"})
+    run.client_says(ck.request("d", {"subtype": "set_config", "config": {"theme": "dark"}}))
     assert run.client[-1]["response"]["subtype"] == "error"
     assert "theme" in run.client[-1]["response"]["error"]
 
