@@ -103,6 +103,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "rev-cancel-request",
             "rev-local-command",
             "rev-tasks-snapshot",
+            "rev-command-lifecycle",
             "rev-background-agent",
             "rev-agent-summary",
             "rev-task-type",

@@ -15,7 +15,8 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
 - ``rev-local-command``: the replayed ``<local-command-stdout>`` user frame Claude writes
   after ``set_model`` / ``set_permission_mode`` is dropped (unless the client passed
   ``--replay-user-messages``): cbc's SDK would surface it as a user message.
-- ``rev-tasks-snapshot``: ``system/background_tasks_changed`` is dropped (not cbc's).
+- ``rev-tasks-snapshot``: ``system/background_tasks_changed`` is dropped (not cbc's), and
+  ``rev-command-lifecycle`` drops ``command_lifecycle`` (cbc has no such receipts).
 - ``rev-task-type``: ``task_type`` ``local_bash`` -> ``Bash``, ``local_agent`` -> ``Agent``.
 - ``rev-background-agent``: a background agent's own messages (``assistant``/``user``/
   ``stream_event`` whose ``parent_tool_use_id`` is an Agent call made with
@@ -151,6 +152,19 @@ class ReverseTasksSnapshot(Stage):
 
     rule: ClassVar[str] = "rev-tasks-snapshot"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/background_tasks_changed"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        return ()
+
+
+@register
+@attrs.define
+class ReverseCommandLifecycle(Stage):
+    """Drop `command_lifecycle` (Claude's queued/started/completed receipts of user lines;
+    cbc writes none)."""
+
+    rule: ClassVar[str] = "rev-command-lifecycle"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"command_lifecycle"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         return ()
