@@ -107,6 +107,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "rev-background-agent",
             "rev-agent-summary",
             "rev-task-type",
+            "rev-task-status",
             "rev-interrupted-turn",
             "rev-exit-status",
             "rev-session-id",

@@ -17,7 +17,8 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   ``--replay-user-messages``): cbc's SDK would surface it as a user message.
 - ``rev-tasks-snapshot``: ``system/background_tasks_changed`` is dropped (not cbc's), and
   ``rev-command-lifecycle`` drops ``command_lifecycle`` (cbc has no such receipts).
-- ``rev-task-type``: ``task_type`` ``local_bash`` -> ``Bash``, ``local_agent`` -> ``Agent``.
+- ``rev-task-type``: ``task_type`` ``local_bash`` -> ``Bash``, ``local_agent`` -> ``Agent``;
+  ``rev-task-status``: ``task_updated`` gets its ``patch.status`` at the top level (cbc's).
 - ``rev-background-agent``: a background agent's own messages (``assistant``/``user``/
   ``stream_event`` whose ``parent_tool_use_id`` is an Agent call made with
   ``run_in_background``) are dropped: cbc keeps them to itself. A foreground Agent's
@@ -186,6 +187,22 @@ class ReverseTaskType(Stage):
         if not isinstance(t, str) or t not in TASK_TYPES:
             return None
         return (frame.replace({**obj, "task_type": TASK_TYPES[t]}),)
+
+
+@register
+@attrs.define
+class ReverseTaskStatus(Stage):
+    """`task_updated` carries its `patch.status` at the top level too, as cbc writes it."""
+
+    rule: ClassVar[str] = "rev-task-status"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_updated"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        status = str_at(dict_at(obj, "patch"), "status")
+        if status is None or "status" in obj:
+            return None
+        return (frame.replace({**obj, "status": status}),)
 
 
 @register

@@ -352,9 +352,12 @@ def test_a_foreground_agents_frames_pass() -> None:
     assert run.client[-1] == child
 
 
-def test_background_bash_task_type() -> None:
+def test_background_bash_task_type_and_status() -> None:
     run = replay("mockapi_background-bash_task-started-updated-notification")
     assert {f["task_type"] for f in run.client if "task_type" in f} == {"Bash"}
+    updated = [f for f in run.client if f.get("subtype") == "task_updated"]
+    assert updated
+    assert all(f["status"] == f["patch"]["status"] for f in updated)  # cbc's top-level copy
 
 
 def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
