@@ -21,6 +21,7 @@ from bridge.files import script_reader
 from bridge.headless import HeadlessIO
 from bridge.log import Logger
 from bridge.recorder import Recorder
+from bridge.transcripts import claude_history
 from compat import TARGET_CLAUDE_VERSION, __version__, reverse_state
 from compat.argv import translate_to_cbc
 from compat.argv_cbc import translate_to_claude
@@ -101,13 +102,18 @@ def backend_command(
     return argv
 
 
-def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None) -> None:
+def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None,
+                     env: Mapping[str, str] | None = None) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
     told (``initialize-reply``), and under ``cbc-to-claude`` whether the client asked for
     permission prompts over stdio (``permission-routing``) and named the session itself."""
     engine.state.pid = os.getpid()
     if profile == "claude-to-cbc" and client_argv is not None:
-        reverse_state.launch(engine.state, translate_to_claude(client_argv))
+        rev = translate_to_claude(client_argv)
+        cwd = os.getcwd()
+        history = claude_history(backend_env(profile, env or os.environ, client_argv), cwd,
+                                 rev.resume) if rev.resume else None
+        reverse_state.launch(engine.state, rev, history, cwd)
     if profile == "cbc-to-claude" and client_argv is not None:
         tr = translate_to_cbc(client_argv)
         engine.state.stdio_permissions = tr.stdio_permissions
@@ -181,7 +187,7 @@ async def serve_stdio(
 ) -> int:
     rules = wind_down_rules(profile, rules, env)
     engine = build_engine(profile, rules, max_line=max_line, script_roots=script_roots)
-    set_launch_facts(engine, profile, client_argv)
+    set_launch_facts(engine, profile, client_argv, env)
     path = record_file(record)
     recorder = None
     if path:

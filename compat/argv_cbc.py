@@ -78,6 +78,8 @@ class Translation:
     model: str | None = None
     #: the client resumes a session (``--resume``/``--continue``)
     resuming: bool = False
+    #: the Claude session id ``--resume`` names (a UUID), when it names one
+    resume: str | None = None
 
 
 def _split(argv: Sequence[str]) -> list[tuple[str, str | None, bool]]:
@@ -117,6 +119,7 @@ def translate_to_claude(argv: Sequence[str], *, is_root: bool = False) -> Transl
     env: dict[str, str] = {}
     session_map: tuple[str, str] | None = None
     model: str | None = None
+    resume: str | None = None
     bypass = "--dangerously-skip-permissions" in names
 
     def emit(name: str, value: str | None, eq: bool) -> None:
@@ -146,6 +149,8 @@ def translate_to_claude(argv: Sequence[str], *, is_root: bool = False) -> Transl
             if mapped != value:
                 session_map = (value, mapped)
                 value = mapped
+            if name != "--session-id":
+                resume = mapped
         elif name == "--permission-mode" and value == BYPASS:
             bypass = True
         elif name == "--model" and value:
@@ -156,4 +161,4 @@ def translate_to_claude(argv: Sequence[str], *, is_root: bool = False) -> Transl
     if bypass and is_root:
         env["IS_SANDBOX"] = "1"
     return Translation(out, warnings, env, session_map,
-                       "--replay-user-messages" in names, model, resuming)
+                       "--replay-user-messages" in names, model, resuming, resume)

@@ -97,6 +97,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         "down": (
             "rev-track",
             "rev-initialize-reply",
+            "rev-resume-replay",
             "rev-mcp-status",
             "rev-control-replies",
             "rev-interrupt-reply",

@@ -43,6 +43,11 @@ class ReverseState:
     background_calls: dict[str, None] = attrs.Factory(dict)
     #: running local_agent tasks: task_id -> (description, tool_use_id) [rev-track]
     agent_tasks: dict[str, tuple[str, str | None]] = attrs.Factory(dict)
+    #: [launch] the resumed session's transcript entries (Claude's ``<session>.jsonl``,
+    #: read by the I/O side), for ``rev-resume-replay``; None: not resuming or unreadable
+    history: list[dict[str, Any]] | None = None
+    resumed: str | None = None  # [launch] the Claude session id ``--resume`` named
+    cwd: str | None = None  # [launch] the directory Claude runs in
 
 
 _STATES: dict[int, ReverseState] = {}
@@ -64,9 +69,12 @@ def remember(registry: dict[str, Any], key: str, value: Any) -> None:
         del registry[next(iter(registry))]
 
 
-def launch(state: SessionState, tr: Any) -> None:
-    """Copy a ``compat.argv_cbc.Translation``'s launch facts into ``state``'s reverse facts."""
+def launch(state: SessionState, tr: Any, history: list[dict[str, Any]] | None = None,
+           cwd: str | None = None) -> None:
+    """Copy a ``compat.argv_cbc.Translation``'s launch facts into ``state``'s reverse facts;
+    ``history``: the resumed session's transcript entries, when the I/O side read them."""
     rs = of(state)
+    rs.history, rs.resumed, rs.cwd = history, tr.resume, cwd
     if tr.session_map is not None:
         rs.client_session, rs.claude_session = tr.session_map
     rs.replay_user_messages = tr.replay_user_messages

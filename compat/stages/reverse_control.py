@@ -357,6 +357,66 @@ class ReverseInitializeReply(Stage):
         return (_with_body(frame, resp, body),)
 
 
+#: transcript entry types that are conversation (the others: attachments, queue operations)
+HISTORY_TYPES = frozenset({"user", "assistant"})
+
+
+def history_frames(history: list[dict[str, Any]], session_id: str, cwd: str | None,
+                   model: str | None) -> list[dict[str, Any]]:
+    """cbc's replay of a resumed session (init, the conversation, a result) built from
+    Claude's transcript entries; sidechains (sub-agents) and meta entries are left out."""
+    turns = [e for e in history if e.get("type") in HISTORY_TYPES
+             and dict_at(e, "message") is not None and not e.get("isSidechain")
+             and not e.get("isMeta")]  # fmt: skip
+    init: dict[str, Any] = {"type": "system", "subtype": "init", "session_id": session_id,
+                            "cwd": cwd or "", "model": model or "", "tools": [],
+                            "mcp_servers": [], "permissionMode": "default"}
+    out = [init]
+    last = ""
+    for e in turns:
+        frame: dict[str, Any] = {"type": e["type"], "message": e["message"],
+                                 "parent_tool_use_id": None, "session_id": session_id}
+        if isinstance(e.get("uuid"), str):
+            frame["uuid"] = e["uuid"]
+        if e["type"] == "user":
+            frame["isReplay"] = True
+        else:
+            texts = [str(b.get("text", "")) for b in list_at(e["message"], "content")
+                     if isinstance(b, dict) and b.get("type") == "text"]
+            last = "".join(texts) or last
+        out.append(frame)
+    out.append({"type": "result", "subtype": "success", "is_error": False, "result": last,
+                "session_id": session_id, "num_turns": sum(e["type"] == "user" for e in turns),
+                "duration_ms": 0, "duration_api_ms": 0, "total_cost_usd": 0,
+                "usage": {"input_tokens": 0, "output_tokens": 0}})
+    return out
+
+
+@register
+@attrs.define
+class ReverseResumeReplay(Stage):
+    """On `--resume` with `initialize{hasPrompt:false}`, replay the session's history as cbc
+    does (init, user/assistant, result), from Claude's transcript."""
+
+    rule: ClassVar[str] = "rev-resume-replay"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
+    _done: bool = attrs.field(default=False, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        rs = rstate.of(ctx.state)
+        if self._done or rs.history is None or rs.resumed is None:
+            return None
+        got = _request_for(frame, ctx, "initialize")
+        if got is None or got[1].get("hasPrompt") is not False:
+            return None
+        self._done = True
+        sid = rs.client_session if rs.claude_session == rs.resumed and rs.client_session \
+            else rs.resumed
+        frames = history_frames(rs.history, sid, rs.cwd, rs.model)
+        ctx.log(self.rule, f"replayed {len(frames) - 2} message(s) of session {sid}", "info")
+        return (frame, *(Frame.synth(f, self.rule) for f in frames))
+
+
 @register
 @attrs.define
 class ReverseMcpStatus(Stage):

@@ -172,6 +172,27 @@ async def test_resume_a_non_uuid_session(claude: list[str], tmp_path: Path) -> N
     assert history[-1]["n_messages"] >= 3  # the resumed conversation went to the model
 
 
+async def test_resume_without_a_prompt_replays_the_history(claude: list[str],
+                                                           tmp_path: Path) -> None:
+    async with stage("simple-success", claude, tmp_path) as st:
+        async with CodeBuddySDKClient(st.options(session_id="bot:history")) as client:
+            await turn(client, "the first question")
+        async with CodeBuddySDKClient(st.options(resume="bot:history")) as client:
+            replay: list[Any] = []
+            async for m in client.receive_messages():  # initialize{hasPrompt:false}
+                replay.append(m)
+                if isinstance(m, ResultMessage):
+                    break
+            after = await turn(client, "a second question")
+    users = [m for m in replay if isinstance(m, UserMessage)]
+    assert [u.content for u in users] == ["the first question"]
+    assert any(isinstance(m, AssistantMessage) for m in replay)
+    assert isinstance(replay[-1], ResultMessage)
+    assert replay[-1].session_id == "bot:history"
+    assert isinstance(after[-1], ResultMessage)
+    assert after[-1].is_error is False
+
+
 async def test_background_shell_and_its_notification(claude: list[str], tmp_path: Path) -> None:
     async with stage("bg-bash", claude, tmp_path) as st:
         async with CodeBuddySDKClient(st.options(allowed_tools=["Bash"])) as client:

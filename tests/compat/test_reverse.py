@@ -404,3 +404,41 @@ def test_rules_are_switchable_and_bookkeeping_is_not() -> None:
     assert "rev-interrupted-turn" not in [s.rule for s in down]
     with pytest.raises(RuleError):
         build("claude-to-cbc", parse_rule_settings(["rev-track=off"]))
+
+
+# -- rev-resume-replay ----------------------------------------------------------------------
+
+HISTORY = [
+    {"type": "queue-operation", "operation": "enqueue", "content": "first question"},
+    {"type": "user", "isSidechain": False, "uuid": "u1",
+     "message": {"role": "user", "content": "first question"}},
+    {"type": "attachment", "attachment": {"type": "skill_listing"}},
+    {"type": "user", "isSidechain": True, "message": {"role": "user", "content": "sub"}},
+    {"type": "assistant", "isSidechain": False, "uuid": "a1",
+     "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}},
+]
+
+
+def _resumed(has_prompt: bool) -> Run:
+    eng = engine()
+    reverse_state.launch(eng.state, translate_to_claude(["--resume", "bot:2"]), HISTORY, "/w")
+    run = Run(eng)
+    run.client_says(ck.request("init", {"subtype": "initialize", "hasPrompt": has_prompt}))
+    run.claude_says(ck.success("init", {"models": [], "account": {}}))
+    return run
+
+
+def test_resume_without_a_prompt_replays_the_history_as_cbc_does() -> None:
+    run = _resumed(False)
+    kinds = [(f["type"], f.get("subtype")) for f in run.client]
+    assert kinds == [("control_response", None), ("system", "init"), ("user", None),
+                     ("assistant", None), ("result", "success")]
+    assert {f["session_id"] for f in run.client[1:]} == {"bot:2"}  # the client's own id
+    assert run.client[2]["message"]["content"] == "first question"
+    assert run.client[2]["isReplay"] is True
+    assert run.client[-1]["result"] == "ok"
+    assert run.client[-1]["is_error"] is False
+
+
+def test_with_a_prompt_nothing_is_replayed() -> None:
+    assert len(_resumed(True).client) == 1
