@@ -36,6 +36,8 @@ from codebuddy_agent_sdk import (  # noqa: E402
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
+    create_sdk_mcp_server,
+    tool,
 )
 
 pytestmark = [pytest.mark.real_backend, pytest.mark.client, *SDK_GC_WARNINGS]
@@ -193,6 +195,29 @@ async def test_resume_without_a_prompt_replays_the_history(claude: list[str],
     assert after[-1].is_error is False
 
 
+async def test_sdk_mcp_server_its_tool_and_its_status(claude: list[str], tmp_path: Path) -> None:
+    calls: list[dict[str, Any]] = []
+
+    @tool("echo", "Echo the text back", {"text": str})  # type: ignore[type-var]  # the SDK types F as a sync callable
+    async def echo(args: dict[str, Any]) -> dict[str, Any]:
+        calls.append(args)
+        return {"content": [{"type": "text", "text": f"echo: {args.get('text')}"}]}
+
+    server = create_sdk_mcp_server(name="probe", tools=[echo])
+    script = ModelScript(rules=(Rule(when="TRIGGER_MCP", tool="mcp__probe__echo",
+                                     input={"text": "hi there"}),))
+    async with stage(script, claude, tmp_path) as st:
+        opts = st.options(mcp_servers={"probe": server}, allowed_tools=["mcp__probe__echo"])
+        async with CodeBuddySDKClient(opts) as client:
+            msgs = await turn(client, "TRIGGER_MCP")
+            status = await client.mcp_server_status()
+    assert calls == [{"text": "hi there"}]
+    results = [b for m in msgs if isinstance(m, UserMessage) and isinstance(m.content, list)
+               for b in m.content if isinstance(b, ToolResultBlock)]
+    assert "echo: hi there" in str(results[0].content)
+    assert [(s.name, s.status) for s in status] == [("probe", "connected")]  # was []
+
+
 async def test_background_shell_and_its_notification(claude: list[str], tmp_path: Path) -> None:
     async with stage("bg-bash", claude, tmp_path) as st:
         async with CodeBuddySDKClient(st.options(allowed_tools=["Bash"])) as client:
@@ -246,3 +271,24 @@ async def test_js_sdk_session_controls_interrupt_resume_and_deny(
     assert summary["failures"] == [], summary
     assert proc.returncode == 0, summary
     assert summary["facts"]["model"]
+
+
+async def test_background_agent_as_cbc_reports_it(claude: list[str], tmp_path: Path) -> None:
+    async with stage("bg-agent", claude, tmp_path) as st:
+        opts = st.options(allowed_tools=["Agent", "Bash"])
+        async with CodeBuddySDKClient(opts) as client:
+            await client.query("please TRIGGER_BG_AGENT")
+            msgs: list[Any] = []
+            results = 0
+            async for m in client.receive_messages():
+                msgs.append(m)
+                results += isinstance(m, ResultMessage)
+                if any(isinstance(x, TaskNotificationMessage) for x in msgs) and results >= 2:
+                    break
+    [started] = [m for m in msgs if isinstance(m, TaskStartedMessage)]
+    assert started.task_type == "Agent"  # cbc's name, not local_agent
+    [note] = [m for m in msgs if isinstance(m, TaskNotificationMessage)]
+    assert note.status == "completed"
+    assert note.summary == 'Background agent "Mock subagent" completed'
+    # the agent's own messages stay with the bridge, as cbc keeps them to itself
+    assert not [m for m in msgs if isinstance(m, AssistantMessage) and m.parent_tool_use_id]
