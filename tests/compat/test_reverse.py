@@ -442,3 +442,20 @@ def test_resume_without_a_prompt_replays_the_history_as_cbc_does() -> None:
 
 def test_with_a_prompt_nothing_is_replayed() -> None:
     assert len(_resumed(True).client) == 1
+
+
+@pytest.mark.parametrize("path", sorted(CLAUDE.glob("*.transcript.jsonl")), ids=lambda p: p.stem)
+def test_every_claude_capture_passes_the_profile_and_the_counts_add_up(path: Path) -> None:
+    """No rule fails (the engine is strict) on any real Claude session, and frames in +
+    synthesized = frames out + dropped + held - released, over both directions."""
+    run = Run(engine()).replay(path)
+    stats = run.eng.statistics()
+    frames, rules = stats["frames"], stats["rules"]
+    f_in = frames["up"].get("in", 0) + frames["down"].get("in", 0)
+    f_out = frames["up"].get("out", 0) + frames["down"].get("out", 0)
+    total = {w: sum(c.get(w, 0) for c in rules.values())
+             for w in ("synthesized", "dropped", "held", "released")}
+    assert f_in + total["synthesized"] == f_out + total["dropped"] + total["held"] - total[
+        "released"], (frames, rules)
+    assert f_out == len(run.client) + len(run.backend)
+    assert not any(c.get("errors") for c in rules.values())
