@@ -243,6 +243,9 @@ class ReversePermissionReply(Stage):
                     reply["updatedInput"] = updated
                 elif original is not None:
                     reply["updatedInput"] = original
+                perms = body.get("updatedPermissions")
+                if isinstance(perms, list):
+                    reply["updatedPermissions"] = perms  # Claude takes them with an allow
             else:
                 reason = body.get("reason")
                 reply = {"behavior": "deny", "message": reason if isinstance(reason, str)

@@ -158,6 +158,16 @@ def test_a_cbc_allow_becomes_claudes_allow_with_the_input() -> None:
     assert run.backend == [ck.success(rid, {"behavior": "allow", "updatedInput": inp})]
 
 
+def test_an_allow_with_permission_updates_keeps_them() -> None:
+    run, rid, _ = _permission_run()
+    rules = [{"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "allow",
+              "destination": "session"}]
+    run.client_says(ck.success(rid, {"allowed": True, "updatedInput": {"command": "ls"},
+                                     "updatedPermissions": rules}))
+    assert run.backend == [ck.success(rid, {"behavior": "allow", "updatedInput":
+                                            {"command": "ls"}, "updatedPermissions": rules})]
+
+
 def test_a_cbc_deny_becomes_claudes_deny_with_the_reason() -> None:
     run, rid, _ = _permission_run()
     run.client_says(ck.success(rid, {"allowed": False, "reason": "not today",
