@@ -17,7 +17,9 @@ that make a Claude stream honour each point (``rev-*``), plus ``framing``.
 - ``rev-initialize-reply``: the initialize reply has a string ``currentModelId`` and
   models with ``id`` and ``name``.
 - ``rev-mcp-status``: an ``mcp_status`` reply has ``mcp_servers`` (a list).
-- ``rev-local-command``: no replayed ``<local-command-stdout>`` user frame.
+- ``rev-local-command``: no replayed ``<local-command-stdout>`` user frame;
+  ``rev-interrupt-marker``: no ``[Request interrupted by user…]`` user message (cbc says
+  "Interrupted by user" as the assistant).
 - ``rev-background-agent``: no message of a background agent (``parent_tool_use_id`` of an
   Agent call made with ``run_in_background``).
 - ``rev-session-id``: when the client gave its session id (``session_id``): the first
@@ -52,6 +54,7 @@ RULES = {
     "rev-initialize-reply": "initialize reply: currentModelId, models with id and name",
     "rev-mcp-status": "mcp_status reply has mcp_servers",
     "rev-local-command": "no replayed <local-command-stdout> user frame",
+    "rev-interrupt-marker": "no [Request interrupted by user...] user message",
     "rev-background-agent": "no message of a background agent",
     "rev-session-id": "the first init and every result carry the session id the client gave",
 }
@@ -152,6 +155,12 @@ class _Checker:
         if parent is not None and parent in self.background:
             self.bad("rev-background-agent", rec, "a background agent's own message")
         content = (dict_at(obj, "message") or {}).get("content")
+        texts = [content] if isinstance(content, str) else [
+            str(b.get("text")) for b in list_at(dict_at(obj, "message"), "content")
+            if isinstance(b, dict) and b.get("type") == "text"]
+        if parent is None and any(t.startswith("[Request interrupted by user") for t in texts):
+            self.bad("rev-interrupt-marker", rec, "Claude's interrupted-turn user message "
+                     "(cbc: an assistant message 'Interrupted by user')")
         if obj.get("isReplay") is True and isinstance(content, str) \
                 and "<local-command-stdout>" in content:
             self.bad("rev-local-command", rec, "a replayed local command's output")

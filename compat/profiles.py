@@ -109,6 +109,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "rev-agent-summary",
             "rev-task-type",
             "rev-task-status",
+            "rev-interrupt-marker",
             "rev-interrupted-turn",
             "rev-exit-status",
             "rev-session-id",

@@ -11,7 +11,8 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   which both cbc SDKs raise as ``ExecutionError``; cbc ends it with a success whose
   ``result`` is empty. After the client's interrupt (or for ``terminal_reason
   aborted_*``), the result becomes ``subtype:"success", is_error:false, result:""``
-  without ``errors`` (``terminal_reason`` kept).
+  without ``errors`` (``terminal_reason`` kept); ``rev-interrupt-marker`` makes Claude's
+  ``[Request interrupted by user…]`` user frame cbc's assistant "Interrupted by user".
 - ``rev-local-command``: the replayed ``<local-command-stdout>`` user frame Claude writes
   after ``set_model`` / ``set_permission_mode`` is dropped (unless the client passed
   ``--replay-user-messages``): cbc's SDK would surface it as a user message.
@@ -120,6 +121,53 @@ class ReverseInterruptedTurn(Stage):
             return None
         new = {k: v for k, v in obj.items() if k != "errors"}
         new.update(subtype="success", is_error=False, result="")
+        return (frame.replace(new),)
+
+
+#: Claude's marker user frames of an interrupted turn (text-only content)
+INTERRUPT_MARKERS = frozenset({"[Request interrupted by user]",
+                               "[Request interrupted by user for tool use]"})
+CBC_INTERRUPTED = "Interrupted by user"
+
+
+def marker_text(obj: dict[str, Any]) -> str | None:
+    """The marker of one of Claude's interrupted-turn user frames, else None."""
+    content = (dict_at(obj, "message") or {}).get("content")
+    if isinstance(content, str):
+        text = content
+    elif isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
+            and content[0].get("type") == "text":
+        text = str(content[0].get("text", ""))
+    else:
+        return None
+    return text if text in INTERRUPT_MARKERS else None
+
+
+@register
+@attrs.define
+class ReverseInterruptMarker(Stage):
+    """Claude's `[Request interrupted by user…]` user frame -> cbc's assistant message
+    "Interrupted by user" (a cbc client never gets a user message it did not send)."""
+
+    rule: ClassVar[str] = "rev-interrupt-marker"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+    lazy: ClassVar[bool] = True
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if frame.raw and b"[Request interrupted by user" not in frame.raw:
+            return None
+        obj = frame.obj
+        if not isinstance(obj, dict) or obj.get("parent_tool_use_id") is not None \
+                or marker_text(obj) is None:
+            return None
+        uid = str_at(obj, "uuid") or ctx.env.new_uuid()
+        new: dict[str, Any] = {
+            "type": "assistant", "uuid": uid, "session_id": obj.get("session_id"),
+            "message": {"id": uid, "content": [{"type": "text", "text": CBC_INTERRUPTED}],
+                        "model": ctx.state.model or "", "role": "assistant",
+                        "stop_reason": None, "stop_sequence": None, "type": "message",
+                        "usage": {"input_tokens": 0, "output_tokens": 0}},
+            "parent_tool_use_id": None}
         return (frame.replace(new),)
 
 

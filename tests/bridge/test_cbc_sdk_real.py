@@ -155,6 +155,9 @@ async def test_interrupt_then_a_next_turn(claude: list[str], tmp_path: Path) -> 
     result = got[-1]
     assert isinstance(result, ResultMessage)
     assert (result.subtype, result.is_error) == ("success", False)
+    said = [b.text for m in got if isinstance(m, AssistantMessage) for b in m.content
+            if isinstance(b, TextBlock)]
+    assert "Interrupted by user" in said  # cbc's words
     assert isinstance(after[-1], ResultMessage)
     assert after[-1].is_error is False
     assert after[-1].result  # the model answered the next turn

@@ -59,6 +59,7 @@ CASES = {
                                                     "rev-background-agent",
                                                     "rev-initialize-reply"},
     "mockapi_interrupt-during-foreground-bash_aborted-tools": {"rev-interrupted-turn",
+                                                               "rev-interrupt-marker",
                                                                "rev-task-type"},
     "mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request": {
         "rev-vocabulary"},

@@ -317,6 +317,10 @@ def test_an_interrupted_turn_ends_as_cbc_ends_it_and_the_receipt_is_cbcs() -> No
     assert "errors" not in first
     assert first["terminal_reason"].startswith("aborted")
     assert second["result"] == "done."  # the next turn is untouched
+    said = [f["message"]["content"][0].get("text") for f in run.client
+            if f.get("type") in ("user", "assistant")]
+    assert "Interrupted by user" in said  # cbc's words, as the assistant
+    assert "[Request interrupted by user for tool use]" not in said
     [receipt] = [f for f in run.client if f.get("type") == "control_response"
                  and f["response"]["request_id"] == "stop-1"]
     body = receipt["response"]["response"]
