@@ -26,8 +26,9 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   frames pass (cbc sends those with their parent too).
 - ``rev-agent-summary``: a completed agent task's ``summary`` (Claude: the agent's last
   text) is cbc's ``Background agent "<description>" completed``.
-- ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal; cbc
-  exits 0, so the bridge does.
+- ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
+  at EOF after an error result (also one the bridge made a success); cbc exits 0, so the
+  bridge does, unless Claude failed before any result.
 """
 
 from __future__ import annotations
@@ -293,12 +294,20 @@ class ReverseAgentSummary(Stage):
 @register
 @attrs.define
 class ReverseExitStatus(Stage):
-    """Exit 0 when Claude was ended by a signal (143), as cbc does."""
+    """Exit 0 as cbc does when Claude was ended by a signal (143) or exits 1 after a session
+    that ran (its last result an error, or an interrupted turn); a Claude that fails before
+    any result (a refused option) keeps its status."""
 
     rule: ClassVar[str] = "rev-exit-status"
-    kinds: ClassVar[frozenset[str] | None] = frozenset()
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
+    lazy: ClassVar[bool] = True
+    _results: int = attrs.field(default=0, init=False)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        self._results += 1
+        return None
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
-        if status in SIGNAL_EXITS:
+        if status in SIGNAL_EXITS or (status == 1 and self._results):
             ctx.set_exit_status(0)
         return None

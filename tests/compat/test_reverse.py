@@ -404,13 +404,17 @@ def test_frames_no_rule_touches_leave_byte_identical() -> None:
     assert written(eng.feed("backend", raw, 0.1)) == raw
 
 
-def test_signal_exit_is_cbcs_zero() -> None:
+def test_signal_exit_and_exit_1_after_a_session_are_cbcs_zero() -> None:
     eng = engine()
     eng.backend_exited(143, 1.0)
     assert eng.exit_status() == 0
-    eng2 = engine()
-    eng2.backend_exited(1, 1.0)
-    assert eng2.exit_status() is None
+    refused = engine()  # e.g. Claude refused an option: nothing ran
+    refused.backend_exited(1, 1.0)
+    assert refused.exit_status() is None
+    ran = Run(engine())
+    ran.claude_says({"type": "result", "subtype": "error_max_turns", "is_error": True})
+    ran.eng.backend_exited(1, 2.0)
+    assert ran.eng.exit_status() == 0
 
 
 def test_rules_are_switchable_and_bookkeeping_is_not() -> None:
