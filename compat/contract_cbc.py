@@ -34,6 +34,8 @@ from typing import Any
 
 import orjson
 
+from compat import TARGET_CLAUDE_VERSION
+from compat import contract as claude_contract
 from compat.capture import Capture, Record
 from compat.contract import Violation
 from compat.frames import dict_at, list_at, str_at
@@ -179,3 +181,11 @@ class _Checker:
                 self.bad("rev-initialize-reply", rec, "a model without id/name")
         elif sub == "mcp_status" and not isinstance(body.get("mcp_servers"), list):
             self.bad("rev-mcp-status", rec, "no mcp_servers list")
+
+
+def format_text(violations: Sequence[Violation]) -> str:
+    """``compat.contract.format_text``'s report (every stream string escaped), naming cbc's
+    contract."""
+    text = claude_contract.format_text(violations)
+    return text.replace(f"the Claude Code {TARGET_CLAUDE_VERSION} contract",
+                        f"the cbc {CBC_VERSION} contract")

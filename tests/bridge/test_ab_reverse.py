@@ -4,6 +4,7 @@ with a reverse side is checked against cbc's contract (compat.contract_cbc), not
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from bridge.ab_cmd import Job, Outcome, Side, compare_pair, via_sides
 from bridge.testing import runner
@@ -39,3 +40,22 @@ def test_a_reverse_pair_is_checked_against_cbcs_contract(tmp_path: Path) -> None
     forward = compare_pair("x", outcome(tmp_path, Side("claude", None, "a")),
                            outcome(tmp_path, Side("cbc", "cbc-to-claude", "b")))
     assert "rev-vocabulary" not in {v.rule for v in forward.violations[1]}
+
+
+REF = Path(__file__).resolve().parents[2] / "captures/reference"
+
+
+def test_check_with_cbcs_contract(capsys: Any) -> None:
+    from bridge.check_cmd import main
+
+    raw = str(REF / "claude-2.1.220/mockapi_background-agent_local-agent-frames.transcript.jsonl")
+    assert main(["--contract", "cbc", raw]) == 1
+    out = capsys.readouterr().out
+    assert "[rev-background-agent]" in out
+    assert out.rstrip().endswith("contract (rev-background-agent: 1, rev-initialize-reply: 2, "
+                                 "rev-task-type: 1, rev-vocabulary: 5)")
+    assert "cbc 2.163.0 contract" in out
+    assert main(["--contract", "cbc", str(REF / "cbc-2.163.0/mockoai_bg-bash.transcript.jsonl")]
+                ) == 0
+    assert main(["--contract", "cbc", "--rules"]) == 0
+    assert "rev-interrupted-turn" in capsys.readouterr().out
