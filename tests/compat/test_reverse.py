@@ -426,7 +426,7 @@ def test_rules_are_switchable_and_bookkeeping_is_not() -> None:
 
 # -- rev-resume-replay ----------------------------------------------------------------------
 
-HISTORY = [
+HISTORY: list[dict[str, Any]] = [
     {"type": "queue-operation", "operation": "enqueue", "content": "first question"},
     {"type": "user", "isSidechain": False, "uuid": "u1",
      "message": {"role": "user", "content": "first question"}},
