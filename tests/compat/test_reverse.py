@@ -15,7 +15,8 @@ from compat import reverse_state
 from compat.argv_cbc import SESSION_NAMESPACE, claude_session_id, translate_to_claude
 from compat.engine import Engine
 from compat.env_cbc import translate_env_to_claude
-from compat.profiles import RuleError, build, parse_rule_settings
+from compat.profiles import ALWAYS_ON, PROFILES, RuleError, build, parse_rule_settings
+from compat.stage import REGISTRY
 
 from .helpers import det_env, frames_out, line, written
 
@@ -477,3 +478,18 @@ def test_every_claude_capture_passes_the_profile_and_the_counts_add_up(path: Pat
         "released"], (frames, rules)
     assert f_out == len(run.client) + len(run.backend)
     assert not any(c.get("errors") for c in rules.values())
+
+
+def test_command_lifecycle_receipts_are_not_passed() -> None:
+    run = replay("mockapi_simple-success_then-eof-exit0")
+    assert not [f for f in run.client if f.get("type") == "command_lifecycle"]
+    assert run.eng.statistics()["rules"]["rev-command-lifecycle"]["dropped"] >= 2
+
+
+@pytest.mark.parametrize("rule", [r for d in ("up", "down")
+                                  for r in PROFILES["claude-to-cbc"][d]
+                                  if r not in ALWAYS_ON])
+def test_every_reverse_rule_switches_off(rule: str) -> None:
+    up, down = build("claude-to-cbc", parse_rule_settings([f"{rule}=off"]))
+    assert rule not in [s.rule for s in [*up, *down]]
+    assert REGISTRY[rule].__doc__  # `ccbridge rules` says what it does
