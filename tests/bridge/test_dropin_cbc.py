@@ -5,9 +5,12 @@ Claude gets, and exit 127 with what was tried."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from bridge.dropin_cbc import find_claude
 
@@ -91,3 +94,44 @@ def test_a_cbc_sdk_launch_reaches_claude_translated(tmp_path: Path) -> None:
     assert init["bg"] == "1"
     assert (result["subtype"], result["is_error"], result["session_id"]) == (
         "success", False, "bot:7")
+
+
+#: a Claude that answers initialize and one user line
+ANSWERING = """#!{py}
+import json, sys
+for line in sys.stdin:
+    o = json.loads(line)
+    if o.get("type") == "control_request":
+        print(json.dumps({{"type": "control_response", "response": {{"subtype": "success",
+              "request_id": o["request_id"], "response": {{"models": [], "account": {{}}}}}}}}),
+              flush=True)
+    elif o.get("type") == "user":
+        print(json.dumps({{"type": "result", "subtype": "success", "is_error": False,
+              "result": "from fake claude", "session_id": "s"}}), flush=True)
+"""
+
+
+@pytest.mark.parametrize("way", ["exe", "executable", "plain"])
+def test_the_js_sdk_runs_it_the_documented_ways(way: str, tmp_path: Path) -> None:
+    """``plain``: the path as is, which the SDK runs under node (REVERSE.md gap 26): fails."""
+    node = shutil.which("node")
+    sdk = REPO / "tests/js/node_modules/@tencent-ai/agent-sdk"
+    dropin = Path(sys.executable).with_name("cbc-on-claude")
+    if node is None or not sdk.is_dir() or not dropin.exists():
+        pytest.skip("node, @tencent-ai/agent-sdk (tests/js: npm install) or cbc-on-claude "
+                    "(pip install -e .) missing")
+    claude = tmp_path / "claude"
+    claude.write_text(ANSWERING.format(py=sys.executable))
+    claude.chmod(0o755)
+    cfg: dict[str, str] = {"backend": str(claude), "cli": str(dropin)}
+    if way == "exe":
+        cfg["cli"] = str(dropin.with_name("cbc-on-claude.exe"))
+    elif way == "executable":
+        cfg["executable"] = sys.executable
+    out = subprocess.run([node, "cbc_sdk_runtime.mjs", json.dumps(cfg)], cwd=REPO / "tests/js",
+                         capture_output=True, text=True, timeout=60, check=False)
+    if way == "plain":
+        assert out.returncode != 0
+        return
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert json.loads(out.stdout.splitlines()[-1])["result"] == "from fake claude"
