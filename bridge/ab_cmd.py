@@ -1,4 +1,5 @@
-"""``ccbridge ab FILE... --a SPEC --b SPEC [--via-a PROFILE] [--via-b PROFILE] [--out DIR]``:
+"""``ccbridge ab FILE... --a SPEC --b SPEC [--via PROFILE] [--via-a PROFILE] [--via-b PROFILE]
+[--out DIR]``:
 run scenarios on two backends and compare what their clients saw.
 
 SPEC is ``claude``, ``cbc`` (found by ``ccbridge backends``) or a command line. Each run has
@@ -10,7 +11,10 @@ longest scenarios first, under one overall ``--deadline``. Captures go to
 
 The report: per scenario, the semantic diff (``compat.diff``; ``--explain`` adds each
 difference's reason from the known differences, see ``bridge.conformance_cmd``) and the
-contract check (``compat.contract``) of each side's client view. ``--json`` for programs.
+contract check (``compat.contract``) of each side's client view (``compat.contract_cbc``,
+cbc's, when a side runs behind ``claude-to-cbc``: ``--via claude-to-cbc`` puts the claude
+side behind it, so a cbc client sees cbc raw against Claude through the bridge). ``--json``
+for programs.
 Exit 0: every scenario equivalent; 1: some differ; 2: an error (bad scenario or usage, a
 backend not installed, a run the harness could not finish).
 
@@ -198,7 +202,31 @@ def compare_pair(name: str, a: Outcome, b: Outcome, explain: bool = False) -> Pa
     if explain:
         known = load_known_default()
         items = conformance.explain(cmp, name, known).items
-    return Pair(name, a, b, cmp.diff, (cmp.violations_a, cmp.violations_b), items)
+    violations = (cmp.violations_a, cmp.violations_b)
+    if REVERSE in (a.job.side.via, b.job.side.via):  # the clients speak cbc: cbc's contract
+        from compat import contract_cbc
+
+        violations = (contract_cbc.check(ca), contract_cbc.check(cb))
+    return Pair(name, a, b, cmp.diff, violations, items)
+
+
+#: the profile whose client speaks cbc (its sides are checked against cbc's contract)
+REVERSE = "claude-to-cbc"
+#: the backend each profile runs behind it (``--via``)
+VIA_BACKEND = {"claude-to-cbc": "claude", "cbc-to-claude": "cbc"}
+
+
+def via_sides(a: Side, b: Side, via: str | None) -> tuple[Side, Side]:
+    """``--via PROFILE``: the side(s) running the profile's backend run behind it (side B
+    when neither does); ``--via-a``/``--via-b`` win."""
+    if via is None:
+        return a, b
+    backend = VIA_BACKEND.get(via)
+    hit = [s.spec == backend for s in (a, b)]
+    if not any(hit):
+        hit = [False, True]
+    return tuple(attrs.evolve(s, via=s.via or via) if h else s  # type: ignore[return-value]
+                 for s, h in zip((a, b), hit, strict=True))
 
 
 def load_known_default(path: Path | None = None) -> Any:
@@ -369,6 +397,10 @@ def main(argv: list[str]) -> int:
                    help="run side A behind `ccbridge run --profile PROFILE`")
     p.add_argument("--via-b", metavar="PROFILE", default=None,
                    help="run side B behind `ccbridge run --profile PROFILE`")
+    p.add_argument("--via", metavar="PROFILE", default=None,
+                   help="run the side with the profile's backend behind it (claude-to-cbc: "
+                   "the claude side, checked with the cbc contract; cbc-to-claude: the cbc "
+                   "side)")
     p.add_argument("--out", metavar="DIR", default=None,
                    help="where the captures go (default: a new temporary directory)")
     p.add_argument("--json", action="store_true", help="machine-readable report")
@@ -404,7 +436,7 @@ def main(argv: list[str]) -> int:
         except ScenarioError as e:
             _stderr(f"ccbridge ab: {e}")
             return EXIT_ERROR
-    a, b = Side(args.a, args.via_a, "a"), Side(args.b, args.via_b, "b")
+    a, b = via_sides(Side(args.a, args.via_a, "a"), Side(args.b, args.via_b, "b"), args.via)
     for s in (a, b):
         try:
             runner.resolve_target(s.spec)

@@ -3,7 +3,8 @@
 Reads a ccbridge capture, a reference transcript or a plain stdout dump (``-``: stdin) and
 checks what its client saw (``compat.contract``). Exit 0: no violations; 1: violations;
 2: the input could not be read or parsed (or bad usage). ``--json`` for programs,
-``--rules`` lists the rule ids.
+``--rules`` lists the rule ids. ``--contract cbc``: cbc 2.163.0's contract instead
+(``compat.contract_cbc``: what a CodeBuddy SDK client relies on; profile ``claude-to-cbc``).
 
 Everything printed that came from the stream is escaped (``contract.format_text`` does it
 for text; JSON output has C1/bidi/zero-width characters as ``\\uXXXX``). Colour only when
@@ -62,16 +63,24 @@ def main(argv: list[str]) -> int:
         help="a capture, reference transcript or stdout dump; - reads stdin",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--contract", choices=("claude", "cbc"), default="claude",
+                   help="whose contract: Claude Code 2.1.220 (default) or cbc 2.163.0 "
+                   "(what a CodeBuddy SDK client relies on; profile claude-to-cbc)")
     p.add_argument("--rules", action="store_true", help="list the rule ids and exit")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code or 0)
+    rules, check_fn, fmt = RULES, check, format_text
+    if args.contract == "cbc":
+        from compat import contract_cbc
+
+        rules, check_fn, fmt = contract_cbc.RULES, contract_cbc.check, contract_cbc.format_text
     if args.rules:
         if args.json:
-            print(terminal_safe_json(orjson.dumps(RULES).decode()))
+            print(terminal_safe_json(orjson.dumps(rules).decode()))
         else:
-            print("\n".join(f"{rule:<20} {what}" for rule, what in RULES.items()))
+            print("\n".join(f"{rule:<20} {what}" for rule, what in rules.items()))
         return EXIT_OK
     if args.capture is None:
         p.print_usage(sys.stderr)
@@ -80,11 +89,11 @@ def main(argv: list[str]) -> int:
     capture = read_capture(args.capture, "check")
     if capture is None:
         return EXIT_ERROR
-    violations = check(capture)
+    violations = check_fn(capture)
     if args.json:
         print(terminal_safe_json(to_json(violations)))
     else:
-        text = format_text(violations)  # escapes every string from the stream
+        text = fmt(violations)  # escapes every string from the stream
         if use_color(sys.stdout):
             text = _colour(text, bool(violations))
         sys.stdout.write(text)

@@ -10,6 +10,7 @@ and its errors decide (``launch_translations``; a test checks the two agree)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,11 +18,12 @@ from typing import Protocol
 
 #: ``compat.profiles.TRANSLATIONS`` (a test checks the copy): the launch translations per
 #: profile, all on unless the settings switch them
-TRANSLATIONS: dict[str, tuple[str, ...]] = {"cbc-to-claude": ("argv", "env", "session-pin")}
-LAUNCH_RULES = ("argv", "env", "session-pin")
+TRANSLATIONS: dict[str, tuple[str, ...]] = {"cbc-to-claude": ("argv", "env", "session-pin"),
+                                             "claude-to-cbc": ("rev-argv", "rev-env")}
+LAUNCH_RULES = ("argv", "env", "session-pin", "rev-argv", "rev-env")
 #: ``compat.profiles.PROFILES``'s names (a test checks the copy), for ``ccbridge run
 #: --profile`` before the stages are imported
-PROFILE_NAMES = ("cbc-to-claude", "identity")
+PROFILE_NAMES = ("cbc-to-claude", "claude-to-cbc", "identity")
 
 Rules = Sequence[str] | Mapping[str, str]
 
@@ -91,9 +93,17 @@ def backend_command(
     new_session_id: Callable[[], str] = lambda: str(uuid.uuid4()),
 ) -> list[str]:
     """The launch line: the backend command plus the client's argv, translated for cbc
-    under ``cbc-to-claude`` (rules ``argv``, ``session-pin``), as is otherwise."""
+    under ``cbc-to-claude`` (rules ``argv``, ``session-pin``), for Claude under
+    ``claude-to-cbc`` (``rev-argv``), as is otherwise."""
     on = launch_translations(profile, rules)
-    if on["argv"]:
+    if on["rev-argv"]:
+        from compat.argv_cbc import translate_to_claude
+
+        rev = translate_to_claude(client_argv, is_root=is_root())
+        for w in rev.warnings:
+            log.warning(w, "rev-argv")
+        argv = [*backend, *rev.argv]
+    elif on["argv"]:
         from compat.argv import translate_to_cbc
 
         pin = on["session-pin"]
@@ -119,8 +129,15 @@ def backend_env(
     rules: Rules = (),
 ) -> dict[str, str]:
     """The backend's environment: under ``cbc-to-claude`` (rule ``env``) cbc's variables,
-    plus those the argv translation derives (``--max-thinking-tokens``)."""
+    plus those the argv translation derives (``--max-thinking-tokens``); under
+    ``claude-to-cbc`` (``rev-env``) Claude's, from the ``CODEBUDDY_*`` ones."""
     on = launch_translations(profile, rules)
+    if client_argv is not None and on["rev-env"]:
+        from compat.argv_cbc import translate_to_claude
+        from compat.env_cbc import translate_env_to_claude
+
+        return translate_env_to_claude(env, translate_to_claude(client_argv,
+                                                                 is_root=is_root()).env)
     extra: dict[str, str] = {}
     if client_argv is not None and on["argv"]:
         from compat.argv import translate_to_cbc
@@ -132,6 +149,10 @@ def backend_env(
 
         return translate_env_to_cbc(env, extra, bridge_version=__version__)
     return {**env, **extra}
+
+
+def is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def spawn(argv: Sequence[str], env: dict[str, str] | None = None,

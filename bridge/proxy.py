@@ -23,8 +23,10 @@ from bridge.headless import HeadlessIO
 from bridge.launch import backend_env
 from bridge.log import Logger
 from bridge.recorder import Recorder
-from compat import TARGET_CLAUDE_VERSION, __version__
+from bridge.transcripts import claude_history
+from compat import TARGET_CLAUDE_VERSION, __version__, reverse_state
 from compat.argv import translate_to_cbc
+from compat.argv_cbc import translate_to_claude
 from compat.engine import Engine
 from compat.env import winddown_ceiling
 from compat.profiles import build, parse_rule_settings
@@ -63,11 +65,20 @@ def _epoch_ms_now() -> int:
     return int(time.time() * 1000) - int(trio.current_time() * 1000)
 
 
-def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None) -> None:
+def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None,
+                     env: Mapping[str, str] | None = None) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
-    told (``initialize-reply``), and under ``cbc-to-claude`` whether the client asked for
-    permission prompts over stdio (``permission-routing``)."""
+    told (``initialize-reply``); under ``cbc-to-claude`` whether the client asked for
+    permission prompts over stdio (``permission-routing``); under ``claude-to-cbc`` the
+    client's launch as the reverse rules read it (``compat.reverse_state``), with the
+    history of a resumed session from Claude's transcript."""
     engine.state.pid = os.getpid()
+    if profile == "claude-to-cbc" and client_argv is not None:
+        rev = translate_to_claude(client_argv)
+        cwd = os.getcwd()
+        history = claude_history(backend_env(profile, env or os.environ, client_argv), cwd,
+                                 rev.resume) if rev.resume else None
+        reverse_state.launch(engine.state, rev, history, cwd)
     if profile == "cbc-to-claude" and client_argv is not None:
         tr = translate_to_cbc(client_argv)
         engine.state.stdio_permissions = tr.stdio_permissions
@@ -119,7 +130,7 @@ async def serve_stdio(
     then ``bridge.driver.adopt``); by default the session spawns ``backend_argv``."""
     rules = wind_down_rules(profile, rules, env)
     engine = build_engine(profile, rules, max_line=max_line, script_roots=script_roots)
-    set_launch_facts(engine, profile, client_argv)
+    set_launch_facts(engine, profile, client_argv, env)
     path = record_file(record)
     recorder = None
     if path:

@@ -16,7 +16,7 @@ import attrs
 import cattrs
 
 from compat.stage import Stage
-from compat.stages import REGISTRY
+from compat.stages import REGISTRY, reverse_control, reverse_stream  # noqa: F401 (they register)
 
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "identity": {"up": (), "down": ()},
@@ -86,14 +86,46 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "line-separators",
         ),
     },
+    # the other direction (REVERSE.md): a cbc 2.163.0 client over Claude Code 2.1.220;
+    # compat/stages/reverse_control.py, reverse_stream.py. Bookkeeping first; the session
+    # id swaps last, so frames the rules before them build are swapped too
+    "claude-to-cbc": {
+        "up": (
+            "rev-requests",
+            "rev-local-controls",
+            "rev-permission-reply",
+            "rev-session-id-up",
+        ),
+        "down": (
+            "rev-track",
+            "rev-initialize-reply",
+            "rev-resume-replay",
+            "rev-mcp-status",
+            "rev-control-replies",
+            "rev-interrupt-reply",
+            "rev-cancel-request",
+            "rev-local-command",
+            "rev-tasks-snapshot",
+            "rev-command-lifecycle",
+            "rev-background-agent",
+            "rev-agent-summary",
+            "rev-task-type",
+            "rev-task-status",
+            "rev-interrupt-marker",
+            "rev-interrupted-turn",
+            "rev-exit-status",
+            "rev-session-id",
+        ),
+    },
 }
 
 #: rules that translate the launch (compat/argv.py, compat/env.py), not stages: switched
 #: on/off like the others, applied by the launcher (bridge/proxy.py)
-TRANSLATIONS: dict[str, tuple[str, ...]] = {"cbc-to-claude": ("argv", "env", "session-pin")}
+TRANSLATIONS: dict[str, tuple[str, ...]] = {"cbc-to-claude": ("argv", "env", "session-pin"),
+                                             "claude-to-cbc": ("rev-argv", "rev-env")}
 
 #: rules that are bookkeeping other rules depend on; they cannot be switched off
-ALWAYS_ON = frozenset({"session", "control-state"})
+ALWAYS_ON = frozenset({"session", "control-state", "rev-requests", "rev-track"})
 
 _converter = cattrs.Converter(forbid_extra_keys=True)
 

@@ -1,0 +1,122 @@
+"""``cbc-on-claude``: the drop-in a CodeBuddy SDK client is given instead of cbc
+(``codebuddy_code_path=`` / ``CODEBUDDY_CODE_PATH`` in the Python SDK,
+``pathToCodebuddyCode`` in the JS SDK), which runs Claude Code behind profile
+``claude-to-cbc`` (REVERSE.md).
+
+Its argv belongs to the client (cbc's options, translated for Claude by rule ``rev-argv``);
+everything else comes from the environment or the config file (``bridge.config``). Claude is
+found in Claude's order: ``CCBRIDGE_BACKEND``, then ``claude`` on PATH, then what
+``ccbridge backends install`` installed (``bridge.backends.lookup``). None found: say what
+was tried, exit 127. ``--version`` answers as cbc 2.163.0 does (``2.163.0``).
+
+The JS SDK runs a path that does not end in ``.exe`` under node: give it
+``cbc-on-claude.exe`` (the same entry point, installed under that name too), or
+``cbc-on-claude`` with ``executable`` set to the Python that installed it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping, Sequence
+
+import trio
+
+from bridge import backends, config
+from bridge.cli import guarded
+from bridge.launch import backend_command
+from bridge.log import Logger
+from bridge.proxy import serve_stdio
+from compat import __version__
+from compat.argv_cbc import DROPPED
+from compat.env_cbc import REVERSE_ENV_TABLE
+
+EXIT_NO_BACKEND = 127
+PROFILE = "claude-to-cbc"
+#: what ``codebuddy-headless --version`` prints (the cbc the client is made to see)
+TARGET_CBC_VERSION = "2.163.0"
+
+
+def version_text() -> str:
+    return TARGET_CBC_VERSION
+
+
+def help_text() -> str:
+    return "\n".join([
+        f"Usage: cbc-on-claude [cbc options]   (CodeBuddy Code {TARGET_CBC_VERSION} as seen "
+        f"by its SDKs; ccbridge {__version__} on Claude Code)",
+        "",
+        "A drop-in for the cbc executable (codebuddy-headless) that runs Claude Code behind",
+        "the ccbridge normalization pipeline (profile claude-to-cbc). The cbc SDKs' options",
+        "pass on to Claude, except:",
+        "  --setting-sources none       becomes --setting-sources \"\"",
+        "  --session-id/--resume ID     an ID that is not a UUID becomes uuid5(ID) (mapped",
+        "                               back in every frame)",
+        "  --session-id with --resume   dropped (unless --fork-session)",
+        *(f"  {k:<29}dropped ({v})" for k, v in DROPPED.items()),
+        "  --permission-prompt-tool stdio is always added (cbc asks over stdio)",
+        "",
+        "Environment passed on to Claude: "
+        + ", ".join(f"{c} -> {b}" for c, b, _ in REVERSE_ENV_TABLE if c.isupper()),
+        "",
+        "Claude is found by CCBRIDGE_BACKEND, then `claude` on PATH, then `ccbridge backends",
+        "install`. Bridge settings: CCBRIDGE_RULES, CCBRIDGE_RECORD, CCBRIDGE_LOG,",
+        "CCBRIDGE_CONFIG (see the ccbridge README).",
+    ])
+
+
+def find_claude(env: Mapping[str, str], explicit: str | None) -> tuple[list[str] | None,
+                                                                       list[str]]:
+    """Claude's order: ``CCBRIDGE_BACKEND``, ``claude`` on PATH, the backends cache."""
+    if explicit:
+        return config.command_line("CCBRIDGE_BACKEND (or backend =)", explicit), []
+    tried = ["CCBRIDGE_BACKEND (unset)"]
+    found = shutil.which("claude", path=env.get("PATH", os.defpath))
+    if found:
+        return [found], tried
+    tried.append("claude on PATH (not found)")
+    argv, more = backends.lookup("claude", env={**env, "PATH": ""})
+    return argv, tried + [t for t in more if "on PATH" not in t]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-v", "--version", "-V"):
+        print(version_text())
+        return 0
+    if args and args[0] in ("-h", "--help"):
+        print(help_text())
+        return 0
+    return guarded(lambda: _run(args))
+
+
+def _run(client_argv: list[str]) -> int:
+    env = dict(os.environ)
+    settings = config.load(env)
+    profile = "identity" if env.get("CCBRIDGE_PROFILE") == "identity" else PROFILE
+    log = Logger.open(settings.log, settings.log_level)
+    backend, tried = find_claude(env, settings.backend)
+    if backend is None:
+        log.error("no Claude Code found; tried: " + "; ".join(tried)
+                  + ". Run `ccbridge backends install`, put `claude` on PATH or set "
+                    "CCBRIDGE_BACKEND.")
+        return EXIT_NO_BACKEND
+    rules = [f"{k}={v}" for k, v in settings.rules.items()]
+    argv = backend_command(backend, profile, client_argv, log, rules)
+    return trio.run(
+        lambda: serve_stdio(
+            backend_argv=argv,
+            profile=profile,
+            rules=rules,
+            env=env,
+            log=log,
+            record=settings.record,
+            stats=settings.stats,
+            max_line=settings.max_line,
+            eof_grace=settings.eof_grace,
+            script_roots=settings.script_roots,
+            source="cbc-on-claude",
+            client_argv=client_argv,
+        )
+    )
