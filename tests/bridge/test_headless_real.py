@@ -36,9 +36,33 @@ def claude(name: str) -> dict[str, Any]:
     return out
 
 
+#: cbc 2.163.0 now and then validates a StructuredOutput call against a schema other than
+#: the one it offered the model (it offers {answer} and answers 'missing required
+#: parameter(s): data'; seen in about 1 run in 3 on a loaded 2-core machine, never on
+#: Claude): that turn then ends without structured_output, whatever the bridge does
+CBC_SCHEMA_RACE = "missing required parameter(s): data"
+
+
+def _raced(got: ProbeResult) -> bool:
+    # (the rejection is the tool result cbc sent its model next; in stream-json it is on
+    # stdout too)
+    return CBC_SCHEMA_RACE in got.stdout or any(CBC_SCHEMA_RACE in i for i in got.model_inputs)
+
+
+def _settled(got: ProbeResult) -> ProbeResult:
+    """The probe again (twice at most) when cbc hit its StructuredOutput race."""
+    for _ in range(2):
+        if not _raced(got):
+            return got
+        got = {r.name: r for r in trio.run(run_all, "cbc-via-bridge", (got.name,))}[got.name]
+    if _raced(got):
+        pytest.skip(f"cbc rejected its own StructuredOutput schema 3 times ({CBC_SCHEMA_RACE!r})")
+    return got
+
+
 @pytest.mark.parametrize("name", [p.name for p in PROBES])
 def test_probe_matches_claude(bridged: dict[str, ProbeResult], name: str) -> None:
-    got, want = bridged[name], claude(name)
+    got, want = _settled(bridged[name]), claude(name)
     assert got.status == want["status"], got.stderr
     assert got.stderr == want["stderr"]
     if want["stdout"].startswith(("{", "[")):
