@@ -23,13 +23,14 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from bench.launcher import Launcher
 
 SIZES_MIB = (1, 16, 64)
 RELAY = ("import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\n"
@@ -62,60 +63,10 @@ def command(mode: str, src: Path, out_dir: Path) -> tuple[list[str], str]:
     return argv, mode
 
 
-#: runs one command and reports its wall time and peak RSS. It is started before the
-#: benchmark holds any large buffer: Linux carries a process's peak RSS across fork and exec
-#: (``ru_maxrss`` of a child forked from a big parent starts at the parent's size), so the
-#: measured processes must be forked from a small one.
-LAUNCHER = r"""
-import json, os, subprocess, sys, time
-for req in sys.stdin:
-    r = json.loads(req)
-    with open(r["out"], "wb") as out, open(os.devnull, "wb") as err:
-        feeder = None
-        stdin = subprocess.DEVNULL
-        if r["feed"]:
-            feeder = subprocess.Popen(["cat", r["feed"]], stdout=subprocess.PIPE)
-            stdin = feeder.stdout
-        started = time.perf_counter()
-        p = subprocess.Popen(r["argv"], stdin=stdin, stdout=out, stderr=err, cwd=r["cwd"])
-        if feeder is not None:
-            feeder.stdout.close()
-        _, status, usage = os.wait4(p.pid, 0)
-        took = time.perf_counter() - started
-        if feeder is not None:
-            feeder.wait()
-    print(json.dumps({"took": took, "rss": usage.ru_maxrss * 1024,
-                      "status": os.waitstatus_to_exitcode(status)}), flush=True)
-"""
-
-
-class Launcher:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-
-    def run(self, argv: list[str], out: Path, feed: Path | None) -> tuple[float, int, int]:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        req = {"argv": argv, "out": str(out), "feed": str(feed) if feed else None,
-               "cwd": str(Path(__file__).resolve().parents[1])}
-        self.proc.stdin.write(json.dumps(req) + "\n")
-        self.proc.stdin.flush()
-        r = json.loads(self.proc.stdout.readline())
-        return r["took"], r["rss"], r["status"]
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.proc.stdin.close()
-        self.proc.wait()
-        self.proc.stdout.close()
-
-
 def run_once(launcher: Launcher, mode: str, src: Path, out_dir: Path) -> tuple[float, int]:
     argv, _ = command(mode, src, out_dir)
-    took, rss, status = launcher.run(argv, out_dir / "out.jsonl",
-                                     src if mode == "relay" else None)
+    r = launcher.run(argv, out_dir / "out.jsonl", src if mode == "relay" else None)
+    took, rss, status = r["took"], r["rss"], r["status"]
     if status != 0:
         raise SystemExit(f"{mode}: exit status {status}")
     return took, rss

@@ -8,7 +8,7 @@
    backend is ``cat FILE``. Medians of wall and CPU time (user + system of the process and
    the children it waited for, so the bridge's ``cat`` is in its figure: ``cat``'s own cost is
    the ``cat`` row), their ratios to the relay, frames/s, peak RSS. The measured processes
-   are forked from a small launcher (``bench.longlines.LAUNCHER``: Linux carries a parent's
+   are forked from a small launcher (``bench.launcher``: Linux carries a parent's
    peak RSS into its children).
 2. **Latency.** A backend script writes stamped ``stream_event`` frames (``CLOCK_MONOTONIC``
    ns in the delta text) at 100 and 1,000 frames/s; the client reads the bridge's stdout and
@@ -40,39 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.cbcstream import DEFAULT_CAPTURES, generate
+from bench.launcher import REPO, Launcher
 
-REPO = Path(__file__).resolve().parents[1]
 RELAY = ("import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\n"
          "for line in r:\n    w.write(line)\n")  # fmt: skip
 MODES = ("cat", "relay", "identity", "cbc-to-claude")
 RATES = (100, 1000)
-
-#: one command per request line, run with its stdin from ``feed`` (a ``cat FILE`` pipe) or
-#: /dev/null and its stdout to ``out``; wall time, CPU (rusage of it and its waited children),
-#: peak RSS. Small, so the measured processes start small.
-LAUNCHER = r"""
-import json, os, subprocess, sys, time
-for req in sys.stdin:
-    r = json.loads(req)
-    with open(r["out"], "wb") as out, open(os.devnull, "wb") as err:
-        feeder = None
-        stdin = subprocess.DEVNULL
-        if r["feed"]:
-            feeder = subprocess.Popen(["cat", r["feed"]], stdout=subprocess.PIPE)
-            stdin = feeder.stdout
-        started = time.perf_counter()
-        p = subprocess.Popen(r["argv"], stdin=stdin, stdout=out, stderr=err, cwd=r["cwd"],
-                             env=r["env"])
-        if feeder is not None:
-            feeder.stdout.close()
-        _, status, ru = os.wait4(p.pid, 0)
-        took = time.perf_counter() - started
-        if feeder is not None:
-            feeder.wait()
-    print(json.dumps({"took": took, "cpu": ru.ru_utime + ru.ru_stime,
-                      "rss": ru.ru_maxrss * 1024,
-                      "status": os.waitstatus_to_exitcode(status)}), flush=True)
-"""
 
 #: writes ``n`` stamped stream_event frames at ``rate`` per second (absolute schedule),
 #: after a system/init and before a result (a whole turn, so cbc-to-claude lets it through
@@ -126,29 +99,6 @@ def _pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else float("nan")
 
 
-class Launcher:
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-c", LAUNCHER], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
-
-    def run(self, argv: list[str], out: Path, feed: Path | None) -> dict[str, Any]:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        req = {"argv": argv, "out": str(out), "feed": str(feed) if feed else None,
-               "cwd": str(REPO), "env": _env()}
-        self.proc.stdin.write(json.dumps(req) + "\n")
-        self.proc.stdin.flush()
-        r: dict[str, Any] = json.loads(self.proc.stdout.readline())
-        return r
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        assert self.proc.stdout is not None
-        self.proc.stdin.close()
-        self.proc.wait()
-        self.proc.stdout.close()
-
-
 def bridge_run(profile: str, backend: list[str]) -> list[str]:
     """``ccbridge run``: the backend through ``sh -c`` so the argv cbc-to-claude appends
     (cbc's options) is ignored, alike for both profiles."""
@@ -173,7 +123,7 @@ def throughput(d: Path, frames: int, runs: int, seed: int, captures: Path) -> di
                 else:
                     argv, feed = bridge_run(mode, ["cat", str(src)]), None
                 out = d / f"out-{mode}.jsonl"
-                r = launcher.run(argv, out, feed)
+                r = launcher.run(argv, out, feed, _env())
                 if r["status"] != 0:
                     raise SystemExit(f"{mode}: exit status {r['status']}")
                 if mode in ("cat", "relay", "identity") and out.read_bytes() != src.read_bytes():

@@ -135,44 +135,10 @@ def _run(client_argv: list[str]) -> int:
                                   settings.rules)  # fmt: skip
     started = launch.start(argv, launch.backend_env(settings.profile, env, client_argv,
                                                     settings.rules))  # fmt: skip
-    try:
-        from bridge.log import Logger
-
-        log = Logger.open(settings.log, settings.log_level)
-        early.replay(log)
-        if settings.profile == "cbc-to-claude" and not prepared:
-            from bridge.headless import prepare
-
-            headless, status = prepare(client_argv)  # stream-json: nothing to read
-            if status is not None:
-                launch.abandon(started)
-                return status
-        import trio
-
-        from bridge.driver import adopt
-        from bridge.proxy import serve_stdio
-    except BaseException:
-        launch.abandon(started)
-        raise
-    try:
-        return trio.run(
-            lambda: serve_stdio(
-                backend_argv=argv,
-                profile=settings.profile,
-                rules=settings.rules,
-                env=env,
-                log=log,
-                record=settings.record,
-                stats=settings.stats,
-                max_line=settings.max_line,
-                eof_grace=settings.eof_grace,
-                script_roots=settings.script_roots,
-                source="claude-on-cbc",
-                client_argv=client_argv,
-                headless=headless,
-                backend=adopt(started),
-            )
-        )
-    except BaseException:  # before the session adopted it (a rule error, an interrupt)
-        launch.abandon(started)
-        raise
+    return launch.serve(
+        started, early, log_path=settings.log, log_level=settings.log_level,
+        profile=settings.profile, client_argv=client_argv, headless=headless,
+        prepared=prepared, backend_argv=argv, rules=settings.rules, env=env,
+        record=settings.record, stats=settings.stats, max_line=settings.max_line,
+        eof_grace=settings.eof_grace, script_roots=settings.script_roots,
+        source="claude-on-cbc")

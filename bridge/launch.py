@@ -14,7 +14,7 @@ import os
 import subprocess
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 #: ``compat.profiles.TRANSLATIONS`` (a test checks the copy): the launch translations per
 #: profile, all on unless the settings switch them
@@ -186,6 +186,39 @@ def start(argv: Sequence[str], env: dict[str, str] | None = None, *,
         return spawn(argv, env)
     except OSError as e:
         return e
+
+
+def serve(started: Started, early: DeferredLog, *, log_path: str | None, log_level: str,
+          profile: str, client_argv: Sequence[str], headless: Any, prepared: bool,
+          only_print: bool = False, **session: Any) -> int:
+    """The session around a backend ``start`` spawned: the log opened (``early``'s lines
+    first), the headless prompt read unless already ``prepared``, then trio, the proxy and
+    the stages imported (while the backend boots) and the running backend adopted. Until
+    the session has it, any failure (a rule error, an interrupt, a prompt refused) ends the
+    backend (``abandon``)."""
+    try:
+        from bridge.log import Logger
+
+        log = Logger.open(log_path, log_level)
+        early.replay(log)
+        if profile == "cbc-to-claude" and not prepared:
+            from bridge.headless import prepare
+
+            headless, status = prepare(client_argv, only_print=only_print)
+            if status is not None:
+                abandon(started)
+                return status
+        import trio
+
+        from bridge.driver import adopt
+        from bridge.proxy import serve_stdio
+
+        return trio.run(lambda: serve_stdio(
+            profile=profile, log=log, client_argv=client_argv, headless=headless,
+            backend=adopt(started), **session))  # fmt: skip
+    except BaseException:
+        abandon(started)
+        raise
 
 
 def abandon(started: Started) -> None:

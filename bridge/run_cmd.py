@@ -74,43 +74,11 @@ def main(argv: list[str]) -> int:
         config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
         profile, client_argv, early, rules)
     started = launch.start(backend_argv, launch.backend_env(profile, env, client_argv, rules))
-    try:
-        from bridge.log import Logger
-
-        log = Logger.open(settings.log, args.log_level or settings.log_level)
-        early.replay(log)
-        if profile == "cbc-to-claude" and not prepared:
-            from bridge.headless import prepare
-
-            headless, status = prepare(client_argv, only_print=True)
-            if status is not None:
-                launch.abandon(started)
-                return status
-        import trio
-
-        from bridge.driver import adopt
-        from bridge.proxy import serve_stdio
-    except BaseException:
-        launch.abandon(started)
-        raise
-    try:
-        return trio.run(
-            lambda: serve_stdio(
-                backend_argv=backend_argv,
-                profile=profile,
-                rules=rules,
-                env=env,
-                log=log,
-                record=args.record or settings.record,
-                stats=args.stats or settings.stats,
-                max_line=args.max_line or settings.max_line,
-                eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
-                script_roots=settings.script_roots,
-                client_argv=client_argv,
-                headless=headless,
-                backend=adopt(started),
-            )
-        )
-    except BaseException:  # before the session adopted it (a rule error, an interrupt)
-        launch.abandon(started)
-        raise
+    return launch.serve(
+        started, early, log_path=settings.log, log_level=args.log_level or settings.log_level,
+        profile=profile, client_argv=client_argv, headless=headless, prepared=prepared,
+        only_print=True, backend_argv=backend_argv, rules=rules, env=env,
+        record=args.record or settings.record, stats=args.stats or settings.stats,
+        max_line=args.max_line or settings.max_line,
+        eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
+        script_roots=settings.script_roots)
