@@ -33,19 +33,39 @@ import orjson
 from bench.launcher import Launcher
 
 SIZES_MIB = (1, 16, 64)
-RELAY = ("import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\n"
-         "for line in r:\n    w.write(line)\n")  # fmt: skip
+RELAY = (
+    "import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\nfor line in r:\n    w.write(line)\n"
+)
 MODES = ("relay", "identity", "cbc-to-claude", "cbc-to-claude --record")
 
 
 def make_line(path: Path, mib: int) -> None:
-    frame = {"type": "assistant", "session_id": "s", "parent_tool_use_id": None,
-             "message": {"id": "m", "role": "assistant", "model": "m",
-                         "content": [{"type": "text", "text": "y" * (mib << 20)}]}}
-    result = {"type": "result", "subtype": "success", "is_error": False, "result": "",
-              "session_id": "s", "uuid": "r", "duration_ms": 1, "duration_api_ms": 1,
-              "num_turns": 1, "total_cost_usd": 0, "usage": {}, "modelUsage": {},
-              "permission_denials": []}  # (so the session ends as a turn does: exit 0)
+    frame = {
+        "type": "assistant",
+        "session_id": "s",
+        "parent_tool_use_id": None,
+        "message": {
+            "id": "m",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "y" * (mib << 20)}],
+        },
+    }
+    result = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "",
+        "session_id": "s",
+        "uuid": "r",
+        "duration_ms": 1,
+        "duration_api_ms": 1,
+        "num_turns": 1,
+        "total_cost_usd": 0,
+        "usage": {},
+        "modelUsage": {},
+        "permission_denials": [],
+    }  # (so the session ends as a turn does: exit 0)
     path.write_bytes(orjson.dumps(frame) + b"\n" + orjson.dumps(result) + b"\n")
 
 
@@ -56,8 +76,13 @@ def command(mode: str, src: Path, out_dir: Path) -> tuple[list[str], str]:
         return [sys.executable, "-c", RELAY], "relay"
     if mode == "identity":
         return [*bridge, "--profile", "identity", "--backend", shlex.join(["cat", str(src)])], mode
-    argv = [*bridge, "--profile", "cbc-to-claude",
-            "--backend", shlex.join(["sh", "-c", f"cat {shlex.quote(str(src))}", "sh"])]
+    argv = [
+        *bridge,
+        "--profile",
+        "cbc-to-claude",
+        "--backend",
+        shlex.join(["sh", "-c", f"cat {shlex.quote(str(src))}", "sh"]),
+    ]
     if mode.endswith("--record"):
         argv += ["--record", str(out_dir / "capture.jsonl")]
     return argv, mode
@@ -102,28 +127,41 @@ def measure(sizes: tuple[int, ...], runs: int) -> dict[str, Any]:
             relay = best["relay"][0]
             line_bytes = src.stat().st_size
             report["sizes"][mib] = {
-                mode: {"seconds": round(t, 4), "s_per_mib": round(t / mib, 4),
-                       "ratio": round(t / relay, 2), "peak_rss_mib": round(rss / (1 << 20), 1),
-                       "rss_per_line": round(rss / line_bytes, 2)}
+                mode: {
+                    "seconds": round(t, 4),
+                    "s_per_mib": round(t / mib, 4),
+                    "ratio": round(t / relay, 2),
+                    "peak_rss_mib": round(rss / (1 << 20), 1),
+                    "rss_per_line": round(rss / line_bytes, 2),
+                }
                 for mode, (t, rss) in best.items()
-            }  # fmt: skip
+            }
             os.unlink(src)
     launcher.close()
     # the memory a line costs: RSS over the same mode's RSS at the smallest size
     smallest = report["sizes"][min(sizes)]
     for mib, modes in report["sizes"].items():
         for mode, r in modes.items():
-            extra = (r["peak_rss_mib"] - smallest[mode]["peak_rss_mib"]) / (mib - min(sizes)) \
-                if mib > min(sizes) else None
+            extra = (
+                (r["peak_rss_mib"] - smallest[mode]["peak_rss_mib"]) / (mib - min(sizes))
+                if mib > min(sizes)
+                else None
+            )
             r["extra_rss_per_line"] = round(extra, 2) if extra is not None else None
     return report
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.longlines", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", default=",".join(map(str, SIZES_MIB)),
-                    help="line sizes in MiB, comma-separated (default 1,16,64)")
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.longlines",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--sizes",
+        default=",".join(map(str, SIZES_MIB)),
+        help="line sizes in MiB, comma-separated (default 1,16,64)",
+    )
     ap.add_argument("--runs", type=int, default=3, help="rounds; the best of each is shown")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
@@ -132,16 +170,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    print(f"long lines, best of {report['runs']} interleaved runs (wall time; RSS of the "
-          "process itself)")
-    print(f"{'MiB':>4}  {'mode':<24} {'s':>8} {'s/MiB':>8} {'x relay':>8} {'RSS MiB':>8} "
-          f"{'RSS/line':>8} {'+RSS/line':>9}")
+    print(
+        f"long lines, best of {report['runs']} interleaved runs (wall time; RSS of the "
+        "process itself)"
+    )
+    print(
+        f"{'MiB':>4}  {'mode':<24} {'s':>8} {'s/MiB':>8} {'x relay':>8} {'RSS MiB':>8} "
+        f"{'RSS/line':>8} {'+RSS/line':>9}"
+    )
     for mib, modes in report["sizes"].items():
         for mode, r in modes.items():
-            print(f"{mib:>4}  {mode:<24} {r['seconds']:>8.3f} {r['s_per_mib']:>8.4f} "
-                  f"{r['ratio']:>8.2f} {r['peak_rss_mib']:>8.1f} {r['rss_per_line']:>8.2f} "
-                  + (f"{r['extra_rss_per_line']:>9.2f}" if r["extra_rss_per_line"] is not None
-                     else f"{'-':>9}"))
+            print(
+                f"{mib:>4}  {mode:<24} {r['seconds']:>8.3f} {r['s_per_mib']:>8.4f} "
+                f"{r['ratio']:>8.2f} {r['peak_rss_mib']:>8.1f} {r['rss_per_line']:>8.2f} "
+                + (
+                    f"{r['extra_rss_per_line']:>9.2f}"
+                    if r["extra_rss_per_line"] is not None
+                    else f"{'-':>9}"
+                )
+            )
     return 0
 
 

@@ -42,8 +42,9 @@ from typing import Any
 from bench.cbcstream import DEFAULT_CAPTURES, generate
 from bench.launcher import REPO, Launcher
 
-RELAY = ("import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\n"
-         "for line in r:\n    w.write(line)\n")  # fmt: skip
+RELAY = (
+    "import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\nfor line in r:\n    w.write(line)\n"
+)
 MODES = ("cat", "relay", "identity", "cbc-to-claude")
 RATES = (100, 1000)
 
@@ -80,8 +81,11 @@ def _exe(name: str) -> list[str]:
     script = Path(sys.executable).with_name(name)
     if script.is_file():
         return [str(script)]
-    return [sys.executable, "-m", "bridge"] if name == "ccbridge" else \
-        [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())"]
+    return (
+        [sys.executable, "-m", "bridge"]
+        if name == "ccbridge"
+        else [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())"]
+    )
 
 
 def _env() -> dict[str, str]:
@@ -103,8 +107,14 @@ def bridge_run(profile: str, backend: list[str]) -> list[str]:
     """``ccbridge run``: the backend through ``sh -c`` so the argv cbc-to-claude appends
     (cbc's options) is ignored, alike for both profiles."""
     script = shlex.join(backend)
-    return [*_exe("ccbridge"), "run", "--profile", profile,
-            "--backend", shlex.join(["sh", "-c", f"exec {script}", "sh"])]
+    return [
+        *_exe("ccbridge"),
+        "run",
+        "--profile",
+        profile,
+        "--backend",
+        shlex.join(["sh", "-c", f"exec {script}", "sh"]),
+    ]
 
 
 # -- 1. throughput -------------------------------------------------------------------------
@@ -134,18 +144,23 @@ def throughput(d: Path, frames: int, runs: int, seed: int, captures: Path) -> di
         launcher.close()
     relay_wall = _median([r["took"] for r in got["relay"]])
     relay_cpu = _median([r["cpu"] for r in got["relay"]])
-    report: dict[str, Any] = {"stream": {"frames": info["frames"], "bytes": info["bytes"]},
-                              "runs": runs, "modes": {}}
+    report: dict[str, Any] = {
+        "stream": {"frames": info["frames"], "bytes": info["bytes"]},
+        "runs": runs,
+        "modes": {},
+    }
     for mode, rs in got.items():
         wall = _median([r["took"] for r in rs])
         cpu = _median([r["cpu"] for r in rs])
         report["modes"][mode] = {
-            "wall_s": round(wall, 4), "cpu_s": round(cpu, 4),
-            "wall_ratio": round(wall / relay_wall, 2), "cpu_ratio": round(cpu / relay_cpu, 2),
+            "wall_s": round(wall, 4),
+            "cpu_s": round(cpu, 4),
+            "wall_ratio": round(wall / relay_wall, 2),
+            "cpu_ratio": round(cpu / relay_cpu, 2),
             "frames_per_s": round(info["frames"] / wall),
             "peak_rss_mib": round(max(r["rss"] for r in rs) / (1 << 20), 1),
             "lines_out": rs[-1]["lines"],
-        }  # fmt: skip
+        }
     return report
 
 
@@ -155,8 +170,14 @@ def _latency_once(argv: list[str]) -> list[float]:
     of every stamped line."""
     lat: list[float] = []
     marker = b'"text":"t='
-    with subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, cwd=REPO, env=_env()) as p:  # fmt: skip
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=_env(),
+    ) as p:
         assert p.stdout is not None
         for line in p.stdout:
             now = time.monotonic_ns()
@@ -177,8 +198,11 @@ def latency(d: Path, seconds: float, runs: int) -> dict[str, Any]:
     for rate in RATES:
         n = max(20, int(rate * seconds))
         stamper = [sys.executable, str(script), str(n), str(rate)]
-        modes = {"direct": stamper, "identity": bridge_run("identity", stamper),
-                 "cbc-to-claude": bridge_run("cbc-to-claude", stamper)}
+        modes = {
+            "direct": stamper,
+            "identity": bridge_run("identity", stamper),
+            "cbc-to-claude": bridge_run("cbc-to-claude", stamper),
+        }
         lat: dict[str, list[float]] = {m: [] for m in modes}
         for _ in range(runs):
             for mode, argv in modes.items():
@@ -188,11 +212,15 @@ def latency(d: Path, seconds: float, runs: int) -> dict[str, Any]:
                 lat[mode] += got
         base50, base99 = _pct(lat["direct"], 50), _pct(lat["direct"], 99)
         report[str(rate)] = {
-            mode: {"p50_ms": round(_pct(xs, 50), 3), "p99_ms": round(_pct(xs, 99), 3),
-                   "added_p50_ms": round(_pct(xs, 50) - base50, 3),
-                   "added_p99_ms": round(_pct(xs, 99) - base99, 3), "frames": len(xs)}
+            mode: {
+                "p50_ms": round(_pct(xs, 50), 3),
+                "p99_ms": round(_pct(xs, 99), 3),
+                "added_p50_ms": round(_pct(xs, 50) - base50, 3),
+                "added_p99_ms": round(_pct(xs, 99) - base99, 3),
+                "frames": len(xs),
+            }
             for mode, xs in lat.items()
-        }  # fmt: skip
+        }
     return report
 
 
@@ -202,8 +230,14 @@ def _first_frame(argv: list[str], stampfile: Path, env: dict[str, str]) -> tuple
     client read). The client keeps stdin open until it has that line."""
     stampfile.unlink(missing_ok=True)
     t0 = time.time()
-    with subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL, cwd=REPO, env=env) as p:  # fmt: skip
+    with subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        env=env,
+    ) as p:
         assert p.stdout is not None
         assert p.stdin is not None
         p.stdout.readline()
@@ -220,48 +254,73 @@ def startup(d: Path, runs: int) -> dict[str, Any]:
     if bash is not None:
         stampfile = d / "started"
         frame = d / "init.jsonl"
-        frame.write_text('{"type":"system","subtype":"init","session_id":"s","uuid":"u",'
-                         '"cwd":"/w","tools":[],"model":"m"}\n')
+        frame.write_text(
+            '{"type":"system","subtype":"init","session_id":"s","uuid":"u",'
+            '"cwd":"/w","tools":[],"model":"m"}\n'
+        )
         # bash writes the wall clock ($EPOCHREALTIME, bash 5) first thing, then is cat
-        backend = [bash, "-c", f'echo "$EPOCHREALTIME" > {shlex.quote(str(stampfile))}; '
-                   f'exec cat {shlex.quote(str(frame))}; ', "backend"]  # fmt: skip
+        backend = [
+            bash,
+            "-c",
+            f'echo "$EPOCHREALTIME" > {shlex.quote(str(stampfile))}; '
+            f"exec cat {shlex.quote(str(frame))}; ",
+            "backend",
+        ]
         env = _env()
         dropin_env = {**env, "CCBRIDGE_BACKEND": shlex.join(backend)}
-        stream = ["--input-format", "stream-json", "--output-format", "stream-json",
-                  "--verbose"]  # fmt: skip
+        stream = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
         modes: dict[str, tuple[list[str], dict[str, str]]] = {
             "direct": (backend, env),
             "claude-on-cbc": ([*_exe("claude-on-cbc"), *stream], dropin_env),
-            "ccbridge run identity": ([*_exe("ccbridge"), "run", "--profile", "identity",
-                                       "--backend", shlex.join(backend)], env),
+            "ccbridge run identity": (
+                [
+                    *_exe("ccbridge"),
+                    "run",
+                    "--profile",
+                    "identity",
+                    "--backend",
+                    shlex.join(backend),
+                ],
+                env,
+            ),
         }
         got: dict[str, list[tuple[float, float]]] = {m: [] for m in modes}
         for _ in range(runs):
             for mode, (argv, e) in modes.items():
                 got[mode].append(_first_frame(argv, stampfile, e))
         report["first_frame"] = {
-            mode: {"to_backend_start_ms": round(_median([a for a, _ in xs]), 1),
-                   "to_first_frame_ms": round(_median([b for _, b in xs]), 1)}
+            mode: {
+                "to_backend_start_ms": round(_median([a for a, _ in xs]), 1),
+                "to_first_frame_ms": round(_median([b for _, b in xs]), 1),
+            }
             for mode, xs in got.items()
-        }  # fmt: skip
-    times: dict[str, list[float]] = {"python -c pass": [], "claude-on-cbc --version": [],
-                                     "ccbridge --version": []}
-    cmds = {"python -c pass": [sys.executable, "-c", "pass"],
-            "claude-on-cbc --version": [*_exe("claude-on-cbc"), "--version"],
-            "ccbridge --version": [*_exe("ccbridge"), "--version"]}
+        }
+    times: dict[str, list[float]] = {
+        "python -c pass": [],
+        "claude-on-cbc --version": [],
+        "ccbridge --version": [],
+    }
+    cmds = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "claude-on-cbc --version": [*_exe("claude-on-cbc"), "--version"],
+        "ccbridge --version": [*_exe("ccbridge"), "--version"],
+    }
     for _ in range(max(5, runs * 3)):
         for name, argv in cmds.items():
             t = time.perf_counter()
             subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, env=_env())
             times[name].append((time.perf_counter() - t) * 1000)
     base = _median(times["python -c pass"])
-    report["version"] = {name: {"ms": round(_median(xs), 1), "ratio": round(_median(xs) / base, 2)}
-                         for name, xs in times.items()}  # fmt: skip
+    report["version"] = {
+        name: {"ms": round(_median(xs), 1), "ratio": round(_median(xs) / base, 2)}
+        for name, xs in times.items()
+    }
     return report
 
 
-def measure(frames: int, runs: int, seed: int, captures: Path, seconds: float,
-            parts: set[str]) -> dict[str, Any]:  # fmt: skip
+def measure(
+    frames: int, runs: int, seed: int, captures: Path, seconds: float, parts: set[str]
+) -> dict[str, Any]:
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ccb-process-") as tmp:
         d = Path(tmp)
@@ -277,44 +336,61 @@ def measure(frames: int, runs: int, seed: int, captures: Path, seconds: float,
 def _print(report: dict[str, Any]) -> None:
     if "throughput" in report:
         t = report["throughput"]
-        print(f"throughput: {t['stream']['frames']} frames, {t['stream']['bytes']} bytes, "
-              f"medians of {t['runs']} interleaved runs")
-        print(f"  {'mode':<16}{'wall s':>8}{'x relay':>9}{'CPU s':>8}{'x relay':>9}"
-              f"{'frames/s':>10}{'RSS MiB':>9}")
+        print(
+            f"throughput: {t['stream']['frames']} frames, {t['stream']['bytes']} bytes, "
+            f"medians of {t['runs']} interleaved runs"
+        )
+        print(
+            f"  {'mode':<16}{'wall s':>8}{'x relay':>9}{'CPU s':>8}{'x relay':>9}"
+            f"{'frames/s':>10}{'RSS MiB':>9}"
+        )
         for mode, r in t["modes"].items():
-            print(f"  {mode:<16}{r['wall_s']:>8.3f}{r['wall_ratio']:>9.2f}{r['cpu_s']:>8.3f}"
-                  f"{r['cpu_ratio']:>9.2f}{r['frames_per_s']:>10}{r['peak_rss_mib']:>9.1f}")
+            print(
+                f"  {mode:<16}{r['wall_s']:>8.3f}{r['wall_ratio']:>9.2f}{r['cpu_s']:>8.3f}"
+                f"{r['cpu_ratio']:>9.2f}{r['frames_per_s']:>10}{r['peak_rss_mib']:>9.1f}"
+            )
     if "latency" in report:
         print("latency (backend write -> client read), ms; added = minus direct's")
         for rate, modes in report["latency"].items():
             for mode, r in modes.items():
-                print(f"  {rate:>5}/s {mode:<14} p50 {r['p50_ms']:>7.3f} p99 {r['p99_ms']:>7.3f}"
-                      f"   added p50 {r['added_p50_ms']:>7.3f} p99 {r['added_p99_ms']:>7.3f}")
+                print(
+                    f"  {rate:>5}/s {mode:<14} p50 {r['p50_ms']:>7.3f} p99 {r['p99_ms']:>7.3f}"
+                    f"   added p50 {r['added_p50_ms']:>7.3f} p99 {r['added_p99_ms']:>7.3f}"
+                )
     if "startup" in report:
         s = report["startup"]
         for mode, r in s.get("first_frame", {}).items():
-            print(f"  start {mode:<22} backend started {r['to_backend_start_ms']:>7.1f} ms, "
-                  f"first frame read {r['to_first_frame_ms']:>7.1f} ms")
+            print(
+                f"  start {mode:<22} backend started {r['to_backend_start_ms']:>7.1f} ms, "
+                f"first frame read {r['to_first_frame_ms']:>7.1f} ms"
+            )
         for name, r in s["version"].items():
             print(f"  {name:<26} {r['ms']:>7.1f} ms  x{r['ratio']:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m bench.process", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m bench.process",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--frames", type=int, default=200_000, help="throughput stream length")
     ap.add_argument("--runs", type=int, default=5, help="interleaved rounds (medians)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--captures", type=Path, default=DEFAULT_CAPTURES)
-    ap.add_argument("--seconds", type=float, default=3.0,
-                    help="latency: seconds of stamped frames per rate and run")
-    ap.add_argument("--only", default="throughput,latency,startup",
-                    help="parts to run, comma-separated")
+    ap.add_argument(
+        "--seconds",
+        type=float,
+        default=3.0,
+        help="latency: seconds of stamped frames per rate and run",
+    )
+    ap.add_argument(
+        "--only", default="throughput,latency,startup", help="parts to run, comma-separated"
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     parts = {p.strip() for p in args.only.split(",") if p.strip()}
-    report = measure(args.frames, max(1, args.runs), args.seed, args.captures, args.seconds,
-                     parts)
+    report = measure(args.frames, max(1, args.runs), args.seed, args.captures, args.seconds, parts)
     if args.json:
         print(json.dumps(report))
     else:

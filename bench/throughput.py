@@ -79,7 +79,9 @@ def full_engine() -> Engine:
 BREAKDOWN: dict[str, Callable[[], Engine]] = {
     "no rules": lambda: build_engine("identity", epoch_ms=EPOCH_MS),
     "private-fields only": lambda: Engine(
-        [], [make_stage("private-fields", {})], Env(new_uuid=str, epoch_ms=EPOCH_MS)  # type: ignore[list-item]
+        [],
+        [make_stage("private-fields", {})],
+        Env(new_uuid=str, epoch_ms=EPOCH_MS),  # type: ignore[list-item]
     ),
 }
 
@@ -205,10 +207,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         bridge_t = best_of(args.runs, lambda: holder.append(bridge(full)))
         stats = holder[-1].statistics()
         holder.clear()
-        breakdown = {
-            name: best_of(args.runs, lambda make=make: bridge(full, make=make))  # type: ignore[misc]
-            for name, make in BREAKDOWN.items()
-        } if args.breakdown else None
+        breakdown = (
+            {
+                name: best_of(args.runs, lambda make=make: bridge(full, make=make))  # type: ignore[misc]
+                for name, make in BREAKDOWN.items()
+            }
+            if args.breakdown
+            else None
+        )
         prof = profile(full) if args.profile else None
         violations = verify(full) if args.verify else None
     n = stream["frames"]

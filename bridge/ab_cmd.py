@@ -87,11 +87,16 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-async def run_jobs(jobs: Sequence[Job], *, limit: int = DEFAULT_JOBS,
-                   deadline: float = DEFAULT_DEADLINE, time_limit: float | None = None,
-                   progress: Progress = _stderr, tracker: Tracker | None = None,
-                   on_done: Callable[[int, Outcome], Awaitable[None]] | None = None,
-                   ) -> list[Outcome]:  # fmt: skip
+async def run_jobs(
+    jobs: Sequence[Job],
+    *,
+    limit: int = DEFAULT_JOBS,
+    deadline: float = DEFAULT_DEADLINE,
+    time_limit: float | None = None,
+    progress: Progress = _stderr,
+    tracker: Tracker | None = None,
+    on_done: Callable[[int, Outcome], Awaitable[None]] | None = None,
+) -> list[Outcome]:
     """Run every job, at most ``limit`` at once, the longest scenarios first, all within
     ``deadline`` seconds. A capture is written to ``job.out`` only when its run completes
     (into ``.partial`` first): an interrupted regeneration leaves the old capture in place.
@@ -113,11 +118,13 @@ async def run_jobs(jobs: Sequence[Job], *, limit: int = DEFAULT_JOBS,
         done += 1
         o = outcomes[i]
         r = o.result
-        what = (f"exit {r.exit} after {r.duration:.1f}s, {len(r.frames)} frames"
-                if r and not o.error else f"error: {o.error}")  # fmt: skip
+        what = (
+            f"exit {r.exit} after {r.duration:.1f}s, {len(r.frames)} frames"
+            if r and not o.error
+            else f"error: {o.error}"
+        )
         if tracker is None:
-            progress(f"[{done}/{len(jobs)}] {job.scenario.name} on {job.side.describe()}: "
-                     f"{what}")
+            progress(f"[{done}/{len(jobs)}] {job.scenario.name} on {job.side.describe()}: {what}")
         else:
             tracker.done(i, o.ok)
             if o.error:
@@ -134,10 +141,13 @@ async def run_jobs(jobs: Sequence[Job], *, limit: int = DEFAULT_JOBS,
                     nursery.start_soon(one, i)
             outer.cancel_scope.cancel()
     if cs.cancelled_caught:
-        progress(f"deadline of {deadline:g}s reached: {len(jobs) - len(outcomes)} run(s) "
-                 "not finished")
-    return [outcomes.get(i, Outcome(jobs[i], error="not finished before the deadline"))
-            for i in range(len(jobs))]
+        progress(
+            f"deadline of {deadline:g}s reached: {len(jobs) - len(outcomes)} run(s) not finished"
+        )
+    return [
+        outcomes.get(i, Outcome(jobs[i], error="not finished before the deadline"))
+        for i in range(len(jobs))
+    ]
 
 
 async def _run_one(job: Job, time_limit: float | None) -> Outcome:
@@ -148,8 +158,14 @@ async def _run_one(job: Job, time_limit: float | None) -> Outcome:
     partial = job.out.with_name(job.out.name + ".partial")
     completed = False
     try:
-        res = await runner.run(job.scenario, target, partial, via=job.side.via,
-                               time_limit=time_limit, source=job.path.name)
+        res = await runner.run(
+            job.scenario,
+            target,
+            partial,
+            via=job.side.via,
+            time_limit=time_limit,
+            source=job.path.name,
+        )
         completed = True
     except OSError as e:
         return Outcome(job, error=f"{type(e).__name__}: {e}")
@@ -189,8 +205,12 @@ def read(path: Path) -> Capture:
 
 def compare_pair(name: str, a: Outcome, b: Outcome, explain: bool = False) -> Pair:
     if not a.ok or not b.ok:
-        return Pair(name, a, b, error="; ".join(
-            f"{side}: {o.error}" for side, o in (("A", a), ("B", b)) if o.error))  # fmt: skip
+        return Pair(
+            name,
+            a,
+            b,
+            error="; ".join(f"{side}: {o.error}" for side, o in (("A", a), ("B", b)) if o.error),
+        )
     from compat import conformance
 
     try:
@@ -225,8 +245,10 @@ def via_sides(a: Side, b: Side, via: str | None) -> tuple[Side, Side]:
     hit = [s.spec == backend for s in (a, b)]
     if not any(hit):
         hit = [False, True]
-    return tuple(attrs.evolve(s, via=s.via or via) if h else s  # type: ignore[return-value]
-                 for s, h in zip((a, b), hit, strict=True))
+    return tuple(
+        attrs.evolve(s, via=s.via or via) if h else s  # type: ignore[return-value]
+        for s, h in zip((a, b), hit, strict=True)
+    )
 
 
 def load_known_default(path: Path | None = None) -> Any:
@@ -251,8 +273,10 @@ def _run_line(side: str, o: Outcome) -> str:
     ver = f" {r.backend_version}" if r and r.backend_version else ""
     if r is None:
         return f"{side}: {o.job.side.describe()}: {o.error}"
-    return (f"{side}: {o.job.side.describe()}{ver}: exit {r.exit} after {r.duration:.1f}s, "
-            f"{len(r.frames)} frames -> {o.job.out}")
+    return (
+        f"{side}: {o.job.side.describe()}{ver}: exit {r.exit} after {r.duration:.1f}s, "
+        f"{len(r.frames)} frames -> {o.job.out}"
+    )
 
 
 def report_text(pairs: Sequence[Pair], color: bool = False) -> str:
@@ -264,8 +288,11 @@ def report_text(pairs: Sequence[Pair], color: bool = False) -> str:
         if p.error or p.result is None:
             out.append(f"error: {escape(p.error or 'no result')}")
             continue
-        out.append(format_text(p.result, color=color,
-                               names=(str(p.a.job.out), str(p.b.job.out))).rstrip("\n"))
+        out.append(
+            format_text(p.result, color=color, names=(str(p.a.job.out), str(p.b.job.out))).rstrip(
+                "\n"
+            )
+        )
         out += [_contract_line("A", p.violations[0]), _contract_line("B", p.violations[1])]
         if p.items:
             out.append("reasons:")
@@ -274,30 +301,38 @@ def report_text(pairs: Sequence[Pair], color: bool = False) -> str:
     if len(pairs) > 1:
         same = sum(1 for p in pairs if p.result is not None and p.result.equivalent)
         errs = sum(1 for p in pairs if p.error)
-        out.append(f"{len(pairs)} scenario(s): {same} equivalent, "
-                   f"{len(pairs) - same - errs} different, {errs} error(s)")
+        out.append(
+            f"{len(pairs)} scenario(s): {same} equivalent, "
+            f"{len(pairs) - same - errs} different, {errs} error(s)"
+        )
     return "\n".join(out) + "\n"
 
 
 def report_json(pairs: Sequence[Pair], out_dir: Path) -> str:
     def side(o: Outcome) -> dict[str, Any]:
         r = o.result
-        return {"spec": o.job.side.spec, "via": o.job.side.via, "capture": str(o.job.out),
-                "error": o.error, "exit": r.exit if r else None,
-                "duration": round(r.duration, 3) if r else None,
-                "backend_version": r.backend_version if r else None}  # fmt: skip
+        return {
+            "spec": o.job.side.spec,
+            "via": o.job.side.via,
+            "capture": str(o.job.out),
+            "error": o.error,
+            "exit": r.exit if r else None,
+            "duration": round(r.duration, 3) if r else None,
+            "backend_version": r.backend_version if r else None,
+        }
 
     docs = []
     for p in pairs:
-        d: dict[str, Any] = {"scenario": p.name, "a": side(p.a), "b": side(p.b),
-                             "error": p.error}  # fmt: skip
+        d: dict[str, Any] = {"scenario": p.name, "a": side(p.a), "b": side(p.b), "error": p.error}
         if p.result is not None:
             d["equivalent"] = p.result.equivalent
-            d["diff"] = orjson.loads(diff_json(p.result, (str(p.a.job.out),
-                                                          str(p.b.job.out))))
+            d["diff"] = orjson.loads(diff_json(p.result, (str(p.a.job.out), str(p.b.job.out))))
             for k, vs in zip(("a", "b"), p.violations, strict=True):
-                d[k]["contract"] = {"ok": not vs, "counts": counts(vs),
-                                    "violations": [v.to_dict() for v in vs]}  # fmt: skip
+                d[k]["contract"] = {
+                    "ok": not vs,
+                    "counts": counts(vs),
+                    "violations": [v.to_dict() for v in vs],
+                }
             if p.items:
                 d["reasons"] = [i.to_dict() for i in p.items]
         docs.append(d)
@@ -323,10 +358,17 @@ def pair_jobs(files: Sequence[Path], a: Side, b: Side, out_dir: Path) -> list[Jo
     return work
 
 
-async def run_ab(work: Sequence[Job], *, sequential: bool = False, jobs: int = DEFAULT_JOBS,
-                 deadline: float = DEFAULT_DEADLINE, time_limit: float | None = None,
-                 explain: bool = False, progress: Progress = _stderr,
-                 tracker: Tracker | None = None) -> list[Pair]:  # fmt: skip
+async def run_ab(
+    work: Sequence[Job],
+    *,
+    sequential: bool = False,
+    jobs: int = DEFAULT_JOBS,
+    deadline: float = DEFAULT_DEADLINE,
+    time_limit: float | None = None,
+    explain: bool = False,
+    progress: Progress = _stderr,
+    tracker: Tracker | None = None,
+) -> list[Pair]:
     """Run ``pair_jobs`` (concurrently unless ``sequential``) and compare each pair as soon
     as both its runs are done (with a ``tracker``: a one-line summary of it)."""
     finished: dict[int, Outcome] = {}
@@ -337,17 +379,26 @@ async def run_ab(work: Sequence[Job], *, sequential: bool = False, jobs: int = D
         k = i - i % 2
         if k in finished and k + 1 in finished:
             compared[k] = await trio.to_thread.run_sync(
-                compare_pair, work[k].scenario.name, finished[k], finished[k + 1], explain)
+                compare_pair, work[k].scenario.name, finished[k], finished[k + 1], explain
+            )
             if tracker is not None:
                 tracker.line(summary_line(compared[k]))
 
-    outcomes = await run_jobs(work, limit=1 if sequential else jobs, deadline=deadline,
-                              time_limit=time_limit, progress=progress, tracker=tracker,
-                              on_done=on_done)  # fmt: skip
+    outcomes = await run_jobs(
+        work,
+        limit=1 if sequential else jobs,
+        deadline=deadline,
+        time_limit=time_limit,
+        progress=progress,
+        tracker=tracker,
+        on_done=on_done,
+    )
     pairs = []
     for k in range(0, len(work), 2):
-        pairs.append(compared.get(k) or compare_pair(
-            work[k].scenario.name, outcomes[k], outcomes[k + 1], explain))  # fmt: skip
+        pairs.append(
+            compared.get(k)
+            or compare_pair(work[k].scenario.name, outcomes[k], outcomes[k + 1], explain)
+        )
     if tracker is not None:
         tracker.close()
     return pairs
@@ -373,8 +424,7 @@ def summary_line(p: Pair) -> str:
         verdict = f"{n} difference{'s' * (n != 1)} ({kinds})"
     contract = ""
     if p.result is not None:
-        contract = (f" · contract A {len(p.violations[0])}, B {len(p.violations[1])} "
-                    "violation(s)")  # fmt: skip
+        contract = f" · contract A {len(p.violations[0])}, B {len(p.violations[1])} violation(s)"
     return f"{p.name}: {verdict} · {run('A', p.a)} · {run('B', p.b)}{contract}"
 
 
@@ -387,37 +437,77 @@ def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     p = Parser(
-        prog="ccbridge ab", description="run scenarios on two backends and compare what "
-        "their clients saw (semantic diff and contract check of each side)")
+        prog="ccbridge ab",
+        description="run scenarios on two backends and compare what "
+        "their clients saw (semantic diff and contract check of each side)",
+    )
     p.add_argument("files", nargs="*", metavar="FILE", help="scenario .toml file(s)")
     p.add_argument("--all", action="store_true", help=f"every scenario in {SCENARIOS}")
     p.add_argument("--a", required=True, metavar="SPEC", help="claude, cbc or a command line")
     p.add_argument("--b", required=True, metavar="SPEC", help="claude, cbc or a command line")
-    p.add_argument("--via-a", metavar="PROFILE", default=None,
-                   help="run side A behind `ccbridge run --profile PROFILE`")
-    p.add_argument("--via-b", metavar="PROFILE", default=None,
-                   help="run side B behind `ccbridge run --profile PROFILE`")
-    p.add_argument("--via", metavar="PROFILE", default=None,
-                   help="run the side with the profile's backend behind it (claude-to-cbc: "
-                   "the claude side, checked with the cbc contract; cbc-to-claude: the cbc "
-                   "side)")
-    p.add_argument("--out", metavar="DIR", default=None,
-                   help="where the captures go (default: a new temporary directory)")
+    p.add_argument(
+        "--via-a",
+        metavar="PROFILE",
+        default=None,
+        help="run side A behind `ccbridge run --profile PROFILE`",
+    )
+    p.add_argument(
+        "--via-b",
+        metavar="PROFILE",
+        default=None,
+        help="run side B behind `ccbridge run --profile PROFILE`",
+    )
+    p.add_argument(
+        "--via",
+        metavar="PROFILE",
+        default=None,
+        help="run the side with the profile's backend behind it (claude-to-cbc: "
+        "the claude side, checked with the cbc contract; cbc-to-claude: the cbc "
+        "side)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="where the captures go (default: a new temporary directory)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable report")
-    p.add_argument("--explain", action="store_true",
-                   help="give each difference its reason from the known differences")
+    p.add_argument(
+        "--explain",
+        action="store_true",
+        help="give each difference its reason from the known differences",
+    )
     p.add_argument("--sequential", action="store_true", help="one run at a time")
-    p.add_argument("--html", metavar="FILE", default=None,
-                   help="also write the report as a self-contained HTML page (several "
-                   "scenarios: a table, with each scenario's page in FILE's stem directory)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress on stderr (the status line, the per-scenario lines)")
-    p.add_argument("--jobs", type=int, default=DEFAULT_JOBS,
-                   help=f"CLIs running at once (default {DEFAULT_JOBS})")
-    p.add_argument("--deadline", type=float, default=DEFAULT_DEADLINE,
-                   help=f"seconds for everything (default {DEFAULT_DEADLINE:g})")
-    p.add_argument("--time-limit", type=float, default=None,
-                   help="override each scenario's time_limit (seconds)")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write the report as a self-contained HTML page (several "
+        "scenarios: a table, with each scenario's page in FILE's stem directory)",
+    )
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (the status line, the per-scenario lines)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=DEFAULT_JOBS,
+        help=f"CLIs running at once (default {DEFAULT_JOBS})",
+    )
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=DEFAULT_DEADLINE,
+        help=f"seconds for everything (default {DEFAULT_DEADLINE:g})",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="override each scenario's time_limit (seconds)",
+    )
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
@@ -426,8 +516,11 @@ def main(argv: list[str]) -> int:
     if not files:
         _stderr("ccbridge ab: give a scenario FILE (or --all)")
         return EXIT_ERROR
-    if args.jobs < 1 or args.deadline <= 0 or (args.time_limit is not None
-                                               and args.time_limit <= 0):  # fmt: skip
+    if (
+        args.jobs < 1
+        or args.deadline <= 0
+        or (args.time_limit is not None and args.time_limit <= 0)
+    ):
         _stderr("ccbridge ab: --jobs, --deadline and --time-limit must be positive")
         return EXIT_ERROR
     for f in files:
@@ -448,10 +541,17 @@ def main(argv: list[str]) -> int:
         _stderr(f"ccbridge ab: captures in {out_dir}")
     work = pair_jobs(files, a, b, out_dir)
     tracker = Tracker([(j.scenario.name, j.side.describe()) for j in work], quiet=args.quiet)
-    pairs = trio.run(lambda: run_ab(work, sequential=args.sequential,
-                                    jobs=args.jobs, deadline=args.deadline,
-                                    time_limit=args.time_limit, explain=args.explain,
-                                    tracker=tracker))
+    pairs = trio.run(
+        lambda: run_ab(
+            work,
+            sequential=args.sequential,
+            jobs=args.jobs,
+            deadline=args.deadline,
+            time_limit=args.time_limit,
+            explain=args.explain,
+            tracker=tracker,
+        )
+    )
     if args.html:
         from bridge.report import write_html_ab
 
@@ -460,8 +560,10 @@ def main(argv: list[str]) -> int:
         except (OSError, CaptureError) as e:
             _stderr(f"ccbridge ab: {args.html}: {e}")
             return EXIT_ERROR
-        _stderr(f"ccbridge ab: wrote {', '.join(map(str, written[:1]))}"
-                + (f" and {len(written) - 1} report(s)" if len(written) > 1 else ""))
+        _stderr(
+            f"ccbridge ab: wrote {', '.join(map(str, written[:1]))}"
+            + (f" and {len(written) - 1} report(s)" if len(written) > 1 else "")
+        )
     if args.json:
         print(report_json(pairs, out_dir))
     else:

@@ -79,8 +79,13 @@ def _cbc_from_package() -> Path | None:
     return None
 
 
-def lookup(name: str, *, dir: Path | None = None, env: Mapping[str, str] | None = None,
-           explicit: str | None = None) -> tuple[list[str] | None, list[str]]:
+def lookup(
+    name: str,
+    *,
+    dir: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    explicit: str | None = None,
+) -> tuple[list[str] | None, list[str]]:
     """Where backend ``name`` ("claude" or "cbc") is, in the one order every command uses
     (README "Use it as a drop-in"): for cbc ``explicit`` (``CCBRIDGE_BACKEND`` / ``backend
     =``, a shlex-split command line), ``$CODEBUDDY_CODE_PATH``, the cache ``ccbridge
@@ -126,8 +131,9 @@ def installed_in(name: str, d: Path) -> list[str] | None:
     return [str(exe)] if exe is not None else None
 
 
-def find_backend(name: str, *, dir: Path | None = None,
-                 env: Mapping[str, str] | None = None) -> list[str] | None:
+def find_backend(
+    name: str, *, dir: Path | None = None, env: Mapping[str, str] | None = None
+) -> list[str] | None:
     """The argv prefix that starts backend ``name`` ("claude" or "cbc"), or None
     (``lookup``'s order)."""
     return lookup(name, dir=dir, env=env)[0]
@@ -142,17 +148,23 @@ def _run(argv: Sequence[str]) -> int:
         return 127
 
 
-def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run,
-            version: Mapping[str, str] | None = None) -> int:
+def install(
+    d: Path,
+    only: Sequence[str] = NAMES,
+    run: Runner = _run,
+    version: Mapping[str, str] | None = None,
+) -> int:
     """Install the backends into ``d``: the verified ones (``compat.versions``), or for a
     name in ``version`` that package version (``{"claude": "2.1.332"}``: npm's version of
     ``@anthropic-ai/claude-code``; for cbc the ``codebuddy-agent-sdk`` version). The first
     failure's status, else 0."""
     version = version or {}
-    cbc_spec = versions.spec_for(versions.CBC, version["cbc"]) if "cbc" in version \
-        else CBC_PACKAGE
-    claude_spec = versions.spec_for(versions.CLAUDE, version["claude"]) \
-        if "claude" in version else CLAUDE_PACKAGE
+    cbc_spec = versions.spec_for(versions.CBC, version["cbc"]) if "cbc" in version else CBC_PACKAGE
+    claude_spec = (
+        versions.spec_for(versions.CLAUDE, version["claude"])
+        if "claude" in version
+        else CLAUDE_PACKAGE
+    )
     d.mkdir(parents=True, exist_ok=True)
     if "cbc" in only:
         venv = d / "cbc-venv"
@@ -160,38 +172,65 @@ def install(d: Path, only: Sequence[str] = NAMES, run: Runner = _run,
             rc = run([sys.executable, "-m", "venv", str(venv)])
             if rc:
                 return rc
-        rc = run([str(venv / "bin/python"), "-m", "pip", "install", "--disable-pip-version-check",
-                  "--quiet", cbc_spec])
+        rc = run(
+            [
+                str(venv / "bin/python"),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--quiet",
+                cbc_spec,
+            ]
+        )
         if rc:
             return rc
     if "claude" in only:
         npm = shutil.which("npm")
         if npm is None:
-            print("ccbridge backends: npm not found (Claude Code installs from npm; "
-                  "Node.js >= 18 runs its installer)", file=sys.stderr)
+            print(
+                "ccbridge backends: npm not found (Claude Code installs from npm; "
+                "Node.js >= 18 runs its installer)",
+                file=sys.stderr,
+            )
             return 127
-        rc = run([npm, "install", "--prefix", str(d / "claude"), "--no-audit", "--no-fund",
-                  "--loglevel", "error", claude_spec])
+        rc = run(
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(d / "claude"),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel",
+                "error",
+                claude_spec,
+            ]
+        )
         if rc:
             return rc
     for name in only:
         found = find_backend(name, dir=d, env={"PATH": ""})
         if found is None:
-            print(f"ccbridge backends: {name} installed but its binary was not found under "
-                  f"{d}", file=sys.stderr)
+            print(
+                f"ccbridge backends: {name} installed but its binary was not found under {d}",
+                file=sys.stderr,
+            )
             return 1
         print(f"{name}: {found[0]}", file=sys.stderr)
     return 0
 
 
 def main(argv: list[str]) -> int:
-    p = Parser(prog="ccbridge backends",
-                                description="install or list the real backends")
+    p = Parser(prog="ccbridge backends", description="install or list the real backends")
     sub = p.add_subparsers(dest="cmd", required=True)
     pi = sub.add_parser("install", help=f"install {CLAUDE_PACKAGE} and {CBC_PACKAGE}")
-    pi.add_argument("--dir", type=Path, default=None,
-                    help="cache directory (default $CCBRIDGE_BACKENDS_DIR or "
-                         "~/.cache/ccbridge/backends)")
+    pi.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        help="cache directory (default $CCBRIDGE_BACKENDS_DIR or ~/.cache/ccbridge/backends)",
+    )
     pi.add_argument("--only", choices=NAMES, action="append", default=None)
     pl = sub.add_parser("list", help="where each backend would be found")
     pl.add_argument("--dir", type=Path, default=None)

@@ -63,9 +63,13 @@ def main(argv: list[str]) -> int:
         help="a capture, reference transcript or stdout dump; - reads stdin",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--contract", choices=("claude", "cbc"), default="claude",
-                   help="whose contract: Claude Code 2.1.220 (default) or cbc 2.163.0 "
-                   "(what a CodeBuddy SDK client relies on; profile claude-to-cbc)")
+    p.add_argument(
+        "--contract",
+        choices=("claude", "cbc"),
+        default="claude",
+        help="whose contract: Claude Code 2.1.220 (default) or cbc 2.163.0 "
+        "(what a CodeBuddy SDK client relies on; profile claude-to-cbc)",
+    )
     p.add_argument("--rules", action="store_true", help="list the rule ids and exit")
     try:
         args = p.parse_args(argv)

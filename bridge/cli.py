@@ -39,13 +39,17 @@ OPTIONAL = {
     "diff": ("semantic diff of two captures", "bridge.diff_cmd"),
     "scenario": ("run a scripted scenario against a backend", "bridge.scenario_cmd"),
     "ab": ("run one scenario on two backends and compare", "bridge.ab_cmd"),
-    "conformance": ("the Claude-vs-bridged-cbc conformance table (and its twin captures)",
-                    "bridge.conformance_cmd"),
+    "conformance": (
+        "the Claude-vs-bridged-cbc conformance table (and its twin captures)",
+        "bridge.conformance_cmd",
+    ),
     "backends": ("install or list the real backends", "bridge.backends"),
-    "drift": ("run the newest Claude Code and cbc on the scenarios: what changed against "
-              "the verified versions", "bridge.drift_cmd"),
-    "demo": ("replay a bundled cbc capture through the bridge to an example client",
-             "bridge.demo"),
+    "drift": (
+        "run the newest Claude Code and cbc on the scenarios: what changed against "
+        "the verified versions",
+        "bridge.drift_cmd",
+    ),
+    "demo": ("replay a bundled cbc capture through the bridge to an example client", "bridge.demo"),
 }
 
 
@@ -105,8 +109,11 @@ def guarded(fn: Callable[[], int]) -> int:
 #: the exceptions that are usage or configuration errors, by module: looked up only where
 #: the module is loaded (one not imported raised nothing), so a command imports no more
 #: than it uses (``claude-on-cbc`` spawns its backend before the stages are imported)
-USAGE_ERRORS = (("bridge.config", "ConfigError"), ("compat.capture", "CaptureError"),
-                ("compat.profiles", "RuleError"))  # fmt: skip
+USAGE_ERRORS = (
+    ("bridge.config", "ConfigError"),
+    ("compat.capture", "CaptureError"),
+    ("compat.profiles", "RuleError"),
+)
 
 
 def _usage_error(e: BaseException) -> bool:

@@ -57,16 +57,22 @@ def _strict(expected: type, words: str) -> Any:
     def hook(value: Any, _: Any) -> Any:
         if expected is float and isinstance(value, int) and not isinstance(value, bool):
             return float(value)
-        if not isinstance(value, expected) or (expected is not bool
-                                               and isinstance(value, bool)):
+        if not isinstance(value, expected) or (expected is not bool and isinstance(value, bool)):
             raise ValueError(f"must be {words}, not {_shown(value)}")
         return value
+
     return hook
 
 
 def _shown(value: Any) -> str:
-    kind = {bool: "a boolean", int: "a number", float: "a number", str: "a string",
-            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    kind = {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
     return f"{kind} ({value!r})"
 
 
@@ -83,8 +89,10 @@ def _plain(exc: cattrs.BaseValidationError) -> str:
 
     def walk(e: BaseException, path: str) -> None:
         if isinstance(e, cattrs.ForbiddenExtraKeysError):
-            out.append(f"unknown key(s) {', '.join(sorted(e.extra_fields))} (known: "
-                       f"{', '.join(f.name for f in attrs.fields(Settings))})")
+            out.append(
+                f"unknown key(s) {', '.join(sorted(e.extra_fields))} (known: "
+                f"{', '.join(f.name for f in attrs.fields(Settings))})"
+            )
         elif isinstance(e, BaseExceptionGroup):
             for sub in e.exceptions:
                 key = path
@@ -111,8 +119,9 @@ def config_path(env: Mapping[str, str]) -> str | None:
         return explicit
     for candidate in (
         os.path.join(os.getcwd(), "ccbridge.toml"),
-        os.path.join(env.get("HOME", os.path.expanduser("~")), ".config", "ccbridge",
-                     "ccbridge.toml"),
+        os.path.join(
+            env.get("HOME", os.path.expanduser("~")), ".config", "ccbridge", "ccbridge.toml"
+        ),
     ):
         if os.path.isfile(candidate):
             return candidate
@@ -194,14 +203,15 @@ def load(env: Mapping[str, str]) -> Settings:
         settings.eof_grace = seconds("CCBRIDGE_EOF_GRACE", env["CCBRIDGE_EOF_GRACE"])
     else:
         settings.eof_grace = seconds(f"{where}: eof_grace", settings.eof_grace)
-    settings.log_level = level(level_from if level_from != "log_level"
-                               else f"{where}: log_level", settings.log_level)
+    settings.log_level = level(
+        level_from if level_from != "log_level" else f"{where}: log_level", settings.log_level
+    )
     if settings.log:
-        check_log("CCBRIDGE_LOG" if env.get("CCBRIDGE_LOG") else f"{where}: log",
-                  settings.log)
+        check_log("CCBRIDGE_LOG" if env.get("CCBRIDGE_LOG") else f"{where}: log", settings.log)
     if settings.record:
-        make_record_dir("CCBRIDGE_RECORD" if env.get("CCBRIDGE_RECORD")
-                        else f"{where}: record", settings.record)
+        make_record_dir(
+            "CCBRIDGE_RECORD" if env.get("CCBRIDGE_RECORD") else f"{where}: record", settings.record
+        )
     return settings
 
 
@@ -213,8 +223,9 @@ def command_line(setting: str, value: str) -> list[str]:
     try:
         argv = shlex.split(value)
     except ValueError as e:
-        raise ConfigError(f"{setting}={value!r}: {str(e).lower()} (a command line, split "
-                          "as a POSIX shell would)") from None
+        raise ConfigError(
+            f"{setting}={value!r}: {str(e).lower()} (a command line, split as a POSIX shell would)"
+        ) from None
     if not argv:
         raise ConfigError(f"{setting}: an empty command line")
     return argv
@@ -274,8 +285,12 @@ def check_log(setting: str, path: str) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
         raise ConfigError(f"{setting}={path!r}: the directory {parent} does not exist")
-    if os.path.exists(path) and not os.access(path, os.W_OK) or \
-            not os.path.exists(path) and not os.access(parent, os.W_OK):
+    if (
+        os.path.exists(path)
+        and not os.access(path, os.W_OK)
+        or not os.path.exists(path)
+        and not os.access(parent, os.W_OK)
+    ):
         raise ConfigError(f"{setting}={path!r}: not writable")
 
 

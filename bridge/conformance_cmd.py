@@ -77,8 +77,9 @@ def twin_files(d: Path) -> dict[str, dict[str, Path]]:
     return out
 
 
-def load_rows(d: Path, known: conformance.Known, names: list[str] | None = None
-              ) -> list[conformance.Row]:  # fmt: skip
+def load_rows(
+    d: Path, known: conformance.Known, names: list[str] | None = None
+) -> list[conformance.Row]:
     """One row per scenario: those given (missing captures shown as such), else every
     scenario that has a capture in ``d``."""
     files = twin_files(d)
@@ -91,17 +92,27 @@ def load_rows(d: Path, known: conformance.Known, names: list[str] | None = None
     return rows
 
 
-def twin_jobs(d: Path, scenarios: dict[str, Path],
-              roles: tuple[str, ...] = conformance.ROLES) -> list[ab_cmd.Job]:  # fmt: skip
+def twin_jobs(
+    d: Path, scenarios: dict[str, Path], roles: tuple[str, ...] = conformance.ROLES
+) -> list[ab_cmd.Job]:
     """One job per scenario and role, capture ``d/<scenario>.<role>.jsonl``."""
     d.mkdir(parents=True, exist_ok=True)
-    return [ab_cmd.Job(path, load(path), SIDES[role], d / f"{name}.{role}.jsonl")
-            for name, path in scenarios.items() for role in roles]  # fmt: skip
+    return [
+        ab_cmd.Job(path, load(path), SIDES[role], d / f"{name}.{role}.jsonl")
+        for name, path in scenarios.items()
+        for role in roles
+    ]
 
 
-async def regenerate(d: Path, work: list[ab_cmd.Job], *, jobs: int, deadline: float,
-                     tracker: Tracker | None = None,
-                     known: conformance.Known | None = None) -> list[ab_cmd.Outcome]:  # fmt: skip
+async def regenerate(
+    d: Path,
+    work: list[ab_cmd.Job],
+    *,
+    jobs: int,
+    deadline: float,
+    tracker: Tracker | None = None,
+    known: conformance.Known | None = None,
+) -> list[ab_cmd.Outcome]:
     """Run the twin jobs into ``d`` and record their durations in ``d/index.json``; with a
     ``tracker``, a one-line summary of each scenario once all its runs are done."""
     t0 = time.monotonic()
@@ -114,11 +125,13 @@ async def regenerate(d: Path, work: list[ab_cmd.Job], *, jobs: int, deadline: fl
         mine = [k for k, j in enumerate(work) if j.scenario.name == name]
         if tracker is not None and all(k in finished for k in mine):
             line = await trio.to_thread.run_sync(
-                scenario_line, name, [finished[k] for k in mine], known)
+                scenario_line, name, [finished[k] for k in mine], known
+            )
             tracker.line(line)
 
-    outcomes = await ab_cmd.run_jobs(work, limit=jobs, deadline=deadline, tracker=tracker,
-                                     on_done=on_done)  # fmt: skip
+    outcomes = await ab_cmd.run_jobs(
+        work, limit=jobs, deadline=deadline, tracker=tracker, on_done=on_done
+    )
     if tracker is not None:
         tracker.close()
     wall = time.monotonic() - t0
@@ -126,8 +139,9 @@ async def regenerate(d: Path, work: list[ab_cmd.Job], *, jobs: int, deadline: fl
     return outcomes
 
 
-def scenario_line(name: str, outcomes: list[ab_cmd.Outcome],
-                  known: conformance.Known | None) -> str:
+def scenario_line(
+    name: str, outcomes: list[ab_cmd.Outcome], known: conformance.Known | None
+) -> str:
     """``bg-agent: claude 2.1.220 exit 0 24.1s · cbc-bridged … · bridged vs Claude: 12
     differences, 0 unexplained`` (the comparison when both captures are there)."""
     runs = []
@@ -148,13 +162,16 @@ def scenario_line(name: str, outcomes: list[ab_cmd.Outcome],
         row = conformance.row(name, caps, known)
         if row.bridged is not None:
             n = len(row.bridged.diff.differences)
-            tail = (f" · bridged vs Claude: {n} difference{'s' * (n != 1)}, "
-                    f"{row.unexplained} unexplained")
+            tail = (
+                f" · bridged vs Claude: {n} difference{'s' * (n != 1)}, "
+                f"{row.unexplained} unexplained"
+            )
     return f"{name}: " + " · ".join(runs) + tail
 
 
-def _write_index(d: Path, outcomes: list[ab_cmd.Outcome], started: str, wall: float,
-                 jobs: int) -> None:
+def _write_index(
+    d: Path, outcomes: list[ab_cmd.Outcome], started: str, wall: float, jobs: int
+) -> None:
     path = d / "index.json"
     try:
         index: dict[str, Any] = orjson.loads(path.read_bytes())
@@ -165,14 +182,23 @@ def _write_index(d: Path, outcomes: list[ab_cmd.Outcome], started: str, wall: fl
         r = o.result
         if r is None:
             continue
-        runs[o.job.out.name] = {"scenario": o.job.scenario.name, "role": o.job.side.label,
-                                "backend_version": r.backend_version, "exit": r.exit,
-                                "duration": round(r.duration, 1), "frames": len(r.frames)}
+        runs[o.job.out.name] = {
+            "scenario": o.job.scenario.name,
+            "role": o.job.side.label,
+            "backend_version": r.backend_version,
+            "exit": r.exit,
+            "duration": round(r.duration, 1),
+            "frames": len(r.frames),
+        }
     index["runs"] = dict(sorted(runs.items()))
-    index["last_regeneration"] = {"started": started, "wall_seconds": round(wall, 1),
-                                  "bridge": _revision(), "jobs": jobs, "runs": len(outcomes),
-                                  "failed": sorted(o.job.out.name for o in outcomes
-                                                   if not o.ok)}  # fmt: skip
+    index["last_regeneration"] = {
+        "started": started,
+        "wall_seconds": round(wall, 1),
+        "bridge": _revision(),
+        "jobs": jobs,
+        "runs": len(outcomes),
+        "failed": sorted(o.job.out.name for o in outcomes if not o.ok),
+    }
     path.write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
 
 
@@ -181,11 +207,20 @@ def _revision() -> str | None:
     import subprocess
 
     try:
-        head = subprocess.run(["git", "-C", str(runner.REPO), "rev-parse", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=10, check=True)
-        dirty = subprocess.run(["git", "-C", str(runner.REPO), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10, check=True)  # fmt: skip
+        head = subprocess.run(
+            ["git", "-C", str(runner.REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        dirty = subprocess.run(
+            ["git", "-C", str(runner.REPO), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
@@ -193,31 +228,69 @@ def _revision() -> str | None:
 
 def main(argv: list[str]) -> int:
     p = Parser(
-        prog="ccbridge conformance", description="how close cbc through the bridge comes to "
-        "Claude Code 2.1.220, scenario by scenario, and why it is not closer")
-    p.add_argument("--captures", type=Path, default=TWINS, metavar="DIR",
-                   help=f"the twin captures (default {TWINS})")
-    p.add_argument("--known", type=Path, default=None, metavar="FILE",
-                   help="the known differences (default bridge/data/known_differences.toml)")
+        prog="ccbridge conformance",
+        description="how close cbc through the bridge comes to "
+        "Claude Code 2.1.220, scenario by scenario, and why it is not closer",
+    )
+    p.add_argument(
+        "--captures",
+        type=Path,
+        default=TWINS,
+        metavar="DIR",
+        help=f"the twin captures (default {TWINS})",
+    )
+    p.add_argument(
+        "--known",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the known differences (default bridge/data/known_differences.toml)",
+    )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="print the Markdown table")
     fmt.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--write-readme", nargs="?", const=README, default=None, type=Path,
-                   metavar="README", help=f"write the table into README (default {README})")
-    p.add_argument("--regenerate", action="store_true",
-                   help="run the scenarios on the real CLIs first (needs them installed)")
-    p.add_argument("--only", action="append", default=None, metavar="NAME",
-                   help="only these scenarios (repeatable)")
-    p.add_argument("--jobs", type=int, default=ab_cmd.DEFAULT_JOBS,
-                   help=f"CLIs running at once (default {ab_cmd.DEFAULT_JOBS})")
-    p.add_argument("--deadline", type=float, default=ab_cmd.DEFAULT_DEADLINE,
-                   help=f"seconds for the whole regeneration (default "
-                        f"{ab_cmd.DEFAULT_DEADLINE:g})")
-    p.add_argument("--html", type=Path, default=None, metavar="FILE",
-                   help="also write the table as a self-contained HTML page, each scenario "
-                   "linking to its side-by-side report (in FILE's stem directory)")
-    p.add_argument("--quiet", action="store_true",
-                   help="no progress on stderr while regenerating")
+    p.add_argument(
+        "--write-readme",
+        nargs="?",
+        const=README,
+        default=None,
+        type=Path,
+        metavar="README",
+        help=f"write the table into README (default {README})",
+    )
+    p.add_argument(
+        "--regenerate",
+        action="store_true",
+        help="run the scenarios on the real CLIs first (needs them installed)",
+    )
+    p.add_argument(
+        "--only",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="only these scenarios (repeatable)",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=ab_cmd.DEFAULT_JOBS,
+        help=f"CLIs running at once (default {ab_cmd.DEFAULT_JOBS})",
+    )
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=ab_cmd.DEFAULT_DEADLINE,
+        help=f"seconds for the whole regeneration (default {ab_cmd.DEFAULT_DEADLINE:g})",
+    )
+    p.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the table as a self-contained HTML page, each scenario "
+        "linking to its side-by-side report (in FILE's stem directory)",
+    )
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr while regenerating")
     try:
         args = p.parse_args(argv)
     except SystemExit as e:
@@ -245,9 +318,16 @@ def main(argv: list[str]) -> int:
         todo = {n: all_names[n] for n in (args.only or all_names)}
         work = twin_jobs(args.captures, todo)
         tracker = Tracker([(j.scenario.name, j.side.label) for j in work], quiet=args.quiet)
-        outcomes = trio.run(lambda: regenerate(args.captures, work, jobs=args.jobs,
-                                               deadline=args.deadline, tracker=tracker,
-                                               known=known))
+        outcomes = trio.run(
+            lambda: regenerate(
+                args.captures,
+                work,
+                jobs=args.jobs,
+                deadline=args.deadline,
+                tracker=tracker,
+                known=known,
+            )
+        )
         failed = [o for o in outcomes if not o.ok]
         for o in failed:
             _err(f"{o.job.out.name}: {o.error}")
@@ -257,8 +337,7 @@ def main(argv: list[str]) -> int:
     # the canonical twins list every scenario (a missing capture shows); another
     # directory only what it holds
     canonical = args.captures.resolve() == TWINS.resolve()
-    everything = sorted(set(twin_files(args.captures)) | (set(all_names) if canonical
-                                                           else set()))  # fmt: skip
+    everything = sorted(set(twin_files(args.captures)) | (set(all_names) if canonical else set()))
     # the README always gets the whole table; --only narrows what is printed
     names = args.only if args.only and not args.write_readme else everything
     try:
@@ -271,14 +350,15 @@ def main(argv: list[str]) -> int:
     md = None
     if args.markdown or args.write_readme:
         link = _link(details, args.write_readme) if args.write_readme else None
-        md = render.render_markdown(rows, known, source=source, command=REGENERATE,
-                                    details=link)
+        md = render.render_markdown(rows, known, source=source, command=REGENERATE, details=link)
     if args.write_readme:
         try:
             text = args.write_readme.read_text(encoding="utf-8")
             new = render.replace_block(text, md or "")
-            details.write_text(render.render_details(rows, known, source=source,
-                                                      command=REGENERATE), encoding="utf-8")
+            details.write_text(
+                render.render_details(rows, known, source=source, command=REGENERATE),
+                encoding="utf-8",
+            )
             args.write_readme.write_text(new, encoding="utf-8")
         except (OSError, ValueError) as e:
             _err(f"{args.write_readme}: {e}")
@@ -288,8 +368,9 @@ def main(argv: list[str]) -> int:
         from bridge.report import write_html_conformance
 
         try:
-            written = write_html_conformance(args.html, rows, twin_files(args.captures),
-                                             known, source)  # fmt: skip
+            written = write_html_conformance(
+                args.html, rows, twin_files(args.captures), known, source
+            )
         except (OSError, CaptureError) as e:
             _err(f"{args.html}: {e}")
             return EXIT_ERROR

@@ -38,13 +38,22 @@ from compat import capture
 #: seconds the whole demo session may take (the bundled one takes about 3)
 DEADLINE = 90.0
 REQUESTS = {
-    "init": {"type": "control_request", "request_id": "init",
-             "request": {"subtype": "initialize", "hooks": {}}},
-    "user": {"type": "user", "session_id": "", "parent_tool_use_id": None,
-             "message": {"role": "user",
-                         "content": "use a workflow TRIGGER_WORKFLOW_PATH_PAR_SLOW"}},
-    "interrupt": {"type": "control_request", "request_id": "stop-1",
-                  "request": {"subtype": "interrupt"}},
+    "init": {
+        "type": "control_request",
+        "request_id": "init",
+        "request": {"subtype": "initialize", "hooks": {}},
+    },
+    "user": {
+        "type": "user",
+        "session_id": "",
+        "parent_tool_use_id": None,
+        "message": {"role": "user", "content": "use a workflow TRIGGER_WORKFLOW_PATH_PAR_SLOW"},
+    },
+    "interrupt": {
+        "type": "control_request",
+        "request_id": "stop-1",
+        "request": {"subtype": "interrupt"},
+    },
 }
 
 
@@ -98,8 +107,11 @@ def summarize(obj: Any) -> str:
                 bits.append(f"{k}={obj[k]}")
         if "patch" in obj:
             bits.append(f"patch.status={obj['patch'].get('status')}")
-        agents = [e.get("state") for e in obj.get("workflow_progress", [])
-                  if isinstance(e, dict) and e.get("type") == "workflow_agent"]
+        agents = [
+            e.get("state")
+            for e in obj.get("workflow_progress", [])
+            if isinstance(e, dict) and e.get("type") == "workflow_agent"
+        ]
         if agents:
             bits.append("agents=" + ",".join(map(str, agents)))
         if "prompt" in obj:
@@ -207,8 +219,15 @@ def trace(cap: capture.Capture, cwd: str | None = None) -> tuple[dict[str, Any],
         one = pipe._one
         depth = [0]
 
-        def traced_one(frame: Any, start: int, ctx: Any, out: list[Any], one: Any = one,
-                       direction: str = pipe.direction, depth: list[int] = depth) -> None:
+        def traced_one(
+            frame: Any,
+            start: int,
+            ctx: Any,
+            out: list[Any],
+            one: Any = one,
+            direction: str = pipe.direction,
+            depth: list[int] = depth,
+        ) -> None:
             n = len(out)
             if depth[0] == 0:
                 row_for(frame, direction)
@@ -245,8 +264,14 @@ def _feed(engine: Any, cap: capture.Capture, now: list[float]) -> dict[str, Any]
         now[0] = t
 
     last_client = max((r.t for r in cap.records if r.kind == "client_in"), default=0.0)
-    eof_at = next((r.t for r in cap.records if r.kind == "note" and r.text == "stdin closed"
-                   and r.t >= last_client), None)
+    eof_at = next(
+        (
+            r.t
+            for r in cap.records
+            if r.kind == "note" and r.text == "stdin closed" and r.t >= last_client
+        ),
+        None,
+    )
     eof_fed = False
     exit_t, status = 0.0, 0
     for rec in cap.records:
@@ -256,8 +281,7 @@ def _feed(engine: Any, cap: capture.Capture, now: list[float]) -> dict[str, Any]
             eof_fed = True
         if rec.kind in ("client_in", "stdout"):
             advance(rec.t)
-            engine.feed("client" if rec.kind == "client_in" else "backend",
-                        rec.data + b"\n", rec.t)
+            engine.feed("client" if rec.kind == "client_in" else "backend", rec.data + b"\n", rec.t)
         elif rec.kind == "exit":
             exit_t, status = rec.t, capture.parse_exit(rec.text) or 0
     if not eof_fed:
@@ -269,8 +293,15 @@ def _feed(engine: Any, cap: capture.Capture, now: list[float]) -> dict[str, Any]
     return stats
 
 
-_COLOURS = {"passed": "2", "rewritten": "33", "dropped": "31", "held": "35",
-            "synthesized": "32", "rule": "36", "head": "1"}
+_COLOURS = {
+    "passed": "2",
+    "rewritten": "33",
+    "dropped": "31",
+    "held": "35",
+    "synthesized": "32",
+    "rule": "36",
+    "head": "1",
+}
 _ARROW = {"up": "client → cbc", "down": "cbc → client"}
 
 
@@ -284,12 +315,18 @@ def render_rows(rows: list[Row], width: int, colour: bool = False) -> str:
     indent = " " * 24
     text_w = max(20, width - len(indent))
     head = textwrap.wrap("what was sent (→ what the other side received)", text_w)
-    out = [_paint(f"{'time':>6}  {'direction':<15} {head[0]}", "head", colour),
-           *(_paint(indent + h, "head", colour) for h in head[1:]), "-" * min(width, 100)]
+    out = [
+        _paint(f"{'time':>6}  {'direction':<15} {head[0]}", "head", colour),
+        *(_paint(indent + h, "head", colour) for h in head[1:]),
+        "-" * min(width, 100),
+    ]
     for r in rows:
         source = "bridge" if r.action == "synthesized" else r.direction
-        arrow = {"up": "client → cbc", "down": "cbc → client", "bridge": "bridge → " + (
-            "client" if r.direction == "down" else "cbc")}[source]
+        arrow = {
+            "up": "client → cbc",
+            "down": "cbc → client",
+            "bridge": "bridge → " + ("client" if r.direction == "down" else "cbc"),
+        }[source]
         first = textwrap.wrap(r.sent or "(nothing)", text_w) or [""]
         shown = r.action if r.action != "held" or not r.sent_on else "rewritten"
         lines = [f"{r.t:6.2f}  {arrow:<15} " + _paint(first[0], shown, colour)]
@@ -323,16 +360,23 @@ def stats_table(stats: dict[str, Any]) -> str:
     for d in ("up", "down"):
         f = frames.get(d, {})
         lines.append(f"{d:<8}{f.get('in', 0):>6}{f.get('out', 0):>6}")
-    rules = {k: v for k, v in (stats.get("rules") or {}).items()
-             if isinstance(v, dict) and any(v.values())}
+    rules = {
+        k: v
+        for k, v in (stats.get("rules") or {}).items()
+        if isinstance(v, dict) and any(v.values())
+    }
     if rules:
         w = max(len(r) for r in [*rules, "rule"])
         lines += ["", f"{'rule':<{w}}  " + " ".join(f"{c:>11}" for c in _MAIN) + "  other"]
         for rule, counts in sorted(rules.items()):
-            other = ", ".join(f"{k} {n}" for k, n in sorted(counts.items())
-                              if k not in _MAIN and n)
-            lines.append((f"{rule:<{w}}  " + " ".join(
-                f"{counts.get(c, 0) or '':>11}" for c in _MAIN) + f"  {other}").rstrip())
+            other = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()) if k not in _MAIN and n)
+            lines.append(
+                (
+                    f"{rule:<{w}}  "
+                    + " ".join(f"{counts.get(c, 0) or '':>11}" for c in _MAIN)
+                    + f"  {other}"
+                ).rstrip()
+            )
     return "\n".join(lines)
 
 
@@ -355,8 +399,10 @@ def check_capture(setting: str, path: str) -> None:
                     return
             except orjson.JSONDecodeError:
                 continue
-    raise ConfigError(f"{setting} {path}: not a capture of a backend session (no stream-json "
-                      "frame from the backend in it)")
+    raise ConfigError(
+        f"{setting} {path}: not a capture of a backend session (no stream-json "
+        "frame from the backend in it)"
+    )
 
 
 def main(argv: list[str]) -> int:
@@ -364,8 +410,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--capture", help="a cbc capture to replay instead of the bundled one")
     p.add_argument("--keep", metavar="DIR", help="keep the recorded session in DIR")
     args = p.parse_args(argv)
-    src = os.path.abspath(args.capture) if args.capture else str(
-        resources.files("bridge") / "data" / "demo-session.jsonl")
+    src = (
+        os.path.abspath(args.capture)
+        if args.capture
+        else str(resources.files("bridge") / "data" / "demo-session.jsonl")
+    )
     if args.capture:
         check_capture("--capture", src)
     if args.keep:
@@ -382,12 +431,24 @@ def main(argv: list[str]) -> int:
         work = tempfile.mkdtemp(prefix="ccbridge-demo-")
     record = os.path.join(args.keep or work, "demo-session.capture.jsonl")
     backend = shlex.join([sys.executable, "-m", "bridge", "replay", "--materialize", src])
-    cmd = [sys.executable, "-m", "bridge", "run", "--profile", "cbc-to-claude",
-           "--backend", backend, "--record", record, "--"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bridge",
+        "run",
+        "--profile",
+        "cbc-to-claude",
+        "--backend",
+        backend,
+        "--record",
+        record,
+        "--",
+    ]
 
     async def go() -> int:
-        proc = await trio.lowlevel.open_process(cmd, stdin=subprocess.PIPE,
-                                                stdout=subprocess.PIPE, cwd=work)
+        proc = await trio.lowlevel.open_process(
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=work
+        )
         with trio.move_on_after(DEADLINE):
             await example_client(proc)
             return await proc.wait()
@@ -399,8 +460,10 @@ def main(argv: list[str]) -> int:
         status = trio.run(go)
         with open(record, "rb") as f:
             cap = capture.parse(f)
-        print(f"Replayed {src}\nthrough: ccbridge run --profile cbc-to-claude "
-              f"(exit status {status})\n")
+        print(
+            f"Replayed {src}\nthrough: ccbridge run --profile cbc-to-claude "
+            f"(exit status {status})\n"
+        )
         tty = sys.stdout.isatty()
         width = shutil.get_terminal_size((100, 40)).columns if tty else 100
         colour = tty and "NO_COLOR" not in os.environ
@@ -408,8 +471,10 @@ def main(argv: list[str]) -> int:
         print(render_rows(rows, width, colour))
         for r in cap.records:
             if r.kind == "stats":
-                print("\nbridge statistics (the bridge process's own count):\n"
-                      + stats_table(orjson.loads(r.data)))
+                print(
+                    "\nbridge statistics (the bridge process's own count):\n"
+                    + stats_table(orjson.loads(r.data))
+                )
         if args.keep:
             print(f"\nthe whole session is in {record}")
         return 0 if status == 0 else 1

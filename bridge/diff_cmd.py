@@ -24,8 +24,12 @@ def main(argv: list[str]) -> int:
     p.add_argument("a", metavar="A", help="a capture, reference transcript or stdout dump")
     p.add_argument("b", metavar="B", help="the capture to compare it with (- reads stdin)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    p.add_argument("--html", metavar="FILE", default=None,
-                   help="also write the two sides side by side as a self-contained HTML page")
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        default=None,
+        help="also write the two sides side by side as a self-contained HTML page",
+    )
     p.add_argument("--keep-model", action="store_true", help="compare model names too")
     p.add_argument(
         "--strict",
@@ -53,8 +57,7 @@ def main(argv: list[str]) -> int:
     if a is None or b is None:
         return EXIT_ERROR
     ignore = {k.strip() for item in args.ignore for k in item.split(",") if k.strip()}
-    opts = DiffOptions(ignore=frozenset(ignore), keep_model=args.keep_model,
-                       strict=args.strict)  # fmt: skip
+    opts = DiffOptions(ignore=frozenset(ignore), keep_model=args.keep_model, strict=args.strict)
     result = diff(a, b, opts)
     names = ("stdin" if args.a == "-" else args.a, "stdin" if args.b == "-" else args.b)
     if args.html:

@@ -64,8 +64,14 @@ class DriftError(RuntimeError):
 
 def _command(argv: Sequence[str]) -> tuple[int, str]:
     try:
-        p = subprocess.run(list(argv), capture_output=True, text=True, check=False,
-                           timeout=COMMAND_TIMEOUT, stdin=subprocess.DEVNULL)
+        p = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=COMMAND_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return 127, str(e)
     return p.returncode, p.stdout
@@ -81,14 +87,25 @@ def newest(name: str, command: Command = _command) -> str:
         rc, out = command(["npm", "view", v.package, "version"])
         text = out.strip().splitlines()[-1].strip() if out.strip() else ""
     else:
-        rc, out = command([sys.executable, "-m", "pip", "index", "versions", v.package,
-                           "--disable-pip-version-check"])
+        rc, out = command(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "index",
+                "versions",
+                v.package,
+                "--disable-pip-version-check",
+            ]
+        )
         # "codebuddy-agent-sdk (0.3.274)" then "Available versions: ..."
         first = out.strip().splitlines()[0] if out.strip() else ""
         text = first.partition("(")[2].partition(")")[0].strip()
     if rc != 0 or not text or versions.parse_version(text) is None:
-        raise DriftError(f"cannot read the newest {v.package} from {v.registry} "
-                         f"(status {rc}: {out.strip()[:200]!r})")
+        raise DriftError(
+            f"cannot read the newest {v.package} from {v.registry} "
+            f"(status {rc}: {out.strip()[:200]!r})"
+        )
     return text
 
 
@@ -100,8 +117,9 @@ def candidate_dir(name: str, package_version: str, cache: Path) -> Path:
     return cache / "drift" / f"{name}-{package_version}"
 
 
-def provide(name: str, package_version: str, cache: Path,
-            install: Callable[..., int] = backends.install) -> list[str]:
+def provide(
+    name: str, package_version: str, cache: Path, install: Callable[..., int] = backends.install
+) -> list[str]:
     """The candidate's argv, installed first when its directory does not hold it."""
     d = candidate_dir(name, package_version, cache)
     found = backends.installed_in(name, d)
@@ -161,27 +179,41 @@ class Bridged:
         return attrs.asdict(self)
 
 
-def analyse(name: str, candidate_version: str | None, captures: dict[str, Path],
-            help_text: str | None, errors: Sequence[str] = ()) -> drift.Report:
+def analyse(
+    name: str,
+    candidate_version: str | None,
+    captures: dict[str, Path],
+    help_text: str | None,
+    errors: Sequence[str] = (),
+) -> drift.Report:
     """Backend ``name``'s drift: ``captures`` its raw runs, by scenario."""
     v = versions.BACKENDS[name]
     pairs = []
     notes = list(errors)
     if candidate_version is not None and not versions.is_verified(name, candidate_version):
-        notes.append(f"{name} {candidate_version} is not a verified version "
-                     f"(verified: {v.version})")
+        notes.append(
+            f"{name} {candidate_version} is not a verified version (verified: {v.version})"
+        )
     for scen, path in sorted(captures.items()):
         base = twin(scen, TWIN_ROLE[name])
         if not base.is_file():
             notes.append(f"{scen}: no committed twin {base.name} to compare with")
             continue
-        pairs.append((scen, drift.vocabulary(read_capture(base)),
-                      drift.vocabulary(read_capture(path))))
+        pairs.append(
+            (scen, drift.vocabulary(read_capture(base)), drift.vocabulary(read_capture(path)))
+        )
     helps = (verified_help(name), drift.parse_help(help_text)) if help_text else None
     if not help_text:
         notes.append(f"{name} --help gave nothing to compare")
-    return drift.report(name, v.version, candidate_version, pairs, known=known_vocabulary(name),
-                        help_pair=helps, notes=notes)
+    return drift.report(
+        name,
+        v.version,
+        candidate_version,
+        pairs,
+        known=known_vocabulary(name),
+        help_pair=helps,
+        notes=notes,
+    )
 
 
 def analyse_bridged(captures: dict[str, Path]) -> list[Bridged]:
@@ -195,16 +227,23 @@ def analyse_bridged(captures: dict[str, Path]) -> list[Bridged]:
         claude = twin(scen, "claude")
         if not claude.is_file():
             continue
-        cmp = conformance.explain(conformance.compare(read_capture(claude),
-                                                      read_capture(path)), scen, known)
-        out.append(Bridged(scen, len(cmp.diff.differences),
-                           [f"{i.path}: {i.reason}" for i in cmp.unexplained],
-                           [f"[{v.rule}] {v.message}" for v in cmp.violations_b]))
+        cmp = conformance.explain(
+            conformance.compare(read_capture(claude), read_capture(path)), scen, known
+        )
+        out.append(
+            Bridged(
+                scen,
+                len(cmp.diff.differences),
+                [f"{i.path}: {i.reason}" for i in cmp.unexplained],
+                [f"[{v.rule}] {v.message}" for v in cmp.violations_b],
+            )
+        )
     return out
 
 
-def exit_status(reports: Sequence[drift.Report], bridged: Sequence[Bridged],
-                errors: Sequence[str]) -> int:
+def exit_status(
+    reports: Sequence[drift.Report], bridged: Sequence[Bridged], errors: Sequence[str]
+) -> int:
     if errors:
         return EXIT_ERROR
     if any(r.unknown for r in reports) or any(b.unexplained or b.violations for b in bridged):
@@ -212,36 +251,56 @@ def exit_status(reports: Sequence[drift.Report], bridged: Sequence[Bridged],
     return EXIT_OK
 
 
-def format_text(reports: Sequence[drift.Report], bridged: Sequence[Bridged],
-                errors: Sequence[str]) -> str:
+def format_text(
+    reports: Sequence[drift.Report], bridged: Sequence[Bridged], errors: Sequence[str]
+) -> str:
     out = drift.format_text(reports) if reports else ""
     if bridged:
         bad = [b for b in bridged if b.unexplained or b.violations]
-        out += (f"== cbc through the bridge against the Claude twins: "
-                f"{'DOES NOT CONFORM' if bad else 'conforms'} "
-                f"({len(bridged) - len(bad)}/{len(bridged)} scenarios with every difference "
-                "explained and no contract violation)\n")
+        out += (
+            f"== cbc through the bridge against the Claude twins: "
+            f"{'DOES NOT CONFORM' if bad else 'conforms'} "
+            f"({len(bridged) - len(bad)}/{len(bridged)} scenarios with every difference "
+            "explained and no contract violation)\n"
+        )
         for b in bad:
-            out += f"  {escape(b.scenario)}: {len(b.unexplained)} unexplained, " \
-                   f"{len(b.violations)} contract violation(s)\n"
+            out += (
+                f"  {escape(b.scenario)}: {len(b.unexplained)} unexplained, "
+                f"{len(b.violations)} contract violation(s)\n"
+            )
             for line in (b.unexplained + b.violations)[:10]:
                 out += f"    {escape(line)}\n"
     for e in errors:
         out += f"error: {escape(e)}\n"
     status = exit_status(reports, bridged, errors)
-    out += ("verdict: " + ("nothing the rules do not know" if status == EXIT_OK else
-                           "something the rules do not know appeared" if status == EXIT_UNKNOWN
-                           else "incomplete (errors above)") + "\n")
+    out += (
+        "verdict: "
+        + (
+            "nothing the rules do not know"
+            if status == EXIT_OK
+            else "something the rules do not know appeared"
+            if status == EXIT_UNKNOWN
+            else "incomplete (errors above)"
+        )
+        + "\n"
+    )
     return out
 
 
-def to_json(reports: Sequence[drift.Report], bridged: Sequence[Bridged],
-            errors: Sequence[str], out_dir: Path | None) -> str:
-    doc = {"verified": {n: v.version for n, v in versions.BACKENDS.items()},
-           "exit": exit_status(reports, bridged, errors),
-           "backends": [r.to_dict() for r in reports],
-           "bridged": [b.to_dict() for b in bridged], "errors": list(errors),
-           "out": str(out_dir) if out_dir else None}
+def to_json(
+    reports: Sequence[drift.Report],
+    bridged: Sequence[Bridged],
+    errors: Sequence[str],
+    out_dir: Path | None,
+) -> str:
+    doc = {
+        "verified": {n: v.version for n, v in versions.BACKENDS.items()},
+        "exit": exit_status(reports, bridged, errors),
+        "backends": [r.to_dict() for r in reports],
+        "bridged": [b.to_dict() for b in bridged],
+        "errors": list(errors),
+        "out": str(out_dir) if out_dir else None,
+    }
     return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
 
 
@@ -266,26 +325,44 @@ def main(argv: list[str]) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    p = Parser(prog="ccbridge drift", description="run the newest Claude Code and cbc on the "
-               "scenarios and report what changed against the verified versions")
+    p = Parser(
+        prog="ccbridge drift",
+        description="run the newest Claude Code and cbc on the "
+        "scenarios and report what changed against the verified versions",
+    )
     p.add_argument("--only", choices=backends.NAMES, action="append", default=None)
-    p.add_argument("--scenarios", metavar="NAME,...", default=None,
-                   help="scenario names or files (default: every scenarios/*.toml)")
-    p.add_argument("--skip-install", action="store_true",
-                   help="install nothing: use what `ccbridge backends list` finds")
+    p.add_argument(
+        "--scenarios",
+        metavar="NAME,...",
+        default=None,
+        help="scenario names or files (default: every scenarios/*.toml)",
+    )
+    p.add_argument(
+        "--skip-install",
+        action="store_true",
+        help="install nothing: use what `ccbridge backends list` finds",
+    )
     for n in backends.NAMES:
-        p.add_argument(f"--{n}-version", metavar="VERSION", default=None,
-                       help=f"the {versions.BACKENDS[n].package} version (default: the "
-                       "registry's newest)")
-        p.add_argument(f"--{n}-bin", metavar="CMD", default=None,
-                       help=f"run this {n} binary (a command line) instead")
+        p.add_argument(
+            f"--{n}-version",
+            metavar="VERSION",
+            default=None,
+            help=f"the {versions.BACKENDS[n].package} version (default: the registry's newest)",
+        )
+        p.add_argument(
+            f"--{n}-bin",
+            metavar="CMD",
+            default=None,
+            help=f"run this {n} binary (a command line) instead",
+        )
     p.add_argument("--dir", type=Path, default=None, help="the backends cache")
     p.add_argument("--out", metavar="DIR", default=None, help="where the captures go")
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--jobs", type=int, default=2, help="CLIs running at once (default 2)")
-    p.add_argument("--deadline", type=float, default=3600.0,
-                   help="seconds for every run (default 3600)")
+    p.add_argument(
+        "--deadline", type=float, default=3600.0, help="seconds for every run (default 3600)"
+    )
     args = p.parse_args(argv)
     if args.jobs < 1 or args.deadline <= 0:
         p.error("--jobs and --deadline must be positive")
@@ -321,8 +398,11 @@ def _main(argv: list[str]) -> int:
             for side in sides:
                 jobs.append(Job(f, s, side, out_dir / f"{s.name}.{side.label}.jsonl"))
     tracker = Tracker([(j.scenario.name, j.side.label) for j in jobs], quiet=args.quiet)
-    outcomes: list[Outcome] = trio.run(lambda: run_jobs(
-        jobs, limit=args.jobs, deadline=args.deadline, tracker=tracker)) if jobs else []
+    outcomes: list[Outcome] = (
+        trio.run(lambda: run_jobs(jobs, limit=args.jobs, deadline=args.deadline, tracker=tracker))
+        if jobs
+        else []
+    )
     tracker.close()
     done: dict[str, dict[str, Path]] = {}
     for o in outcomes:
@@ -345,8 +425,9 @@ def _main(argv: list[str]) -> int:
     return exit_status(reports, bridged, errors)
 
 
-def _candidate(name: str, args: Any, cache: Path,
-               say: Callable[[str], None]) -> tuple[list[str], str | None, str]:
+def _candidate(
+    name: str, args: Any, cache: Path, say: Callable[[str], None]
+) -> tuple[list[str], str | None, str]:
     """(argv, reported version, --help text) of backend ``name``'s candidate."""
     explicit = getattr(args, f"{name}_bin")
     if explicit:
@@ -354,13 +435,17 @@ def _candidate(name: str, args: Any, cache: Path,
     elif args.skip_install:
         found = backends.find_backend(name, dir=cache)
         if found is None:
-            raise DriftError(f"{name} not found (--skip-install: run `ccbridge backends "
-                             f"install`, or give --{name}-bin)")
+            raise DriftError(
+                f"{name} not found (--skip-install: run `ccbridge backends "
+                f"install`, or give --{name}-bin)"
+            )
         cmd = found
     else:
         pv = getattr(args, f"{name}_version") or newest(name)
-        say(f"{name}: {versions.BACKENDS[name].package} {pv} "
-            f"(verified: {versions.BACKENDS[name].package_version})")
+        say(
+            f"{name}: {versions.BACKENDS[name].package} {pv} "
+            f"(verified: {versions.BACKENDS[name].package_version})"
+        )
         cmd = provide(name, pv, cache)
     if not cmd or not os.path.exists(cmd[0]) and not _on_path(cmd[0]):
         raise DriftError(f"{name}: {cmd[0] if cmd else '(empty)'} not found")

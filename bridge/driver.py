@@ -132,8 +132,9 @@ class ProcessBackend:
         popen.stdin = popen.stdout = popen.stderr = None
 
     @classmethod
-    def spawn(cls, argv: Sequence[str], env: dict[str, str] | None = None,
-              cwd: str | None = None) -> ProcessBackend:  # fmt: skip
+    def spawn(
+        cls, argv: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None
+    ) -> ProcessBackend:
         from bridge.launch import spawn
 
         return cls(spawn(argv, env, cwd))
@@ -361,8 +362,10 @@ class Session:
                     await self.client_out.send_all(chunk)
                 except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
                     self._client_gone = True
-                    self.log.error("the client stopped reading (its stdout pipe closed); "
-                                   "terminating the backend")
+                    self.log.error(
+                        "the client stopped reading (its stdout pipe closed); "
+                        "terminating the backend"
+                    )
                     self._terminate()
                     continue
                 if self.recorder:
@@ -567,8 +570,10 @@ class Session:
         reaper.signal_all(left, signal.SIGKILL)
         reaper.reap(pids)
         if n:
-            self.log.info(f"ended {n} process(es) the backend left behind"
-                          + (f" ({len(left)} needed SIGKILL)" if left else ""))
+            self.log.info(
+                f"ended {n} process(es) the backend left behind"
+                + (f" ({len(left)} needed SIGKILL)" if left else "")
+            )
 
     def _print_stats(self) -> None:
         import orjson

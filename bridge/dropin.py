@@ -61,8 +61,10 @@ def help_text() -> str:
             "both accepted.",
             "",
             "Claude options accepted and passed on to cbc (as):",
-            *(f"  {c:<{width}}{'' if n.startswith(ACTIONS['keep']) else n}".rstrip()
-              for c, _, n in translated),
+            *(
+                f"  {c:<{width}}{'' if n.startswith(ACTIONS['keep']) else n}".rstrip()
+                for c, _, n in translated
+            ),
             "",
             "Claude options accepted and dropped with one warning on stderr:",
             *(f"  {c}" for c, _ in dropped),
@@ -127,18 +129,32 @@ def _run(client_argv: list[str]) -> int:
         from bridge.log import Logger
 
         Logger.open(settings.log, settings.log_level).error(
-            "no cbc backend found; tried: " + "; ".join(tried)
+            "no cbc backend found; tried: "
+            + "; ".join(tried)
             + ". Run `ccbridge backends install`, set CCBRIDGE_BACKEND or "
-              "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk.")  # fmt: skip
+            "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk."
+        )
         return EXIT_NO_BACKEND
-    argv = launch.backend_command(backend, settings.profile, client_argv, early,
-                                  settings.rules)  # fmt: skip
-    started = launch.start(argv, launch.backend_env(settings.profile, env, client_argv,
-                                                    settings.rules))  # fmt: skip
+    argv = launch.backend_command(backend, settings.profile, client_argv, early, settings.rules)
+    started = launch.start(
+        argv, launch.backend_env(settings.profile, env, client_argv, settings.rules)
+    )
     return launch.serve(
-        started, early, log_path=settings.log, log_level=settings.log_level,
-        profile=settings.profile, client_argv=client_argv, headless=headless,
-        prepared=prepared, backend_argv=argv, rules=settings.rules, env=env,
-        record=settings.record, stats=settings.stats, max_line=settings.max_line,
-        eof_grace=settings.eof_grace, script_roots=settings.script_roots,
-        source="claude-on-cbc")
+        started,
+        early,
+        log_path=settings.log,
+        log_level=settings.log_level,
+        profile=settings.profile,
+        client_argv=client_argv,
+        headless=headless,
+        prepared=prepared,
+        backend_argv=argv,
+        rules=settings.rules,
+        env=env,
+        record=settings.record,
+        stats=settings.stats,
+        max_line=settings.max_line,
+        eof_grace=settings.eof_grace,
+        script_roots=settings.script_roots,
+        source="claude-on-cbc",
+    )

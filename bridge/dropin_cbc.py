@@ -43,31 +43,32 @@ def version_text() -> str:
 
 
 def help_text() -> str:
-    return "\n".join([
-        f"Usage: cbc-on-claude [cbc options]   (CodeBuddy Code {TARGET_CBC_VERSION} as seen "
-        f"by its SDKs; ccbridge {__version__} on Claude Code)",
-        "",
-        "A drop-in for the cbc executable (codebuddy-headless) that runs Claude Code behind",
-        "the ccbridge normalization pipeline (profile claude-to-cbc). The cbc SDKs' options",
-        "pass on to Claude, except:",
-        "  --setting-sources none       becomes --setting-sources \"\"",
-        "  --session-id/--resume ID     an ID that is not a UUID becomes uuid5(ID) (mapped",
-        "                               back in every frame)",
-        "  --session-id with --resume   dropped (unless --fork-session)",
-        *(f"  {k:<29}dropped ({v})" for k, v in DROPPED.items()),
-        "  --permission-prompt-tool stdio is always added (cbc asks over stdio)",
-        "",
-        "Environment passed on to Claude: "
-        + ", ".join(f"{c} -> {b}" for c, b, _ in REVERSE_ENV_TABLE if c.isupper()),
-        "",
-        "Claude is found by CCBRIDGE_BACKEND, then `claude` on PATH, then `ccbridge backends",
-        "install`. Bridge settings: CCBRIDGE_RULES, CCBRIDGE_RECORD, CCBRIDGE_LOG,",
-        "CCBRIDGE_CONFIG (see the ccbridge README).",
-    ])
+    return "\n".join(
+        [
+            f"Usage: cbc-on-claude [cbc options]   (CodeBuddy Code {TARGET_CBC_VERSION} as seen "
+            f"by its SDKs; ccbridge {__version__} on Claude Code)",
+            "",
+            "A drop-in for the cbc executable (codebuddy-headless) that runs Claude Code behind",
+            "the ccbridge normalization pipeline (profile claude-to-cbc). The cbc SDKs' options",
+            "pass on to Claude, except:",
+            '  --setting-sources none       becomes --setting-sources ""',
+            "  --session-id/--resume ID     an ID that is not a UUID becomes uuid5(ID) (mapped",
+            "                               back in every frame)",
+            "  --session-id with --resume   dropped (unless --fork-session)",
+            *(f"  {k:<29}dropped ({v})" for k, v in DROPPED.items()),
+            "  --permission-prompt-tool stdio is always added (cbc asks over stdio)",
+            "",
+            "Environment passed on to Claude: "
+            + ", ".join(f"{c} -> {b}" for c, b, _ in REVERSE_ENV_TABLE if c.isupper()),
+            "",
+            "Claude is found by CCBRIDGE_BACKEND, then `claude` on PATH, then `ccbridge backends",
+            "install`. Bridge settings: CCBRIDGE_RULES, CCBRIDGE_RECORD, CCBRIDGE_LOG,",
+            "CCBRIDGE_CONFIG (see the ccbridge README).",
+        ]
+    )
 
 
-def find_claude(env: Mapping[str, str], explicit: str | None) -> tuple[list[str] | None,
-                                                                       list[str]]:
+def find_claude(env: Mapping[str, str], explicit: str | None) -> tuple[list[str] | None, list[str]]:
     """Claude's order: ``CCBRIDGE_BACKEND``, ``claude`` on PATH, the backends cache."""
     if explicit:
         return config.command_line("CCBRIDGE_BACKEND (or backend =)", explicit), []
@@ -98,9 +99,12 @@ def _run(client_argv: list[str]) -> int:
     log = Logger.open(settings.log, settings.log_level)
     backend, tried = find_claude(env, settings.backend)
     if backend is None:
-        log.error("no Claude Code found; tried: " + "; ".join(tried)
-                  + ". Run `ccbridge backends install`, put `claude` on PATH or set "
-                    "CCBRIDGE_BACKEND.")
+        log.error(
+            "no Claude Code found; tried: "
+            + "; ".join(tried)
+            + ". Run `ccbridge backends install`, put `claude` on PATH or set "
+            "CCBRIDGE_BACKEND."
+        )
         return EXIT_NO_BACKEND
     rules = [f"{k}={v}" for k, v in settings.rules.items()]
     argv = backend_command(backend, profile, client_argv, log, rules)

@@ -39,8 +39,9 @@ class StdinTooBig(Exception):
     pass
 
 
-def read_stdin(fd: int = 0, wait: float = STDIN_WAIT, limit: int = STDIN_LIMIT,
-               warn: bool = True) -> str | None:
+def read_stdin(
+    fd: int = 0, wait: float = STDIN_WAIT, limit: int = STDIN_LIMIT, warn: bool = True
+) -> str | None:
     """What a piped stdin holds (None for a terminal or a closed descriptor). Waits up to
     ``wait`` s for the first byte (then goes on without stdin, with Claude's warning)."""
     try:
@@ -113,15 +114,17 @@ class RenderingStream(trio.abc.SendStream):
 class HeadlessIO:
     """One headless session: ``wrap`` the client's streams, ``finish`` with the status."""
 
-    def __init__(self, mode: Mode, prompt_line: bytes | None, stdout_fd: int = 1,
-                 stderr_fd: int = 2) -> None:
+    def __init__(
+        self, mode: Mode, prompt_line: bytes | None, stdout_fd: int = 1, stderr_fd: int = 2
+    ) -> None:
         self.mode = mode
         self.prompt_line = prompt_line
         self.renderer = Renderer(mode)
         self._fds = (stdout_fd, stderr_fd)
 
-    def wrap(self, client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream
-             ) -> tuple[trio.abc.ReceiveStream, trio.abc.SendStream]:
+    def wrap(
+        self, client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream
+    ) -> tuple[trio.abc.ReceiveStream, trio.abc.SendStream]:
         if self.prompt_line is not None:
             client_in = PromptStream(self.prompt_line)
         return client_in, RenderingStream(self.renderer, client_out)
@@ -153,8 +156,9 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def prepare(client_argv: Sequence[str], *, only_print: bool = False
-            ) -> tuple[HeadlessIO | None, int | None]:
+def prepare(
+    client_argv: Sequence[str], *, only_print: bool = False
+) -> tuple[HeadlessIO | None, int | None]:
     """Claude's headless modes for a session with this client argv: ``(None, None)`` for a
     stream-json client (nothing to wrap); ``(io, None)`` for a headless one (its prompt
     read from the argv and stdin); ``(None, status)`` for a command line Claude refuses

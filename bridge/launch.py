@@ -18,8 +18,10 @@ from typing import Any, Protocol
 
 #: ``compat.profiles.TRANSLATIONS`` (a test checks the copy): the launch translations per
 #: profile, all on unless the settings switch them
-TRANSLATIONS: dict[str, tuple[str, ...]] = {"cbc-to-claude": ("argv", "env", "session-pin"),
-                                             "claude-to-cbc": ("rev-argv", "rev-env")}
+TRANSLATIONS: dict[str, tuple[str, ...]] = {
+    "cbc-to-claude": ("argv", "env", "session-pin"),
+    "claude-to-cbc": ("rev-argv", "rev-env"),
+}
 LAUNCH_RULES = ("argv", "env", "session-pin", "rev-argv", "rev-env")
 #: ``compat.profiles.PROFILES``'s names (a test checks the copy), for ``ccbridge run
 #: --profile`` before the stages are imported
@@ -68,8 +70,12 @@ def _items(rules: Rules) -> list[str]:
 
 def _names(items: Iterable[str]) -> set[str]:
     """The rule ids the settings name (``argv=off``, ``argv.x=1``, comma lists)."""
-    return {part.partition("=")[0].strip().partition(".")[0]
-            for item in items for part in item.split(",") if part.strip()}  # fmt: skip
+    return {
+        part.partition("=")[0].strip().partition(".")[0]
+        for item in items
+        for part in item.split(",")
+        if part.strip()
+    }
 
 
 def launch_translations(profile: str, rules: Rules) -> dict[str, bool]:
@@ -107,8 +113,7 @@ def backend_command(
         from compat.argv import translate_to_cbc
 
         pin = on["session-pin"]
-        tr = translate_to_cbc(client_argv, session_id=new_session_id() if pin else None,
-                              pin=pin)  # fmt: skip
+        tr = translate_to_cbc(client_argv, session_id=new_session_id() if pin else None, pin=pin)
         for w in tr.warnings:
             log.warning(w, "argv")
         for note in tr.notes:
@@ -136,8 +141,7 @@ def backend_env(
         from compat.argv_cbc import translate_to_claude
         from compat.env_cbc import translate_env_to_claude
 
-        return translate_env_to_claude(env, translate_to_claude(client_argv,
-                                                                 is_root=is_root()).env)
+        return translate_env_to_claude(env, translate_to_claude(client_argv, is_root=is_root()).env)
     extra: dict[str, str] = {}
     if client_argv is not None and on["argv"]:
         from compat.argv import translate_to_cbc
@@ -155,8 +159,9 @@ def is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
-def spawn(argv: Sequence[str], env: dict[str, str] | None = None,
-          cwd: str | None = None) -> subprocess.Popen[bytes]:  # fmt: skip
+def spawn(
+    argv: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None
+) -> subprocess.Popen[bytes]:
     """The backend with piped stdio, in a session of its own (its process group is
     signalled and killed as one). Raises FileNotFoundError / PermissionError."""
     return subprocess.Popen(
@@ -174,8 +179,9 @@ def spawn(argv: Sequence[str], env: dict[str, str] | None = None,
 Started = subprocess.Popen[bytes] | OSError
 
 
-def start(argv: Sequence[str], env: dict[str, str] | None = None, *,
-          own_process: bool = True) -> Started:  # fmt: skip
+def start(
+    argv: Sequence[str], env: dict[str, str] | None = None, *, own_process: bool = True
+) -> Started:
     """Spawn at once (the subreaper first when this process is the session's alone); an
     error is kept for the session to report as it reports a failed spawn (127, 126)."""
     if own_process:
@@ -188,9 +194,19 @@ def start(argv: Sequence[str], env: dict[str, str] | None = None, *,
         return e
 
 
-def serve(started: Started, early: DeferredLog, *, log_path: str | None, log_level: str,
-          profile: str, client_argv: Sequence[str], headless: Any, prepared: bool,
-          only_print: bool = False, **session: Any) -> int:
+def serve(
+    started: Started,
+    early: DeferredLog,
+    *,
+    log_path: str | None,
+    log_level: str,
+    profile: str,
+    client_argv: Sequence[str],
+    headless: Any,
+    prepared: bool,
+    only_print: bool = False,
+    **session: Any,
+) -> int:
     """The session around a backend ``start`` spawned: the log opened (``early``'s lines
     first), the headless prompt read unless already ``prepared``, then trio, the proxy and
     the stages imported (while the backend boots) and the running backend adopted. Until
@@ -213,9 +229,16 @@ def serve(started: Started, early: DeferredLog, *, log_path: str | None, log_lev
         from bridge.driver import adopt
         from bridge.proxy import serve_stdio
 
-        return trio.run(lambda: serve_stdio(
-            profile=profile, log=log, client_argv=client_argv, headless=headless,
-            backend=adopt(started), **session))  # fmt: skip
+        return trio.run(
+            lambda: serve_stdio(
+                profile=profile,
+                log=log,
+                client_argv=client_argv,
+                headless=headless,
+                backend=adopt(started),
+                **session,
+            )
+        )
     except BaseException:
         abandon(started)
         raise

@@ -25,15 +25,24 @@ CLEAR = "\r\x1b[2K"
 
 def _elapsed(s: float) -> str:
     s = max(0, int(s))
-    return f"{s // 3600}h{s // 60 % 60:02d}m{s % 60:02d}s" if s >= 3600 else (
-        f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")  # fmt: skip
+    return (
+        f"{s // 3600}h{s // 60 % 60:02d}m{s % 60:02d}s"
+        if s >= 3600
+        else (f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s")
+    )
 
 
 class Progress:
-    def __init__(self, runs: Sequence[tuple[str, str]], stream: TextIO | None = None, *,
-                 quiet: bool = False, live: bool | None = None,
-                 clock: Callable[[], float] = time.monotonic,
-                 width: int | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        runs: Sequence[tuple[str, str]],
+        stream: TextIO | None = None,
+        *,
+        quiet: bool = False,
+        live: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        width: int | None = None,
+    ) -> None:
         """``runs``: (scenario, backend) per job, in the jobs' order."""
         self.stream = sys.stderr if stream is None else stream
         self.quiet = quiet
@@ -76,18 +85,23 @@ class Progress:
     def status(self) -> str:
         now = self.clock()
         n = len(self.runs)
-        parts = [f"{len(self.finished)}/{n} runs done"
-                 + (f" ({self.failed} failed)" if self.failed else "")]  # fmt: skip
+        parts = [
+            f"{len(self.finished)}/{n} runs done"
+            + (f" ({self.failed} failed)" if self.failed else "")
+        ]
         if self.running:
             now_running = sorted(self.running.items(), key=lambda kv: kv[1])
-            parts.append("running: " + ", ".join(
-                f"{self.runs[i][0]} on {self.runs[i][1]} {_elapsed(now - t)}"
-                for i, t in now_running))  # fmt: skip
+            parts.append(
+                "running: "
+                + ", ".join(
+                    f"{self.runs[i][0]} on {self.runs[i][1]} {_elapsed(now - t)}"
+                    for i, t in now_running
+                )
+            )
         left = [i for i in range(n) if i not in self.finished and i not in self.running]
         if left:
             names = list(dict.fromkeys(self.runs[i][0] for i in left))
-            shown = ", ".join(names[:3]) + (f", +{len(names) - 3} more" if len(names) > 3
-                                            else "")  # fmt: skip
+            shown = ", ".join(names[:3]) + (f", +{len(names) - 3} more" if len(names) > 3 else "")
             parts.append(f"left: {len(left)} run{'s' * (len(left) != 1)} ({shown})")
         parts.append(_elapsed(now - self.t0))
         return escape(" · ".join(parts))

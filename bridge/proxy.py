@@ -65,8 +65,12 @@ def _epoch_ms_now() -> int:
     return int(time.time() * 1000) - int(trio.current_time() * 1000)
 
 
-def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | None,
-                     env: Mapping[str, str] | None = None) -> None:
+def set_launch_facts(
+    engine: Engine,
+    profile: str,
+    client_argv: Sequence[str] | None,
+    env: Mapping[str, str] | None = None,
+) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
     told (``initialize-reply``); under ``cbc-to-claude`` whether the client asked for
     permission prompts over stdio (``permission-routing``); under ``claude-to-cbc`` the
@@ -76,8 +80,11 @@ def set_launch_facts(engine: Engine, profile: str, client_argv: Sequence[str] | 
     if profile == "claude-to-cbc" and client_argv is not None:
         rev = translate_to_claude(client_argv)
         cwd = os.getcwd()
-        history = claude_history(backend_env(profile, env or os.environ, client_argv), cwd,
-                                 rev.resume) if rev.resume else None
+        history = (
+            claude_history(backend_env(profile, env or os.environ, client_argv), cwd, rev.resume)
+            if rev.resume
+            else None
+        )
         reverse_state.launch(engine.state, rev, history, cwd)
     if profile == "cbc-to-claude" and client_argv is not None:
         tr = translate_to_cbc(client_argv)
@@ -92,9 +99,12 @@ def wind_down_rules(
     items = [f"{k}={v}" for k, v in rules.items()] if isinstance(rules, Mapping) else list(rules)
     ceiling = winddown_ceiling(env)
     own = parse_rule_settings(items).get("eof-wind-down", {})
-    if profile != "cbc-to-claude" or ceiling is None or "ceiling" in own or own.get(
-        "mode"
-    ) == "off":
+    if (
+        profile != "cbc-to-claude"
+        or ceiling is None
+        or "ceiling" in own
+        or own.get("mode") == "off"
+    ):
         return items
     return [*items, f"eof-wind-down.ceiling={ceiling:g}"]
 
@@ -140,14 +150,18 @@ async def serve_stdio(
             max_line=max_line,
             argv=backend_argv,
             profile=profile,
-            env={k: v for k, v in env.items() if k.startswith(("CCBRIDGE_", "CODEBUDDY_",
-                                                                 "CLAUDE_", "ANTHROPIC_"))},
+            env={
+                k: v
+                for k, v in env.items()
+                if k.startswith(("CCBRIDGE_", "CODEBUDDY_", "CLAUDE_", "ANTHROPIC_"))
+            },
         )
         log.debug(f"recording to {path}", "record")
     client_in = trio.lowlevel.FdStream(os.dup(0))
     client_out = trio.lowlevel.FdStream(os.dup(1))
-    session_in, session_out = (client_in, client_out) if headless is None else \
-        headless.wrap(client_in, client_out)  # a prompt as a user line; text/json rendered
+    session_in, session_out = (
+        (client_in, client_out) if headless is None else headless.wrap(client_in, client_out)
+    )  # a prompt as a user line; text/json rendered
     config = SessionConfig(
         backend_argv=backend_argv,
         env=backend_env(profile, env, client_argv, rules) if backend is None else None,

@@ -115,4 +115,3 @@ def alive(pids: Iterable[int]) -> list[int]:
             except (ProcessLookupError, PermissionError):
                 pass
     return out
-

@@ -123,8 +123,10 @@ class Replayer:
                 if sig[0] == step.sig[0] and (not step.sig[1] or not sig[1] or sig == step.sig):
                     self._learn_id(step.data, line)
                     return True
-                self.log.debug(f"replay: ignored a client {sig[0]} line (waiting for "
-                               f"{step.sig[0]} {step.sig[1]})".rstrip())
+                self.log.debug(
+                    f"replay: ignored a client {sig[0]} line (waiting for "
+                    f"{step.sig[0]} {step.sig[1]})".rstrip()
+                )
             if self._eof:
                 return False
             await self._wait()
@@ -165,8 +167,10 @@ class Replayer:
             for step in self.steps:
                 if step.kind == "expect":
                     if not await self._expect(step):
-                        self.log.debug("replay: the client closed stdin before the "
-                                       "capture's next input; writing the rest")
+                        self.log.debug(
+                            "replay: the client closed stdin before the "
+                            "capture's next input; writing the rest"
+                        )
                 elif step.kind == "eof":
                     while not self._eof:
                         await self._wait()
@@ -202,13 +206,15 @@ def _json_escaped(s: str) -> bytes:
 def main(argv: Sequence[str]) -> int:
     p = Parser(prog="ccbridge replay", description=__doc__.split("\n")[0])
     p.add_argument("file", help="a ccbridge capture, a reference transcript or a stdout dump")
-    p.add_argument("--materialize", action="store_true",
-                   help="write the capture's files (header 'files') below the cwd first")
+    p.add_argument(
+        "--materialize",
+        action="store_true",
+        help="write the capture's files (header 'files') below the cwd first",
+    )
     p.add_argument("--status", type=int, default=None, help="exit status (default: recorded)")
     # a replay stands in for a CLI: the flags a client passes to that CLI are accepted
     args, ignored = p.parse_known_args(argv)
-    log = Logger.open(os.environ.get("CCBRIDGE_LOG"), os.environ.get("CCBRIDGE_LOG_LEVEL",
-                                                                     "info"))
+    log = Logger.open(os.environ.get("CCBRIDGE_LOG"), os.environ.get("CCBRIDGE_LOG_LEVEL", "info"))
     if ignored:
         log.debug("replay: ignoring the CLI arguments " + " ".join(ignored))
     try:
@@ -223,8 +229,7 @@ def main(argv: Sequence[str]) -> int:
     cwd = os.getcwd()
     if args.materialize:
         materialize(cap.header, cwd, log)
-    subst = {b"{CWD}": _json_escaped(cwd),
-             b"{HOME}": _json_escaped(os.environ.get("HOME", cwd))}
+    subst = {b"{CWD}": _json_escaped(cwd), b"{HOME}": _json_escaped(os.environ.get("HOME", cwd))}
     replayer = Replayer(plan(cap), log, subst)
     status = args.status if args.status is not None else cap.exit_status
     if status is None:

@@ -52,8 +52,14 @@ class Entry:
     report: Callable[[str | None], report_html.Report] | None  # given the link back
 
 
-def write_index(path: Path, title: str, intro: str, columns: Sequence[str],
-                entries: Sequence[Entry], notes: Sequence[str] = ()) -> list[Path]:  # fmt: skip
+def write_index(
+    path: Path,
+    title: str,
+    intro: str,
+    columns: Sequence[str],
+    entries: Sequence[Entry],
+    notes: Sequence[str] = (),
+) -> list[Path]:
     """The index at ``path`` and one report per entry beside it; the files written."""
     sub = path.with_suffix("") if path.suffix else path.with_name(path.name + "-reports")
     written, rows, used = [], [], set()
@@ -76,8 +82,9 @@ def write_index(path: Path, title: str, intro: str, columns: Sequence[str],
     return [path, *written]
 
 
-def write_html_diff(path: str, a: Capture, b: Capture, names: tuple[str, str],
-                    options: DiffOptions | None = None) -> bool:  # fmt: skip
+def write_html_diff(
+    path: str, a: Capture, b: Capture, names: tuple[str, str], options: DiffOptions | None = None
+) -> bool:
     """``ccbridge diff A B --html FILE``: the report, reasons from the default known
     differences; False (said on stderr) when FILE cannot be written."""
     from bridge.ab_cmd import load_known_default
@@ -115,8 +122,14 @@ def write_html_ab(path: Path, pairs: Sequence[Pair]) -> list[Path]:
 
         def make(back: str | None) -> report_html.Report:
             names = (_side_name(p.a), _side_name(p.b))
-            return report_html.build(_read(p.a.job.out), _read(p.b.job.out), names,
-                                     scenario=p.name, known=known, back=back)  # fmt: skip
+            return report_html.build(
+                _read(p.a.job.out),
+                _read(p.b.job.out),
+                names,
+                scenario=p.name,
+                known=known,
+                back=back,
+            )
 
         return make
 
@@ -130,14 +143,22 @@ def write_html_ab(path: Path, pairs: Sequence[Pair]) -> list[Path]:
             ok = None
         else:
             n = len(p.result.differences)
-            cells = ("equivalent" if not n else f"{n} difference{'s' * (n != 1)}",
-                     _violations_text(p.violations[0]), _violations_text(p.violations[1]))
+            cells = (
+                "equivalent" if not n else f"{n} difference{'s' * (n != 1)}",
+                _violations_text(p.violations[0]),
+                _violations_text(p.violations[1]),
+            )
             ok = not n
         entries.append(Entry(p.name, cells, ok, maker(p)))
     a, b = pairs[0].a.job.side.describe(), pairs[0].b.job.side.describe()
-    return write_index(path, f"A/B: {a} vs {b}", f"Each scenario run on A ({a}) and B ({b}); "
-                       "the diff of what their clients saw and each side's contract check.",
-                       ("diff", "contract A", "contract B"), entries)  # fmt: skip
+    return write_index(
+        path,
+        f"A/B: {a} vs {b}",
+        f"Each scenario run on A ({a}) and B ({b}); "
+        "the diff of what their clients saw and each side's contract check.",
+        ("diff", "contract A", "contract B"),
+        entries,
+    )
 
 
 def _side_name(o: Outcome) -> str:
@@ -150,9 +171,13 @@ def _violations_text(vs: Sequence[Violation]) -> str:
     return f"{len(vs)} violation{'s' * (len(vs) != 1)}" if vs else "no violations"
 
 
-def write_html_conformance(path: Path, rows: Sequence[conformance.Row],
-                           files: dict[str, dict[str, Path]], known: conformance.Known,
-                           source: str) -> list[Path]:  # fmt: skip
+def write_html_conformance(
+    path: Path,
+    rows: Sequence[conformance.Row],
+    files: dict[str, dict[str, Path]],
+    known: conformance.Known,
+    source: str,
+) -> list[Path]:
     """``ccbridge conformance --html FILE``: the table, each scenario linking to its
     report (Claude against cbc through the bridge, every difference with its reason)."""
     from compat import conformance_render as cr
@@ -162,28 +187,54 @@ def write_html_conformance(path: Path, rows: Sequence[conformance.Row],
         f = files.get(r.scenario, {})
         make = None
         if "claude" in f and "cbc-bridged" in f:
-            def make(back: str | None, f: dict[str, Path] = f, name: str = r.scenario
-                     ) -> report_html.Report:  # fmt: skip
+
+            def make(
+                back: str | None, f: dict[str, Path] = f, name: str = r.scenario
+            ) -> report_html.Report:
                 return report_html.build(
-                    _read(f["claude"]), _read(f["cbc-bridged"]),
-                    (f"Claude ({f['claude'].name})", f"cbc through the bridge "
-                     f"({f['cbc-bridged'].name})"), scenario=name, known=known,
-                    title=f"Conformance: {name}", back=back)  # fmt: skip
-        unexpl = str(r.unexplained) + (f" (no capture: {', '.join(r.missing)})"
-                                       if r.missing else "")  # fmt: skip
-        cells = (cr._cell(r.raw), cr._cell(r.bridged), cr._eq(r),
-                 cr._explained_cell(cr._counts(r)), unexpl)  # fmt: skip
-        entries.append(Entry(r.scenario, cells, None if r.bridged is None
-                             else not r.unexplained, make))  # fmt: skip
+                    _read(f["claude"]),
+                    _read(f["cbc-bridged"]),
+                    (
+                        f"Claude ({f['claude'].name})",
+                        f"cbc through the bridge ({f['cbc-bridged'].name})",
+                    ),
+                    scenario=name,
+                    known=known,
+                    title=f"Conformance: {name}",
+                    back=back,
+                )
+
+        unexpl = str(r.unexplained) + (
+            f" (no capture: {', '.join(r.missing)})" if r.missing else ""
+        )
+        cells = (
+            cr._cell(r.raw),
+            cr._cell(r.bridged),
+            cr._eq(r),
+            cr._explained_cell(cr._counts(r)),
+            unexpl,
+        )
+        entries.append(
+            Entry(r.scenario, cells, None if r.bridged is None else not r.unexplained, make)
+        )
     unused = conformance.unused_entries(known, rows)
-    notes = ([f"Known-difference entries that matched nothing: {', '.join(unused)}"]
-             if unused else [])  # fmt: skip
+    notes = (
+        [f"Known-difference entries that matched nothing: {', '.join(unused)}"] if unused else []
+    )
     return write_index(
-        path, "Conformance: cbc through the bridge vs Claude Code 2.1.220",
+        path,
+        "Conformance: cbc through the bridge vs Claude Code 2.1.220",
         f"From the twin captures in {source}. Each cbc run is compared with the Claude run of "
         "the same scenario (volatile values masked) and every run's client view is checked "
         "against the contract; the scenario's link shows Claude and cbc through the bridge "
         "side by side, every difference with its reason.",
-        ("raw cbc vs Claude", "cbc through the bridge vs Claude", "equivalent",
-         "explained: missing rule / cbc / by design / race / checker", "unexplained"),
-        entries, notes)  # fmt: skip
+        (
+            "raw cbc vs Claude",
+            "cbc through the bridge vs Claude",
+            "equivalent",
+            "explained: missing rule / cbc / by design / race / checker",
+            "unexplained",
+        ),
+        entries,
+        notes,
+    )

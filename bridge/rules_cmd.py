@@ -29,8 +29,9 @@ def main(argv: list[str]) -> int:
         "does, options (--rule ID.option=VALUE) with defaults, and the profiles' order",
     )
     p.add_argument("ids", nargs="*", metavar="ID", help="only these rules")
-    p.add_argument("--markdown", action="store_true",
-                   help="print the rule reference (docs/rules.md) instead")
+    p.add_argument(
+        "--markdown", action="store_true", help="print the rule reference (docs/rules.md) instead"
+    )
     args = p.parse_args(argv)
     if args.markdown:
         sys.stdout.write(markdown())
@@ -39,8 +40,11 @@ def main(argv: list[str]) -> int:
     known = {rule for rule, _, _ in rows}
     unknown = [i for i in args.ids if i not in known]
     if unknown:
-        print(f"ccbridge rules: unknown rule id(s): {', '.join(unknown)} "
-              f"(known: {', '.join(sorted(known))})", file=sys.stderr)  # fmt: skip
+        print(
+            f"ccbridge rules: unknown rule id(s): {', '.join(unknown)} "
+            f"(known: {', '.join(sorted(known))})",
+            file=sys.stderr,
+        )
         return 2
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
     for rule, summary, modes in rows:
@@ -74,8 +78,11 @@ def _field_notes(cls: type[Stage]) -> dict[str, str]:
 
 
 def _reads(cls: type[Stage]) -> str:
-    kinds = "every frame" if cls.kinds is None else ", ".join(
-        f"`{k}`" for k in sorted(cls.kinds)) or "no frame kind"  # fmt: skip
+    kinds = (
+        "every frame"
+        if cls.kinds is None
+        else ", ".join(f"`{k}`" for k in sorted(cls.kinds)) or "no frame kind"
+    )
     if cls.triggers:
         kinds += "; lines holding " + ", ".join(f"`{t.decode()}`" for t in cls.triggers)
     return kinds
@@ -92,11 +99,13 @@ def _positions(rule: str) -> list[str]:
 
 def _flags(cls: type[Stage]) -> list[str]:
     flags = []
-    for flag, what in (("lazy", "reads unparsed lines when it can"),
-                       ("pure", "its calls change no state other stages read"),
-                       ("raw_pass", "acts on a line's bytes (fast lines)"),
-                       ("defers_eof", "holds the client's EOF"),
-                       ("invalid", "also sees lines that are not JSON objects")):  # fmt: skip
+    for flag, what in (
+        ("lazy", "reads unparsed lines when it can"),
+        ("pure", "its calls change no state other stages read"),
+        ("raw_pass", "acts on a line's bytes (fast lines)"),
+        ("defers_eof", "holds the client's EOF"),
+        ("invalid", "also sees lines that are not JSON objects"),
+    ):
         if getattr(cls, flag, False):
             flags.append(f"`{flag}` ({what})")
     if hasattr(cls, "cold"):
@@ -110,13 +119,18 @@ def _default(v: Any) -> str:
 
 def markdown() -> str:
     """The rule reference, generated (``ccbridge rules --markdown > docs/rules.md``)."""
-    out = ["# Rule reference", "",
-           "Generated from the code by `ccbridge rules --markdown > docs/rules.md` (a test",
-           "checks it is current): every rule's class docstring, options, the frames it reads,",
-           "its place in each profile, and the strategy note of the module it lives in.",
-           "Rules are switched and tuned with `--rule ID=MODE` / `--rule ID.option=VALUE`",
-           "(`CCBRIDGE_RULES`, `rules =` in `ccbridge.toml`).", "",
-           "## Profiles", ""]  # fmt: skip
+    out = [
+        "# Rule reference",
+        "",
+        "Generated from the code by `ccbridge rules --markdown > docs/rules.md` (a test",
+        "checks it is current): every rule's class docstring, options, the frames it reads,",
+        "its place in each profile, and the strategy note of the module it lives in.",
+        "Rules are switched and tuned with `--rule ID=MODE` / `--rule ID.option=VALUE`",
+        "(`CCBRIDGE_RULES`, `rules =` in `ccbridge.toml`).",
+        "",
+        "## Profiles",
+        "",
+    ]
     for name, dirs in PROFILES.items():
         for direction, stages in dirs.items():
             arrow = "client -> backend" if direction == "up" else "backend -> client"
@@ -135,11 +149,14 @@ def markdown() -> str:
         for rule in rules:
             cls = REGISTRY[rule]
             modes = "|".join(("on", *[m for m in cls.modes if m != "on"], "off"))
-            out += [f"### `{rule}`", "",
-                    f"- modes: `{modes}` (default `{cls.modes[0]}`); direction: "
-                    f"{'client -> backend' if cls.direction == 'up' else 'backend -> client'}",
-                    f"- reads: {_reads(cls)}",
-                    f"- profiles: {'; '.join(_positions(rule)) or 'none'}"]  # fmt: skip
+            out += [
+                f"### `{rule}`",
+                "",
+                f"- modes: `{modes}` (default `{cls.modes[0]}`); direction: "
+                f"{'client -> backend' if cls.direction == 'up' else 'backend -> client'}",
+                f"- reads: {_reads(cls)}",
+                f"- profiles: {'; '.join(_positions(rule)) or 'none'}",
+            ]
             flags = _flags(cls)
             if flags:
                 out.append(f"- declares: {', '.join(flags)}")
@@ -147,7 +164,9 @@ def markdown() -> str:
             opts = options_of(rule)
             if opts:
                 out.append("- options:")
-                out += [f"  - `{n}` = {_default(d)}" + (f": {notes[n]}" if n in notes else "")
-                        for n, d in opts]  # fmt: skip
+                out += [
+                    f"  - `{n}` = {_default(d)}" + (f": {notes[n]}" if n in notes else "")
+                    for n, d in opts
+                ]
             out += ["", inspect.cleandoc(cls.__doc__ or "(no docstring)"), ""]
     return "\n".join(out).rstrip() + "\n"

@@ -27,13 +27,22 @@ def main(argv: list[str]) -> int:
     p.add_argument("--profile", choices=sorted(launch.PROFILE_NAMES), default=None)
     p.add_argument("--backend", help="the backend command line (shlex-split, never a shell)")
     p.add_argument("--record", metavar="FILE", help="record the session to a capture file")
-    p.add_argument("--rule", action="append", default=[], metavar="ID=VALUE",
-                   help="switch or tune a rule: late-progress=pass, tasks-snapshot=off, "
-                        "late-progress.grace=2 (repeatable)")
+    p.add_argument(
+        "--rule",
+        action="append",
+        default=[],
+        metavar="ID=VALUE",
+        help="switch or tune a rule: late-progress=pass, tasks-snapshot=off, "
+        "late-progress.grace=2 (repeatable)",
+    )
     p.add_argument("--stats", action="store_true", help="print frame statistics at exit")
     p.add_argument("--max-line", type=int, default=None, help="framing limit in bytes")
-    p.add_argument("--eof-grace", type=float, default=None,
-                   help="seconds the backend may take to exit after the client's EOF")
+    p.add_argument(
+        "--eof-grace",
+        type=float,
+        default=None,
+        help="seconds the backend may take to exit after the client's EOF",
+    )
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
     args = p.parse_args(own)
     if args.record:
@@ -47,8 +56,11 @@ def main(argv: list[str]) -> int:
     profile = args.profile or settings.profile
     backend = args.backend or settings.backend
     if not backend:
-        print("ccbridge run: --backend is required (or CCBRIDGE_BACKEND / backend = in "
-              "ccbridge.toml)", file=sys.stderr)
+        print(
+            "ccbridge run: --backend is required (or CCBRIDGE_BACKEND / backend = in "
+            "ccbridge.toml)",
+            file=sys.stderr,
+        )
         return 2
     rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
     headless: HeadlessIO | None = None
@@ -72,13 +84,28 @@ def main(argv: list[str]) -> int:
     early = launch.DeferredLog()
     backend_argv = launch.backend_command(
         config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
-        profile, client_argv, early, rules)
+        profile,
+        client_argv,
+        early,
+        rules,
+    )
     started = launch.start(backend_argv, launch.backend_env(profile, env, client_argv, rules))
     return launch.serve(
-        started, early, log_path=settings.log, log_level=args.log_level or settings.log_level,
-        profile=profile, client_argv=client_argv, headless=headless, prepared=prepared,
-        only_print=True, backend_argv=backend_argv, rules=rules, env=env,
-        record=args.record or settings.record, stats=args.stats or settings.stats,
+        started,
+        early,
+        log_path=settings.log,
+        log_level=args.log_level or settings.log_level,
+        profile=profile,
+        client_argv=client_argv,
+        headless=headless,
+        prepared=prepared,
+        only_print=True,
+        backend_argv=backend_argv,
+        rules=rules,
+        env=env,
+        record=args.record or settings.record,
+        stats=args.stats or settings.stats,
         max_line=args.max_line or settings.max_line,
         eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
-        script_roots=settings.script_roots)
+        script_roots=settings.script_roots,
+    )

@@ -25,9 +25,16 @@ EXIT_USAGE = 2
 EXIT_NO_BACKEND = 127
 
 
-async def run_scenario(path: str | Path, backend: str, via: str | None, out: str | Path,
-                       *, time_limit: float | None = None, keep: bool = False,
-                       dump_requests: str | Path | None = None) -> int:
+async def run_scenario(
+    path: str | Path,
+    backend: str,
+    via: str | None,
+    out: str | Path,
+    *,
+    time_limit: float | None = None,
+    keep: bool = False,
+    dump_requests: str | Path | None = None,
+) -> int:
     try:
         scenario = load(path)
     except ScenarioError as e:
@@ -38,19 +45,30 @@ async def run_scenario(path: str | Path, backend: str, via: str | None, out: str
     except runner.BackendNotFound as e:
         print(f"ccbridge scenario: {e}", file=sys.stderr)
         return EXIT_NO_BACKEND
-    result = await runner.run(scenario, target, Path(out), via=via, time_limit=time_limit,
-                              source=Path(path).name, keep_root=keep,
-                              dump_requests=Path(dump_requests) if dump_requests else None)
+    result = await runner.run(
+        scenario,
+        target,
+        Path(out),
+        via=via,
+        time_limit=time_limit,
+        source=Path(path).name,
+        keep_root=keep,
+        dump_requests=Path(dump_requests) if dump_requests else None,
+    )
     ver = f" {result.backend_version}" if result.backend_version else ""
     through = f" via {via}" if via else ""
-    print(f"ccbridge scenario: {scenario.name} on {target.kind}{ver}{through}: "
-          f"exit {result.exit} after {result.duration:.1f}s, {len(result.frames)} frames, "
-          f"{len(result.model_log)} model requests -> {out}", file=sys.stderr)
+    print(
+        f"ccbridge scenario: {scenario.name} on {target.kind}{ver}{through}: "
+        f"exit {result.exit} after {result.duration:.1f}s, {len(result.frames)} frames, "
+        f"{len(result.model_log)} model requests -> {out}",
+        file=sys.stderr,
+    )
     if result.root:
         print(f"ccbridge scenario: kept {result.root}", file=sys.stderr)
     if result.exit in ("126", "127"):  # the backend could not be started: nothing ran
-        print(f"ccbridge scenario: the backend {target.argv[0]} could not be started",
-              file=sys.stderr)
+        print(
+            f"ccbridge scenario: the backend {target.argv[0]} could not be started", file=sys.stderr
+        )
         return int(result.exit)
     return 0
 
@@ -58,8 +76,10 @@ async def run_scenario(path: str | Path, backend: str, via: str | None, out: str
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``scenario`` (with ``run`` and ``check``) to an argparse subparsers object."""
     p: argparse.ArgumentParser = subparsers.add_parser(
-        "scenario", help="run a scripted scenario against a backend",
-        description=__doc__.split("\n\n")[0])
+        "scenario",
+        help="run a scripted scenario against a backend",
+        description=__doc__.split("\n\n")[0],
+    )
     _fill(p)
     return p
 
@@ -68,17 +88,33 @@ def _fill(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="scenario_cmd", required=True)
     r = sub.add_parser("run", help="run one scenario and record it")
     r.add_argument("file", help="a scenario .toml file")
-    r.add_argument("--backend", required=True,
-                   help="claude, cbc (found by `ccbridge backends`), or a command line")
-    r.add_argument("--via", metavar="PROFILE", default=None,
-                   help="run the backend behind `python -m bridge run --profile PROFILE`")
+    r.add_argument(
+        "--backend",
+        required=True,
+        help="claude, cbc (found by `ccbridge backends`), or a command line",
+    )
+    r.add_argument(
+        "--via",
+        metavar="PROFILE",
+        default=None,
+        help="run the backend behind `python -m bridge run --profile PROFILE`",
+    )
     r.add_argument("--out", required=True, metavar="CAPTURE", help="the capture to write")
-    r.add_argument("--time-limit", type=float, default=None,
-                   help="override the scenario's time_limit (seconds)")
-    r.add_argument("--keep", action="store_true",
-                   help="keep the run's temporary HOME and working directory")
-    r.add_argument("--dump-requests", metavar="DIR", default=None,
-                   help="write every model request (headers and body) to DIR/NNN.json")
+    r.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="override the scenario's time_limit (seconds)",
+    )
+    r.add_argument(
+        "--keep", action="store_true", help="keep the run's temporary HOME and working directory"
+    )
+    r.add_argument(
+        "--dump-requests",
+        metavar="DIR",
+        default=None,
+        help="write every model request (headers and body) to DIR/NNN.json",
+    )
     c = sub.add_parser("check", help="validate scenario files")
     c.add_argument("files", nargs="+")
 
@@ -96,8 +132,10 @@ def main(argv: list[str]) -> int:
                 print(f"ccbridge scenario: {e}", file=sys.stderr)
                 bad += 1
             else:
-                print(f"{f}: ok ({s.name}, {len(s.steps)} steps, "
-                      f"{len(s.model.rules)} rules)", file=sys.stderr)
+                print(
+                    f"{f}: ok ({s.name}, {len(s.steps)} steps, {len(s.model.rules)} rules)",
+                    file=sys.stderr,
+                )
         return EXIT_USAGE if bad else 0
     if args.time_limit is not None and args.time_limit <= 0:
         p.error("--time-limit must be > 0")
@@ -106,9 +144,17 @@ def main(argv: list[str]) -> int:
     config.check_out_file("--out", args.out)
     if args.dump_requests:
         config.check_out_dir("--dump-requests", args.dump_requests)
-    return trio.run(lambda: run_scenario(args.file, args.backend, args.via, args.out,
-                                         time_limit=args.time_limit, keep=args.keep,
-                                         dump_requests=args.dump_requests))
+    return trio.run(
+        lambda: run_scenario(
+            args.file,
+            args.backend,
+            args.via,
+            args.out,
+            time_limit=args.time_limit,
+            keep=args.keep,
+            dump_requests=args.dump_requests,
+        )
+    )
 
 
 if __name__ == "__main__":

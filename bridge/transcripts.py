@@ -27,8 +27,9 @@ _UUID = re.compile(r"[0-9a-fA-F-]{36}")
 def transcript_path(env: Mapping[str, str], cwd: str, session: str) -> Path | None:
     if not _UUID.fullmatch(session):
         return None  # a session id is a UUID here (rev-argv made it one): never a path
-    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME") or str(Path.home()),
-                                                         ".claude")
+    base = env.get("CLAUDE_CONFIG_DIR") or os.path.join(
+        env.get("HOME") or str(Path.home()), ".claude"
+    )
     return Path(base) / "projects" / _SLUG.sub("-", cwd) / f"{session}.jsonl"
 
 

@@ -52,23 +52,28 @@ return {a, b}
 
 #: output name -> (reference capture, files to attach, what it shows)
 DERIVED = {
-    "cbc-workflow-inline": ("cbc-2.163.0/mockoai_workflow-inline.transcript.jsonl", {},
-                            "an inline workflow (script in the tool call) run to completion"),
-    "cbc-workflow-by-path": ("cbc-2.163.0/mockoai_workflow-by-path.transcript.jsonl",
-                             {"flows/mock-flow.js": MOCK_FLOW},
-                             "a workflow started by path, run to completion"),
+    "cbc-workflow-inline": (
+        "cbc-2.163.0/mockoai_workflow-inline.transcript.jsonl",
+        {},
+        "an inline workflow (script in the tool call) run to completion",
+    ),
+    "cbc-workflow-by-path": (
+        "cbc-2.163.0/mockoai_workflow-by-path.transcript.jsonl",
+        {"flows/mock-flow.js": MOCK_FLOW},
+        "a workflow started by path, run to completion",
+    ),
     "cbc-interrupt-idle-workflow": (
         "cbc-2.163.0/mockoai_interrupt-idle-workflow-2-running-agents.transcript.jsonl",
         {"flows/par-slow-flow.js": PAR_SLOW_FLOW},
-        "an interrupt while idle, with a workflow of two running agents"),
+        "an interrupt while idle, with a workflow of two running agents",
+    ),
     "cbc-interrupt-midturn-workflow": (
         "cbc-2.163.0/mockoai_interrupt-midturn-workflow-2-running-agents.transcript.jsonl",
         {"flows/par-slow-flow.js": PAR_SLOW_FLOW},
-        "an interrupt mid-turn (a slow foreground Bash), with a workflow of two agents"),
-    "cbc-bg-bash": ("cbc-2.163.0/mockoai_bg-bash.transcript.jsonl", {},
-                    "a background shell"),
-    "cbc-bg-agent": ("cbc-2.163.0/mockoai_bg-agent.transcript.jsonl", {},
-                     "a background agent"),
+        "an interrupt mid-turn (a slow foreground Bash), with a workflow of two agents",
+    ),
+    "cbc-bg-bash": ("cbc-2.163.0/mockoai_bg-bash.transcript.jsonl", {}, "a background shell"),
+    "cbc-bg-agent": ("cbc-2.163.0/mockoai_bg-agent.transcript.jsonl", {}, "a background agent"),
 }
 
 _WD = re.compile(r"/home/user/probe/cbc/wd/[A-Za-z0-9_.\-]+")

@@ -50,8 +50,16 @@ from compat.flags import (
     table_rows,
 )
 
-__all__ = ["ACTIONS", "FLAGS", "TRANSLATION_TABLE", "Translation", "readme_tables",
-           "session_id_of", "split_tool_list", "translate_to_cbc"]  # fmt: skip
+__all__ = [
+    "ACTIONS",
+    "FLAGS",
+    "TRANSLATION_TABLE",
+    "Translation",
+    "readme_tables",
+    "session_id_of",
+    "split_tool_list",
+    "translate_to_cbc",
+]
 
 #: the translation table as rows ``(Claude option(s), what cbc gets, note)`` (README)
 TRANSLATION_TABLE: list[tuple[str, str, str]] = table_rows()
@@ -98,11 +106,16 @@ def readme_tables() -> str:
         return x.replace("|", "\\|")
 
     rows = ["| Claude option | cbc gets | what happens |", "|---|---|---|"]
-    rows += [f"| `{cell(c)}` | {'`' + b + '`' if b != '-' else '-'} | {cell(n)} |"
-             for c, b, n in TRANSLATION_TABLE]  # fmt: skip
+    rows += [
+        f"| `{cell(c)}` | {'`' + b + '`' if b != '-' else '-'} | {cell(n)} |"
+        for c, b, n in TRANSLATION_TABLE
+    ]
     rows += ["", "| Claude side | cbc gets | when |", "|---|---|---|"]
-    rows += [f"| {'`' + c + '`' if c != '-' else '-'} | {'`' + b + '`' if b != '-' else '-'} "
-             f"| {cell(n)} |" for c, b, n in ENV_TABLE]  # fmt: skip
+    rows += [
+        f"| {'`' + c + '`' if c != '-' else '-'} | {'`' + b + '`' if b != '-' else '-'} "
+        f"| {cell(n)} |"
+        for c, b, n in ENV_TABLE
+    ]
     return "\n".join(rows)
 
 
@@ -244,8 +257,9 @@ class _Translator:
             return
         if arity is not None:
             vals = self.values(arity, inline)
-            self.drop(name, vals, "cbc's option of that name would leave the stdio "
-                      "stream-json session")  # fmt: skip
+            self.drop(
+                name, vals, "cbc's option of that name would leave the stdio stream-json session"
+            )
             return
         vals = self.values("optional", inline)
         self.drop(name, vals, "unknown option (cbc would refuse it)")
@@ -253,8 +267,9 @@ class _Translator:
     def known(self, flag: Flag, spelled: str, inline: str | None) -> None:
         vals = self.values(flag.arity, inline)
         name, action = flag.name, flag.action
-        self.options[name] = [*self.options.get(name, []), *vals] if flag.arity == "variadic" \
-            else vals
+        self.options[name] = (
+            [*self.options.get(name, []), *vals] if flag.arity == "variadic" else vals
+        )
         if name in SESSION_FLAGS:
             self.session_given = True
             if name != "--continue" and vals:
@@ -277,8 +292,9 @@ class _Translator:
         elif action == "first":
             parts = [p.strip() for v in vals for p in v.split(",") if p.strip()]
             if len(parts) > 1:
-                self.warn(name, f"{name}: cbc takes one model; kept {parts[0]!r}, "
-                          f"dropped {parts[1:]}")  # fmt: skip
+                self.warn(
+                    name, f"{name}: cbc takes one model; kept {parts[0]!r}, dropped {parts[1:]}"
+                )
             if parts:
                 self.emit(flag.target, parts[:1], "one")
         elif action == "mode":
@@ -319,8 +335,11 @@ class _Translator:
                 self.env["MAX_THINKING_TOKENS"] = str(n)
             self.settings_patch["alwaysThinkingEnabled"] = n > 0
         elif action == "plugin-no-mcp":
-            self.warn(name, f"{name} {value!r} loaded as --plugin-dir: cbc cannot skip the "
-                      "plugin's MCP discovery")  # fmt: skip
+            self.warn(
+                name,
+                f"{name} {value!r} loaded as --plugin-dir: cbc cannot skip the "
+                "plugin's MCP discovery",
+            )
             if value:
                 self.emit(flag.target, [value], "one")
         elif action == "stdio":
@@ -328,17 +347,27 @@ class _Translator:
             if self.stdio:  # what the SDKs pass for can_use_tool: nothing is lost
                 if name not in self.dropped:
                     self.dropped.append(name)
-                self.notes.append(f"{name} 'stdio' not passed: cbc always asks over stdio; "
-                                  "permission prompts are forwarded")
+                self.notes.append(
+                    f"{name} 'stdio' not passed: cbc always asks over stdio; "
+                    "permission prompts are forwarded"
+                )
             else:
-                self.drop(name, vals, "cbc always asks over stdio; not a stdio prompt tool: "
-                          "the bridge denies like Claude")
+                self.drop(
+                    name,
+                    vals,
+                    "cbc always asks over stdio; not a stdio prompt tool: "
+                    "the bridge denies like Claude",
+                )
         elif action == "prompts":
             self.stdio = self.stdio or value == "host"
             self.drop(name, vals, "cbc has no such option")
         elif action == "refuse":
-            self.drop(name, vals, "cbc's option of that name would leave the stdio "
-                      "stream-json session or means something else")  # fmt: skip
+            self.drop(
+                name,
+                vals,
+                "cbc's option of that name would leave the stdio "
+                "stream-json session or means something else",
+            )
         else:
             self.drop(name, vals, "cbc has no such option")
 
@@ -370,8 +399,11 @@ class _Translator:
             self.emit("--settings", [orjson.dumps({**obj, **patch}).decode()], "one")
             return
         self.emit("--settings", [current], "one")
-        self.warn("--thinking", f"thinking settings {patch} not applied: --settings names a "
-                  "file, which the bridge does not rewrite")  # fmt: skip
+        self.warn(
+            "--thinking",
+            f"thinking settings {patch} not applied: --settings names a "
+            "file, which the bridge does not rewrite",
+        )
 
     def merge_mcp(self) -> str:
         if len(self.mcp) == 1:
@@ -383,8 +415,11 @@ class _Translator:
             except orjson.JSONDecodeError:
                 obj = None
             if not isinstance(obj, dict) or not isinstance(obj.get("mcpServers"), dict):
-                self.warn("--mcp-config", f"--mcp-config: cbc takes one config; kept "
-                          f"{self.mcp[0]!r}, dropped {len(self.mcp) - 1} more")  # fmt: skip
+                self.warn(
+                    "--mcp-config",
+                    f"--mcp-config: cbc takes one config; kept "
+                    f"{self.mcp[0]!r}, dropped {len(self.mcp) - 1} more",
+                )
                 return self.mcp[0]
             servers.update(obj["mcpServers"])
         return orjson.dumps({"mcpServers": servers}).decode()

@@ -36,14 +36,36 @@ import attrs
 #: the namespace of the UUIDs that stand for non-UUID client session ids
 SESSION_NAMESPACE = uuid.UUID("6b2f1c9e-4d3a-5e8f-9a1b-c0ffee5e55e1")
 #: Claude options that take exactly one value (so that value is never read as an option)
-ONE_VALUE = frozenset({
-    "--model", "--fallback-model", "--permission-mode", "--max-turns", "--session-id",
-    "--system-prompt", "--append-system-prompt", "--settings", "--effort", "--input-format",
-    "--output-format", "--setting-sources", "--permission-prompt-tool", "--json-schema",
-    "--max-budget-usd", "--agent", "--agents", "--debug-file", "--name", "-n",
-    "--request-timeout-ms", "--max-thinking-tokens", "--plugin-dir", "--plugin-url",
-    "--system-prompt-file", "--append-system-prompt-file",
-})  # fmt: skip
+ONE_VALUE = frozenset(
+    {
+        "--model",
+        "--fallback-model",
+        "--permission-mode",
+        "--max-turns",
+        "--session-id",
+        "--system-prompt",
+        "--append-system-prompt",
+        "--settings",
+        "--effort",
+        "--input-format",
+        "--output-format",
+        "--setting-sources",
+        "--permission-prompt-tool",
+        "--json-schema",
+        "--max-budget-usd",
+        "--agent",
+        "--agents",
+        "--debug-file",
+        "--name",
+        "-n",
+        "--request-timeout-ms",
+        "--max-thinking-tokens",
+        "--plugin-dir",
+        "--plugin-url",
+        "--system-prompt-file",
+        "--append-system-prompt-file",
+    }
+)
 #: options whose value is optional (taken only when the next word is not an option)
 OPTIONAL_VALUE = frozenset({"--resume", "-r", "--debug", "-d"})
 #: cbc-SDK options Claude lacks: dropped (value included)
@@ -139,8 +161,10 @@ def translate_to_claude(argv: Sequence[str], *, is_root: bool = False) -> Transl
             value, eq = ",".join(sources), False  # `--setting-sources ""`
         elif name in ("--session-id", "--resume", "-r") and value:
             if name == "--session-id" and resuming and not forking:
-                warnings.append("--session-id dropped: Claude takes it with --resume/--continue "
-                                "only together with --fork-session")
+                warnings.append(
+                    "--session-id dropped: Claude takes it with --resume/--continue "
+                    "only together with --fork-session"
+                )
                 mapped = claude_session_id(value)
                 if mapped != value:
                     session_map = (value, mapped)
@@ -160,5 +184,6 @@ def translate_to_claude(argv: Sequence[str], *, is_root: bool = False) -> Transl
         out.extend(("--permission-prompt-tool", "stdio"))
     if bypass and is_root:
         env["IS_SANDBOX"] = "1"
-    return Translation(out, warnings, env, session_map,
-                       "--replay-user-messages" in names, model, resuming, resume)
+    return Translation(
+        out, warnings, env, session_map, "--replay-user-messages" in names, model, resuming, resume
+    )

@@ -127,9 +127,7 @@ def encode_record(t: float, kind: str, data: bytes, partial: bool = False) -> by
 
 def parse(lines: Iterable[bytes]) -> Capture:
     """Parse a capture, a reference transcript or a plain stdout dump."""
-    it: Iterator[tuple[int, bytes]] = (
-        (i, ln.rstrip(b"\r\n")) for i, ln in enumerate(lines, 1)
-    )
+    it: Iterator[tuple[int, bytes]] = ((i, ln.rstrip(b"\r\n")) for i, ln in enumerate(lines, 1))
     first: tuple[int, bytes] | None = None
     for first in it:
         if first[1].strip():
@@ -148,8 +146,10 @@ def parse(lines: Iterable[bytes]) -> Capture:
                 f"(this ccbridge reads version {VERSION})"
             )
         return Capture(head, tuple(_records(it)), "ccbridge")
-    if isinstance(head, dict) and {"t", "kind"} <= head.keys() and (
-        "text" in head or "b64" in head
+    if (
+        isinstance(head, dict)
+        and {"t", "kind"} <= head.keys()
+        and ("text" in head or "b64" in head)
     ):
         recs = list(_records(iter([first])))
         recs.extend(_records(it))
@@ -161,8 +161,7 @@ def parse(lines: Iterable[bytes]) -> Capture:
                 except orjson.JSONDecodeError:
                     meta = {"meta": r.text}
                 break
-        return Capture({"source": "reference transcript", "meta": meta}, tuple(recs),
-                       "transcript")
+        return Capture({"source": "reference transcript", "meta": meta}, tuple(recs), "transcript")
     # a plain dump: every non-empty line is something the backend wrote
     recs = [Record(0.0, "stdout", first[1], lineno=first[0])]
     recs.extend(Record(0.0, "stdout", ln, lineno=i) for i, ln in it if ln.strip())

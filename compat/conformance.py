@@ -69,21 +69,66 @@ UNEXPLAINED = "unexplained"
 _UNSET: Any = object()
 #: every rule id of PROTOCOL.md, and the contract's own (framing, frame-fields, redact): a
 #: ``missing_rule`` must be one of them or a rule of the profile (``implemented_rules``)
-RULE_IDS = frozenset({
-    "task-type", "workflow-name", "workflow-prompt", "late-progress", "task-status",
-    "task-fields", "terminal-guarantee", "tasks-snapshot", "task-noise", "task-correlation",
-    "progress-final", "interrupt-terminal", "progress-snapshot", "init-once", "init-shape",
-    "private-fields", "vocabulary", "result-shape", "interrupted-turn", "foreign-init",
-    "tool-parent", "initialize-reply", "interrupt-request", "interrupt-reply",
-    "permission-reply", "permission-cancel", "unsupported-control", "argv", "session-pin",
-    "permission-routing", "env", "stdin-vocabulary", "user-line", "eof-wind-down",
-    "framing", "frame-fields", "redact",
-})  # fmt: skip
+RULE_IDS = frozenset(
+    {
+        "task-type",
+        "workflow-name",
+        "workflow-prompt",
+        "late-progress",
+        "task-status",
+        "task-fields",
+        "terminal-guarantee",
+        "tasks-snapshot",
+        "task-noise",
+        "task-correlation",
+        "progress-final",
+        "interrupt-terminal",
+        "progress-snapshot",
+        "init-once",
+        "init-shape",
+        "private-fields",
+        "vocabulary",
+        "result-shape",
+        "interrupted-turn",
+        "foreign-init",
+        "tool-parent",
+        "initialize-reply",
+        "interrupt-request",
+        "interrupt-reply",
+        "permission-reply",
+        "permission-cancel",
+        "unsupported-control",
+        "argv",
+        "session-pin",
+        "permission-routing",
+        "env",
+        "stdin-vocabulary",
+        "user-line",
+        "eof-wind-down",
+        "framing",
+        "frame-fields",
+        "redact",
+    }
+)
 REASONS = ("missing_rule", "cbc", "design", "timing", "checker")
 #: categories of an explained item, in display order, then "unexplained"
 CATEGORIES = ("missing-rule", "cbc", "design", "timing", "checker")
-_ENTRY_KEYS = {"id", "paths", "violations", "message", "kind", "a", "b", "a_contains",
-               "b_contains", "scenarios", "side", *REASONS, "evidence", "note"}  # fmt: skip
+_ENTRY_KEYS = {
+    "id",
+    "paths",
+    "violations",
+    "message",
+    "kind",
+    "a",
+    "b",
+    "a_contains",
+    "b_contains",
+    "scenarios",
+    "side",
+    *REASONS,
+    "evidence",
+    "note",
+}
 
 
 class KnownError(ValueError):
@@ -99,8 +144,9 @@ def implemented_rules(profile: str = "cbc-to-claude") -> frozenset[str]:
 def _glob(pattern: str) -> re.Pattern[str]:
     """``**`` matches anything, ``*`` anything but the `` / `` that separates path parts."""
     one = "(?:(?! / ).)*"
-    return re.compile(".*".join(one.join(re.escape(q) for q in p.split("*"))
-                                for p in pattern.split("**")), re.S)  # fmt: skip
+    return re.compile(
+        ".*".join(one.join(re.escape(q) for q in p.split("*")) for p in pattern.split("**")), re.S
+    )
 
 
 def _same(expected: Any, actual: Any) -> bool:
@@ -142,9 +188,17 @@ class Entry:
         object.__setattr__(self, "_msg", _glob(self.message) if self.message else None)
 
     def category(self) -> str:
-        return ("missing-rule" if self.missing_rule else "cbc" if self.cbc else
-                "design" if self.design else "timing" if self.timing else
-                "checker")  # fmt: skip
+        return (
+            "missing-rule"
+            if self.missing_rule
+            else "cbc"
+            if self.cbc
+            else "design"
+            if self.design
+            else "timing"
+            if self.timing
+            else "checker"
+        )
 
     def reason(self, implemented: frozenset[str]) -> str:
         note = f" — {self.note}" if self.note else ""
@@ -191,10 +245,10 @@ class Entry:
 class Known:
     entries: tuple[Entry, ...]
 
-    def find_difference(self, scenario: str, path: str, kind: str, a: Any, b: Any
-                        ) -> Entry | None:  # fmt: skip
-        return next((e for e in self.entries
-                     if e.matches_difference(scenario, path, kind, a, b)), None)  # fmt: skip
+    def find_difference(self, scenario: str, path: str, kind: str, a: Any, b: Any) -> Entry | None:
+        return next(
+            (e for e in self.entries if e.matches_difference(scenario, path, kind, a, b)), None
+        )
 
     def find_violation(self, scenario: str, v: Violation, side: str = "cbc") -> Entry | None:
         return next((e for e in self.entries if e.matches_violation(scenario, v, side)), None)
@@ -209,8 +263,9 @@ def load_known(text: str, source: str = "<known differences>") -> Known:
         raise KnownError(f"{source}: not valid TOML: {e}") from e
     extra = set(data) - {"difference"}
     if extra:
-        raise KnownError(f"{source}: unknown top-level key(s) {sorted(extra)} "
-                         "(only [[difference]] tables)")  # fmt: skip
+        raise KnownError(
+            f"{source}: unknown top-level key(s) {sorted(extra)} (only [[difference]] tables)"
+        )
     raw = data.get("difference", [])
     if not isinstance(raw, list):
         raise KnownError(f"{source}: `difference` must be an array of tables ([[difference]])")
@@ -258,26 +313,42 @@ def _entry(item: dict[str, Any], where: str) -> Entry:
     reasons = {k: text(k) for k in REASONS}
     given = [k for k, v in reasons.items() if v is not None]
     if len(given) != 1:
-        raise KnownError(f"{where}: give exactly one reason: {', '.join(REASONS)} "
-                         f"(got {', '.join(given) or 'none'})")
+        raise KnownError(
+            f"{where}: give exactly one reason: {', '.join(REASONS)} "
+            f"(got {', '.join(given) or 'none'})"
+        )
     rule = reasons["missing_rule"]
     if rule is not None and rule not in RULE_IDS and rule not in implemented_rules():
-        raise KnownError(f"{where}: `missing_rule` {rule!r} is neither a PROTOCOL.md rule id "
-                         "nor a rule of the cbc-to-claude profile")
+        raise KnownError(
+            f"{where}: `missing_rule` {rule!r} is neither a PROTOCOL.md rule id "
+            "nor a rule of the cbc-to-claude profile"
+        )
     if given[0] in ("cbc", "checker") and text("evidence") is None:
         raise KnownError(f"{where}: a `{given[0]}` reason needs its `evidence`")
     side = text("side") or "cbc"
     if side not in ("cbc", "claude"):
         raise KnownError(f"{where}: `side` must be cbc or claude")
     if side == "claude" and (not violations or given[0] != "checker"):
-        raise KnownError(f"{where}: `side = \"claude\"` is for `violations` of the Claude "
-                         "run, with a `checker` reason")
-    return Entry(id=text("id", True) or "", paths=paths, violations=violations,
-                 message=text("message"), kind=kind, a=item.get("a", _UNSET),
-                 b=item.get("b", _UNSET), a_contains=text("a_contains"),
-                 b_contains=text("b_contains"), scenarios=strings("scenarios"), side=side,
-                 evidence=text("evidence") or "", note=text("note") or "",
-                 **reasons)  # fmt: skip
+        raise KnownError(
+            f'{where}: `side = "claude"` is for `violations` of the Claude '
+            "run, with a `checker` reason"
+        )
+    return Entry(
+        id=text("id", True) or "",
+        paths=paths,
+        violations=violations,
+        message=text("message"),
+        kind=kind,
+        a=item.get("a", _UNSET),
+        b=item.get("b", _UNSET),
+        a_contains=text("a_contains"),
+        b_contains=text("b_contains"),
+        scenarios=strings("scenarios"),
+        side=side,
+        evidence=text("evidence") or "",
+        note=text("note") or "",
+        **reasons,
+    )
 
 
 # -- one comparison ----------------------------------------------------------------------
@@ -338,41 +409,79 @@ def compare(a: Capture, b: Capture, options: DiffOptions | None = None) -> Compa
     return Comparison(diff(a, b, options), check(a), check(b))
 
 
-def explain(cmp: Comparison, scenario: str, known: Known,
-            implemented: frozenset[str] | None = None) -> Comparison:  # fmt: skip
+def explain(
+    cmp: Comparison, scenario: str, known: Known, implemented: frozenset[str] | None = None
+) -> Comparison:
     """``cmp`` with an ``Item`` (and its reason) for every difference, every violation of
     side B and every violation of side A."""
     impl = implemented_rules() if implemented is None else implemented
     items: list[Item] = []
     for d in cmp.diff.differences:
         e = known.find_difference(scenario, d.path, d.kind, d.a, d.b)
-        items.append(Item("difference", d.path, d.kind, d.a, d.b,
-                          e.category() if e else UNEXPLAINED,
-                          e.reason(impl) if e else UNEXPLAINED, e.id if e else None))
+        items.append(
+            Item(
+                "difference",
+                d.path,
+                d.kind,
+                d.a,
+                d.b,
+                e.category() if e else UNEXPLAINED,
+                e.reason(impl) if e else UNEXPLAINED,
+                e.id if e else None,
+            )
+        )
     for v in cmp.violations_b:
         path = _violation_path(v)
         e = known.find_violation(scenario, v)
         if e is not None:
-            items.append(Item("violation", path, v.rule, None, v.frame, e.category(),
-                              e.reason(impl), e.id))
+            items.append(
+                Item("violation", path, v.rule, None, v.frame, e.category(), e.reason(impl), e.id)
+            )
         elif v.rule not in impl:
-            items.append(Item("violation", path, v.rule, None, v.frame, "missing-rule",
-                              f"missing rule: {v.rule} (a contract rule the bridge does "
-                              "not implement yet)"))
+            items.append(
+                Item(
+                    "violation",
+                    path,
+                    v.rule,
+                    None,
+                    v.frame,
+                    "missing-rule",
+                    f"missing rule: {v.rule} (a contract rule the bridge does not implement yet)",
+                )
+            )
         else:
-            items.append(Item("violation", path, v.rule, None, v.frame, UNEXPLAINED,
-                              f"{UNEXPLAINED}: the bridge implements {v.rule} but its "
-                              "output still violates it"))
+            items.append(
+                Item(
+                    "violation",
+                    path,
+                    v.rule,
+                    None,
+                    v.frame,
+                    UNEXPLAINED,
+                    f"{UNEXPLAINED}: the bridge implements {v.rule} but its "
+                    "output still violates it",
+                )
+            )
     for v in cmp.violations_a:
         path = "Claude side: " + _violation_path(v)
         e = known.find_violation(scenario, v, "claude")
         if e is not None:
-            items.append(Item("violation", path, v.rule, v.frame, None, e.category(),
-                              e.reason(impl), e.id))
+            items.append(
+                Item("violation", path, v.rule, v.frame, None, e.category(), e.reason(impl), e.id)
+            )
         else:
-            items.append(Item("violation", path, v.rule, v.frame, None, UNEXPLAINED,
-                              f"{UNEXPLAINED}: Claude Code itself violates the contract "
-                              "(the checker or the capture is wrong)"))
+            items.append(
+                Item(
+                    "violation",
+                    path,
+                    v.rule,
+                    v.frame,
+                    None,
+                    UNEXPLAINED,
+                    f"{UNEXPLAINED}: Claude Code itself violates the contract "
+                    "(the checker or the capture is wrong)",
+                )
+            )
     return attrs.evolve(cmp, items=items)
 
 
@@ -398,8 +507,9 @@ class Row:
         return n + (1 if "claude" in self.missing or "cbc-bridged" in self.missing else 0)
 
 
-def row(scenario: str, caps: dict[str, Capture], known: Known,
-        implemented: frozenset[str] | None = None) -> Row:  # fmt: skip
+def row(
+    scenario: str, caps: dict[str, Capture], known: Known, implemented: frozenset[str] | None = None
+) -> Row:
     """One scenario's row from its twin captures (keys: ``ROLES``; some may be absent)."""
     missing = tuple(r for r in ROLES if r not in caps)
     claude = caps.get("claude")
@@ -414,9 +524,11 @@ def row(scenario: str, caps: dict[str, Capture], known: Known,
 
 def _meta(c: Capture) -> dict[str, Any]:
     h = c.header
-    return {k: h.get(k) for k in ("backend", "backend_version", "via", "created")
-            if h.get(k) is not None} | {"exit": next(
-                (r.text for r in reversed(c.records) if r.kind == "exit"), None)}  # fmt: skip
+    return {
+        k: h.get(k)
+        for k in ("backend", "backend_version", "via", "created")
+        if h.get(k) is not None
+    } | {"exit": next((r.text for r in reversed(c.records) if r.kind == "exit"), None)}
 
 
 def unused_entries(known: Known, rows: Sequence[Row]) -> list[str]:

@@ -47,7 +47,7 @@ from compat.vocabulary import (
     TASK_STATUSES,
     TASK_TYPES,
     in_vocabulary,
-)  # fmt: skip
+)
 
 TARGET_VERSION = TARGET_CLAUDE_VERSION
 
@@ -86,8 +86,13 @@ EXCERPT = 300  # characters of the offending frame kept in a Violation
 
 PRIVATE_FIELDS = ("__timestamp", "_requestId", "_messageId", "_meta", "errors_info")
 #: cbc's raw tool names and what PROTOCOL.md task-type maps them to
-CBC_TASK_TYPES = {"Agent": "local_agent", "Bash": "local_bash", "PowerShell": "local_bash",
-                  "Monitor": "local_bash", "Workflow": "local_workflow"}  # fmt: skip
+CBC_TASK_TYPES = {
+    "Agent": "local_agent",
+    "Bash": "local_bash",
+    "PowerShell": "local_bash",
+    "Monitor": "local_bash",
+    "Workflow": "local_workflow",
+}
 #: task types started by a tool call: 2.1.220 always names that call (task-correlation)
 TOOL_STARTED = frozenset({"local_bash", "local_agent", "local_workflow"})
 #: background tasks an interrupt must end before its receipt (interrupt-terminal)
@@ -244,8 +249,12 @@ def format_text(violations: Sequence[Violation]) -> str:
 
 def to_json(violations: Sequence[Violation]) -> str:
     """``{"target", "ok", "counts", "violations": [{rule, lineno, message, frame}]}``."""
-    doc = {"target": TARGET_VERSION, "ok": not violations, "counts": counts(violations),
-           "violations": [v.to_dict() for v in violations]}  # fmt: skip
+    doc = {
+        "target": TARGET_VERSION,
+        "ok": not violations,
+        "counts": counts(violations),
+        "violations": [v.to_dict() for v in violations],
+    }
     return orjson.dumps(doc).decode()
 
 
@@ -269,9 +278,12 @@ def _missing(obj: dict[str, Any], specs: str) -> list[str]:
             continue
         ok = {
             "num": isinstance(v, (int, float)) and not isinstance(v, bool),
-            "str": isinstance(v, str), "list": isinstance(v, list),
-            "dict": isinstance(v, dict), "bool": isinstance(v, bool), "": True,
-        }[kind]  # fmt: skip
+            "str": isinstance(v, str),
+            "list": isinstance(v, list),
+            "dict": isinstance(v, dict),
+            "bool": isinstance(v, bool),
+            "": True,
+        }[kind]
         if not ok:
             bad.append(f"{name} is not a {kind} ({type(v).__name__})")
     return bad
@@ -299,8 +311,11 @@ def _text_of(message: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content
-                       if isinstance(b, dict) and isinstance(b.get("text"), str))  # fmt: skip
+        return "".join(
+            b.get("text", "")
+            for b in content
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
     return ""
 
 
@@ -390,8 +405,9 @@ class _Checker:
             label = f"system/{st}" if t == "system" else t
             self.v("vocabulary", f"{label!r} is not in the {TARGET_VERSION} output vocabulary")
             return
-        self.fields("frame-fields", t if t != "system" else f"system/{st}", obj,
-                    FRAME_FIELDS.get(t, ""))  # fmt: skip
+        self.fields(
+            "frame-fields", t if t != "system" else f"system/{st}", obj, FRAME_FIELDS.get(t, "")
+        )
         if t in _TURN_TYPES or (t == "system" and st in _TURN_SYSTEM):
             self.turn_active = True
             self.idle_init = None
@@ -582,8 +598,11 @@ class _Checker:
                 else f"the interrupt answered at line {self.interrupted}"
             )
             if sub != "error_during_execution" or is_error is not True:
-                self.v("interrupted-turn", f"after {why} the result is {sub!r}/is_error "
-                       f"{is_error!r}, not error_during_execution/true")  # fmt: skip
+                self.v(
+                    "interrupted-turn",
+                    f"after {why} the result is {sub!r}/is_error "
+                    f"{is_error!r}, not error_during_execution/true",
+                )
             if not self.marked:
                 self.v(
                     "interrupted-turn",
@@ -706,5 +725,8 @@ class _Checker:
         if task.type == "local_workflow" and status == "completed":
             stale = sorted(str(k[1]) for k, s in task.agents.items() if s in AGENT_RUNNING)
             if stale:
-                self.v("progress-final", f"workflow {tid!r} completed but its last progress "
-                       f"leaves agent(s) {', '.join(stale)} unfinished")  # fmt: skip
+                self.v(
+                    "progress-final",
+                    f"workflow {tid!r} completed but its last progress "
+                    f"leaves agent(s) {', '.join(stale)} unfinished",
+                )

@@ -41,12 +41,36 @@ from compat.contract import Violation
 from compat.frames import dict_at, list_at, str_at
 
 CBC_VERSION = "2.163.0"
-CBC_TYPES = frozenset({"system", "assistant", "user", "result", "stream_event",
-                       "control_request", "control_response", "control_notification",
-                       "file-history-snapshot", "error", "tool_progress", "topic", "ai-title",
-                       "image"})  # fmt: skip
-CBC_SYSTEM = frozenset({"init", "status", "task_started", "task_progress", "task_updated",
-                        "task_notification", "compact_boundary", "hook_response"})
+CBC_TYPES = frozenset(
+    {
+        "system",
+        "assistant",
+        "user",
+        "result",
+        "stream_event",
+        "control_request",
+        "control_response",
+        "control_notification",
+        "file-history-snapshot",
+        "error",
+        "tool_progress",
+        "topic",
+        "ai-title",
+        "image",
+    }
+)
+CBC_SYSTEM = frozenset(
+    {
+        "init",
+        "status",
+        "task_started",
+        "task_progress",
+        "task_updated",
+        "task_notification",
+        "compact_boundary",
+        "hook_response",
+    }
+)
 CBC_TASK_TYPES = frozenset({"Bash", "Agent", "local_workflow", "PowerShell"})
 RULES = {
     "framing": "each line is one JSON object with a string `type`",
@@ -71,8 +95,9 @@ def check(capture: Capture, session_id: str | None = None) -> list[Violation]:
     return check_records(out, inputs, session_id=session_id)
 
 
-def check_records(outputs: Sequence[Record], inputs: Sequence[Record] = (), *,
-                  session_id: str | None = None) -> list[Violation]:
+def check_records(
+    outputs: Sequence[Record], inputs: Sequence[Record] = (), *, session_id: str | None = None
+) -> list[Violation]:
     """``outputs``: what the client read; ``inputs``: what it sent, in time order."""
     events: list[tuple[float, int, str, Record]] = [(r.t, 0, "in", r) for r in inputs]
     events += [(r.t, 1, "out", r) for r in outputs]
@@ -138,8 +163,12 @@ class _Checker:
         self.interrupted = False
         aborted = (str_at(obj, "terminal_reason") or "").startswith("aborted")
         if aborted and obj.get("is_error") and list_at(obj, "errors"):
-            self.bad("rev-interrupted-turn", rec, "an interrupted turn ends in an error "
-                     "result with errors (ExecutionError in both SDKs)")
+            self.bad(
+                "rev-interrupted-turn",
+                rec,
+                "an interrupted turn ends in an error "
+                "result with errors (ExecutionError in both SDKs)",
+            )
 
     def on_assistant(self, obj: dict[str, Any], rec: Record) -> None:
         parent = str_at(obj, "parent_tool_use_id")
@@ -147,9 +176,12 @@ class _Checker:
             self.bad("rev-background-agent", rec, "a background agent's own message")
         for block in list_at(dict_at(obj, "message"), "content"):
             inp = dict_at(block, "input")
-            if (str_at(block, "type") == "tool_use" and inp is not None
-                    and inp.get("run_in_background") is True
-                    and str_at(block, "name") in ("Agent", "Task")):
+            if (
+                str_at(block, "type") == "tool_use"
+                and inp is not None
+                and inp.get("run_in_background") is True
+                and str_at(block, "name") in ("Agent", "Task")
+            ):
                 self.background.add(str(block.get("id")))
 
     def on_user(self, obj: dict[str, Any], rec: Record) -> None:
@@ -157,14 +189,27 @@ class _Checker:
         if parent is not None and parent in self.background:
             self.bad("rev-background-agent", rec, "a background agent's own message")
         content = (dict_at(obj, "message") or {}).get("content")
-        texts = [content] if isinstance(content, str) else [
-            str(b.get("text")) for b in list_at(dict_at(obj, "message"), "content")
-            if isinstance(b, dict) and b.get("type") == "text"]
+        texts = (
+            [content]
+            if isinstance(content, str)
+            else [
+                str(b.get("text"))
+                for b in list_at(dict_at(obj, "message"), "content")
+                if isinstance(b, dict) and b.get("type") == "text"
+            ]
+        )
         if parent is None and any(t.startswith("[Request interrupted by user") for t in texts):
-            self.bad("rev-interrupt-marker", rec, "Claude's interrupted-turn user message "
-                     "(cbc: an assistant message 'Interrupted by user')")
-        if obj.get("isReplay") is True and isinstance(content, str) \
-                and "<local-command-stdout>" in content:
+            self.bad(
+                "rev-interrupt-marker",
+                rec,
+                "Claude's interrupted-turn user message "
+                "(cbc: an assistant message 'Interrupted by user')",
+            )
+        if (
+            obj.get("isReplay") is True
+            and isinstance(content, str)
+            and "<local-command-stdout>" in content
+        ):
             self.bad("rev-local-command", rec, "a replayed local command's output")
 
     def on_control_response(self, obj: dict[str, Any], rec: Record) -> None:
@@ -187,5 +232,6 @@ def format_text(violations: Sequence[Violation]) -> str:
     """``compat.contract.format_text``'s report (every stream string escaped), naming cbc's
     contract."""
     text = claude_contract.format_text(violations)
-    return text.replace(f"the Claude Code {TARGET_CLAUDE_VERSION} contract",
-                        f"the cbc {CBC_VERSION} contract")
+    return text.replace(
+        f"the Claude Code {TARGET_CLAUDE_VERSION} contract", f"the cbc {CBC_VERSION} contract"
+    )

@@ -21,8 +21,9 @@ CBC_UNKNOWN = "Unknown control request subtype: "
 SESSION_NOT_FOUND = "Session not found"
 #: input types cbc 2.163.0 handles; anything else makes it run an empty turn
 #: (``nomodel_unknown-stdin-types``: ``bogus_type``, ``keep_alive``)
-CBC_INPUT_TYPES = frozenset({"user", "control_request", "control_response",
-                             "control_cancel_request"})  # fmt: skip
+CBC_INPUT_TYPES = frozenset(
+    {"user", "control_request", "control_response", "control_cancel_request"}
+)
 #: fields cbc reads in an interrupt request (``nomodel_controls-after-session``)
 CBC_INTERRUPT_FIELDS = ("subtype", "session_id", "reason")
 #: the reason cbc's own SDK sends (cbc answers ``SDK request`` when there is none)
@@ -51,13 +52,17 @@ def body_of(resp: dict[str, Any]) -> dict[str, Any]:
 
 
 def success(request_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "control_response",
-            "response": {"subtype": "success", "request_id": request_id, "response": body}}
+    return {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": request_id, "response": body},
+    }
 
 
 def error(request_id: str, message: str) -> dict[str, Any]:
-    return {"type": "control_response",
-            "response": {"subtype": "error", "request_id": request_id, "error": message}}
+    return {
+        "type": "control_response",
+        "response": {"subtype": "error", "request_id": request_id, "error": message},
+    }
 
 
 def request(request_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -72,7 +77,7 @@ def with_response(frame: Frame, resp: dict[str, Any]) -> Frame:
 def reworded(message: str) -> str | None:
     """Claude's wording for cbc's unknown-subtype error, or None for any other error."""
     if message.startswith(CBC_UNKNOWN):
-        return UNSUPPORTED + message[len(CBC_UNKNOWN):]
+        return UNSUPPORTED + message[len(CBC_UNKNOWN) :]
     return None
 
 

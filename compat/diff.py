@@ -52,10 +52,23 @@ from compat.capture import Capture
 from compat.contract import escape
 from compat.diffside import SNAPSHOT, Frame, Side, Task, load_side
 
-DEFAULT_OPAQUE = frozenset({
-    "tools", "slash_commands", "mcp_servers", "skills", "plugins", "agents", "capabilities",
-    "commands", "models", "account", "available_output_styles", "usage", "modelUsage",
-})  # fmt: skip
+DEFAULT_OPAQUE = frozenset(
+    {
+        "tools",
+        "slash_commands",
+        "mcp_servers",
+        "skills",
+        "plugins",
+        "agents",
+        "capabilities",
+        "commands",
+        "models",
+        "account",
+        "available_output_styles",
+        "usage",
+        "modelUsage",
+    }
+)
 ABSENT = "(absent)"
 _UNSAFE_JSON = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
@@ -119,7 +132,8 @@ def _jtype(v: Any) -> str:
     if v is None or isinstance(v, bool):
         return "null" if v is None else "boolean"
     return {int: "number", float: "number", str: "string", list: "array", dict: "object"}.get(
-        type(v), type(v).__name__)  # fmt: skip
+        type(v), type(v).__name__
+    )
 
 
 def _join(path: str, key: str) -> str:
@@ -143,8 +157,16 @@ class _Differ:
         self.group = 0  # turn frames first, then tasks, each in their order
         self.units: list[Aligned] = []  # diffs: indices into out, until diff() sorts it
 
-    def unit(self, start: int, turn: int, section: str, label: str, base: str,
-             fa: Frame | None, fb: Frame | None) -> None:  # fmt: skip
+    def unit(
+        self,
+        start: int,
+        turn: int,
+        section: str,
+        label: str,
+        base: str,
+        fa: Frame | None,
+        fb: Frame | None,
+    ) -> None:
         """Record what was just compared (the differences ``out[start:]``)."""
         u = Aligned(turn, section, label, base, fa, fb, tuple(range(start, len(self.out))))
         self.units.append(u)
@@ -182,15 +204,15 @@ class _Differ:
         elif _jtype(a) != _jtype(b) or a != b:
             self.add(turn, path, a, b, "changed")
 
-    def frame(self, turn: int, label: str, fa: Frame | None, fb: Frame | None,
-              sub: str = "") -> None:  # fmt: skip
+    def frame(
+        self, turn: int, label: str, fa: Frame | None, fb: Frame | None, sub: str = ""
+    ) -> None:
         start = len(self.out)
         self._frame(turn, label, fa, fb, sub)
         section = self.turn_labels.get(turn, f"turn {turn}")
         self.unit(start, turn, section, label, label + sub, fa, fb)
 
-    def _frame(self, turn: int, label: str, fa: Frame | None, fb: Frame | None,
-               sub: str) -> None:  # fmt: skip
+    def _frame(self, turn: int, label: str, fa: Frame | None, fb: Frame | None, sub: str) -> None:
         if fa is not None and fb is not None:
             self.values(turn, label + sub, fa.sig, "", fa.obj, fb.obj)
         elif fa is not None:
@@ -236,8 +258,9 @@ class _Differ:
         sa, sb = _shape(a, self.ignore), _shape(b, self.ignore)
         start = len(self.out)
         if sa != sb:
-            self.add(a.start_turn(), f"{name} / lifecycle", " → ".join(sa), " → ".join(sb),
-                     "changed")  # fmt: skip
+            self.add(
+                a.start_turn(), f"{name} / lifecycle", " → ".join(sa), " → ".join(sb), "changed"
+            )
         self.unit(start, a.start_turn(), name, "lifecycle", f"{name} / lifecycle", None, None)
         picks = [("task_started", 0), ("task_updated", -1), ("task_notification", -1)]
         for sub, at in picks:
@@ -266,8 +289,14 @@ class _Differ:
 
     def progress(self, turn: int, path: str, sig: str, wa: Any, wb: Any) -> None:
         if not isinstance(wa, list) or not isinstance(wb, list):
-            self.values(turn, path, sig, "", {"workflow_progress": wa} if wa is not None else {},
-                        {"workflow_progress": wb} if wb is not None else {})  # fmt: skip
+            self.values(
+                turn,
+                path,
+                sig,
+                "",
+                {"workflow_progress": wa} if wa is not None else {},
+                {"workflow_progress": wb} if wb is not None else {},
+            )
             return
         ea, eb = _entries(wa), _entries(wb)
         for key in [*ea, *(k for k in eb if k not in ea)]:
@@ -297,8 +326,11 @@ def _shape(t: Task, ignore: frozenset[str]) -> list[str]:
     out: list[str] = []
     for e in t.events:
         st = e.sig.removeprefix("system/")
-        word = {"task_started": "started", "task_progress": "progress",
-                "background_tasks_changed": "snapshot"}.get(st)  # fmt: skip
+        word = {
+            "task_started": "started",
+            "task_progress": "progress",
+            "background_tasks_changed": "snapshot",
+        }.get(st)
         if word is None:
             hidden = _matches(ignore, e.sig, "status") or _matches(ignore, e.sig, "patch.status")
             word = st.removeprefix("task_") + ("" if hidden else f"({_status(e)})")
@@ -332,9 +364,11 @@ def _entries(entries: list[Any]) -> dict[str, Any]:
 def _match_tasks(ta: list[Task], tb: list[Task]) -> list[tuple[Task | None, Task | None]]:
     pairs: list[tuple[Task | None, Task | None]] = []
     free = list(tb)
-    for same in (lambda x, y: (x.type, x.name) == (y.type, y.name),
-                 lambda x, y: x.type == y.type,
-                 lambda x, y: x.start_turn() == y.start_turn()):  # fmt: skip
+    for same in (
+        lambda x, y: (x.type, x.name) == (y.type, y.name),
+        lambda x, y: x.type == y.type,
+        lambda x, y: x.start_turn() == y.start_turn(),
+    ):
         for a in ta:
             if any(p[0] is a for p in pairs):
                 continue
@@ -384,8 +418,11 @@ def diff(a: Capture, b: Capture, options: DiffOptions | None = None) -> DiffResu
     n_results = max(sa.results, sb.results)
     for k in range(1, max(len(sa.turns), len(sb.turns)) + 1):
         d.turn_labels[k] = f"turn {k}" if k <= n_results or k == 1 else f"after turn {k - 1}"
-        d.turn(k, sa.turns[k - 1] if k <= len(sa.turns) else [],
-               sb.turns[k - 1] if k <= len(sb.turns) else [])  # fmt: skip
+        d.turn(
+            k,
+            sa.turns[k - 1] if k <= len(sa.turns) else [],
+            sb.turns[k - 1] if k <= len(sb.turns) else [],
+        )
     names: Counter[str] = Counter()
     tasks: list[tuple[str, Task | None, Task | None]] = []
     for ta, tb in pairs:
@@ -399,9 +436,12 @@ def diff(a: Capture, b: Capture, options: DiffOptions | None = None) -> DiffResu
     diffs = [d.out[i][1] for i in order]
     at = {old: new for new, old in enumerate(order)}
     units = [attrs.evolve(u, diffs=tuple(sorted(at[i] for i in u.diffs))) for u in d.units]
-    summary = {"frames": [sa.frames, sb.frames], "turns": [sa.results, sb.results],
-               "tasks": [len(sa.tasks), len(sb.tasks)],
-               "kinds": dict(sorted(Counter(x.kind for x in diffs).items()))}  # fmt: skip
+    summary = {
+        "frames": [sa.frames, sb.frames],
+        "turns": [sa.results, sb.results],
+        "tasks": [len(sa.tasks), len(sb.tasks)],
+        "kinds": dict(sorted(Counter(x.kind for x in diffs).items())),
+    }
     return DiffResult(diffs, summary, Alignment(units, tasks))
 
 
@@ -421,8 +461,9 @@ def _render(v: Any, other: Any = None, width: int = 100) -> str:
     return ("…" if start else "") + cut + f"…(+{len(s) - start - len(cut)} chars)"
 
 
-def format_text(result: DiffResult, *, color: bool = False,
-                names: tuple[str, str] = ("A", "B")) -> str:  # fmt: skip
+def format_text(
+    result: DiffResult, *, color: bool = False, names: tuple[str, str] = ("A", "B")
+) -> str:
     """One line per difference, ``path: A <value>, B <value>``; every string from the
     streams is escaped; ANSI colour only when asked."""
 
@@ -435,8 +476,7 @@ def format_text(result: DiffResult, *, color: bool = False,
         rb = ABSENT if d.kind == "only-a" else escape(_render(d.b, d.a))
         lines.append(f"{c('1', escape(d.path))}: {c('31', 'A ' + ra)}, {c('32', 'B ' + rb)}")
     s = result.summary
-    stats = (f"frames {s.get('frames')}, turns {s.get('turns')}, tasks {s.get('tasks')}"
-             if s else "")  # fmt: skip
+    stats = f"frames {s.get('frames')}, turns {s.get('turns')}, tasks {s.get('tasks')}" if s else ""
     if result.equivalent:
         lines.append(c("32", f"equivalent ({stats})"))
     else:
@@ -454,7 +494,11 @@ def terminal_safe_json(text: str) -> str:
 
 def to_json(result: DiffResult, names: tuple[str, str] = ("A", "B")) -> str:
     """``{"equivalent", "a", "b", "summary", "differences": [{path, a, b, kind}]}``."""
-    doc = {"equivalent": result.equivalent, "a": names[0], "b": names[1],
-           "summary": result.summary,
-           "differences": [d.to_dict() for d in result.differences]}  # fmt: skip
+    doc = {
+        "equivalent": result.equivalent,
+        "a": names[0],
+        "b": names[1],
+        "summary": result.summary,
+        "differences": [d.to_dict() for d in result.differences],
+    }
     return terminal_safe_json(orjson.dumps(doc).decode())

@@ -37,10 +37,19 @@ import orjson
 from compat.capture import Capture
 
 Obj = dict[str, Any]  # a parsed frame
-ID_KEYS = {"session_id": "session", "new_conversation_id": "session", "task_id": "task",
-           "tool_use_id": "tool_use", "parent_tool_use_id": "tool_use", "agentId": "agent",
-           "request_id": "request", "command_uuid": "command", "user_message_uuid": "command",
-           "_requestId": "request", "_messageId": "message"}  # fmt: skip
+ID_KEYS = {
+    "session_id": "session",
+    "new_conversation_id": "session",
+    "task_id": "task",
+    "tool_use_id": "tool_use",
+    "parent_tool_use_id": "tool_use",
+    "agentId": "agent",
+    "request_id": "request",
+    "command_uuid": "command",
+    "user_message_uuid": "command",
+    "_requestId": "request",
+    "_messageId": "message",
+}
 TASK_SUBTYPES = ("task_started", "task_progress", "task_updated", "task_notification")
 SNAPSHOT = "system/background_tasks_changed"
 MODEL_KEYS = frozenset({"model", "canonicalModel"})
@@ -82,8 +91,11 @@ class _Masker:
         paths: dict[str, str] = {}
         if cwd and len(cwd) > 1:
             paths[cwd] = "{CWD}"
-            for slug in (re.sub(r"[^A-Za-z0-9]", "-", cwd), cwd.replace("/", "-"),
-                         cwd.strip("/").replace("/", "-")):  # fmt: skip
+            for slug in (
+                re.sub(r"[^A-Za-z0-9]", "-", cwd),
+                cwd.replace("/", "-"),
+                cwd.strip("/").replace("/", "-"),
+            ):
                 paths.setdefault(slug, "{CWD_SLUG}")
         for home in homes:
             if len(home) > 1:
@@ -178,8 +190,9 @@ def _objects(capture: Capture) -> list[Obj]:
             obj = orjson.loads(rec.data)
         except orjson.JSONDecodeError:
             obj = None
-        out.append(obj if isinstance(obj, dict) else {"type": "(not a JSON object)",
-                                                       "text": rec.text})  # fmt: skip
+        out.append(
+            obj if isinstance(obj, dict) else {"type": "(not a JSON object)", "text": rec.text}
+        )
     return out
 
 
@@ -245,7 +258,8 @@ def load_side(capture: Capture, keep_model: bool = False) -> Side:
         m = masker.mask(obj)
         frame = Frame(_signature(m), len(turns), m)
         if frame.sig in (f"system/{s}" for s in TASK_SUBTYPES) and isinstance(
-                m.get("task_id"), str):  # fmt: skip
+            m.get("task_id"), str
+        ):
             task = tasks.setdefault(m["task_id"], Task(len(tasks), m["task_id"]))
             task.events.extend(f for _, f in snaps)
             snaps.clear()

@@ -41,25 +41,55 @@ from compat.frames import dict_at, loads, str_at
 
 MAX_DEPTH = 4
 #: keys whose value is a map keyed by data (model names, tool inputs, paths): one field
-OPEN_MAPS = frozenset({
-    "modelUsage", "model_usage_since_last_result", "input", "tool_use_result", "memory_paths",
-    "env", "hooks", "properties", "structured_output", "tool_result_meta", "_meta",
-    "mcpServers", "agents", "subagent_stats",
-})  # fmt: skip
+OPEN_MAPS = frozenset(
+    {
+        "modelUsage",
+        "model_usage_since_last_result",
+        "input",
+        "tool_use_result",
+        "memory_paths",
+        "env",
+        "hooks",
+        "properties",
+        "structured_output",
+        "tool_result_meta",
+        "_meta",
+        "mcpServers",
+        "agents",
+        "subagent_stats",
+    }
+)
 #: string fields whose values are a vocabulary (a new value is drift)
-VOCAB_KEYS = frozenset({
-    "type", "subtype", "task_type", "status", "state", "stop_reason", "terminal_reason",
-    "error_code", "origin", "permissionMode", "apiKeySource", "tokenSource", "apiProvider",
-})  # fmt: skip
+VOCAB_KEYS = frozenset(
+    {
+        "type",
+        "subtype",
+        "task_type",
+        "status",
+        "state",
+        "stop_reason",
+        "terminal_reason",
+        "error_code",
+        "origin",
+        "permissionMode",
+        "apiKeySource",
+        "tokenSource",
+        "apiProvider",
+    }
+)
 #: string fields that are a vocabulary only on some kinds (kind -> keys)
 VOCAB_KEYS_ON = {"system/init": frozenset({"model", "output_style"})}
 #: lists of strings whose members are a vocabulary
 VOCAB_LISTS = frozenset({"capabilities", "tools"})
 #: the frames whose relative order is compared
-ORDERED = frozenset({
-    "system/task_started", "system/task_updated", "system/task_notification",
-    "system/background_tasks_changed",
-})  # fmt: skip
+ORDERED = frozenset(
+    {
+        "system/task_started",
+        "system/task_updated",
+        "system/task_notification",
+        "system/background_tasks_changed",
+    }
+)
 #: frames too frequent and too free-form to profile field by field
 SKIP_KINDS = frozenset({"stream_event"})
 
@@ -228,8 +258,13 @@ class Change:
         return self.change == "new"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"category": self.category, "change": self.change, "kind": self.kind,
-                "item": self.item, "scenario": self.scenario}  # fmt: skip
+        return {
+            "category": self.category,
+            "change": self.change,
+            "kind": self.kind,
+            "item": self.item,
+            "scenario": self.scenario,
+        }
 
     def text(self) -> str:
         sign = "+" if self.change == "new" else "-"
@@ -237,8 +272,13 @@ class Change:
         return f"{sign} {self.category} {where}{self.item}"
 
 
-def compare(verified: Vocabulary, candidate: Vocabulary, *, known: Vocabulary | None = None,
-            scenario: str = "") -> list[Change]:
+def compare(
+    verified: Vocabulary,
+    candidate: Vocabulary,
+    *,
+    known: Vocabulary | None = None,
+    scenario: str = "",
+) -> list[Change]:
     """What ``candidate`` adds to ``known`` (default ``verified``: every verified session,
     merged) and what it lost against ``verified`` (the same scenario's session)."""
     known = verified if known is None else known
@@ -261,12 +301,12 @@ def compare(verified: Vocabulary, candidate: Vocabulary, *, known: Vocabulary | 
             continue
         for f in sorted(verified.fields[k] - candidate.fields.get(k, set())):
             add("field", "vanished", k, f)
-    for (k, p) in sorted(candidate.values):
+    for k, p in sorted(candidate.values):
         if k not in known.kinds or (k, p) not in known.values:
             continue  # a new kind or field: already said
         for v in sorted(candidate.values[(k, p)] - known.values[(k, p)]):
             add("value", "new", k, f"{p} = {v}")
-    for (k, p) in sorted(verified.values):
+    for k, p in sorted(verified.values):
         if (k, p) not in candidate.values:
             continue
         for v in sorted(verified.values[(k, p)] - candidate.values[(k, p)]):
@@ -283,12 +323,13 @@ def compare(verified: Vocabulary, candidate: Vocabulary, *, known: Vocabulary | 
 
 def compare_help(verified: Help, candidate: Help) -> list[Change]:
     out = [Change("option", "new", "", o) for o in sorted(candidate.options - verified.options)]
-    out += [Change("option", "vanished", "", o)
-            for o in sorted(verified.options - candidate.options)]
-    out += [Change("command", "new", "", c)
-            for c in sorted(candidate.commands - verified.commands)]
-    out += [Change("command", "vanished", "", c)
-            for c in sorted(verified.commands - candidate.commands)]
+    out += [
+        Change("option", "vanished", "", o) for o in sorted(verified.options - candidate.options)
+    ]
+    out += [Change("command", "new", "", c) for c in sorted(candidate.commands - verified.commands)]
+    out += [
+        Change("command", "vanished", "", c) for c in sorted(verified.commands - candidate.commands)
+    ]
     return out
 
 
@@ -312,9 +353,15 @@ class Report:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "verified": self.verified, "candidate": self.candidate,
-                "unknown": self.unknown, "counts": self.counts(), "notes": list(self.notes),
-                "changes": [c.to_dict() for c in self.changes]}  # fmt: skip
+        return {
+            "name": self.name,
+            "verified": self.verified,
+            "candidate": self.candidate,
+            "unknown": self.unknown,
+            "counts": self.counts(),
+            "notes": list(self.notes),
+            "changes": [c.to_dict() for c in self.changes],
+        }
 
 
 def dedupe(changes: Iterable[Change]) -> list[Change]:
@@ -328,10 +375,16 @@ def dedupe(changes: Iterable[Change]) -> list[Change]:
     return [Change(*k, scenario=", ".join(v)) for k, v in seen.items()]
 
 
-def report(name: str, verified_version: str | None, candidate_version: str | None,
-           pairs: Sequence[tuple[str, Vocabulary, Vocabulary]], *,
-           known: Vocabulary | None = None, help_pair: tuple[Help, Help] | None = None,
-           notes: Sequence[str] = ()) -> Report:
+def report(
+    name: str,
+    verified_version: str | None,
+    candidate_version: str | None,
+    pairs: Sequence[tuple[str, Vocabulary, Vocabulary]],
+    *,
+    known: Vocabulary | None = None,
+    help_pair: tuple[Help, Help] | None = None,
+    notes: Sequence[str] = (),
+) -> Report:
     """A backend's drift: ``pairs`` are (scenario, verified vocabulary, candidate
     vocabulary); ``known`` what every verified session showed (default: the pairs'
     verified sides merged)."""
@@ -341,8 +394,7 @@ def report(name: str, verified_version: str | None, candidate_version: str | Non
         changes += compare(ver, cand, known=base, scenario=scen)
     if help_pair is not None:
         changes += compare_help(*help_pair)
-    return Report(name, verified_version, candidate_version, tuple(dedupe(changes)),
-                  tuple(notes))
+    return Report(name, verified_version, candidate_version, tuple(dedupe(changes)), tuple(notes))
 
 
 def format_text(reports: Sequence[Report]) -> str:
@@ -352,22 +404,34 @@ def format_text(reports: Sequence[Report]) -> str:
 
     lines: list[str] = []
     for r in reports:
-        verdict = ("UNKNOWN: something the rules do not know appeared" if r.unknown else
-                   "no new frame types, fields, values or options")
-        lines.append(f"== {escape(r.name)} {escape(r.candidate or '?')} against verified "
-                     f"{escape(r.verified or '?')}: {verdict}")
+        verdict = (
+            "UNKNOWN: something the rules do not know appeared"
+            if r.unknown
+            else "no new frame types, fields, values or options"
+        )
+        lines.append(
+            f"== {escape(r.name)} {escape(r.candidate or '?')} against verified "
+            f"{escape(r.verified or '?')}: {verdict}"
+        )
         for n in r.notes:
             lines.append(f"  ! {escape(n)}")
         counts = r.counts()
         if counts:
-            lines.append("  " + ", ".join(
-                f"{cat}: +{d['new']} -{d['vanished']}" for cat, d in counts.items()))
+            lines.append(
+                "  "
+                + ", ".join(f"{cat}: +{d['new']} -{d['vanished']}" for cat, d in counts.items())
+            )
         for cat in CATEGORIES:
             group = [c for c in r.changes if c.category == cat]
             group.sort(key=lambda c: (c.change != "new", c.kind, c.item))
             for c in group:
                 names = c.scenario.split(", ") if c.scenario else []
-                where = (f"  [{escape(names[0])}]" if len(names) == 1 else
-                         f"  [{len(names)} scenarios]" if names else "")
+                where = (
+                    f"  [{escape(names[0])}]"
+                    if len(names) == 1
+                    else f"  [{len(names)} scenarios]"
+                    if names
+                    else ""
+                )
                 lines.append(f"  {escape(c.text())}{where}")
     return "\n".join(lines) + "\n"

@@ -196,13 +196,19 @@ class Engine:
         fidelity: e.g. a killed task's late frames) is said once, never silent."""
         if self._drops_at_eof is None:
             return
-        after = {r: c.get("dropped", 0) - self._drops_at_eof.get(r, 0)
-                 for r, c in self.stats.rules.items()}  # fmt: skip
+        after = {
+            r: c.get("dropped", 0) - self._drops_at_eof.get(r, 0)
+            for r, c in self.stats.rules.items()
+        }
         after = {r: n for r, n in after.items() if n > 0}
         if after:
             self.stats.count("framing", "dropped-after-eof", sum(after.values()))
-            self.log("info", "framing", f"{sum(after.values())} frame(s) dropped after the "
-                      "client's EOF: " + ", ".join(f"{r} {n}" for r, n in sorted(after.items())))
+            self.log(
+                "info",
+                "framing",
+                f"{sum(after.values())} frame(s) dropped after the "
+                "client's EOF: " + ", ".join(f"{r} {n}" for r, n in sorted(after.items())),
+            )
 
     def exit_status(self) -> int | None:
         """The status a stage decided the bridge exits with (eof-wind-down: Claude's 0, or
@@ -374,9 +380,13 @@ class Engine:
         forgotten = self.state.forgotten_live
         if forgotten != self._forgotten_live:
             if not self._forgotten_live:
-                self.log("warning", "session", f"more than {MAX_TASKS} tasks open at once: "
-                          "the oldest live tasks are forgotten (counted: session "
-                          "forgotten-live-tasks)")  # fmt: skip
+                self.log(
+                    "warning",
+                    "session",
+                    f"more than {MAX_TASKS} tasks open at once: "
+                    "the oldest live tasks are forgotten (counted: session "
+                    "forgotten-live-tasks)",
+                )
             self.stats.count("session", "forgotten-live-tasks", forgotten - self._forgotten_live)
             self._forgotten_live = forgotten
         self._flush_pending()

@@ -39,12 +39,11 @@ COUNTERPARTS = {
     "CLAUDE_CODE_DONT_INHERIT_ENV": "CODEBUDDY_CODE_DONT_INHERIT_ENV",
     "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "CODEBUDDY_CODE_DISABLE_TERMINAL_TITLE",
     "CLAUDE_CODE_FILE_READ_MAX_OUTPUT_TOKENS": "CODEBUDDY_CODE_FILE_READ_MAX_OUTPUT_TOKENS",
-    "CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD":
-        "CODEBUDDY_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD",
+    "CLAUDE_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD": "CODEBUDDY_CODE_ADDITIONAL_DIRECTORIES_CLAUDE_MD",  # noqa: E501
     "CLAUDE_CODE_DEBUG_LOGS_DIR": "CODEBUDDY_CODE_DEBUG_LOGS_DIR",
     "CLAUDE_CODE_AUTO_COMPACT_WINDOW": "CODEBUDDY_AUTO_COMPACT_WINDOW",
     "CLAUDE_AUTOCOMPACT_PCT_OVERRIDE": "CODEBUDDY_AUTOCOMPACT_PCT_OVERRIDE",
-}  # fmt: skip
+}
 CBC_DEFAULTS = {"DISABLE_AUTOUPDATER": "1", "CODEBUDDY_DISABLE_AUTO_MEMORY": "1"}
 HEADERS = "CODEBUDDY_CUSTOM_HEADERS"
 CEILING_ENV = "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS"
@@ -54,8 +53,11 @@ ENV_TABLE: list[tuple[str, str, str]] = [
     *((c, b, "copied unless set") for c, b in COUNTERPARTS.items()),
     ("-", "DISABLE_AUTOUPDATER=1", "always (as codebuddy-agent-sdk)"),
     ("-", "CODEBUDDY_DISABLE_AUTO_MEMORY=1", "unless set (as codebuddy-agent-sdk)"),
-    ("CLAUDE_AGENT_SDK_VERSION", f"{HEADERS}: User-Agent first",
-     "as codebuddy-agent-sdk, naming ccbridge and the Claude SDK"),
+    (
+        "CLAUDE_AGENT_SDK_VERSION",
+        f"{HEADERS}: User-Agent first",
+        "as codebuddy-agent-sdk, naming ccbridge and the Claude SDK",
+    ),
     ("--max-thinking-tokens N", "MAX_THINKING_TOKENS=N", "from the argv rule"),
     (CEILING_ENV, "-", "the bridge's eof-wind-down ceiling"),
 ]

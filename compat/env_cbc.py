@@ -25,8 +25,11 @@ REVERSE_COUNTERPARTS: dict[str, str] = {
 #: the README form: (cbc variable, what Claude gets, when)
 REVERSE_ENV_TABLE: list[tuple[str, str, str]] = [
     *((cbc, claude, "copied unless set") for cbc, claude in REVERSE_COUNTERPARTS.items()),
-    ("--permission-mode bypassPermissions as root", "IS_SANDBOX=1",
-     "unless set (Claude refuses bypass as root otherwise)"),
+    (
+        "--permission-mode bypassPermissions as root",
+        "IS_SANDBOX=1",
+        "unless set (Claude refuses bypass as root otherwise)",
+    ),
 ]
 
 

@@ -37,38 +37,69 @@ STDIN_LIMIT = 10 * 1024 * 1024
 STDIN_WAIT = 3.0
 EXIT_ERROR = 1  # Claude's status for a usage error and an error result
 
-NO_PROMPT = ("Error: Input must be provided either through stdin or as a prompt argument "
-             "when using --print")
+NO_PROMPT = (
+    "Error: Input must be provided either through stdin or as a prompt argument when using --print"
+)
 NO_RESULT = "Error: No messages returned from query"
-STDIN_TOO_BIG = ("Error: piped stdin input exceeds 10MB. Pass large content as a file path "
-                 "in your prompt instead.")
-STDIN_SILENT = ("Warning: no stdin data received in 3s, proceeding without it. If piping "
-                "from a slow command, redirect stdin explicitly: < /dev/null to skip, or "
-                "wait longer.")
+STDIN_TOO_BIG = (
+    "Error: piped stdin input exceeds 10MB. Pass large content as a file path "
+    "in your prompt instead."
+)
+STDIN_SILENT = (
+    "Warning: no stdin data received in 3s, proceeding without it. If piping "
+    "from a slow command, redirect stdin explicitly: < /dev/null to skip, or "
+    "wait longer."
+)
 #: the lines Claude prints for an error result in text mode (no newline after them)
 ERROR_TEXT = {
     "error_during_execution": "Execution error",
     "error_max_turns": "Error: Reached max turns ({max_turns})",
     "error_max_budget_usd": "Error: Exceeded USD budget ({max_budget_usd})",
-    "error_max_structured_output_retries":
-        "Error: Failed to provide valid structured output after maximum retries",
+    "error_max_structured_output_retries": (
+        "Error: Failed to provide valid structured output after maximum retries"
+    ),
 }
 #: what ``text`` mode prints before a result cut short (Claude's ``vpE``)
 INCOMPLETE = "The response above may be incomplete."
 
 #: system subtypes that are not messages (Claude's ``zkm``): never the "last message"
-_NOT_MESSAGES_SYSTEM = frozenset({
-    "session_state_changed", "task_notification", "task_started", "task_updated",
-    "task_progress", "background_tasks_changed", "control_request_progress", "notification",
-    "post_turn_summary", "task_summary", "hook_started", "hook_progress", "hook_response",
-    "commands_changed", "elicitation_complete", "files_persisted", "mirror_error",
-    "code_change_published", "vcs_state_changed",
-})
-_NOT_MESSAGES = frozenset({
-    "control_response", "control_request", "control_cancel_request", "stream_event",
-    "keep_alive", "prompt_suggestion", "conversation_reset", "transcript_mirror",
-    "command_lifecycle", "active_goal",
-})
+_NOT_MESSAGES_SYSTEM = frozenset(
+    {
+        "session_state_changed",
+        "task_notification",
+        "task_started",
+        "task_updated",
+        "task_progress",
+        "background_tasks_changed",
+        "control_request_progress",
+        "notification",
+        "post_turn_summary",
+        "task_summary",
+        "hook_started",
+        "hook_progress",
+        "hook_response",
+        "commands_changed",
+        "elicitation_complete",
+        "files_persisted",
+        "mirror_error",
+        "code_change_published",
+        "vcs_state_changed",
+    }
+)
+_NOT_MESSAGES = frozenset(
+    {
+        "control_response",
+        "control_request",
+        "control_cancel_request",
+        "stream_event",
+        "keep_alive",
+        "prompt_suggestion",
+        "conversation_reset",
+        "transcript_mirror",
+        "command_lifecycle",
+        "active_goal",
+    }
+)
 
 
 @attrs.frozen
@@ -93,11 +124,15 @@ class Mode:
     def usage_error(self) -> str | None:
         """Claude's message for a command line it refuses (exit 1), else None."""
         if self.output not in OUTPUT_FORMATS:
-            return (f"error: option '--output-format <format>' argument '{self.output}' is "
-                    "invalid. Allowed choices are text, json, stream-json.")
+            return (
+                f"error: option '--output-format <format>' argument '{self.output}' is "
+                "invalid. Allowed choices are text, json, stream-json."
+            )
         if self.input not in INPUT_FORMATS:
-            return (f"error: option '--input-format <format>' argument '{self.input}' is "
-                    "invalid. Allowed choices are text, stream-json.")
+            return (
+                f"error: option '--input-format <format>' argument '{self.input}' is "
+                "invalid. Allowed choices are text, stream-json."
+            )
         if self.input == "stream-json" and self.output != "stream-json":
             return "Error: --input-format=stream-json requires output-format=stream-json."
         if self.print_mode and self.output == "stream-json" and not self.verbose:
@@ -132,9 +167,17 @@ def prompt_text(argument: str | None, stdin: str | None) -> str | None:
 def user_line(text: str) -> bytes:
     """The prompt as the user line a stream-json client writes (the Python SDK's string
     ``query()``), newline-terminated."""
-    return orjson.dumps({"type": "user", "session_id": "",
-                         "message": {"role": "user", "content": text},
-                         "parent_tool_use_id": None}) + b"\n"
+    return (
+        orjson.dumps(
+            {
+                "type": "user",
+                "session_id": "",
+                "message": {"role": "user", "content": text},
+                "parent_tool_use_id": None,
+            }
+        )
+        + b"\n"
+    )
 
 
 def is_message(frame: dict[str, Any]) -> bool:
@@ -148,9 +191,11 @@ def is_message(frame: dict[str, Any]) -> bool:
 def _text_of(content: Any) -> str:
     if not isinstance(content, list):
         return ""
-    return "\n".join(b["text"] for b in content
-                     if isinstance(b, dict) and b.get("type") == "text"
-                     and isinstance(b.get("text"), str))
+    return "\n".join(
+        b["text"]
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
 
 
 @attrs.define
@@ -221,9 +266,13 @@ class Renderer:
                 self._prior_text, self._last_text = self._last_text, text
         elif kind == "result":
             result = frame.get("result")
-            cut = (frame.get("subtype") == "success" and frame.get("is_error") is True
-                   and isinstance(result, str) and result.endswith(INCOMPLETE)
-                   and self._last_text == result)
+            cut = (
+                frame.get("subtype") == "success"
+                and frame.get("is_error") is True
+                and isinstance(result, str)
+                and result.endswith(INCOMPLETE)
+                and self._last_text == result
+            )
             self._partial_for_result = self._prior_text if cut else None
             self._last_text = self._prior_text = None
 
@@ -255,8 +304,9 @@ class Renderer:
         if line is None:
             return ""  # Claude prints nothing for a subtype it does not know
         # a JavaScript template: an option not given prints as "undefined"
-        return line.format(max_turns=_js(self.mode.max_turns),
-                           max_budget_usd=_js(self.mode.max_budget_usd))
+        return line.format(
+            max_turns=_js(self.mode.max_turns), max_budget_usd=_js(self.mode.max_budget_usd)
+        )
 
 
 def _js(value: str | None) -> str:

@@ -201,8 +201,12 @@ class Pipeline:
                 if self.strict:
                     raise StageError(f"{rule}: cannot encode a frame ({exc})") from exc
                 self.stats.rule(rule)["errors"] += 1
-                ctx.log(rule, f"frame not written, cannot encode it ({type(exc).__name__}: "
-                        f"{exc}); passed the original line", "error")  # fmt: skip
+                ctx.log(
+                    rule,
+                    f"frame not written, cannot encode it ({type(exc).__name__}: "
+                    f"{exc}); passed the original line",
+                    "error",
+                )
             root = f.root
             passed = set() if passed is None else passed
             if root is not None and root.raw and id(root) not in passed:
@@ -261,9 +265,9 @@ class Pipeline:
         if coolers is None:
             self._plan(kind)
             coolers = self._kind_coolers[kind]
-        cold = frozenset(
-            i for i, s in coolers if s.cold(kind, ctx)
-        ) if self.use_cold else frozenset()
+        cold = (
+            frozenset(i for i, s in coolers if s.cold(kind, ctx)) if self.use_cold else frozenset()
+        )
         self._cold[kind] = cold
         return cold
 

@@ -121,8 +121,10 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
 
 #: rules that translate the launch (compat/argv.py, compat/env.py), not stages: switched
 #: on/off like the others, applied by the launcher (bridge/proxy.py)
-TRANSLATIONS: dict[str, tuple[str, ...]] = {"cbc-to-claude": ("argv", "env", "session-pin"),
-                                             "claude-to-cbc": ("rev-argv", "rev-env")}
+TRANSLATIONS: dict[str, tuple[str, ...]] = {
+    "cbc-to-claude": ("argv", "env", "session-pin"),
+    "claude-to-cbc": ("rev-argv", "rev-env"),
+}
 
 #: rules that are bookkeeping other rules depend on; they cannot be switched off
 ALWAYS_ON = frozenset({"session", "control-state", "rev-requests", "rev-track"})
@@ -216,13 +218,10 @@ def make_stage(rule: str, options: Mapping[str, str]) -> Stage | None:
     for name in opts:
         if name not in fields:
             raise RuleError(
-                f"rule {rule!r} has no option {name!r} "
-                f"(options: {', '.join(fields) or 'none'})"
+                f"rule {rule!r} has no option {name!r} (options: {', '.join(fields) or 'none'})"
             )
     try:
-        typed = {
-            name: _structure(value, fields[name].type) for name, value in opts.items()
-        }
+        typed = {name: _structure(value, fields[name].type) for name, value in opts.items()}
         return cls(mode=mode, **typed)
     except (ValueError, TypeError, cattrs.BaseValidationError) as exc:
         raise RuleError(f"rule {rule!r}: {exc}") from exc
@@ -267,5 +266,6 @@ def options_of(rule: str) -> list[tuple[str, Any]]:
 
 def _option_fields(cls: type[Stage]) -> list[attrs.Attribute[Any]]:
     """A stage's options: its attrs fields a user may set (not ``mode``, not state)."""
-    return [f for f in attrs.fields(cls)
-            if f.init and f.name != "mode" and not f.name.startswith("_")]  # fmt: skip
+    return [
+        f for f in attrs.fields(cls) if f.init and f.name != "mode" and not f.name.startswith("_")
+    ]

@@ -48,18 +48,57 @@ REDACTED = "<redacted>"
 SECRET_NAMES = frozenset({"auth", "bearer", "pat"})
 #: normalised endings that make a key a credential
 SECRET_SUFFIXES = (
-    "token", "secret", "secrets", "password", "passwords", "passwd", "passphrase",
-    "apikey", "apikeys", "privatekey", "secretkey", "accesskey", "signingkey",
-    "encryptionkey", "masterkey", "credential", "credentials", "cookie", "cookies",
-    "authorization", "authorisation", "jwt",
-)  # fmt: skip
+    "token",
+    "secret",
+    "secrets",
+    "password",
+    "passwords",
+    "passwd",
+    "passphrase",
+    "apikey",
+    "apikeys",
+    "privatekey",
+    "secretkey",
+    "accesskey",
+    "signingkey",
+    "encryptionkey",
+    "masterkey",
+    "credential",
+    "credentials",
+    "cookie",
+    "cookies",
+    "authorization",
+    "authorisation",
+    "jwt",
+)
 #: words (of the key split at separators and camelCase) that make a ``…token`` key a
 #: usage counter, a limit or a pagination cursor, not a credential
 NOT_CREDENTIAL_WORDS = frozenset(
-    {"max", "min", "total", "num", "count", "limit", "used", "remaining", "input",
-     "output", "prompt", "completion", "cache", "thinking", "estimated", "reasoning",
-     "budget", "page", "next", "continuation", "cancellation", "cursor"}
-)  # fmt: skip
+    {
+        "max",
+        "min",
+        "total",
+        "num",
+        "count",
+        "limit",
+        "used",
+        "remaining",
+        "input",
+        "output",
+        "prompt",
+        "completion",
+        "cache",
+        "thinking",
+        "estimated",
+        "reasoning",
+        "budget",
+        "page",
+        "next",
+        "continuation",
+        "cancellation",
+        "cursor",
+    }
+)
 #: environment variable names are redacted a little more eagerly (``MY_SERVICE_KEY``)
 _ENV_WORDS = frozenset({"key", "keys", "pass", "pw"})
 
@@ -117,7 +156,8 @@ _AUTH_SCHEMES = r"(?:Bearer|Basic|Token|Digest|Bot|ApiKey|Negotiate|OAuth)"
 _SHAPES = re.compile(
     r"(?P<p1>(?i:\bbearer)\s+)(?P<v1>[A-Za-z0-9._~+/=-]{8,})"
     r"|(?P<p2>(?i:\b(?:proxy-)?authori[sz]ation)\\?[\"']?\s*[:=]\s*\\?[\"']?\s*"
-    + _AUTH_SCHEMES + r"\s+)(?P<v2>[A-Za-z0-9._~+/=:-]{4,})"
+    + _AUTH_SCHEMES
+    + r"\s+)(?P<v2>[A-Za-z0-9._~+/=:-]{4,})"
     r"|(?P<v3>\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*)"
     r"|(?P<v4>\bsk-[A-Za-z0-9_-]{12,})"
     r"|(?P<v5>\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}))"
@@ -170,9 +210,15 @@ def _scrub(obj: Any, strip: bool, deep: bool, depth: int = 0) -> tuple[Any, int]
     if isinstance(obj, dict):
         n = 0
         out: dict[str, Any] = {}
-        tails = [v[-TAIL:] for k, v in obj.items()
-                 if isinstance(v, str) and len(v) >= TAIL and v != REDACTED
-                 and isinstance(k, str) and is_secret_key(k)]  # fmt: skip
+        tails = [
+            v[-TAIL:]
+            for k, v in obj.items()
+            if isinstance(v, str)
+            and len(v) >= TAIL
+            and v != REDACTED
+            and isinstance(k, str)
+            and is_secret_key(k)
+        ]
         for k, v in obj.items():
             secret = isinstance(k, str) and is_secret_key(k)
             if secret and (_holds_value(v) or (strip and v == REDACTED)):
@@ -283,8 +329,10 @@ def redact_text_bytes(data: bytes) -> bytes:
 def redact_env(env: dict[str, str]) -> dict[str, str]:
     """Credential variables' values replaced; the others' text redacted (a URL's
     password, a token in a command line)."""
-    return {k: (REDACTED if is_secret_env(k) and v else redact_text(v) if isinstance(v, str)
-                else v) for k, v in env.items()}  # fmt: skip
+    return {
+        k: (REDACTED if is_secret_env(k) and v else redact_text(v) if isinstance(v, str) else v)
+        for k, v in env.items()
+    }
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
@@ -443,4 +491,3 @@ def _redact_text(text: str) -> str:
         text = "".join(parts)
     out, _ = redact_values(text)
     return out
-

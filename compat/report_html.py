@@ -75,8 +75,7 @@ class Report:
     back: str | None = None  # a link to the index this report belongs to
 
 
-def side_info(role: str, name: str, capture: Capture, violations: Sequence[Violation]
-              ) -> SideInfo:  # fmt: skip
+def side_info(role: str, name: str, capture: Capture, violations: Sequence[Violation]) -> SideInfo:
     h = capture.header
     exit_ = next((r.text for r in reversed(capture.records) if r.kind == "exit"), None)
 
@@ -84,13 +83,22 @@ def side_info(role: str, name: str, capture: Capture, violations: Sequence[Viola
         v = h.get(k)
         return None if v is None else str(v)
 
-    return SideInfo(role, name, get("backend"), get("backend_version"), get("via"), exit_,
-                    tuple(violations))  # fmt: skip
+    return SideInfo(
+        role, name, get("backend"), get("backend_version"), get("via"), exit_, tuple(violations)
+    )
 
 
-def build(a: Capture, b: Capture, names: tuple[str, str], *, scenario: str | None = None,
-          known: Known | None = None, options: DiffOptions | None = None,
-          title: str | None = None, back: str | None = None) -> Report:  # fmt: skip
+def build(
+    a: Capture,
+    b: Capture,
+    names: tuple[str, str],
+    *,
+    scenario: str | None = None,
+    known: Known | None = None,
+    options: DiffOptions | None = None,
+    title: str | None = None,
+    back: str | None = None,
+) -> Report:
     """Diff ``a`` against ``b`` (and check both), give every difference and violation its
     reason from ``known`` (when given), and make the report. ``scenario`` defaults to the
     captures' header."""
@@ -103,10 +111,16 @@ def build(a: Capture, b: Capture, names: tuple[str, str], *, scenario: str | Non
         items = explain(cmp, name or "", known).items
         reasons = tuple(i for i in items if i.what == "difference")
         vitems = tuple(i for i in items if i.what == "violation")
-    return Report(title or (f"A/B: {name}" if name else f"A/B: {names[0]} vs {names[1]}"),
-                  name, side_info("A", names[0], a, cmp.violations_a),
-                  side_info("B", names[1], b, cmp.violations_b), cmp.diff, reasons, vitems,
-                  back)  # fmt: skip
+    return Report(
+        title or (f"A/B: {name}" if name else f"A/B: {names[0]} vs {names[1]}"),
+        name,
+        side_info("A", names[0], a, cmp.violations_a),
+        side_info("B", names[1], b, cmp.violations_b),
+        cmp.diff,
+        reasons,
+        vitems,
+        back,
+    )
 
 
 # -- JSON as highlighted HTML ------------------------------------------------------------
@@ -128,14 +142,14 @@ def _resolve(obj: Any, rel: str) -> Path | None:
             wp = cur.get("workflow_progress")
             if not isinstance(wp, list):
                 return None
-            s = s[len(" / workflow_progress "):]
+            s = s[len(" / workflow_progress ") :]
             entries = _entries(wp)
             key = max((k for k in entries if s.startswith(k)), key=len, default=None)
             if key is None:
                 return None
             idx = next(i for i, e in enumerate(wp) if e is entries[key])
             out += ["workflow_progress", idx]
-            cur, s = wp[idx], s[len(key):]
+            cur, s = wp[idx], s[len(key) :]
             continue
         m = _INDEX.match(s)
         if m is not None:
@@ -143,7 +157,7 @@ def _resolve(obj: Any, rel: str) -> Path | None:
             if not isinstance(cur, list) or i >= len(cur):
                 return None
             out.append(i)
-            cur, s = cur[i], s[m.end():]
+            cur, s = cur[i], s[m.end() :]
             continue
         if not isinstance(cur, dict):
             return None
@@ -152,7 +166,7 @@ def _resolve(obj: Any, rel: str) -> Path | None:
             return None
         k = max(keys, key=len)
         out.append(k)
-        cur, s = cur[k], s[len(k):]
+        cur, s = cur[k], s[len(k) :]
     return tuple(out)
 
 
@@ -164,7 +178,7 @@ def _string(v: str) -> str:
         text = text[:MAX_STRING]
     parts, pos = [], 0
     for m in _MASK.finditer(text):
-        parts.append(esc(text[pos:m.start()]))
+        parts.append(esc(text[pos : m.start()]))
         parts.append(f'<span class="mask" title="masked by the diff">{esc(m.group())}</span>')
         pos = m.end()
     parts.append(esc(text[pos:]))
@@ -190,13 +204,16 @@ def json_html(v: Any, marks: dict[Path, str], path: Path = (), indent: int = 0) 
     if isinstance(v, dict) and v:
         items = []
         for k, x in v.items():
-            inner = (f'<span class="k">{esc(orjson.dumps(k).decode())}</span>: '
-                     + json_html(x, marks, (*path, k), indent + 1))  # fmt: skip
+            inner = f'<span class="k">{esc(orjson.dumps(k).decode())}</span>: ' + json_html(
+                x, marks, (*path, k), indent + 1
+            )
             items.append(pad + _mark(inner, marks.get((*path, k))))
         body = "{\n" + ",\n".join(items) + "\n" + "  " * indent + "}"
     elif isinstance(v, list) and v:
-        items = [pad + _mark(json_html(x, marks, (*path, i), indent + 1), marks.get((*path, i)))
-                 for i, x in enumerate(v)]  # fmt: skip
+        items = [
+            pad + _mark(json_html(x, marks, (*path, i), indent + 1), marks.get((*path, i)))
+            for i, x in enumerate(v)
+        ]
         body = "[\n" + ",\n".join(items) + "\n" + "  " * indent + "]"
     elif isinstance(v, (dict, list)):
         body = "{}" if isinstance(v, dict) else "[]"
@@ -222,8 +239,10 @@ _SCRIPT = (
     "})();"
 )
 _SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode()).digest()).decode()
-_CSP = (f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{_SCRIPT_HASH}'; "
-        "img-src 'none'; base-uri 'none'; form-action 'none'")  # fmt: skip
+_CSP = (
+    f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{_SCRIPT_HASH}'; "
+    "img-src 'none'; base-uri 'none'; form-action 'none'"
+)
 
 _CSS = """
 :root{--a:#b3261e;--b:#1b6e2e;--bg:#f6f7f9;--line:#d9dde3;--ink:#1d2330;--mute:#667085}
@@ -307,21 +326,25 @@ body.only-diffs .row.same,body.only-diffs .sect.same{display:none}
 def _page(title: str, subtitle: str, body: str, toolbar: bool) -> str:
     tools = ""
     if toolbar:
-        tools = ('<div class="toolbar"><label><input type="checkbox" id="only-diffs"> '
-                 "only differences</label>"
-                 '<button type="button" data-open="1">expand all</button>'
-                 '<button type="button" data-open="0">collapse all</button>'
-                 '<span class="legend"><span class="hl changed">changed</span> '
-                 '<span class="a"><span class="hl only-a">only in A</span></span> '
-                 '<span class="b"><span class="hl only-b">only in B</span></span> '
-                 '<span class="mask">&lt;masked&gt;</span></span></div>')  # fmt: skip
+        tools = (
+            '<div class="toolbar"><label><input type="checkbox" id="only-diffs"> '
+            "only differences</label>"
+            '<button type="button" data-open="1">expand all</button>'
+            '<button type="button" data-open="0">collapse all</button>'
+            '<span class="legend"><span class="hl changed">changed</span> '
+            '<span class="a"><span class="hl only-a">only in A</span></span> '
+            '<span class="b"><span class="hl only-b">only in B</span></span> '
+            '<span class="mask">&lt;masked&gt;</span></span></div>'
+        )
     script = f"<script>{_SCRIPT}</script>" if toolbar else ""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
-            '<meta name="viewport" content="width=device-width,initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
-            f'<header class="top"><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>'
-            f"</header><main>{tools}{body}</main>{script}</body></html>\n")  # fmt: skip
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
+        f'<header class="top"><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>'
+        f"</header><main>{tools}{body}</main>{script}</body></html>\n"
+    )
 
 
 def _short(v: Any, width: int = 160) -> str:
@@ -336,8 +359,10 @@ def _reason_cell(item: Item | None, known: bool) -> str:
     if item is None:
         return f'<span class="cat cat-{UNEXPLAINED}">{UNEXPLAINED}</span>'
     entry = f' <span class="mute">[{esc(item.entry)}]</span>' if item.entry else ""
-    return (f'<span class="cat cat-{esc(item.category)}">{esc(item.category)}</span>'
-            f"{esc(item.reason)}{entry}")
+    return (
+        f'<span class="cat cat-{esc(item.category)}">{esc(item.category)}</span>'
+        f"{esc(item.reason)}{entry}"
+    )
 
 
 def _diff_rows(rep: Report, idx: Sequence[int]) -> str:
@@ -350,10 +375,12 @@ def _diff_rows(rep: Report, idx: Sequence[int]) -> str:
         va = "(absent)" if d.kind == "only-b" else _short(d.a)
         vb = "(absent)" if d.kind == "only-a" else _short(d.b)
         item = rep.reasons[i] if known and i < len(rep.reasons) else None
-        rows.append(f'<tr class="d {esc(d.kind)}" id="d-{i}"><td class="path">{esc(d.path)}'
-                    f' <span class="kind">{esc(d.kind)}</span></td>'
-                    f'<td class="va">A {va}</td><td class="vb">B {vb}</td>'
-                    f'<td class="why">{_reason_cell(item, known)}</td></tr>')  # fmt: skip
+        rows.append(
+            f'<tr class="d {esc(d.kind)}" id="d-{i}"><td class="path">{esc(d.path)}'
+            f' <span class="kind">{esc(d.kind)}</span></td>'
+            f'<td class="va">A {va}</td><td class="vb">B {vb}</td>'
+            f'<td class="why">{_reason_cell(item, known)}</td></tr>'
+        )
     return f'<table class="diffs">{"".join(rows)}</table>'
 
 
@@ -366,7 +393,7 @@ def _marks(rep: Report, u: Aligned) -> tuple[dict[Path, str], dict[Path, str]]:
         rest = d.path.split(" / ", 1)[1] if " / " in d.path else d.path
         if not rest.startswith(u.base):
             continue
-        rel = rest[len(u.base):]
+        rel = rest[len(u.base) :]
         for frame, marks, side in ((u.a, ma, "only-a"), (u.b, mb, "only-b")):
             if frame is None:
                 continue
@@ -376,8 +403,7 @@ def _marks(rep: Report, u: Aligned) -> tuple[dict[Path, str], dict[Path, str]]:
     return ma, mb
 
 
-def _frame_cell(side: str, f: Frame | None, marks: dict[Path, str], open_: bool,
-                only: bool) -> str:  # fmt: skip
+def _frame_cell(side: str, f: Frame | None, marks: dict[Path, str], open_: bool, only: bool) -> str:
     if f is None:
         return f'<div class="cell {side} absent">(absent)</div>'
     m = dict(marks)
@@ -385,22 +411,30 @@ def _frame_cell(side: str, f: Frame | None, marks: dict[Path, str], open_: bool,
         m[()] = f"only-{side}"
     op = " open" if open_ else ""
     cls = f"cell {side}" + (" only" if only else "")
-    return (f'<div class="{cls}"><details class="frame"{op}><summary>{side.upper()} · '
-            f'<span class="st">{esc(f.sig)}</span> · turn {f.turn} '
-            f'<span class="pv">{_short(f.obj, 110)}</span></summary>'
-            f"<pre>{json_html(f.obj, m)}</pre></details></div>")
+    return (
+        f'<div class="{cls}"><details class="frame"{op}><summary>{side.upper()} · '
+        f'<span class="st">{esc(f.sig)}</span> · turn {f.turn} '
+        f'<span class="pv">{_short(f.obj, 110)}</span></summary>'
+        f"<pre>{json_html(f.obj, m)}</pre></details></div>"
+    )
 
 
 def _row(rep: Report, u: Aligned, label: str | None = None) -> str:
     ma, mb = _marks(rep, u)
     has = bool(u.diffs)
-    badge = (f'<span class="badge">{len(u.diffs)} difference{"s" * (len(u.diffs) != 1)}</span>'
-             if has else "")  # fmt: skip
-    cells = (_frame_cell("a", u.a, ma, has, has and u.b is None)
-             + _frame_cell("b", u.b, mb, has, has and u.a is None))  # fmt: skip
-    return (f'<div class="row {"has-diff" if has else "same"}"><div class="rhead">'
-            f'<span class="sig">{esc(label or u.label)}</span>{badge}</div>'
-            f'<div class="cells">{cells}</div>{_diff_rows(rep, u.diffs)}</div>')
+    badge = (
+        f'<span class="badge">{len(u.diffs)} difference{"s" * (len(u.diffs) != 1)}</span>'
+        if has
+        else ""
+    )
+    cells = _frame_cell("a", u.a, ma, has, has and u.b is None) + _frame_cell(
+        "b", u.b, mb, has, has and u.a is None
+    )
+    return (
+        f'<div class="row {"has-diff" if has else "same"}"><div class="rhead">'
+        f'<span class="sig">{esc(label or u.label)}</span>{badge}</div>'
+        f'<div class="cells">{cells}</div>{_diff_rows(rep, u.diffs)}</div>'
+    )
 
 
 def _shape(t: Task | None) -> str:
@@ -409,15 +443,20 @@ def _shape(t: Task | None) -> str:
     words: list[str] = []
     for e in t.events:
         st = e.sig.removeprefix("system/")
-        w = {"task_started": "started", "task_progress": "progress",
-             "background_tasks_changed": "snapshot"}.get(st, st.removeprefix("task_"))  # fmt: skip
+        w = {
+            "task_started": "started",
+            "task_progress": "progress",
+            "background_tasks_changed": "snapshot",
+        }.get(st, st.removeprefix("task_"))
         if not (w == "progress" and words and words[-1].startswith("progress")):
             words.append(w)
         elif words[-1] == "progress" or words[-1].startswith("progress×"):
             n = int(words[-1][9:] or 1) + 1 if words[-1] != "progress" else 2
             words[-1] = f"progress×{n}"
-    return f'<div class="lifecycle">{esc(" → ".join(words))} <span class="mute">' \
-           f"(id {esc(t.id)}, {len(t.events)} frames)</span></div>"
+    return (
+        f'<div class="lifecycle">{esc(" → ".join(words))} <span class="mute">'
+        f"(id {esc(t.id)}, {len(t.events)} frames)</span></div>"
+    )
 
 
 def _others(side: str, t: Task | None, shown: set[int]) -> str:
@@ -427,12 +466,15 @@ def _others(side: str, t: Task | None, shown: set[int]) -> str:
     if not rest:
         return f'<div class="cell {side} mute">(none)</div>'
     inner = "".join(_frame_cell(side, f, {}, False, False) for f in rest)
-    return (f'<div class="cell {side}"><details class="others"><summary>{len(rest)} frame(s)'
-            f"</summary>{inner}</details></div>")
+    return (
+        f'<div class="cell {side}"><details class="others"><summary>{len(rest)} frame(s)'
+        f"</summary>{inner}</details></div>"
+    )
 
 
-def _task_section(rep: Report, name: str, ta: Task | None, tb: Task | None,
-                  units: list[Aligned]) -> str:  # fmt: skip
+def _task_section(
+    rep: Report, name: str, ta: Task | None, tb: Task | None, units: list[Aligned]
+) -> str:
     ndiff = sum(len(u.diffs) for u in units)
     rows = []
     shown: set[int] = set()
@@ -440,23 +482,29 @@ def _task_section(rep: Report, name: str, ta: Task | None, tb: Task | None,
         if u.label == "lifecycle":
             has = bool(u.diffs)
             badge = f'<span class="badge">{len(u.diffs)}</span>' if has else ""
-            rows.append(f'<div class="row {"has-diff" if has else "same"}"><div class="rhead">'
-                        f'<span class="sig">lifecycle</span>{badge}</div><div class="cells">'
-                        f'<div class="cell a">{_shape(ta)}</div><div class="cell b">'
-                        f"{_shape(tb)}</div></div>{_diff_rows(rep, u.diffs)}</div>")
+            rows.append(
+                f'<div class="row {"has-diff" if has else "same"}"><div class="rhead">'
+                f'<span class="sig">lifecycle</span>{badge}</div><div class="cells">'
+                f'<div class="cell a">{_shape(ta)}</div><div class="cell b">'
+                f"{_shape(tb)}</div></div>{_diff_rows(rep, u.diffs)}</div>"
+            )
             continue
         shown.update(id(f) for f in (u.a, u.b) if f is not None)
         rows.append(_row(rep, u))
     if ta is not None or tb is not None:
-        rows.append('<div class="row same"><div class="rhead"><span class="sig">the task\'s '
-                    'other frames</span><span class="mute">(not compared one by one: their '
-                    "number and the intermediate snapshots are timing)</span></div>"
-                    f'<div class="cells">{_others("a", ta, shown)}{_others("b", tb, shown)}'
-                    "</div></div>")  # fmt: skip
+        rows.append(
+            '<div class="row same"><div class="rhead"><span class="sig">the task\'s '
+            'other frames</span><span class="mute">(not compared one by one: their '
+            "number and the intermediate snapshots are timing)</span></div>"
+            f'<div class="cells">{_others("a", ta, shown)}{_others("b", tb, shown)}'
+            "</div></div>"
+        )
     turn = units[0].turn if units else 0
-    return (f'<section class="sect task {"has-diff" if ndiff else "same"}"><h2>'
-            f'{esc(name)} <span class="mute">· starts in turn {turn}</span> '
-            f"{_count(ndiff)}</h2>{''.join(rows)}</section>")
+    return (
+        f'<section class="sect task {"has-diff" if ndiff else "same"}"><h2>'
+        f'{esc(name)} <span class="mute">· starts in turn {turn}</span> '
+        f"{_count(ndiff)}</h2>{''.join(rows)}</section>"
+    )
 
 
 def _count(n: int) -> str:
@@ -471,10 +519,12 @@ def _side_row(s: SideInfo, frames: Any, turns: Any, tasks: Any) -> str:
     else:
         vio = '<span class="ok">none</span>'
     ver = esc(s.version) if s.version else '<span class="mute">unknown</span>'
-    return (f"<tr><td><b>{s.role}</b></td><td>{esc(s.name)}</td>"
-            f"<td>{esc(s.backend or '?')} {ver}</td><td>{esc(s.via or '—')}</td>"
-            f"<td>{esc(s.exit if s.exit is not None else '?')}</td><td>{esc(frames)}</td>"
-            f"<td>{esc(turns)}</td><td>{esc(tasks)}</td><td>{vio}</td></tr>")
+    return (
+        f"<tr><td><b>{s.role}</b></td><td>{esc(s.name)}</td>"
+        f"<td>{esc(s.backend or '?')} {ver}</td><td>{esc(s.via or '—')}</td>"
+        f"<td>{esc(s.exit if s.exit is not None else '?')}</td><td>{esc(frames)}</td>"
+        f"<td>{esc(turns)}</td><td>{esc(tasks)}</td><td>{vio}</td></tr>"
+    )
 
 
 def _summary(rep: Report) -> str:
@@ -485,21 +535,27 @@ def _summary(rep: Report) -> str:
         return v[i] if isinstance(v, list) and len(v) > i else "?"
 
     n = len(r.differences)
-    verdict = ('<span class="verdict same">equivalent</span>' if r.equivalent else
-               f'<span class="verdict differ">{n} difference{"s" * (n != 1)}</span>')  # fmt: skip
+    verdict = (
+        '<span class="verdict same">equivalent</span>'
+        if r.equivalent
+        else f'<span class="verdict differ">{n} difference{"s" * (n != 1)}</span>'
+    )
     kinds = ", ".join(f"{esc(k)}: {v}" for k, v in s.get("kinds", {}).items())
-    sides = (_side_row(rep.a, pick("frames", 0), pick("turns", 0), pick("tasks", 0))
-             + _side_row(rep.b, pick("frames", 1), pick("turns", 1), pick("tasks", 1)))
-    out = [f'<div class="card"><h2>Summary</h2><p>Scenario: <b>'
-           f'{esc(rep.scenario or "(not named in the captures)")}</b> &nbsp; {verdict} '
-           f'<span class="mute">{kinds}</span></p><table><tr><th>side</th><th>capture</th>'
-           "<th>backend</th><th>via</th><th>exit</th><th>frames</th><th>turns</th>"
-           f"<th>tasks</th><th>contract violations</th></tr>{sides}</table>"
-           '<p class="mute">Frames are shown as the diff compares them: volatile values '
-           "(ids numbered by first appearance, clocks, durations, costs, token counts, paths "
-           "under the working directory, HOME and /tmp, model names) are masked, e.g. "
-           '<span class="mask">&lt;task#1&gt;</span>, <span class="mask">{CWD}</span>.</p>'
-           "</div>"]  # fmt: skip
+    sides = _side_row(rep.a, pick("frames", 0), pick("turns", 0), pick("tasks", 0)) + _side_row(
+        rep.b, pick("frames", 1), pick("turns", 1), pick("tasks", 1)
+    )
+    out = [
+        f'<div class="card"><h2>Summary</h2><p>Scenario: <b>'
+        f"{esc(rep.scenario or '(not named in the captures)')}</b> &nbsp; {verdict} "
+        f'<span class="mute">{kinds}</span></p><table><tr><th>side</th><th>capture</th>'
+        "<th>backend</th><th>via</th><th>exit</th><th>frames</th><th>turns</th>"
+        f"<th>tasks</th><th>contract violations</th></tr>{sides}</table>"
+        '<p class="mute">Frames are shown as the diff compares them: volatile values '
+        "(ids numbered by first appearance, clocks, durations, costs, token counts, paths "
+        "under the working directory, HOME and /tmp, model names) are masked, e.g. "
+        '<span class="mask">&lt;task#1&gt;</span>, <span class="mask">{CWD}</span>.</p>'
+        "</div>"
+    ]
     if n:
         out.append(_by_reason(rep))
     vio = _violations(rep)
@@ -512,19 +568,29 @@ def _by_reason(rep: Report) -> str:
     groups: dict[tuple[str, str], list[int]] = {}
     for i in range(len(rep.result.differences)):
         item = rep.reasons[i] if i < len(rep.reasons) else None
-        key = ((item.category, item.reason) if item is not None else
-               (UNEXPLAINED if rep.reasons else NO_REASON, ""))  # fmt: skip
+        key = (
+            (item.category, item.reason)
+            if item is not None
+            else (UNEXPLAINED if rep.reasons else NO_REASON, "")
+        )
         groups.setdefault(key, []).append(i)
     order = sorted(groups.items(), key=lambda kv: (kv[0][0] != UNEXPLAINED, -len(kv[1])))
     rows = []
     for (cat, reason), idx in order:
-        text = esc(reason) if reason else (
-            "no known-differences list applied" if cat == NO_REASON else "no known reason")
-        rows.append(f'<tr><td><span class="cat cat-{esc(cat)}">{esc(cat)}</span></td>'
-                    f"<td>{len(idx)}</td><td>{text}</td>"
-                    f'<td><a href="#d-{idx[0]}">first</a></td></tr>')  # fmt: skip
-    return ('<div class="card"><h2>Differences by reason</h2><table><tr><th>category</th>'
-            f"<th>count</th><th>reason</th><th></th></tr>{''.join(rows)}</table></div>")
+        text = (
+            esc(reason)
+            if reason
+            else ("no known-differences list applied" if cat == NO_REASON else "no known reason")
+        )
+        rows.append(
+            f'<tr><td><span class="cat cat-{esc(cat)}">{esc(cat)}</span></td>'
+            f"<td>{len(idx)}</td><td>{text}</td>"
+            f'<td><a href="#d-{idx[0]}">first</a></td></tr>'
+        )
+    return (
+        '<div class="card"><h2>Differences by reason</h2><table><tr><th>category</th>'
+        f"<th>count</th><th>reason</th><th></th></tr>{''.join(rows)}</table></div>"
+    )
 
 
 def _violations(rep: Report) -> str:
@@ -538,11 +604,15 @@ def _violations(rep: Report) -> str:
             path = f"contract [{v.rule}] {where}: {v.message}"
             item = items.get(("Claude side: " + path if side.role == "A" else path, v.rule))
             why = _reason_cell(item, True) if rep.violation_items else ""
-            rows.append(f"<tr><td><b>{side.role}</b></td><td>{esc(v.rule)}</td>"
-                        f"<td>{esc(where)}</td><td>{esc(v.message)}</td><td>{why}</td></tr>")
-    return ('<div class="card"><h2>Contract violations</h2><table><tr><th>side</th>'
-            "<th>rule</th><th>where</th><th>message</th><th>reason</th></tr>"
-            f"{''.join(rows)}</table></div>")
+            rows.append(
+                f"<tr><td><b>{side.role}</b></td><td>{esc(v.rule)}</td>"
+                f"<td>{esc(where)}</td><td>{esc(v.message)}</td><td>{why}</td></tr>"
+            )
+    return (
+        '<div class="card"><h2>Contract violations</h2><table><tr><th>side</th>'
+        "<th>rule</th><th>where</th><th>message</th><th>reason</th></tr>"
+        f"{''.join(rows)}</table></div>"
+    )
 
 
 def render_report(rep: Report) -> str:
@@ -557,8 +627,9 @@ def render_report(rep: Report) -> str:
     for t in al.tasks:
         units = sections.get(t[0], [])
         tasks_at.setdefault(units[0].turn if units else 0, []).append(t)
-    cols = (f'<div class="cols"><div>A · {esc(rep.a.name)}</div>'
-            f"<div>B · {esc(rep.b.name)}</div></div>")
+    cols = (
+        f'<div class="cols"><div>A · {esc(rep.a.name)}</div><div>B · {esc(rep.b.name)}</div></div>'
+    )
     body: list[str] = []
 
     def tasks_of(turn: int) -> None:
@@ -571,8 +642,10 @@ def render_report(rep: Report) -> str:
             continue
         n = sum(len(u.diffs) for u in units)
         rows = "".join(_row(rep, u) for u in units)
-        body.append(f'<section class="sect {"has-diff" if n else "same"}"><h2>{esc(sect)} '
-                    f"{_count(n)}</h2>{cols}{rows}</section>")
+        body.append(
+            f'<section class="sect {"has-diff" if n else "same"}"><h2>{esc(sect)} '
+            f"{_count(n)}</h2>{cols}{rows}</section>"
+        )
         tasks_of(units[0].turn)
     for turn in sorted(tasks_at):
         tasks_of(turn)
@@ -593,19 +666,24 @@ class IndexRow:
     ok: bool | None = None  # None: unknown / error
 
 
-def render_index(title: str, intro: str, columns: Sequence[str], rows: Sequence[IndexRow],
-                 notes: Sequence[str] = ()) -> str:  # fmt: skip
+def render_index(
+    title: str,
+    intro: str,
+    columns: Sequence[str],
+    rows: Sequence[IndexRow],
+    notes: Sequence[str] = (),
+) -> str:
     """A table with one row per scenario and a link to its report (every text escaped)."""
     head = "".join(f"<th>{esc(c)}</th>" for c in ("scenario", *columns))
     out = []
     for r in rows:
-        name = (f'<a href="{esc(r.href)}">{esc(r.scenario)}</a>' if r.href
-                else esc(r.scenario))  # fmt: skip
+        name = f'<a href="{esc(r.href)}">{esc(r.scenario)}</a>' if r.href else esc(r.scenario)
         cls = "" if r.ok is None else ("ok" if r.ok else "bad")
         cells = "".join(f"<td>{esc(c)}</td>" for c in r.cells)
         out.append(f'<tr><td class="{cls}"><b>{name}</b></td>{cells}</tr>')
     extra = "".join(f'<p class="mute">{esc(n)}</p>' for n in notes)
-    body = (f'<div class="card"><p>{esc(intro)}</p><table><tr>{head}</tr>{"".join(out)}'
-            f"</table>{extra}</div>")
+    body = (
+        f'<div class="card"><p>{esc(intro)}</p><table><tr>{head}</tr>{"".join(out)}'
+        f"</table>{extra}</div>"
+    )
     return _page(title, f"{len(rows)} scenario(s)", body, toolbar=False)
-

@@ -71,8 +71,12 @@ def remember(registry: dict[str, Any], key: str, value: Any) -> None:
         del registry[next(iter(registry))]
 
 
-def launch(state: SessionState, tr: Any, history: list[dict[str, Any]] | None = None,
-           cwd: str | None = None) -> None:
+def launch(
+    state: SessionState,
+    tr: Any,
+    history: list[dict[str, Any]] | None = None,
+    cwd: str | None = None,
+) -> None:
     """Copy a ``compat.argv_cbc.Translation``'s launch facts into ``state``'s reverse facts;
     ``history``: the resumed session's transcript entries, when the I/O side read them."""
     rs = of(state)

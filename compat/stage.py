@@ -163,8 +163,9 @@ class Stage:
         super().__init_subclass__(**kwargs)
         cls.cools = cls.cold is not Stage.cold
         if cls.cools and not cls.lazy:
-            raise TypeError(f"{cls.__name__}: only a lazy stage can be cold (it is asked "
-                            "about unparsed frames)")  # fmt: skip
+            raise TypeError(
+                f"{cls.__name__}: only a lazy stage can be cold (it is asked about unparsed frames)"
+            )
         if cls.raw_pass and not (cls.lazy and cls.pure):
             raise TypeError(f"{cls.__name__}: raw_pass needs lazy and pure")
 

@@ -27,22 +27,41 @@ if TYPE_CHECKING:
     from compat.stage import Context
 
 TASK_FRAMES = frozenset(
-    {"system/task_started", "system/task_progress", "system/task_updated",
-     "system/task_notification"}
-)  # fmt: skip
+    {
+        "system/task_started",
+        "system/task_progress",
+        "system/task_updated",
+        "system/task_notification",
+    }
+)
 
 #: patch statuses that end a task (``cancelled`` is cbc's internal word for ``killed``)
 TERMINAL = frozenset({"completed", "failed", "killed", "cancelled"})
 #: patch status -> notification status (Claude: completed|failed|stopped)
-NOTIFICATION_OF = {"completed": "completed", "failed": "failed", "killed": "stopped",
-                   "cancelled": "stopped", "stopped": "stopped"}  # fmt: skip
+NOTIFICATION_OF = {
+    "completed": "completed",
+    "failed": "failed",
+    "killed": "stopped",
+    "cancelled": "stopped",
+    "stopped": "stopped",
+}
 #: notification status -> patch status
-PATCH_OF = {"completed": "completed", "failed": "failed", "stopped": "killed",
-            "killed": "killed", "cancelled": "killed"}  # fmt: skip
+PATCH_OF = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "killed",
+    "killed": "killed",
+    "cancelled": "killed",
+}
 
 #: cbc task_type (the raw tool name) -> Claude task_type (rule ``task-type``)
-TASK_TYPE_MAP = {"Agent": "local_agent", "Task": "local_agent", "Bash": "local_bash",
-                 "PowerShell": "local_bash", "Monitor": "local_bash"}  # fmt: skip
+TASK_TYPE_MAP = {
+    "Agent": "local_agent",
+    "Task": "local_agent",
+    "Bash": "local_bash",
+    "PowerShell": "local_bash",
+    "Monitor": "local_bash",
+}
 AGENT_TOOLS = frozenset({"Agent", "Task"})
 SHELL_TOOLS = frozenset({"Bash", "PowerShell", "Monitor"})
 WORKFLOW = "local_workflow"
@@ -50,15 +69,41 @@ FALLBACK_WORKFLOW_DESCRIPTION = "Dynamic workflow"
 
 #: the key order Claude Code 2.1.220 writes (captures ``claude-2.1.220/mockapi_*``)
 KEY_ORDER: dict[str, tuple[str, ...]] = {
-    "task_started": ("type", "subtype", "task_id", "tool_use_id", "description",
-                     "subagent_type", "task_type", "workflow_name", "prompt"),
-    "task_progress": ("type", "subtype", "task_id", "tool_use_id", "description", "usage",
-                      "last_tool_name", "summary", "workflow_progress"),
+    "task_started": (
+        "type",
+        "subtype",
+        "task_id",
+        "tool_use_id",
+        "description",
+        "subagent_type",
+        "task_type",
+        "workflow_name",
+        "prompt",
+    ),
+    "task_progress": (
+        "type",
+        "subtype",
+        "task_id",
+        "tool_use_id",
+        "description",
+        "usage",
+        "last_tool_name",
+        "summary",
+        "workflow_progress",
+    ),
     "task_updated": ("type", "subtype", "task_id", "patch"),
-    "task_notification": ("type", "subtype", "task_id", "tool_use_id", "status",
-                          "output_file", "summary", "usage"),
+    "task_notification": (
+        "type",
+        "subtype",
+        "task_id",
+        "tool_use_id",
+        "status",
+        "output_file",
+        "summary",
+        "usage",
+    ),
     "background_tasks_changed": ("type", "subtype", "tasks"),
-}  # fmt: skip
+}
 _TAIL = ("uuid", "session_id")
 
 
@@ -113,8 +158,11 @@ class LiveTask:
     @classmethod
     def of(cls, obj: dict[str, Any]) -> LiveTask:
         d, use = obj.get("description"), obj.get("tool_use_id")
-        return cls(obj.get("task_type"), d if isinstance(d, str) else "",
-                   use if isinstance(use, str) else None)  # fmt: skip
+        return cls(
+            obj.get("task_type"),
+            d if isinstance(d, str) else "",
+            use if isinstance(use, str) else None,
+        )
 
 
 def stop_frames(ctx: Context, rule: str, tid: str, task: LiveTask, end: int) -> list[Frame]:
@@ -124,13 +172,22 @@ def stop_frames(ctx: Context, rule: str, tid: str, task: LiveTask, end: int) -> 
     use = task.tool_use_id or ctx.state.task(tid).tool_use_id
     if use:
         fields["tool_use_id"] = use
-    fields.update(status="stopped", output_file="",
-                  summary=claude_summary(task.task_type, "stopped", task.description))
+    fields.update(
+        status="stopped",
+        output_file="",
+        summary=claude_summary(task.task_type, "stopped", task.description),
+    )
     return [
-        Frame.synth(system_frame(ctx, "task_updated", {
-            "task_id": tid, "patch": {"status": "killed", "end_time": end}}), rule),
+        Frame.synth(
+            system_frame(
+                ctx,
+                "task_updated",
+                {"task_id": tid, "patch": {"status": "killed", "end_time": end}},
+            ),
+            rule,
+        ),
         Frame.synth(system_frame(ctx, "task_notification", fields), rule),
-    ]  # fmt: skip
+    ]
 
 
 #: how many tasks a per-task registry keeps (``remember``'s default cap): above what any real
@@ -204,31 +261,53 @@ def resolve_workflow(
         try:
             info.meta = parse_meta(script)
         except MetaError as exc:
-            ctx.log(rule, f"task {info.task_id}: workflow meta not readable ({exc}); "
-                    "keeping the backend's values", "warning")  # fmt: skip
+            ctx.log(
+                rule,
+                f"task {info.task_id}: workflow meta not readable ({exc}); "
+                "keeping the backend's values",
+                "warning",
+            )
         return
     path = inp.get("scriptPath")
     if not isinstance(path, str) or not path:
-        ctx.log(rule, f"task {info.task_id}: no script or scriptPath (a saved "
-                "workflow?); keeping the backend's name", "debug")  # fmt: skip
+        ctx.log(
+            rule,
+            f"task {info.task_id}: no script or scriptPath (a saved "
+            "workflow?); keeping the backend's name",
+            "debug",
+        )
         return
-    if isinstance(backend_name, str) and backend_name.startswith(PATH_NAME) and (
-        backend_name[len(PATH_NAME):] != _basename(path)
+    if (
+        isinstance(backend_name, str)
+        and backend_name.startswith(PATH_NAME)
+        and (backend_name[len(PATH_NAME) :] != _basename(path))
     ):
-        ctx.log(rule, f"task {info.task_id}: the backend names {backend_name!r}, not the "
-                f"call's {path!r}; not reading it", "warning")  # fmt: skip
+        ctx.log(
+            rule,
+            f"task {info.task_id}: the backend names {backend_name!r}, not the "
+            f"call's {path!r}; not reading it",
+            "warning",
+        )
         return
     text = ctx.env.read_script(ctx.state.cwd or "", path)
     if text is None:
-        ctx.log(rule, f"task {info.task_id}: could not read workflow script {path!r} "
-                "(outside the session's directory, not a regular file, or too big); "
-                "keeping the backend's name", "warning")  # fmt: skip
+        ctx.log(
+            rule,
+            f"task {info.task_id}: could not read workflow script {path!r} "
+            "(outside the session's directory, not a regular file, or too big); "
+            "keeping the backend's name",
+            "warning",
+        )
         return
     try:
         meta = parse_meta(text)
     except MetaError as exc:
-        ctx.log(rule, f"task {info.task_id}: {path!r} is not a workflow script ({exc}); "
-                "keeping the backend's values", "warning")  # fmt: skip
+        ctx.log(
+            rule,
+            f"task {info.task_id}: {path!r} is not a workflow script ({exc}); "
+            "keeping the backend's values",
+            "warning",
+        )
         return
     info.script, info.meta = text, meta
 
@@ -251,8 +330,11 @@ def meta_fields(info: TaskInfo) -> tuple[str | None, str | None, list[str] | Non
 
 # -- summaries ---------------------------------------------------------------------------
 
-_PREFIX = {WORKFLOW: "Dynamic workflow", "local_bash": "Background command",
-           "local_agent": "Background agent"}  # fmt: skip
+_PREFIX = {
+    WORKFLOW: "Dynamic workflow",
+    "local_bash": "Background command",
+    "local_agent": "Background agent",
+}
 _CBC_SUMMARY = re.compile(
     r'\A(Background command|Dynamic workflow|Background agent) "(.*)" '
     r"(completed|failed|was stopped|was killed|stopped|killed|cancelled)(.*)\Z",

@@ -34,8 +34,9 @@ def spec_for(v: Verified, package_version: str) -> str:
 #: the Claude Code version the cbc-to-claude profile makes a stream look like by default
 TARGET_CLAUDE_VERSION = "2.1.220"
 #: Claude Code versions a target may name (``--target``); the first is the default
-CLAUDE = Verified("claude", TARGET_CLAUDE_VERSION, "npm", "@anthropic-ai/claude-code",
-                  TARGET_CLAUDE_VERSION)
+CLAUDE = Verified(
+    "claude", TARGET_CLAUDE_VERSION, "npm", "@anthropic-ai/claude-code", TARGET_CLAUDE_VERSION
+)
 #: cbc: the native ``codebuddy-headless`` that PyPI ``codebuddy-agent-sdk`` 0.3.274 ships
 CBC = Verified("cbc", "2.163.0", "pypi", "codebuddy-agent-sdk", "0.3.274")
 BACKENDS: dict[str, Verified] = {"claude": CLAUDE, "cbc": CBC}

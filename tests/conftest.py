@@ -47,5 +47,9 @@ def reference_files(pattern: str) -> list[Path]:
 def params_or_skip(paths: list[Path]) -> list[object]:
     if paths:
         return [pytest.param(p, id=p.parent.name + "/" + p.name) for p in paths]
-    return [pytest.param(None, marks=pytest.mark.skip(reason="reference captures not found "
-                                                            "(set CCBRIDGE_SHARED)"))]
+    return [
+        pytest.param(
+            None,
+            marks=pytest.mark.skip(reason="reference captures not found (set CCBRIDGE_SHARED)"),
+        )
+    ]

@@ -18,7 +18,8 @@ def test_the_vendored_captures_match_their_manifest() -> None:
         listed[name.removeprefix("./")] = digest
     present = {str(p.relative_to(VENDORED)) for p in VENDORED.rglob("*") if p.is_file()}
     assert present - UNLISTED == set(listed), "files added or removed without the manifest"
-    changed = [n for n, d in listed.items()
-               if hashlib.sha256((VENDORED / n).read_bytes()).hexdigest() != d]  # fmt: skip
+    changed = [
+        n for n, d in listed.items() if hashlib.sha256((VENDORED / n).read_bytes()).hexdigest() != d
+    ]
     assert changed == []
     assert len(listed) > 200  # (the whole set, not a sample)

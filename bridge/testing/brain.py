@@ -29,6 +29,7 @@ RuleAgent = Literal["main", "sub", "utility", "any"]
 #: line that opens its system prompt: ``cc_entrypoint=sdk-cli; cc_is_subagent=true;``
 SUBAGENT_MARKER = "cc_is_subagent=true"
 
+
 def _nonneg(_: object, a: attrs.Attribute[float], v: float) -> None:
     if v < 0:
         raise ValueError(f"{a.name} must be >= 0, not {v}")
@@ -36,10 +37,18 @@ def _nonneg(_: object, a: attrs.Attribute[float], v: float) -> None:
 
 STOPS = ("end_turn", "tool_use", "max_tokens", "refusal", "stop_sequence")
 #: HTTP statuses a rule may answer with instead of a reply (the API's error kinds)
-ERROR_KINDS = {400: "invalid_request_error", 401: "authentication_error",
-               403: "permission_error", 404: "not_found_error", 413: "request_too_large",
-               429: "rate_limit_error", 500: "api_error", 502: "api_error",
-               503: "api_error", 529: "overloaded_error"}
+ERROR_KINDS = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "api_error",
+    529: "overloaded_error",
+}
 
 
 @attrs.frozen
@@ -104,8 +113,11 @@ class Rule:
         if self.status is not None:
             if not 400 <= self.status <= 599:
                 raise ValueError(f"`status` must be an HTTP error (400-599), not {self.status}")
-            reply = [k for k in ("tool", "calls", "text", "thinking", "stop", "cut", "stall")
-                     if getattr(self, k) not in (None, (), False, 0.0)]
+            reply = [
+                k
+                for k in ("tool", "calls", "text", "thinking", "stop", "cut", "stall")
+                if getattr(self, k) not in (None, (), False, 0.0)
+            ]
             if reply:
                 raise ValueError(f"`status` answers with an error: no {', '.join(reply)}")
         elif self.retry_after is not None or self.message is not None:
@@ -164,8 +176,9 @@ class Decision:
     def summary(self) -> list[Any]:
         if self.status is not None:
             return ["error", self.status]
-        out: list[Any] = (["tool_use", *(c.tool for c in self.calls)] if self.calls
-                          else ["text", self.text])
+        out: list[Any] = (
+            ["tool_use", *(c.tool for c in self.calls)] if self.calls else ["text", self.text]
+        )
         extra = [k for k in ("thinking", "cut") if getattr(self, k)]
         if self.stop is not None and self.stop != ("tool_use" if self.calls else "end_turn"):
             extra.append(f"stop={self.stop}")
@@ -347,17 +360,30 @@ class Brain:
             self.fired[i] += 1
             delay = rule.delay or s.default_delay
             if rule.status is not None:
-                return Decision(None, delay=delay, rule=i, status=rule.status,
-                                retry_after=rule.retry_after,
-                                message=_expand(rule.message, m))
+                return Decision(
+                    None,
+                    delay=delay,
+                    rule=i,
+                    status=rule.status,
+                    retry_after=rule.retry_after,
+                    message=_expand(rule.message, m),
+                )
             text = _expand(rule.text, m)
             if not calls and text is None:
                 text = self._fallback(req)
-            return Decision(text, tuple(Call(c.tool, fit_input(_expand(c.input, m),
-                                                              req.schemas.get(c.tool)))
-                                        for c in calls),
-                            delay, i, thinking=_expand(rule.thinking, m), stop=rule.stop,
-                            cut=rule.cut, stall=rule.stall)
+            return Decision(
+                text,
+                tuple(
+                    Call(c.tool, fit_input(_expand(c.input, m), req.schemas.get(c.tool)))
+                    for c in calls
+                ),
+                delay,
+                i,
+                thinking=_expand(rule.thinking, m),
+                stop=rule.stop,
+                cut=rule.cut,
+                stall=rule.stall,
+            )
         return Decision(self._fallback(req), delay=s.default_delay)
 
     def _fallback(self, req: Request) -> str:

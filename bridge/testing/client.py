@@ -138,8 +138,9 @@ class Recording:
         # The bridge's clock starts after its interpreter did: shift its records so its
         # first backend stdout line is not later than the first line we got from it.
         first_in = next((r.t for r in cap.records if r.kind == "stdout"), None)
-        first_out = next((t for t, k, _, _ in self.records
-                          if k == self.out_kind and t >= since), None)
+        first_out = next(
+            (t for t, k, _, _ in self.records if k == self.out_kind and t >= since), None
+        )
         shift = since
         if first_in is not None and first_out is not None:
             shift = max(since, first_out - first_in)
@@ -149,8 +150,9 @@ class Recording:
             if r.kind in ("stdin", "stdout", "stats"):
                 self.records.append((r.t + shift, r.kind, r.data, r.partial))
             elif r.kind in ("note", "exit", "meta"):
-                self.records.append((r.t + shift, "note",
-                                     b"bridge " + r.kind.encode() + b": " + r.data, False))
+                self.records.append(
+                    (r.t + shift, "note", b"bridge " + r.kind.encode() + b": " + r.data, False)
+                )
 
 
 class Client:
@@ -196,7 +198,7 @@ class Client:
     async def _wait_frame(self, pred: Any) -> dict[str, Any]:
         while True:
             changed = self.rec.changed
-            for frame in self.rec.frames[self.base_frames:]:
+            for frame in self.rec.frames[self.base_frames :]:
                 if pred(frame):
                     return frame
             await changed.wait()
@@ -219,8 +221,9 @@ class Client:
     async def run_steps(self) -> None:
         try:
             if self.scenario.initialize:
-                await self.write({"type": "control_request", "request_id": "init",
-                                  "request": INITIALIZE})
+                await self.write(
+                    {"type": "control_request", "request_id": "init", "request": INITIALIZE}
+                )
                 await self._wait_frame(_is_reply_to("init"))
             for i, step in enumerate(self.scenario.steps):
                 self.current = i
@@ -255,20 +258,34 @@ class Client:
             await trio.sleep(step.delay)
         if step.note:
             self.rec.note(step.note)
-        values = {k: str(v) for k, v in frame.items()
-                  if isinstance(v, str | int | float) and not isinstance(v, bool)}
+        values = {
+            k: str(v)
+            for k, v in frame.items()
+            if isinstance(v, str | int | float) and not isinstance(v, bool)
+        }
         if step.user is not None:
-            uid = step.uuid or str(uuid.uuid5(uuid.NAMESPACE_URL,
-                                              f"ccbridge-scenario:{self.scenario.name}:{i}"))
-            await self.write({"type": "user",
-                              "message": {"role": "user", "content": _sub(step.user, values)},
-                              "parent_tool_use_id": None, "session_id": "", "uuid": uid})
+            uid = step.uuid or str(
+                uuid.uuid5(uuid.NAMESPACE_URL, f"ccbridge-scenario:{self.scenario.name}:{i}")
+            )
+            await self.write(
+                {
+                    "type": "user",
+                    "message": {"role": "user", "content": _sub(step.user, values)},
+                    "parent_tool_use_id": None,
+                    "session_id": "",
+                    "uuid": uid,
+                }
+            )
         elif step.line is not None:
             await self.write(_sub(step.line, values).encode())
         elif step.control is not None:
-            await self.write({"type": "control_request",
-                              "request_id": step.request_id or f"req-{i + 1}",
-                              "request": _sub(step.control, values)})
+            await self.write(
+                {
+                    "type": "control_request",
+                    "request_id": step.request_id or f"req-{i + 1}",
+                    "request": _sub(step.control, values),
+                }
+            )
         elif step.permission is not None:
             req = await self._wait_frame(self._unanswered_permission)
             rid = str(req.get("request_id"))
@@ -277,24 +294,34 @@ class Client:
             allow = answer.get("behavior") == "allow" or answer.get("allowed") is True
             if allow and "updatedInput" not in answer:
                 answer["updatedInput"] = (req.get("request") or {}).get("input", {})
-            await self.write({"type": "control_response",
-                              "response": {"subtype": "success", "request_id": rid,
-                                           "response": answer}})
+            await self.write(
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": rid, "response": answer},
+                }
+            )
         elif step.close_stdin:
             await self.close_stdin()
 
     def _unanswered_permission(self, frame: dict[str, Any]) -> bool:
         req = frame.get("request")
-        return (frame.get("type") == "control_request" and isinstance(req, dict)
-                and req.get("subtype") == "can_use_tool"
-                and str(frame.get("request_id")) not in self.answered)
+        return (
+            frame.get("type") == "control_request"
+            and isinstance(req, dict)
+            and req.get("subtype") == "can_use_tool"
+            and str(frame.get("request_id")) not in self.answered
+        )
 
 
 def _is_reply_to(request_id: str) -> Any:
     def pred(frame: dict[str, Any]) -> bool:
         resp = frame.get("response")
-        return (frame.get("type") == "control_response" and isinstance(resp, dict)
-                and resp.get("request_id") == request_id)
+        return (
+            frame.get("type") == "control_response"
+            and isinstance(resp, dict)
+            and resp.get("request_id") == request_id
+        )
+
     return pred
 
 

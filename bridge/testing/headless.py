@@ -48,59 +48,123 @@ class Probe:
     rules: tuple[Rule, ...] = ()
 
 
-_STRUCTURED = Rule(when="TRIGGER_STRUCTURED", tool="StructuredOutput",
-                   input={"answer": "forty-two"}, times=1)
-_TOOL = Rule(when="TRIGGER_TOOL", tool="Bash", input={"command": "echo hi",
-                                                      "description": "Say hi"})
+_STRUCTURED = Rule(
+    when="TRIGGER_STRUCTURED", tool="StructuredOutput", input={"answer": "forty-two"}, times=1
+)
+_TOOL = Rule(
+    when="TRIGGER_TOOL", tool="Bash", input={"command": "echo hi", "description": "Say hi"}
+)
 
 PROBES: tuple[Probe, ...] = (
     Probe("arg-text", ("-p", "hello")),
     Probe("stdin-text", ("-p",), stdin=b"hello from stdin\n"),
     Probe("arg-json", ("-p", "hello", "--output-format", "json")),
-    Probe("arg-stream-json-verbose", ("-p", "hello", "--output-format", "stream-json",
-                                      "--verbose")),
+    Probe(
+        "arg-stream-json-verbose", ("-p", "hello", "--output-format", "stream-json", "--verbose")
+    ),
     Probe("arg-stream-json-no-verbose", ("-p", "hello", "--output-format", "stream-json")),
-    Probe("arg-partial", ("-p", "hello", "--output-format", "stream-json", "--verbose",
-                          "--include-partial-messages")),
-    Probe("arg-json-schema", ("-p", "TRIGGER_STRUCTURED answer", "--output-format", "json",
-                              "--json-schema", SCHEMA), rules=(_STRUCTURED,)),
-    Probe("arg-max-turns", ("-p", "TRIGGER_TOOL run it", "--output-format", "json",
-                            "--max-turns", "1", "--allowedTools", "Bash"), rules=(_TOOL,)),
-    Probe("stream-max-turns", ("-p", "TRIGGER_TOOL run it", "--output-format", "stream-json",
-                               "--verbose", "--max-turns", "1", "--allowedTools", "Bash"),
-          rules=(_TOOL,)),
-    Probe("stream-json-schema", ("-p", "TRIGGER_STRUCTURED answer", "--output-format",
-                                 "stream-json", "--verbose", "--json-schema", SCHEMA),
-          rules=(_STRUCTURED,)),
-    Probe("arg-max-turns-text", ("-p", "TRIGGER_TOOL run it", "--max-turns", "1",
-                                 "--allowedTools", "Bash"), rules=(_TOOL,)),
+    Probe(
+        "arg-partial",
+        (
+            "-p",
+            "hello",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-partial-messages",
+        ),
+    ),
+    Probe(
+        "arg-json-schema",
+        ("-p", "TRIGGER_STRUCTURED answer", "--output-format", "json", "--json-schema", SCHEMA),
+        rules=(_STRUCTURED,),
+    ),
+    Probe(
+        "arg-max-turns",
+        (
+            "-p",
+            "TRIGGER_TOOL run it",
+            "--output-format",
+            "json",
+            "--max-turns",
+            "1",
+            "--allowedTools",
+            "Bash",
+        ),
+        rules=(_TOOL,),
+    ),
+    Probe(
+        "stream-max-turns",
+        (
+            "-p",
+            "TRIGGER_TOOL run it",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--max-turns",
+            "1",
+            "--allowedTools",
+            "Bash",
+        ),
+        rules=(_TOOL,),
+    ),
+    Probe(
+        "stream-json-schema",
+        (
+            "-p",
+            "TRIGGER_STRUCTURED answer",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--json-schema",
+            SCHEMA,
+        ),
+        rules=(_STRUCTURED,),
+    ),
+    Probe(
+        "arg-max-turns-text",
+        ("-p", "TRIGGER_TOOL run it", "--max-turns", "1", "--allowedTools", "Bash"),
+        rules=(_TOOL,),
+    ),
     Probe("arg-and-stdin", ("-p", "review this"), stdin=b"diff --git a/x b/x\n+new line\n"),
     Probe("continue-first", ("-p", "first", "--output-format", "json")),
-    Probe("continue-second", ("-p", "second", "--continue", "--output-format", "json"),
-          after="continue-first"),
-    Probe("resume-second", ("-p", "third", "--resume", "{SESSION}", "--output-format",
-                            "json"), after="continue-first"),
+    Probe(
+        "continue-second",
+        ("-p", "second", "--continue", "--output-format", "json"),
+        after="continue-first",
+    ),
+    Probe(
+        "resume-second",
+        ("-p", "third", "--resume", "{SESSION}", "--output-format", "json"),
+        after="continue-first",
+    ),
     Probe("no-prompt", ("-p",)),
     Probe("arg-json-verbose", ("-p", "hello", "--output-format", "json", "--verbose")),
     Probe("two-positionals", ("-p", "hello", "world")),
     Probe("dashdash-prompt", ("-p", "--output-format", "json", "--", "hello")),
     Probe("bad-input-format", ("-p", "hello", "--input-format", "yaml")),
     Probe("bad-output-format", ("-p", "hello", "--output-format", "yaml")),
-    Probe("stream-input-text-output", ("-p", "--input-format", "stream-json"),
-          stdin=b'{"type":"user","message":{"role":"user","content":"hello"}}\n'),
+    Probe(
+        "stream-input-text-output",
+        ("-p", "--input-format", "stream-json"),
+        stdin=b'{"type":"user","message":{"role":"user","content":"hello"}}\n',
+    ),
 )
 
 
 _SESSION = re.compile(rb'"session_id":"([0-9a-f-]{36})"')
 _UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_NUMBERS = re.compile(rb'"(duration_ms|duration_api_ms|total_cost_usd|costUSD|ttft_ms|'
-                      rb'ttft_stream_ms|time_to_request_ms|contextWindow|maxOutputTokens)"'
-                      rb':[0-9.e-]+')
+_NUMBERS = re.compile(
+    rb'"(duration_ms|duration_api_ms|total_cost_usd|costUSD|ttft_ms|'
+    rb'ttft_stream_ms|time_to_request_ms|contextWindow|maxOutputTokens)"'
+    rb":[0-9.e-]+"
+)
 _MSG_ID = re.compile(rb'"(id|request_id|requestId)":"(msg|req)_[A-Za-z0-9_]+"')
 
 
-def mask(data: bytes, dirs: dict[str, str], url: str,
-         sessions: dict[bytes, bytes] | None = None) -> bytes:
+def mask(
+    data: bytes, dirs: dict[str, str], url: str, sessions: dict[bytes, bytes] | None = None
+) -> bytes:
     """Mask what differs from run to run: paths, uuids, durations, costs, message ids.
     Session ids become ``<session-N>`` by first appearance in ``sessions`` (shared by the
     probes of one root, so a resumed run shows the same N)."""
@@ -137,16 +201,22 @@ def command(backend: str) -> tuple[list[str], str, dict[str, str]]:
     ``cbc-via-bridge`` (``claude-on-cbc`` from this checkout in front of cbc)."""
     if backend == "cbc-via-bridge":
         cbc = resolve_target("cbc")
-        return ([sys.executable, "-c", "import sys; from bridge.dropin import main; "
-                 "sys.exit(main())"], "cbc",
-                {"CCBRIDGE_BACKEND": shlex.join(cbc.argv), "PYTHONPATH": str(REPO)})
+        return (
+            [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())"],
+            "cbc",
+            {"CCBRIDGE_BACKEND": shlex.join(cbc.argv), "PYTHONPATH": str(REPO)},
+        )
     target = resolve_target(backend)
     return list(target.argv), target.kind, {}
 
 
-async def run_probe(probe: Probe, backend: str, dirs: dict[str, str],
-                    session: str | None = None,
-                    sessions: dict[bytes, bytes] | None = None) -> ProbeResult:
+async def run_probe(
+    probe: Probe,
+    backend: str,
+    dirs: dict[str, str],
+    session: str | None = None,
+    sessions: dict[bytes, bytes] | None = None,
+) -> ProbeResult:
     prefix, kind, extra = command(backend)
     server = ModelServer(ModelScript(rules=probe.rules))
     mark = os.urandom(6).hex()
@@ -157,19 +227,32 @@ async def run_probe(probe: Probe, backend: str, dirs: dict[str, str],
         env.update(extra)
         with trio.move_on_after(TIME_LIMIT):
             done = await trio.run_process(
-                [*prefix, *args], stdin=probe.stdin if probe.stdin is not None else b"",
-                capture_stdout=True, capture_stderr=True, env=env, cwd=dirs["CWD"],
-                check=False)
+                [*prefix, *args],
+                stdin=probe.stdin if probe.stdin is not None else b"",
+                capture_stdout=True,
+                capture_stderr=True,
+                env=env,
+                cwd=dirs["CWD"],
+                check=False,
+            )
         nursery.cancel_scope.cancel()
     await trio.to_thread.run_sync(sweep, mark)
     m = _SESSION.search(done.stdout)
     # the user's words: what follows Claude's context reminders (they carry the date)
-    inputs = [str(e.get("latest", "")).rsplit("</system-reminder>\n\n\n", 1)[-1]
-              for e in server.log if e.get("agent") == "main"]
-    return ProbeResult(probe.name, args, done.returncode,
-                       mask(done.stdout, dirs, url, sessions).decode("utf-8", "replace"),
-                       mask(done.stderr, dirs, url, sessions).decode("utf-8", "replace"),
-                       inputs, m.group(1).decode() if m else None)
+    inputs = [
+        str(e.get("latest", "")).rsplit("</system-reminder>\n\n\n", 1)[-1]
+        for e in server.log
+        if e.get("agent") == "main"
+    ]
+    return ProbeResult(
+        probe.name,
+        args,
+        done.returncode,
+        mask(done.stdout, dirs, url, sessions).decode("utf-8", "replace"),
+        mask(done.stderr, dirs, url, sessions).decode("utf-8", "replace"),
+        inputs,
+        m.group(1).decode() if m else None,
+    )
 
 
 async def run_all(backend: str, names: Sequence[str] = ()) -> list[ProbeResult]:
@@ -181,8 +264,9 @@ async def run_all(backend: str, names: Sequence[str] = ()) -> list[ProbeResult]:
             if names and probe.name not in names and probe.name not in _needed(names):
                 continue
             prev = results.get(probe.after) if probe.after else None
-            results[probe.name] = await run_probe(probe, backend, dirs,
-                                                  prev.session_id if prev else None, sessions)
+            results[probe.name] = await run_probe(
+                probe, backend, dirs, prev.session_id if prev else None, sessions
+            )
     finally:
         shutil.rmtree(dirs["ROOT"], ignore_errors=True)
     return list(results.values())
@@ -203,8 +287,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for r in results:
         (args.out / f"{r.name}.json").write_bytes(r.to_json() + b"\n")
-        print(f"{r.name}: exit {r.status}, {len(r.stdout)} bytes out, "
-              f"{len(r.stderr)} bytes err", file=sys.stderr)
+        print(
+            f"{r.name}: exit {r.status}, {len(r.stdout)} bytes out, {len(r.stderr)} bytes err",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -44,27 +44,49 @@ def handle(msg: Any, tools: dict[str, tuple[str, bool]]) -> dict[str, Any] | Non
 
     if method == "initialize":
         version = params.get("protocolVersion")
-        return ok({"protocolVersion": version if isinstance(version, str) else
-                   DEFAULT_PROTOCOL, "capabilities": {"tools": {"listChanged": False}},
-                   "serverInfo": SERVER_INFO})
+        return ok(
+            {
+                "protocolVersion": version if isinstance(version, str) else DEFAULT_PROTOCOL,
+                "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": SERVER_INFO,
+            }
+        )
     if method == "ping":
         return ok({})
     if method == "tools/list":
-        return ok({"tools": [{"name": n, "description": f"scripted tool {n}",
-                              "inputSchema": {"type": "object",
-                                              "additionalProperties": True}}
-                             for n in tools]})
+        return ok(
+            {
+                "tools": [
+                    {
+                        "name": n,
+                        "description": f"scripted tool {n}",
+                        "inputSchema": {"type": "object", "additionalProperties": True},
+                    }
+                    for n in tools
+                ]
+            }
+        )
     if method == "tools/call":
         name = params.get("name")
         if name not in tools:
-            return {"jsonrpc": "2.0", "id": mid,
-                    "error": {"code": -32602, "message": f"unknown tool: {name}"}}
+            return {
+                "jsonrpc": "2.0",
+                "id": mid,
+                "error": {"code": -32602, "message": f"unknown tool: {name}"},
+            }
         text, is_error = tools[name]
         args = json.dumps(params.get("arguments") or {}, sort_keys=True)
-        return ok({"content": [{"type": "text", "text": text.replace("{args}", args)}],
-                   "isError": is_error})
-    return {"jsonrpc": "2.0", "id": mid,
-            "error": {"code": -32601, "message": f"method not found: {method}"}}
+        return ok(
+            {
+                "content": [{"type": "text", "text": text.replace("{args}", args)}],
+                "isError": is_error,
+            }
+        )
+    return {
+        "jsonrpc": "2.0",
+        "id": mid,
+        "error": {"code": -32601, "message": f"method not found: {method}"},
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,8 +102,10 @@ def main(argv: list[str] | None = None) -> int:
             msg = json.loads(line)
         except ValueError:
             reply: dict[str, Any] | None = {
-                "jsonrpc": "2.0", "id": None,
-                "error": {"code": -32700, "message": "parse error"}}
+                "jsonrpc": "2.0",
+                "id": None,
+                "error": {"code": -32700, "message": "parse error"},
+            }
         else:
             reply = handle(msg, tools)
         if reply is not None:

@@ -49,9 +49,12 @@ class ModelServer:
     request. ``on_request`` (if set) is called with each log entry as it is made, and the
     parsed model request (None for other endpoints)."""
 
-    def __init__(self, script: ModelScript | None = None,
-                 clock: Callable[[], float] = trio.current_time,
-                 keep_bodies: bool = False) -> None:
+    def __init__(
+        self,
+        script: ModelScript | None = None,
+        clock: Callable[[], float] = trio.current_time,
+        keep_bodies: bool = False,
+    ) -> None:
         self.brain = Brain(script or ModelScript())
         self.log: list[dict[str, Any]] = []
         #: with ``keep_bodies``: (log entry number, headers, parsed body) of model requests
@@ -63,8 +66,7 @@ class ModelServer:
         self._clock = clock
         self._ids = sse.Ids()
 
-    async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED
-                    ) -> None:
+    async def serve(self, *, task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
         port = listeners[0].socket.getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
@@ -74,8 +76,7 @@ class ModelServer:
         await trio.serve_listeners(self._connection, listeners)
 
     def _record(self, entry: dict[str, Any], req: Request | None = None) -> dict[str, Any]:
-        entry = {"t": round(self._clock() - (self.t0 or 0.0), 3), "n": len(self.log) + 1,
-                 **entry}
+        entry = {"t": round(self._clock() - (self.t0 or 0.0), 3), "n": len(self.log) + 1, **entry}
         self.log.append(entry)
         if self.on_request is not None:
             self.on_request(entry, req)
@@ -97,8 +98,9 @@ class ModelServer:
         finally:
             await stream.aclose()
 
-    async def _dispatch(self, conn: h11.Connection, stream: trio.SocketStream,
-                        req: h11.Request, body: bytes) -> None:
+    async def _dispatch(
+        self, conn: h11.Connection, stream: trio.SocketStream, req: h11.Request, body: bytes
+    ) -> None:
         method = req.method.decode()
         target = req.target.decode()
         path = target.split("?", 1)[0].rstrip("/")
@@ -114,11 +116,15 @@ class ModelServer:
             return
         if method == "GET" and path.endswith("/models"):
             self._record({"method": method, "path": target})
-            await send.json(200, sse.models_list("openai" if "/v1/" not in target else
-                                                 "anthropic"))
+            await send.json(200, sse.models_list("openai" if "/v1/" not in target else "anthropic"))
             return
-        dialect = ("anthropic" if path.endswith("/v1/messages") else
-                   "openai" if path.endswith("/chat/completions") else None)
+        dialect = (
+            "anthropic"
+            if path.endswith("/v1/messages")
+            else "openai"
+            if path.endswith("/chat/completions")
+            else None
+        )
         if method != "POST" or dialect is None:
             self._record({"method": method, "path": target, "status": 404})
             await send.json(404, sse.error_body(f"no such endpoint: {method} {target}"))
@@ -129,19 +135,28 @@ class ModelServer:
                 raise ValueError("the body is not a JSON object")
         except ValueError as e:
             self._record({"method": method, "path": target, "status": 400})
-            await send.json(400, sse.error_body(f"bad request body: {e}",
-                                                "invalid_request_error"))
+            await send.json(400, sse.error_body(f"bad request body: {e}", "invalid_request_error"))
             return
         r = parse_request(dialect, headers, parsed)
         decision = self.brain.decide(r)
-        entry = self._record({
-            "method": method, "path": target, "dialect": r.dialect, "agent": r.agent,
-            "model": r.model, "stream": r.stream, "n_messages": r.n_messages,
-            "n_tools": len(r.tools), "latest": r.shown[-300:],
-            "decision": decision.summary(), "delay": decision.delay,
-            **({"images": r.images} if r.images else {}),
-            **({"status": decision.status} if decision.status is not None else {}),
-        }, r)
+        entry = self._record(
+            {
+                "method": method,
+                "path": target,
+                "dialect": r.dialect,
+                "agent": r.agent,
+                "model": r.model,
+                "stream": r.stream,
+                "n_messages": r.n_messages,
+                "n_tools": len(r.tools),
+                "latest": r.shown[-300:],
+                "decision": decision.summary(),
+                "delay": decision.delay,
+                **({"images": r.images} if r.images else {}),
+                **({"status": decision.status} if decision.status is not None else {}),
+            },
+            r,
+        )
         if self._keep_bodies:
             self.bodies.append((entry["n"], headers, parsed))
         if decision.status is not None:
@@ -177,8 +192,9 @@ class ModelServer:
             await send.chunk(sse.ping(dialect))
 
 
-async def _read_request(conn: h11.Connection, stream: trio.SocketStream
-                        ) -> tuple[h11.Request, bytes] | None:
+async def _read_request(
+    conn: h11.Connection, stream: trio.SocketStream
+) -> tuple[h11.Request, bytes] | None:
     req: h11.Request | None = None
     body = bytearray()
     while True:
@@ -210,10 +226,19 @@ class _Sender:
         if data:
             await self.stream.send_all(data)
 
-    async def start(self, status: int, content_type: str, length: int | None = None,
-                    extra: list[tuple[str, str]] | None = None) -> None:
-        headers = [("content-type", content_type), ("cache-control", "no-cache"),
-                   ("request-id", "req_mock"), *(extra or [])]
+    async def start(
+        self,
+        status: int,
+        content_type: str,
+        length: int | None = None,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
+        headers = [
+            ("content-type", content_type),
+            ("cache-control", "no-cache"),
+            ("request-id", "req_mock"),
+            *(extra or []),
+        ]
         if length is not None:
             headers.append(("content-length", str(length)))
         await self._send(h11.Response(status_code=status, headers=headers))
@@ -224,13 +249,17 @@ class _Sender:
     async def end(self) -> None:
         await self._send(h11.EndOfMessage())
 
-    async def whole(self, status: int, body: bytes, content_type: str,
-                    extra: list[tuple[str, str]] | None = None) -> None:
+    async def whole(
+        self,
+        status: int,
+        body: bytes,
+        content_type: str,
+        extra: list[tuple[str, str]] | None = None,
+    ) -> None:
         await self.start(status, content_type, len(body), extra)
         if body and self.conn.our_state is h11.SEND_BODY:
             await self.chunk(body)
         await self.end()
 
-    async def json(self, status: int, obj: Any,
-                   extra: list[tuple[str, str]] | None = None) -> None:
+    async def json(self, status: int, obj: Any, extra: list[tuple[str, str]] | None = None) -> None:
         await self.whole(status, orjson.dumps(obj), "application/json", extra)

@@ -46,8 +46,7 @@ from bridge.testing.model import ModelServer
 from bridge.testing.scenario import Scenario
 from compat import capture
 
-BASE_ARGV = ("-p", "--input-format", "stream-json", "--output-format", "stream-json",
-             "--verbose")
+BASE_ARGV = ("-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
 KILL_GRACE = 5.0
 DRAIN = 3.0  # seconds to read what is left on stdout/stderr after the exit
 #: cbc 2.163.0 took over 30 s to print its version with 25 other CLIs starting at once
@@ -87,22 +86,37 @@ def resolve_target(spec: str) -> Target:
     if not argv:
         raise BackendNotFound("empty backend command")
     base = os.path.basename(argv[0]).lower()
-    kind = ("claude" if "claude" in base else
-            "cbc" if "codebuddy" in base or base == "cbc" else "other")
+    kind = (
+        "claude" if "claude" in base else "cbc" if "codebuddy" in base or base == "cbc" else "other"
+    )
     return Target(kind, tuple(argv))
 
 
 def backend_env(kind: str, url: str, dirs: dict[str, str], mark: str) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": dirs["HOME"],
-           "TMPDIR": dirs["TMP"], "LANG": os.environ.get("LANG", "C.UTF-8"),
-           "USER": os.environ.get("USER", "user"), MARK: mark}
+    env = {
+        "PATH": os.environ.get("PATH", os.defpath),
+        "HOME": dirs["HOME"],
+        "TMPDIR": dirs["TMP"],
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "USER": os.environ.get("USER", "user"),
+        MARK: mark,
+    }
     if kind in ("claude", "other"):
-        env.update(ANTHROPIC_BASE_URL=url, ANTHROPIC_API_KEY="sk-ant-dummy",
-                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-                   DISABLE_TELEMETRY="1", DISABLE_ERROR_REPORTING="1")
+        env.update(
+            ANTHROPIC_BASE_URL=url,
+            ANTHROPIC_API_KEY="sk-ant-dummy",
+            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+            DISABLE_AUTOUPDATER="1",
+            DISABLE_TELEMETRY="1",
+            DISABLE_ERROR_REPORTING="1",
+        )
     if kind in ("cbc", "other"):
-        env.update(CODEBUDDY_BASE_URL=url, CODEBUDDY_API_KEY="dummy",
-                   DISABLE_AUTOUPDATER="1", CODEBUDDY_DISABLE_AUTO_MEMORY="1")
+        env.update(
+            CODEBUDDY_BASE_URL=url,
+            CODEBUDDY_API_KEY="dummy",
+            DISABLE_AUTOUPDATER="1",
+            CODEBUDDY_DISABLE_AUTO_MEMORY="1",
+        )
     return env
 
 
@@ -134,9 +148,15 @@ async def _kill_now(proc: trio.Process) -> None:
 async def backend_version(target: Target, env: dict[str, str], cwd: str) -> str | None:
     with trio.move_on_after(VERSION_TIMEOUT):
         try:
-            done = await trio.run_process([*target.argv, "--version"], capture_stdout=True,
-                                          capture_stderr=True, env=env, cwd=cwd, check=False,
-                                          deliver_cancel=_kill_now)
+            done = await trio.run_process(
+                [*target.argv, "--version"],
+                capture_stdout=True,
+                capture_stderr=True,
+                env=env,
+                cwd=cwd,
+                check=False,
+                deliver_cancel=_kill_now,
+            )
         except OSError:
             return None
         m = re.search(rb"\d+\.\d+\.\d+", done.stdout)
@@ -169,8 +189,14 @@ def _place_files(files: dict[str, str], cwd: str) -> None:
 
 
 def _session_id(frames: list[dict[str, Any]]) -> str | None:
-    return next((f["session_id"] for f in frames
-                 if isinstance(f.get("session_id"), str) and f["session_id"]), None)
+    return next(
+        (
+            f["session_id"]
+            for f in frames
+            if isinstance(f.get("session_id"), str) and f["session_id"]
+        ),
+        None,
+    )
 
 
 def _substitute(value: Any, names: dict[str, str]) -> Any:
@@ -190,18 +216,22 @@ def _script_in(script: ModelScript, dirs: dict[str, str]) -> ModelScript:
     """The model script with ``{CWD}`` and ``{HOME}`` in its texts and tool inputs made
     this run's (tools such as Read want absolute paths)."""
     names = {"CWD": dirs["CWD"], "HOME": dirs["HOME"]}
-    rules = tuple(attrs.evolve(
-        r, input=_substitute(r.input, names), text=_substitute(r.text, names),
-        calls=tuple(Call(c.tool, _substitute(c.input, names)) for c in r.calls))
-        for r in script.rules)
+    rules = tuple(
+        attrs.evolve(
+            r,
+            input=_substitute(r.input, names),
+            text=_substitute(r.text, names),
+            calls=tuple(Call(c.tool, _substitute(c.input, names)) for c in r.calls),
+        )
+        for r in script.rules
+    )
     return attrs.evolve(script, rules=rules)
 
 
 def _launch_files(scenario: Scenario, dirs: dict[str, str]) -> list[str]:
     """Write the scenario's hooks and MCP servers where the CLI will read them; the flags
     that tell it so (the same for both CLIs: ``--settings FILE``, ``--mcp-config FILE``)."""
-    names = {"PYTHON": sys.executable, "REPO": str(REPO), "CWD": dirs["CWD"],
-             "HOME": dirs["HOME"]}
+    names = {"PYTHON": sys.executable, "REPO": str(REPO), "CWD": dirs["CWD"], "HOME": dirs["HOME"]}
     flags: list[str] = []
     if scenario.hooks is not None:
         path = os.path.join(dirs["ROOT"], "settings.json")
@@ -209,14 +239,21 @@ def _launch_files(scenario: Scenario, dirs: dict[str, str]) -> list[str]:
         flags += ["--settings", path]
     if scenario.mcp_servers is not None:
         path = os.path.join(dirs["ROOT"], "mcp.json")
-        Path(path).write_bytes(orjson.dumps(
-            {"mcpServers": _substitute(scenario.mcp_servers, names)}))
+        Path(path).write_bytes(
+            orjson.dumps({"mcpServers": _substitute(scenario.mcp_servers, names)})
+        )
         flags += ["--mcp-config", path]
     return flags
 
 
-def _finish(rec: Recording | None, out: Path | None, server: ModelServer,
-            dump_requests: Path | None, mark: str, root: str | None) -> None:
+def _finish(
+    rec: Recording | None,
+    out: Path | None,
+    server: ModelServer,
+    dump_requests: Path | None,
+    mark: str,
+    root: str | None,
+) -> None:
     """Write what was recorded, however the run ended; leave no process and no files."""
     if rec is not None and out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -232,10 +269,10 @@ def _dump(server: ModelServer, rec: Recording, d: Path) -> None:
     """Every model request in full (headers without credentials, body), one file each."""
     d.mkdir(parents=True, exist_ok=True)
     for n, headers, body in server.bodies:
-        safe = {k: v for k, v in headers.items()
-                if k not in ("authorization", "x-api-key", "cookie")}
-        data = rec.scrub(orjson.dumps({"headers": safe, "body": body},
-                                      option=orjson.OPT_INDENT_2))
+        safe = {
+            k: v for k, v in headers.items() if k not in ("authorization", "x-api-key", "cookie")
+        }
+        data = rec.scrub(orjson.dumps({"headers": safe, "body": body}, option=orjson.OPT_INDENT_2))
         (d / f"{n:03d}.json").write_bytes(data)
 
 
@@ -246,14 +283,20 @@ def _killpg(pid: int, sig: int) -> None:
         pass
 
 
-async def run(scenario: Scenario, target: Target, out: Path | None, *,
-              via: str | None = None, time_limit: float | None = None,
-              source: str | None = None, keep_root: bool = False,
-              dump_requests: Path | None = None) -> RunResult:
+async def run(
+    scenario: Scenario,
+    target: Target,
+    out: Path | None,
+    *,
+    via: str | None = None,
+    time_limit: float | None = None,
+    source: str | None = None,
+    keep_root: bool = False,
+    dump_requests: Path | None = None,
+) -> RunResult:
     dirs = make_root()
     mark = secrets.token_hex(8)
-    server = ModelServer(_script_in(scenario.model, dirs),
-                         keep_bodies=dump_requests is not None)
+    server = ModelServer(_script_in(scenario.model, dirs), keep_bodies=dump_requests is not None)
     rec: Recording | None = None
     try:
         await trio.to_thread.run_sync(_place_files, scenario.files, dirs["CWD"])
@@ -271,25 +314,46 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
                 if via is None:
                     return [*target.argv, *base, *args, *extra]
                 env["PYTHONPATH"] = os.pathsep.join(
-                    p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-                return [sys.executable, "-m", "bridge", "run", "--profile", via,
-                        "--backend", shlex.join(target.argv), "--record", cap,
-                        "--", *base, *args, *extra]
+                    p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
+                )
+                return [
+                    sys.executable,
+                    "-m",
+                    "bridge",
+                    "run",
+                    "--profile",
+                    via,
+                    "--backend",
+                    shlex.join(target.argv),
+                    "--record",
+                    cap,
+                    "--",
+                    *base,
+                    *args,
+                    *extra,
+                ]
 
-            argv = argv_for(scenario.args_for(kind) if via is None else scenario.args,
-                            bridge_cap)
+            argv = argv_for(scenario.args_for(kind) if via is None else scenario.args, bridge_cap)
             rec = Recording(scrubber(dirs, url), via is not None)
             limit = time_limit if time_limit is not None else scenario.time_limit
             rec.header = capture.header(
                 "ccbridge scenario run",
                 created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                scenario=scenario.name, scenario_file=source, description=scenario.description,
-                backend=target.kind, backend_version=version, via=via, time_limit=limit,
+                scenario=scenario.name,
+                scenario_file=source,
+                description=scenario.description,
+                backend=target.kind,
+                backend_version=version,
+                via=via,
+                time_limit=limit,
                 argv=[rec.scrub_text(a) for a in argv],
-                env={k: rec.scrub_text(v) for k, v in env.items()
-                     if k not in (MARK, "PATH", "PYTHONPATH")})
-            exit_text = await _drive(scenario, argv, env, dirs["CWD"], rec, server, limit,
-                                     mark)
+                env={
+                    k: rec.scrub_text(v)
+                    for k, v in env.items()
+                    if k not in (MARK, "PATH", "PYTHONPATH")
+                },
+            )
+            exit_text = await _drive(scenario, argv, env, dirs["CWD"], rec, server, limit, mark)
             if via is not None:
                 rec.merge_bridge_capture(bridge_cap)
             if scenario.resume is not None:
@@ -298,30 +362,56 @@ async def run(scenario: Scenario, target: Target, out: Path | None, *,
                     rec.note("resume: the first run showed no session_id; no second run")
                 else:
                     cap2 = os.path.join(dirs["ROOT"], "bridge-capture-2.jsonl")
-                    args2 = (scenario.resume_args_for(kind) if via is None
-                             else scenario.resume_args_for(""))
+                    args2 = (
+                        scenario.resume_args_for(kind)
+                        if via is None
+                        else scenario.resume_args_for("")
+                    )
                     argv2 = argv_for((*args2, "--resume", sid), cap2)
                     rec.note("resume: second run: " + rec.scrub_text(shlex.join(argv2)))
                     since = rec.now()
-                    exit_text = await _drive(scenario.second_run(), argv2, env, dirs["CWD"],
-                                             rec, server, limit, mark)
+                    exit_text = await _drive(
+                        scenario.second_run(), argv2, env, dirs["CWD"], rec, server, limit, mark
+                    )
                     if via is not None:
                         rec.merge_bridge_capture(cap2, since)
             nursery.cancel_scope.cancel()
-        return RunResult(exit_text, rec.frames, list(server.log), version, out, rec.now(),
-                         dirs["ROOT"] if keep_root else None)
+        return RunResult(
+            exit_text,
+            rec.frames,
+            list(server.log),
+            version,
+            out,
+            rec.now(),
+            dirs["ROOT"] if keep_root else None,
+        )
     finally:
         with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(_finish, rec, out, server, dump_requests, mark,
-                                          None if keep_root else dirs["ROOT"])
+            await trio.to_thread.run_sync(
+                _finish, rec, out, server, dump_requests, mark, None if keep_root else dirs["ROOT"]
+            )
 
 
-async def _drive(scenario: Scenario, argv: list[str], env: dict[str, str], cwd: str,
-                 rec: Recording, server: ModelServer, limit: float, mark: str) -> str:
+async def _drive(
+    scenario: Scenario,
+    argv: list[str],
+    env: dict[str, str],
+    cwd: str,
+    rec: Recording,
+    server: ModelServer,
+    limit: float,
+    mark: str,
+) -> str:
     try:
         proc = await trio.lowlevel.open_process(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            cwd=cwd, env=env, start_new_session=True)
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
     except OSError as e:
         rec.note(f"could not start {argv[0]}: {e}")
         return "127"

@@ -105,8 +105,9 @@ class Condition:
         return self.contains is None or self.contains.encode() in raw
 
     def describe(self) -> str:
-        fields = attrs.asdict(self, filter=lambda a, v: v not in (None, False)
-                              and a.name not in ("nth", "fresh"))
+        fields = attrs.asdict(
+            self, filter=lambda a, v: v not in (None, False) and a.name not in ("nth", "fresh")
+        )
         fresh = "new " if self.fresh else ""
         return f"{fresh}#{self.nth} " + " ".join(f"{k}={v!r}" for k, v in fields.items())
 
@@ -187,8 +188,9 @@ class Scenario:
     def __attrs_post_init__(self) -> None:
         if self.headless and self.initialize:
             object.__setattr__(self, "initialize", False)  # nothing reads it in print mode
-        if self.headless and any(st.action not in ("line", "wait", "close_stdin")
-                                 for st in self.steps):
+        if self.headless and any(
+            st.action not in ("line", "wait", "close_stdin") for st in self.steps
+        ):
             raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
         for b in [*self.backend_args, *(self.resume.backend_args if self.resume else ())]:
             if b not in BACKENDS:
@@ -196,11 +198,15 @@ class Scenario:
         for f in self.files:
             p = PurePosixPath(f)
             if p.is_absolute() or ".." in p.parts or not p.parts:
-                raise ValueError(f"files: {f!r} must be a relative path inside the "
-                                 "working directory")
+                raise ValueError(
+                    f"files: {f!r} must be a relative path inside the working directory"
+                )
 
-        if self.headless and self.resume is not None and any(
-                st.action not in ("line", "wait", "close_stdin") for st in self.resume.steps):
+        if (
+            self.headless
+            and self.resume is not None
+            and any(st.action not in ("line", "wait", "close_stdin") for st in self.resume.steps)
+        ):
             raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
         for name, server in (self.mcp_servers or {}).items():
             if not isinstance(server, dict):
@@ -212,17 +218,20 @@ class Scenario:
     def resume_args_for(self, backend: str) -> tuple[str, ...]:
         assert self.resume is not None
         r = self.resume
-        return r.backend_args.get(backend, r.args if r.args is not None
-                                  else self.args_for(backend))
+        return r.backend_args.get(backend, r.args if r.args is not None else self.args_for(backend))
 
     def second_run(self) -> Scenario:
         """The scenario the second (``resume``) run plays: its steps, no further resume;
         named apart, so its lines' stable uuids differ from the first run's (Claude drops
         a line whose uuid its transcript already holds)."""
         assert self.resume is not None
-        return attrs.evolve(self, name=self.name + "#resume", steps=self.resume.steps,
-                            resume=None,
-                            keep_stdin_open=self.resume.keep_stdin_open)
+        return attrs.evolve(
+            self,
+            name=self.name + "#resume",
+            steps=self.resume.steps,
+            resume=None,
+            keep_stdin_open=self.resume.keep_stdin_open,
+        )
 
 
 def _converter() -> cattrs.Converter:
@@ -276,8 +285,11 @@ def parse(data: dict[str, Any], source: str = "<scenario>") -> Scenario:
     try:
         return CONVERTER.structure(data, Scenario)
     except Exception as e:  # cattrs wraps validator errors in exception groups
-        msgs = cattrs.transform_error(e, path="$", format_exception=_format) if isinstance(
-            e, cattrs.BaseValidationError) else [str(e)]
+        msgs = (
+            cattrs.transform_error(e, path="$", format_exception=_format)
+            if isinstance(e, cattrs.BaseValidationError)
+            else [str(e)]
+        )
         raise ScenarioError(f"{source}: " + "; ".join(msgs)) from e
 
 
@@ -298,5 +310,15 @@ def load(path: str | Path) -> Scenario:
     return loads(text, str(p))
 
 
-__all__ = ["Condition", "ModelScript", "Resume", "Rule", "Scenario", "ScenarioError", "Step",
-           "load", "loads", "parse"]
+__all__ = [
+    "Condition",
+    "ModelScript",
+    "Resume",
+    "Rule",
+    "Scenario",
+    "ScenarioError",
+    "Step",
+    "load",
+    "loads",
+    "parse",
+]

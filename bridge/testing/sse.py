@@ -54,15 +54,24 @@ def ping(dialect: str) -> bytes:
 
 
 def _anthropic_usage(output: int) -> dict[str, int]:
-    return {"input_tokens": INPUT_TOKENS, "output_tokens": output,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": INPUT_TOKENS,
+        "output_tokens": output,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 #: yielded by ``stream_reply`` half-way through the reply's deltas: where a ``cut``
 #: reply ends and a ``stall`` waits (never sent itself)
 MIDDLE = b""
-OPENAI_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
-                 "refusal": "content_filter", "stop_sequence": "stop"}
+OPENAI_FINISH = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "refusal": "content_filter",
+    "stop_sequence": "stop",
+}
 
 
 def _signature(text: str) -> str:
@@ -92,9 +101,15 @@ def stream_reply(dialect: str, model: str, d: Decision, ids: Ids) -> Iterator[by
 
 def _anthropic_stream(model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
     msg: dict[str, Any] = {
-        "id": ids.next("msg"), "type": "message", "role": "assistant", "model": model,
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": _anthropic_usage(1)}
+        "id": ids.next("msg"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": _anthropic_usage(1),
+    }
     yield _event("message_start", {"type": "message_start", "message": msg})
     events: list[bytes] = []
     is_delta: list[bool] = []
@@ -104,32 +119,52 @@ def _anthropic_stream(model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
         is_delta.append(delta)
 
     def block(index: int, start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
-        add("content_block_start", {"type": "content_block_start", "index": index,
-                                    "content_block": start})
+        add(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        )
         for delta in deltas:
-            add("content_block_delta", {"type": "content_block_delta", "index": index,
-                                        "delta": delta}, True)
+            add(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": delta},
+                True,
+            )
         add("content_block_stop", {"type": "content_block_stop", "index": index})
 
     index = 0
     if d.thinking is not None:
-        block(index, {"type": "thinking", "thinking": "", "signature": ""},
-              [{"type": "thinking_delta", "thinking": p} for p in _pieces(d.thinking)]
-              + [{"type": "signature_delta", "signature": _signature(d.thinking)}])
+        block(
+            index,
+            {"type": "thinking", "thinking": "", "signature": ""},
+            [{"type": "thinking_delta", "thinking": p} for p in _pieces(d.thinking)]
+            + [{"type": "signature_delta", "signature": _signature(d.thinking)}],
+        )
         index += 1
     if d.text is not None:
-        block(index, {"type": "text", "text": ""},
-              [{"type": "text_delta", "text": p} for p in _pieces(d.text)])
+        block(
+            index,
+            {"type": "text", "text": ""},
+            [{"type": "text_delta", "text": p} for p in _pieces(d.text)],
+        )
         index += 1
     for call in d.calls:
-        block(index, {"type": "tool_use", "id": ids.next("toolu"), "name": call.tool,
-                      "input": {}},
-              [{"type": "input_json_delta", "partial_json": p}
-               for p in _pieces(orjson.dumps(call.input).decode())])
+        block(
+            index,
+            {"type": "tool_use", "id": ids.next("toolu"), "name": call.tool, "input": {}},
+            [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _pieces(orjson.dumps(call.input).decode())
+            ],
+        )
         index += 1
-    add("message_delta", {"type": "message_delta",
-                          "delta": {"stop_reason": d.stop_reason, "stop_sequence": None},
-                          "usage": {"output_tokens": OUTPUT_TOKENS}})
+    add(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": d.stop_reason, "stop_sequence": None},
+            "usage": {"output_tokens": OUTPUT_TOKENS},
+        },
+    )
     add("message_stop", {"type": "message_stop"})
     yield from _with_middle(events, is_delta)
 
@@ -138,9 +173,15 @@ def _openai_stream(model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
     cid = ids.next("chatcmpl")
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return _data({"id": cid, "object": "chat.completion.chunk", "created": CREATED,
-                      "model": model, "choices": [{"index": 0, "delta": delta,
-                                                   "finish_reason": finish}]})
+        return _data(
+            {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": CREATED,
+                "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
 
     events = [chunk({"role": "assistant", "content": ""})]
     is_delta = [False]
@@ -156,16 +197,38 @@ def _openai_stream(model: str, d: Decision, ids: Ids) -> Iterator[bytes]:
         for piece in _pieces(d.text):
             add({"content": piece})
     for i, call in enumerate(d.calls):
-        add({"tool_calls": [{"index": i, "id": ids.next("call"), "type": "function",
-                             "function": {"name": call.tool, "arguments": ""}}]}, False)
+        add(
+            {
+                "tool_calls": [
+                    {
+                        "index": i,
+                        "id": ids.next("call"),
+                        "type": "function",
+                        "function": {"name": call.tool, "arguments": ""},
+                    }
+                ]
+            },
+            False,
+        )
         for piece in _pieces(orjson.dumps(call.input).decode()):
             add({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
     events.append(chunk({}, OPENAI_FINISH[d.stop_reason]))
-    events.append(_data({"id": cid, "object": "chat.completion.chunk", "created": CREATED,
-                         "model": model, "choices": [],
-                         "usage": {"prompt_tokens": INPUT_TOKENS,
-                                   "completion_tokens": OUTPUT_TOKENS,
-                                   "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}}))
+    events.append(
+        _data(
+            {
+                "id": cid,
+                "object": "chat.completion.chunk",
+                "created": CREATED,
+                "model": model,
+                "choices": [],
+                "usage": {
+                    "prompt_tokens": INPUT_TOKENS,
+                    "completion_tokens": OUTPUT_TOKENS,
+                    "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
+                },
+            }
+        )
+    )
     events.append(_data(b"[DONE]"))
     is_delta += [False, False, False]
     yield from _with_middle(events, is_delta)
@@ -176,30 +239,56 @@ def whole_reply(dialect: str, model: str, d: Decision, ids: Ids) -> dict[str, An
     if dialect == "anthropic":
         content: list[dict[str, Any]] = []
         if d.thinking is not None:
-            content.append({"type": "thinking", "thinking": d.thinking,
-                            "signature": _signature(d.thinking)})
+            content.append(
+                {"type": "thinking", "thinking": d.thinking, "signature": _signature(d.thinking)}
+            )
         if d.text is not None:
             content.append({"type": "text", "text": d.text})
         for call in d.calls:
-            content.append({"type": "tool_use", "id": ids.next("toolu"), "name": call.tool,
-                            "input": call.input})
-        return {"id": ids.next("msg"), "type": "message", "role": "assistant",
-                "model": model, "content": content, "stop_reason": d.stop_reason,
-                "stop_sequence": None, "usage": _anthropic_usage(OUTPUT_TOKENS)}
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": ids.next("toolu"),
+                    "name": call.tool,
+                    "input": call.input,
+                }
+            )
+        return {
+            "id": ids.next("msg"),
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": content,
+            "stop_reason": d.stop_reason,
+            "stop_sequence": None,
+            "usage": _anthropic_usage(OUTPUT_TOKENS),
+        }
     message: dict[str, Any] = {"role": "assistant", "content": d.text}
     if d.thinking is not None:
         message["reasoning_content"] = d.thinking
     if d.calls:
-        message["tool_calls"] = [{"id": ids.next("call"), "type": "function",
-                                  "function": {"name": c.tool,
-                                               "arguments": orjson.dumps(c.input).decode()}}
-                                 for c in d.calls]
-    return {"id": ids.next("chatcmpl"), "object": "chat.completion", "created": CREATED,
-            "model": model,
-            "choices": [{"index": 0, "message": message,
-                         "finish_reason": OPENAI_FINISH[d.stop_reason]}],
-            "usage": {"prompt_tokens": INPUT_TOKENS, "completion_tokens": OUTPUT_TOKENS,
-                      "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS}}
+        message["tool_calls"] = [
+            {
+                "id": ids.next("call"),
+                "type": "function",
+                "function": {"name": c.tool, "arguments": orjson.dumps(c.input).decode()},
+            }
+            for c in d.calls
+        ]
+    return {
+        "id": ids.next("chatcmpl"),
+        "object": "chat.completion",
+        "created": CREATED,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": OPENAI_FINISH[d.stop_reason]}
+        ],
+        "usage": {
+            "prompt_tokens": INPUT_TOKENS,
+            "completion_tokens": OUTPUT_TOKENS,
+            "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
+        },
+    }
 
 
 def http_error(dialect: str, d: Decision) -> tuple[dict[str, Any], list[tuple[str, str]]]:
@@ -207,7 +296,7 @@ def http_error(dialect: str, d: Decision) -> tuple[dict[str, Any], list[tuple[st
     status = d.status or 500
     kind = ERROR_KINDS.get(status, "api_error")
     message = d.message or f"mock {status} {kind}"
-    headers = ([("retry-after", f"{d.retry_after:g}")] if d.retry_after is not None else [])
+    headers = [("retry-after", f"{d.retry_after:g}")] if d.retry_after is not None else []
     if dialect == "anthropic":
         return error_body(message, kind), headers
     return {"error": {"message": message, "type": kind, "code": str(status)}}, headers
@@ -220,9 +309,16 @@ def error_body(message: str, kind: str = "not_found_error") -> dict[str, Any]:
 
 def models_list(dialect: str) -> dict[str, Any]:
     if dialect == "anthropic":
-        m = {"type": "model", "id": "claude-mock", "display_name": "Mock",
-             "created_at": "2025-01-01T00:00:00Z"}
+        m = {
+            "type": "model",
+            "id": "claude-mock",
+            "display_name": "Mock",
+            "created_at": "2025-01-01T00:00:00Z",
+        }
         return {"data": [m], "has_more": False, "first_id": m["id"], "last_id": m["id"]}
-    return {"object": "list",
-            "data": [{"id": "default-model", "object": "model", "created": CREATED,
-                      "owned_by": "mock"}]}
+    return {
+        "object": "list",
+        "data": [
+            {"id": "default-model", "object": "model", "created": CREATED, "owned_by": "mock"}
+        ],
+    }

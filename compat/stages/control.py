@@ -83,14 +83,22 @@ class StdinVocabulary(Stage):
         t = obj.get("type") if isinstance(obj, dict) else None
         if isinstance(t, str) and t in ck.CBC_INPUT_TYPES:
             return None
-        what = (f"type {t!r}" if isinstance(t, str) else "no type" if isinstance(obj, dict)
-                else "a line that is not a JSON object")
+        what = (
+            f"type {t!r}"
+            if isinstance(t, str)
+            else "no type"
+            if isinstance(obj, dict)
+            else "a line that is not a JSON object"
+        )
         ctx.count(self.rule, f"absorbed:{t}" if isinstance(t, str) else "absorbed:non-json")
         level = "debug" if t == "keep_alive" else "warning" if t is None else "info"
         if self._logged < self.log_first or level == "debug":
             self._logged += level != "debug"
-            ctx.log(self.rule, f"client input not forwarded ({what}): cbc would run an "
-                    "empty turn for it", level)  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"client input not forwarded ({what}): cbc would run an empty turn for it",
+                level,
+            )
         return ()
 
 
@@ -124,9 +132,11 @@ class UserLine(Stage):
             if ctx.state.session_id is None:
                 control.unsent_queued.append(uuid)
             else:
-                ctx.emit("down", Frame.synth(lifecycle(uuid, "queued", ctx,
-                                                       ctx.state.session_id), self.rule),
-                         self.rule)  # fmt: skip
+                ctx.emit(
+                    "down",
+                    Frame.synth(lifecycle(uuid, "queued", ctx, ctx.state.session_id), self.rule),
+                    self.rule,
+                )
         if self._held:
             return self._hold(frame, ctx)
         result_at = ctx.state.result_at
@@ -203,8 +213,12 @@ class UnsupportedControl(Stage):
             out = (frame.replace({**obj, "request": body}),)
         if sub in _SETTERS and ctx.state.session_id is None:
             control.deferred.append(body)
-            ctx.log(self.rule, f"{sub} before the backend has a session: answered now, "
-                    "sent when the session starts", "debug")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"{sub} before the backend has a session: answered now, "
+                "sent when the session starts",
+                "debug",
+            )
             return self._answer(ctx, ck.success(rid, {}), f"{sub}:deferred")
         ctx.set_timer(self, rid, self.initialize_timeout if sub == "initialize" else self.timeout)
         return out
@@ -223,8 +237,11 @@ class UnsupportedControl(Stage):
         if req is None or req.answered:
             return None
         req.answered = True
-        ctx.log(self.rule, f"the backend did not answer {req.subtype} request {key!r}; "
-                "answered it with an error", "warning")  # fmt: skip
+        ctx.log(
+            self.rule,
+            f"the backend did not answer {req.subtype} request {key!r}; answered it with an error",
+            "warning",
+        )
         message = f"Control request timeout: {req.subtype} (the backend did not answer)"
         ctx.emit("down", Frame.from_obj(ck.error(key, message)), self.rule)
         return None
@@ -243,27 +260,42 @@ class UnsupportedControl(Stage):
         last = ctx.state.control.last_result or {}
         usage = last.get("usage")
         usage = usage if isinstance(usage, dict) else {}
-        keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-                "output_tokens")  # fmt: skip
+        keys = (
+            "input_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+            "output_tokens",
+        )
         total: int = sum(usage[k] for k in keys if type(usage.get(k)) is int)
         window = 0
         model_usage = last.get("modelUsage")
-        for m in (model_usage.values() if isinstance(model_usage, dict) else ()):
+        for m in model_usage.values() if isinstance(model_usage, dict) else ():
             if isinstance(m, dict) and type(m.get("contextWindow")) is int:
                 window = max(window, m["contextWindow"])
         model = ctx.state.model or ctx.state.control.default_model or ""
-        return ck.success(rid, {
-            "categories": [{"name": "Messages", "tokens": total, "color": "purple"}],
-            "totalTokens": total, "maxTokens": window, "rawMaxTokens": window,
-            "percentage": round(100 * total / window, 1) if window else 0,
-            "model": model, "isAutoCompactEnabled": True, "memoryFiles": [], "mcpTools": [],
-            "agents": [], "gridRows": [],
-        })  # fmt: skip
+        return ck.success(
+            rid,
+            {
+                "categories": [{"name": "Messages", "tokens": total, "color": "purple"}],
+                "totalTokens": total,
+                "maxTokens": window,
+                "rawMaxTokens": window,
+                "percentage": round(100 * total / window, 1) if window else 0,
+                "model": model,
+                "isAutoCompactEnabled": True,
+                "memoryFiles": [],
+                "mcpTools": [],
+                "agents": [],
+                "gridRows": [],
+            },
+        )
 
-    def _local_set_max_thinking_tokens(self, ctx: Context, rid: str, body: dict[str, Any]
-                                       ) -> Any:  # fmt: skip
-        ctx.log(self.rule, "set_max_thinking_tokens acknowledged, not applied (cbc has no "
-                "such control)", "info")  # fmt: skip
+    def _local_set_max_thinking_tokens(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+        ctx.log(
+            self.rule,
+            "set_max_thinking_tokens acknowledged, not applied (cbc has no such control)",
+            "info",
+        )
         return ck.success(rid, {})
 
     def _local_stop_task(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
@@ -302,8 +334,10 @@ class ControlReply(Stage):
         obj = frame.obj
         control = ctx.state.control
         if obj.get("type") == "system":
-            if control.deferred and ctx.state.session_id is not None and (
-                obj.get("session_id") == ctx.state.session_id
+            if (
+                control.deferred
+                and ctx.state.session_id is not None
+                and (obj.get("session_id") == ctx.state.session_id)
             ):
                 self._send_deferred(ctx)
             return None
@@ -313,14 +347,20 @@ class ControlReply(Stage):
         purpose = control.own.pop(rid, None)
         if purpose is not None:
             if sub != "success":
-                ctx.log(self.rule, f"the held {purpose} request failed when sent: "
-                        f"{resp.get('error')}", "warning")  # fmt: skip
+                ctx.log(
+                    self.rule,
+                    f"the held {purpose} request failed when sent: {resp.get('error')}",
+                    "warning",
+                )
             return ()
         req = control.requests.get(rid)
         if req is not None:
             if req.answered:
-                ctx.log(self.rule, f"reply to {req.subtype} {rid!r} after the bridge "
-                        "answered it; dropped", "debug")  # fmt: skip
+                ctx.log(
+                    self.rule,
+                    f"reply to {req.subtype} {rid!r} after the bridge answered it; dropped",
+                    "debug",
+                )
                 return ()
             req.answered = True
         if sub != "error":
@@ -330,8 +370,7 @@ class ControlReply(Stage):
         better = ck.reworded(message)
         if better is not None:
             return (ck.with_response(frame, {**resp, "error": better}),)
-        if (req is not None and req.subtype in _SETTERS
-                and message.startswith(ck.SESSION_NOT_FOUND)):  # fmt: skip
+        if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
             control.deferred.append(req.request)
             ok = {"subtype": "success", "request_id": rid, "response": {}}
             return (ck.with_response(frame, ok),)
@@ -347,8 +386,11 @@ class ControlReply(Stage):
                 body = {**body, "session_id": ctx.state.session_id}
             control.own[rid] = sub
             ctx.emit("up", Frame.from_obj(ck.request(rid, body)), self.rule)
-        ctx.log(self.rule, f"sent {len(control.deferred)} held request(s) now that the "
-                "session exists", "debug")  # fmt: skip
+        ctx.log(
+            self.rule,
+            f"sent {len(control.deferred)} held request(s) now that the session exists",
+            "debug",
+        )
         control.deferred.clear()
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:

@@ -96,8 +96,14 @@ class FrameFields(Stage):
             return None
         return (frame.replace({**obj, **changed}),)
 
-    def _assistant(self, frame: Frame, obj: dict[str, Any], message: dict[str, Any],
-                   changed: dict[str, Any], ctx: Context) -> Output:
+    def _assistant(
+        self,
+        frame: Frame,
+        obj: dict[str, Any],
+        message: dict[str, Any],
+        changed: dict[str, Any],
+        ctx: Context,
+    ) -> Output:
         new_message = dict(message)
         if "context_management" not in message:
             new_message["context_management"] = None
@@ -123,8 +129,11 @@ class FrameFields(Stage):
 
     @staticmethod
     def _block(block: Any, ctx: Context) -> Any:
-        if (not isinstance(block, dict) or block.get("type") != "tool_result"
-                or block.get("is_error") is not False):  # fmt: skip
+        if (
+            not isinstance(block, dict)
+            or block.get("type") != "tool_result"
+            or block.get("is_error") is not False
+        ):
             return block
         use_id = block.get("tool_use_id")
         use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None

@@ -175,11 +175,15 @@ def _without_block_meta(obj: dict[str, Any]) -> list[Any] | None:
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list) or not any(
-            isinstance(b, dict) and "_meta" in b for b in content):  # fmt: skip
+        isinstance(b, dict) and "_meta" in b for b in content
+    ):
         return None
-    return [{k: v for k, v in b.items() if k != "_meta"}
-            if isinstance(b, dict) and b.get("type") == "tool_result" else b
-            for b in content]  # fmt: skip
+    return [
+        {k: v for k, v in b.items() if k != "_meta"}
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+        else b
+        for b in content
+    ]
 
 
 @register

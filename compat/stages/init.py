@@ -52,8 +52,9 @@ class InitOnce(Stage):
     """Forward one `system/init` per turn (the fullest copy), drop the rest."""
 
     rule: ClassVar[str] = "init-once"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", *_TURN_CONTENT,
-                                                         *_TURN_SYSTEM})
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"system/init", *_TURN_CONTENT, *_TURN_SYSTEM}
+    )
 
     #: most of a turn's frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True

@@ -71,28 +71,67 @@ CBC_ONLY_KEYS = frozenset({"currentModelId"})
 #: ``environment``, ``endpoint``); ``settings`` is translated, the rest dropped. A field
 #: in neither list passes: cbc ignores what it does not read (``hasPrompt`` from
 #: codebuddy's own SDK, ``nomodel_unknown-stdin-types``), and it may be cbc's
-CLAUDE_ONLY_INITIALIZE_KEYS = frozenset({
-    "settings", "disallowedTools", "mcpServers", "managedSettings", "plugins", "skills",
-    "title", "planModeInstructions", "systemPromptSnapshot", "appendSubagentSystemPrompt",
-    "toolAliases", "codeRunningMcpTools", "excludeDynamicSections",
-    "webSearchIsolationExemptMcpServers", "promptSuggestions", "agentProgressSummaries",
-    "forwardSubagentText", "supportedDialogKinds", "perTaskStopAffordance",
-    "rapidFollowupPreempt", "forwardNestedSubagentToolCalls", "offersBypassSwitchBack",
-    "keepsBypassHeld", "workspaceTrust"})
+CLAUDE_ONLY_INITIALIZE_KEYS = frozenset(
+    {
+        "settings",
+        "disallowedTools",
+        "mcpServers",
+        "managedSettings",
+        "plugins",
+        "skills",
+        "title",
+        "planModeInstructions",
+        "systemPromptSnapshot",
+        "appendSubagentSystemPrompt",
+        "toolAliases",
+        "codeRunningMcpTools",
+        "excludeDynamicSections",
+        "webSearchIsolationExemptMcpServers",
+        "promptSuggestions",
+        "agentProgressSummaries",
+        "forwardSubagentText",
+        "supportedDialogKinds",
+        "perTaskStopAffordance",
+        "rapidFollowupPreempt",
+        "forwardNestedSubagentToolCalls",
+        "offersBypassSwitchBack",
+        "keepsBypassHeld",
+        "workspaceTrust",
+    }
+)
 #: the settings cbc 2.163.0's ``set_config`` control request takes (its handler's list)
-CBC_CONFIG_KEYS = frozenset({
-    "model", "theme", "autoCompactEnabled", "autoCompactWindow", "alwaysThinkingEnabled",
-    "includeCoAuthoredBy", "showTokensCounter", "showContextUsage", "showTurnDuration",
-    "language", "cleanupPeriodDays", "ignoreGitIgnore", "autoUpdates",
-    "enablePasteImageFromClipboard", "enableTerminalProgressBar", "fileCheckpointingEnabled",
-    "promptSuggestionEnabled", "deferToolLoading", "imageHistoryRetainRounds",
-    "reasoningEffort", "hookOutputCollapsed", "outputStyle", "contextWindow"})
+CBC_CONFIG_KEYS = frozenset(
+    {
+        "model",
+        "theme",
+        "autoCompactEnabled",
+        "autoCompactWindow",
+        "alwaysThinkingEnabled",
+        "includeCoAuthoredBy",
+        "showTokensCounter",
+        "showContextUsage",
+        "showTurnDuration",
+        "language",
+        "cleanupPeriodDays",
+        "ignoreGitIgnore",
+        "autoUpdates",
+        "enablePasteImageFromClipboard",
+        "enableTerminalProgressBar",
+        "fileCheckpointingEnabled",
+        "promptSuggestionEnabled",
+        "deferToolLoading",
+        "imageHistoryRetainRounds",
+        "reasoningEffort",
+        "hookOutputCollapsed",
+        "outputStyle",
+        "contextWindow",
+    }
+)
 
 
 def _carries(value: Any) -> bool:
     """A field the client set (not an SDK default left empty)."""
-    return value is not None and value is not False and value != "" and value != [] \
-        and value != {}
+    return value is not None and value is not False and value != "" and value != [] and value != {}
 
 
 def _settings_object(value: Any) -> dict[str, Any] | None:
@@ -132,8 +171,11 @@ class InitializeRequest(Stage):
                 new["systemPrompt"] = "\n\n".join(b for b in prompt if b != PROMPT_BOUNDARY)
                 ctx.count(self.rule, "system-prompt-joined")
             else:
-                ctx.log(self.rule, "initialize.systemPrompt holds non-text blocks; passed as "
-                        "is", "warning")  # fmt: skip
+                ctx.log(
+                    self.rule,
+                    "initialize.systemPrompt holds non-text blocks; passed as is",
+                    "warning",
+                )
         config: dict[str, Any] = {}
         dropped: list[str] = []
         for key in [k for k in body if k in CLAUDE_ONLY_INITIALIZE_KEYS]:
@@ -151,14 +193,23 @@ class InitializeRequest(Stage):
             self._sent += 1
             own = f"ccbridge-config-{self._sent}"
             ctx.state.control.own[own] = "set_config"
-            out.append(Frame.synth(ck.request(own, {"subtype": "set_config", "config": config}),
-                                   self.rule))  # fmt: skip
-            ctx.log(self.rule, f"initialize settings {', '.join(sorted(config))} sent to the "
-                    "backend as set_config", "info")  # fmt: skip
+            out.append(
+                Frame.synth(ck.request(own, {"subtype": "set_config", "config": config}), self.rule)
+            )
+            ctx.log(
+                self.rule,
+                f"initialize settings {', '.join(sorted(config))} sent to the "
+                "backend as set_config",
+                "info",
+            )
         if dropped:
             ctx.count(self.rule, "fields-dropped", len(dropped))
-            ctx.log(self.rule, f"initialize {rid!s}: the backend has no equivalent of "
-                    f"{', '.join(dropped)}; dropped", "warning")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"initialize {rid!s}: the backend has no equivalent of "
+                f"{', '.join(dropped)}; dropped",
+                "warning",
+            )
         if len(out) == 1 and out[0] is frame:
             return None
         return out
@@ -177,8 +228,11 @@ class InitializeReply(Stage):
         rid, sub, resp = ck.response_of(frame.obj)
         body = ck.body_of(resp)
         req = ctx.state.control.requests.get(rid) if rid is not None else None
-        is_init = req.subtype == "initialize" if req is not None else (
-            "commands" in body and "output_style" in body)
+        is_init = (
+            req.subtype == "initialize"
+            if req is not None
+            else ("commands" in body and "output_style" in body)
+        )
         if sub != "success" or not is_init:
             return None
         current = body.get("currentModelId")
@@ -189,8 +243,12 @@ class InitializeReply(Stage):
         out, n = scrub(out)
         if n:
             ctx.count(self.rule, f"credentials-{self.mode}")
-            ctx.log(self.rule, f"{n} credential(s) in the initialize reply "
-                    f"{'removed' if self.mode == 'strip' else 'replaced'}", "info")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"{n} credential(s) in the initialize reply "
+                f"{'removed' if self.mode == 'strip' else 'replaced'}",
+                "info",
+            )
         return (ck.with_response(frame, {**resp, "response": out}),)
 
 
@@ -199,8 +257,11 @@ def claude_initialize(body: dict[str, Any], pid: int) -> dict[str, Any]:
     ``nocreds_idle-interrupt_…``, twins): Claude's off/false feature flags after ``pid``,
     unknown keys kept after Claude's, cbc's ``currentModelId`` dropped."""
     commands = [_command(c) for c in _dicts(body.get("commands"))]
-    styles = [("default" if s == "Default" else s)
-              for s in list_at(body, "available_output_styles") if isinstance(s, str)]
+    styles = [
+        ("default" if s == "Default" else s)
+        for s in list_at(body, "available_output_styles")
+        if isinstance(s, str)
+    ]
     if "default" not in styles:
         styles.insert(0, "default")
     style = body.get("output_style")
@@ -225,23 +286,31 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 def _command(c: dict[str, Any]) -> dict[str, Any]:
     name = c.get("name")
     hint = c.get("argumentHint", c.get("argument_hint", ""))
-    out = {"name": name.removeprefix("/") if isinstance(name, str) else str(name),
-           "description": c.get("description") if isinstance(c.get("description"), str) else "",
-           "argumentHint": hint if isinstance(hint, str) else ""}  # fmt: skip
+    out = {
+        "name": name.removeprefix("/") if isinstance(name, str) else str(name),
+        "description": c.get("description") if isinstance(c.get("description"), str) else "",
+        "argumentHint": hint if isinstance(hint, str) else "",
+    }
     out.update((k, v) for k, v in c.items() if k not in out and k != "argument_hint")
     return out
 
 
 def _agent(a: dict[str, Any]) -> dict[str, Any]:
-    return {"name": str(a.get("name", "")), "description": str(a.get("description", "")),
-            **{k: v for k, v in a.items() if k not in ("name", "description")}}  # fmt: skip
+    return {
+        "name": str(a.get("name", "")),
+        "description": str(a.get("description", "")),
+        **{k: v for k, v in a.items() if k not in ("name", "description")},
+    }
 
 
 def _model(m: dict[str, Any]) -> dict[str, Any]:
     value = m.get("value", m.get("id"))
     shown = m.get("displayName", m.get("name", value))
-    out = {"value": str(value), "displayName": str(shown),
-           "description": str(m.get("description", shown))}  # fmt: skip
+    out = {
+        "value": str(value),
+        "displayName": str(shown),
+        "description": str(m.get("description", shown)),
+    }
     out.update((k, v) for k, v in m.items() if k not in out and k not in ("id", "name"))
     return out
 
@@ -259,4 +328,3 @@ def _account(acc: Any) -> dict[str, Any]:
     out["apiProvider"] = acc.get("apiProvider", "firstParty")
     out.update((k, v) for k, v in acc.items() if k not in out)
     return out
-

@@ -59,8 +59,16 @@ from compat.taskkit import (
 KILLS = frozenset({"local_agent", "local_workflow"})
 #: the model's first output: a turn held as "pending" is decided by it
 _COMMIT = frozenset({"assistant", "user", "stream_event", "result", "tool_progress"})
-_TURN_EXTRA = frozenset({"system/status", "system/api_retry", "system/thinking_tokens",
-                         "rate_limit_event", "tool_use_summary", "prompt_suggestion"})  # fmt: skip
+_TURN_EXTRA = frozenset(
+    {
+        "system/status",
+        "system/api_retry",
+        "system/thinking_tokens",
+        "rate_limit_event",
+        "tool_use_summary",
+        "prompt_suggestion",
+    }
+)
 #: the kinds that only the turn bookkeeping of interrupt-terminal looks at
 _QUIET = TURN_CONTENT | _TURN_EXTRA
 
@@ -85,8 +93,12 @@ class InterruptRequest(Stage):
         reason = body.get("reason")
         reason = reason if isinstance(reason, str) and reason else ck.INTERRUPT_REASON
         if cancel and control.pending_user:
-            ctx.log(self.rule, "cancel_queued: user lines already given to cbc cannot be "
-                    "taken back; they stay queued", "warning")  # fmt: skip
+            ctx.log(
+                self.rule,
+                "cancel_queued: user lines already given to cbc cannot be "
+                "taken back; they stay queued",
+                "warning",
+            )
         if ctx.state.session_id is None:
             pending = list(control.pending_user)
             if pending:  # the first turn is on its way: interrupt it once it exists
@@ -97,8 +109,9 @@ class InterruptRequest(Stage):
                 reply["cancelled"] = []
             ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
             ctx.count(self.rule, "answered:no-session")
-            remember(control.requests, rid, ControlRequest(rid, "interrupt", body, True),
-                     cap=1024)  # a reply cbc may still send is dropped (control-reply)
+            remember(
+                control.requests, rid, ControlRequest(rid, "interrupt", body, True), cap=1024
+            )  # a reply cbc may still send is dropped (control-reply)
             return ()
         new = {"subtype": "interrupt", "session_id": ctx.state.session_id, "reason": reason}
         extra = sorted(k for k in body if k not in ck.CBC_INTERRUPT_FIELDS)
@@ -138,8 +151,9 @@ class InterruptReply(Stage):
         reply: dict[str, Any] = {"still_queued": ck.still_queued(control.pending_user)}
         if info.cancel_queued:
             reply["cancelled"] = []
-        return (ck.with_response(frame, {"subtype": "success", "request_id": rid,
-                                         "response": reply}),)  # fmt: skip
+        return (
+            ck.with_response(frame, {"subtype": "success", "request_id": rid, "response": reply}),
+        )
 
 
 @register
@@ -216,8 +230,12 @@ class InterruptTerminal(Stage):
             out += stop_frames(ctx, self.rule, tid, task, end)
         if not out:
             return None
-        ctx.log(self.rule, f"interrupt {rid!r}: ended {len(out) // 2} background agent/workflow "
-                "task(s) before its receipt", "debug")  # fmt: skip
+        ctx.log(
+            self.rule,
+            f"interrupt {rid!r}: ended {len(out) // 2} background agent/workflow "
+            "task(s) before its receipt",
+            "debug",
+        )
         if self.mode == "drop-auto-turn":
             self._armed, self._justified = True, False
             ctx.set_timer(self, "window", self.window)
@@ -246,7 +264,8 @@ class InterruptTerminal(Stage):
                 return ()  # cbc's own report of what the bridge already ended
             return None  # late progress: the late-progress rule's business
         ended = kind == "system/task_notification" or (
-            kind == "system/task_updated" and patch_status(obj) in TERMINAL)
+            kind == "system/task_updated" and patch_status(obj) in TERMINAL
+        )
         if ended:
             self._live.pop(tid, None)
         if kind == "system/task_notification" and self._armed:
@@ -303,8 +322,9 @@ class InterruptTerminal(Stage):
         ctx.count(self.rule, "auto-turn")
         ctx.drop_held(self.rule, len(self._held))
         self._held.clear()
-        ctx.log(self.rule, "dropped the model turn cbc started by itself after the interrupt",
-                "debug")
+        ctx.log(
+            self.rule, "dropped the model turn cbc started by itself after the interrupt", "debug"
+        )
 
     def _permission(self, frame: Frame, ctx: Context) -> Output:
         rid, body = ck.request_of(frame.obj)
@@ -314,8 +334,11 @@ class InterruptTerminal(Stage):
             self._drop_turn(ctx)  # cbc asks before it writes the assistant frame
         if not (self._turn == "drop" and self._current(ctx, "")):
             return None
-        reply: dict[str, Any] = {"allowed": False, "interrupt": True,
-                                 "reason": "The user doesn't want to proceed with this tool use."}
+        reply: dict[str, Any] = {
+            "allowed": False,
+            "interrupt": True,
+            "reason": "The user doesn't want to proceed with this tool use.",
+        }
         ctx.emit("up", Frame.from_obj(ck.success(rid, reply)), self.rule)
         return ()
 

@@ -155,8 +155,11 @@ class TerminalGuarantee(Stage):
         task = self._open.pop(key, None)
         if task is None or task.status is None:
             return None
-        ctx.log(self.rule, f"task {key}: no notification {self.grace:g}s after it ended; "
-                "synthesized one", "info")  # fmt: skip
+        ctx.log(
+            self.rule,
+            f"task {key}: no notification {self.grace:g}s after it ended; synthesized one",
+            "info",
+        )
         return (self._notification(ctx, key, task),)
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
@@ -169,8 +172,11 @@ class TerminalGuarantee(Stage):
                 out.append(self._update(ctx, tid, "killed", task.end_time))
             out.append(self._notification(ctx, tid, task))
         if out:
-            ctx.log(self.rule, f"backend exited with {len(self._open)} task(s) open; "
-                    "ended them as stopped", "info")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"backend exited with {len(self._open)} task(s) open; ended them as stopped",
+                "info",
+            )
         self._open.clear()
         return out
 
@@ -264,16 +270,22 @@ class TasksSnapshot(Stage):
             if tid in self._live:
                 return None
             d = obj.get("description")
-            entry = {"task_id": tid, "task_type": obj.get("task_type"),
-                     "description": d if isinstance(d, str) else ""}  # fmt: skip
+            entry = {
+                "task_id": tid,
+                "task_type": obj.get("task_type"),
+                "description": d if isinstance(d, str) else "",
+            }
             if len(self._live) >= MAX_LIVE_TASKS:
                 del self._live[next(iter(self._live))]
                 ctx.count(self.rule, "forgotten")
                 if not self._incomplete:
                     self._incomplete = True
-                    ctx.log(self.rule, f"more than {MAX_LIVE_TASKS} live tasks: the oldest is "
-                            "forgotten and no snapshot is sent for the rest of the session",
-                            "warning")  # fmt: skip
+                    ctx.log(
+                        self.rule,
+                        f"more than {MAX_LIVE_TASKS} live tasks: the oldest is "
+                        "forgotten and no snapshot is sent for the rest of the session",
+                        "warning",
+                    )
             self._live[tid] = entry
             return self._with_snapshot(frame, ctx)
         if tid not in self._live:
@@ -292,10 +304,13 @@ class TasksSnapshot(Stage):
             ctx.count(self.rule, "suppressed")
             if not self._over and not self._incomplete:
                 self._over = True
-                ctx.log(self.rule, f"{n} live background tasks, more than max_tasks="
-                        f"{self.max_tasks}: background_tasks_changed not sent until the "
-                        "live set is back within it (a partial one would leave tasks out)",
-                        "warning")  # fmt: skip
+                ctx.log(
+                    self.rule,
+                    f"{n} live background tasks, more than max_tasks="
+                    f"{self.max_tasks}: background_tasks_changed not sent until the "
+                    "live set is back within it (a partial one would leave tasks out)",
+                    "warning",
+                )
             return None
         if self._over:
             self._over = False

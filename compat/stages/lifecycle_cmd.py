@@ -43,8 +43,13 @@ from compat.stages.turns import TURN_CONTENT, is_interrupt_receipt
 
 def lifecycle(command_uuid: str, state: str, ctx: Context, session_id: str) -> dict[str, Any]:
     """Claude's ``command_lifecycle`` frame, keys in its order."""
-    return {"type": "command_lifecycle", "command_uuid": command_uuid, "state": state,
-            "uuid": ctx.env.new_uuid(), "session_id": session_id}  # fmt: skip
+    return {
+        "type": "command_lifecycle",
+        "command_uuid": command_uuid,
+        "state": state,
+        "uuid": ctx.env.new_uuid(),
+        "session_id": session_id,
+    }
 
 
 @register
@@ -103,8 +108,7 @@ class CommandLifecycle(Stage):
         reason = obj.get("terminal_reason")
         if interrupted or (isinstance(reason, str) and reason.startswith("aborted")):
             if "user_message_uuid" in obj:
-                frame = frame.replace({k: v for k, v in obj.items()
-                                       if k != "user_message_uuid"})  # fmt: skip
+                frame = frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
             ctx.count(self.rule, "cancelled")
             return (*out, frame, self._synth(line, "cancelled", ctx, sid))
         if obj.get("user_message_uuid") != line:

@@ -92,14 +92,19 @@ class PermissionRouting(Stage):
             remember(control.permissions, rid, PermissionRequest(rid, tool, use, inp), cap=256)
             return None
         reason = claude_denial(tool, inp)
-        control.permission_denials.append({"tool_name": tool, "tool_use_id": use,
-                                           "tool_input": inp, "turn": control.client_turns})
+        control.permission_denials.append(
+            {"tool_name": tool, "tool_use_id": use, "tool_input": inp, "turn": control.client_turns}
+        )
         reply: dict[str, Any] = {"allowed": False, "reason": reason, "interrupt": False}
         if use:
             reply["tool_use_id"] = use
         ctx.emit("up", Frame.from_obj(ck.success(rid, reply)), self.rule)
-        ctx.log(self.rule, f"denied {tool} (the client did not ask for permission prompts: "
-                "no --permission-prompt-tool stdio)", "debug")  # fmt: skip
+        ctx.log(
+            self.rule,
+            f"denied {tool} (the client did not ask for permission prompts: "
+            "no --permission-prompt-tool stdio)",
+            "debug",
+        )
         ctx.count(self.rule, "denied")
         return ()
 
@@ -112,10 +117,13 @@ class PermissionRouting(Stage):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list) or obj.get("parent_tool_use_id") is not None:
             return None
-        meta = [{"id": b["tool_use_id"], "non_execution_kind": "permission-rule"}
-                for b in content
-                if isinstance(b, dict) and b.get("type") == "tool_result"
-                and b.get("tool_use_id") in denied]  # fmt: skip
+        meta = [
+            {"id": b["tool_use_id"], "non_execution_kind": "permission-rule"}
+            for b in content
+            if isinstance(b, dict)
+            and b.get("type") == "tool_result"
+            and b.get("tool_use_id") in denied
+        ]
         if not meta:
             return None
         for m in meta:
@@ -144,8 +152,9 @@ class PermissionReply(Stage):
             return None  # not an answer to a permission prompt (hooks, MCP messages...)
         if sub == "error":
             message = resp.get("error")
-            reply = self._deny(message if isinstance(message, str) and message
-                               else "Permission denied", False)  # fmt: skip
+            reply = self._deny(
+                message if isinstance(message, str) and message else "Permission denied", False
+            )
         elif "allowed" in body:
             return None  # already cbc's shape
         elif "behavior" not in body and isinstance(body.get("allow"), bool):
@@ -158,23 +167,31 @@ class PermissionReply(Stage):
                 reply = {"allowed": True, "updatedInput": updated}
             else:
                 reason = body.get("reason")
-                reply = self._deny(reason if isinstance(reason, str) and reason
-                                   else "Permission denied", body.get("interrupt") is True)
+                reply = self._deny(
+                    reason if isinstance(reason, str) and reason else "Permission denied",
+                    body.get("interrupt") is True,
+                )
         elif body.get("behavior") == "allow":
             updated = body.get("updatedInput")
             if not isinstance(updated, dict):
                 updated = pending.input if pending is not None else {}
             reply = {"allowed": True, "updatedInput": updated}
             if "updatedPermissions" in body:
-                ctx.log(self.rule, "updatedPermissions not applied (cbc has no such field)",
-                        "debug")
+                ctx.log(
+                    self.rule, "updatedPermissions not applied (cbc has no such field)", "debug"
+                )
         else:
             if body.get("behavior") != "deny":
-                ctx.log(self.rule, f"permission answer with behavior "
-                        f"{body.get('behavior')!r} taken as a deny", "warning")  # fmt: skip
+                ctx.log(
+                    self.rule,
+                    f"permission answer with behavior {body.get('behavior')!r} taken as a deny",
+                    "warning",
+                )
             message = body.get("message")
-            reply = self._deny(message if isinstance(message, str) and message
-                               else "Permission denied", body.get("interrupt") is True)  # fmt: skip
+            reply = self._deny(
+                message if isinstance(message, str) and message else "Permission denied",
+                body.get("interrupt") is True,
+            )
         if pending is not None and pending.tool_use_id:
             reply["tool_use_id"] = pending.tool_use_id
             if not reply["allowed"]:
@@ -199,7 +216,9 @@ class PermissionCancel(Stage):
         control = ctx.state.control
         if rid not in control.interrupts or not control.permissions:
             return None
-        cancels = [Frame.synth({"type": "control_cancel_request", "request_id": pid}, self.rule)
-                   for pid in control.permissions]  # fmt: skip
+        cancels = [
+            Frame.synth({"type": "control_cancel_request", "request_id": pid}, self.rule)
+            for pid in control.permissions
+        ]
         control.permissions.clear()
         return (*cancels, frame)

@@ -55,8 +55,10 @@ MODES: tuple[tuple[str, str, str], ...] = (
 )
 #: an account placeholder token: cbc's SDK checks that one is there; it is not a secret
 TOKEN_PLACEHOLDER = "ccbridge-claude-credential"
-NOT_LOGGED_IN = ("Claude Code has no credential (set ANTHROPIC_API_KEY or run `claude "
-                 "/login`); ccbridge cannot log it in for a cbc client")  # fmt: skip
+NOT_LOGGED_IN = (
+    "Claude Code has no credential (set ANTHROPIC_API_KEY or run `claude "
+    "/login`); ccbridge cannot log it in for a cbc client"
+)
 
 
 def client_session(ctx: Context) -> str:
@@ -70,8 +72,7 @@ def client_session(ctx: Context) -> str:
 
 def logged_in(init: dict[str, Any] | None) -> bool:
     account = dict_at(init, "account") or {}
-    return any(account.get(k) not in (None, "", "none") for k in ("apiKeySource",
-                                                                    "tokenSource"))
+    return any(account.get(k) not in (None, "", "none") for k in ("apiKeySource", "tokenSource"))
 
 
 def cbc_account(init: dict[str, Any] | None) -> dict[str, Any]:
@@ -149,30 +150,50 @@ class ReverseLocalControls(Stage):
             self._authenticate(body, ctx)
             reply = {}
         elif sub == "logout":
-            reply = ("logout: Claude Code keeps its own credentials (run `claude /logout`); "
-                     "ccbridge does not log it out")
+            reply = (
+                "logout: Claude Code keeps its own credentials (run `claude /logout`); "
+                "ccbridge does not log it out"
+            )
         elif sub == "get_auth_methods":
             reply = "get_auth_methods: Claude Code's login methods are not offered over stdio"
         elif sub == "get_available_modes":
-            reply = {"availableModes": [{"id": i, "name": n, "description": d}
-                                        for i, n, d in MODES]}  # fmt: skip
+            reply = {
+                "availableModes": [{"id": i, "name": n, "description": d} for i, n, d in MODES]
+            }
         elif sub == "get_available_models":
             models = claude_models(init)
-            reply = {"availableModels": [{"modelId": model_id(m),
-                                          "name": str(m.get("displayName") or model_id(m)),
-                                          "description": str(m.get("description") or "")}
-                                         for m in models],
-                     "rawModels": models}  # fmt: skip
+            reply = {
+                "availableModels": [
+                    {
+                        "modelId": model_id(m),
+                        "name": str(m.get("displayName") or model_id(m)),
+                        "description": str(m.get("description") or ""),
+                    }
+                    for m in models
+                ],
+                "rawModels": models,
+            }
         elif sub == "subscribe":
             channel = str_at(body, "channel") or ""
             reply = {"subscribed": True, "channel": channel}
             ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
             if channel == "commands":
-                commands = [{**c, "name": "/" + str(c.get("name", "")).lstrip("/")}
-                            for c in list_at(init, "commands") if isinstance(c, dict)]
-                ctx.emit("down", Frame.from_obj({"type": "control_notification",
-                                                 "channel": "commands",
-                                                 "data": {"commands": commands}}), self.rule)
+                commands = [
+                    {**c, "name": "/" + str(c.get("name", "")).lstrip("/")}
+                    for c in list_at(init, "commands")
+                    if isinstance(c, dict)
+                ]
+                ctx.emit(
+                    "down",
+                    Frame.from_obj(
+                        {
+                            "type": "control_notification",
+                            "channel": "commands",
+                            "data": {"commands": commands},
+                        }
+                    ),
+                    self.rule,
+                )
             return ()
         elif sub == "unsubscribe":
             reply = {"unsubscribed": True, "channel": str_at(body, "channel") or ""}
@@ -191,9 +212,13 @@ class ReverseLocalControls(Stage):
         model = config.get("model")
         if other or not isinstance(model, str):
             what = ", ".join(other) if other else "model (missing)"
-            ctx.emit("down", Frame.from_obj(ck.error(
-                rid, f"set_config: Claude Code takes only a model here, not {what}")),
-                self.rule)  # fmt: skip
+            ctx.emit(
+                "down",
+                Frame.from_obj(
+                    ck.error(rid, f"set_config: Claude Code takes only a model here, not {what}")
+                ),
+                self.rule,
+            )
             return ()
         return (frame.replace(ck.request(rid, {"subtype": "set_model", "model": model})),)
 
@@ -203,15 +228,31 @@ class ReverseLocalControls(Stage):
         url_id, result_id = f"ccbridge_auth_url_{n}", f"ccbridge_auth_result_{n}"
         rstate.remember(rs.own, url_id, None)
         rstate.remember(rs.own, result_id, None)
-        ctx.emit("down", Frame.from_obj(ck.request(url_id, {
-            "subtype": "auth_url_callback",
-            "authState": {"authUrl": "", "methodId": body.get("methodId")}})), self.rule)
+        ctx.emit(
+            "down",
+            Frame.from_obj(
+                ck.request(
+                    url_id,
+                    {
+                        "subtype": "auth_url_callback",
+                        "authState": {"authUrl": "", "methodId": body.get("methodId")},
+                    },
+                )
+            ),
+            self.rule,
+        )
         if logged_in(rs.init_reply):
-            result: dict[str, Any] = {"subtype": "auth_result_callback", "success": True,
-                                      "userinfo": cbc_account(rs.init_reply)}
+            result: dict[str, Any] = {
+                "subtype": "auth_result_callback",
+                "success": True,
+                "userinfo": cbc_account(rs.init_reply),
+            }
         else:
-            result = {"subtype": "auth_result_callback", "success": False,
-                      "error": {"type": "auth_failed", "message": NOT_LOGGED_IN}}
+            result = {
+                "subtype": "auth_result_callback",
+                "success": False,
+                "error": {"type": "auth_failed", "message": NOT_LOGGED_IN},
+            }
         ctx.emit("down", Frame.from_obj(ck.request(result_id, result)), self.rule)
 
 
@@ -248,8 +289,7 @@ class ReversePermissionReply(Stage):
                     reply["updatedPermissions"] = perms  # Claude takes them with an allow
             else:
                 reason = body.get("reason")
-                reply = {"behavior": "deny", "message": reason if isinstance(reason, str)
-                         else ""}  # fmt: skip
+                reply = {"behavior": "deny", "message": reason if isinstance(reason, str) else ""}
                 if body.get("interrupt") is True:
                     reply["interrupt"] = True
         else:
@@ -264,9 +304,17 @@ class ReverseTrack(Stage):
     other reverse rules; bookkeeping."""
 
     rule: ClassVar[str] = "rev-track"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({
-        "control_request", "control_response", "system/init", "assistant", "result",
-        "system/task_started", "system/task_notification"})  # fmt: skip
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {
+            "control_request",
+            "control_response",
+            "system/init",
+            "assistant",
+            "result",
+            "system/task_started",
+            "system/task_notification",
+        }
+    )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -296,20 +344,27 @@ class ReverseTrack(Stage):
         elif t == "assistant":
             for block in list_at(dict_at(obj, "message"), "content"):
                 inp = dict_at(block, "input")
-                if (str_at(block, "type") == "tool_use" and str_at(block, "name")
-                        in ("Agent", "Task") and inp is not None
-                        and inp.get("run_in_background") is True):
+                if (
+                    str_at(block, "type") == "tool_use"
+                    and str_at(block, "name") in ("Agent", "Task")
+                    and inp is not None
+                    and inp.get("run_in_background") is True
+                ):
                     rstate.remember(rs.background_calls, str(block.get("id")), None)
         elif obj.get("subtype") == "task_started":
             tid = str_at(obj, "task_id")
             if tid and obj.get("task_type") == "local_agent":
-                rstate.remember(rs.agent_tasks, tid, (str_at(obj, "description") or "",
-                                                      str_at(obj, "tool_use_id")))
+                rstate.remember(
+                    rs.agent_tasks,
+                    tid,
+                    (str_at(obj, "description") or "", str_at(obj, "tool_use_id")),
+                )
         return None
 
 
-def _request_for(frame: Frame, ctx: Context, *subtypes: str) -> tuple[
-        str, dict[str, Any], dict[str, Any]] | None:
+def _request_for(
+    frame: Frame, ctx: Context, *subtypes: str
+) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
     """(subtype, request body, response object) when ``frame`` answers a client request
     of one of ``subtypes`` with success."""
     rid, sub, resp = ck.response_of(frame.obj)
@@ -341,14 +396,20 @@ class ReverseInitializeReply(Stage):
         _, _, resp = got
         body = dict(ck.body_of(resp))
         models = claude_models(body)
-        out_models = [{**m, "id": model_id(m),
-                       "name": str(m.get("name") or m.get("displayName") or model_id(m))}
-                      for m in models]  # fmt: skip
+        out_models = [
+            {
+                **m,
+                "id": model_id(m),
+                "name": str(m.get("name") or m.get("displayName") or model_id(m)),
+            }
+            for m in models
+        ]
         current = body.get("currentModelId")
         if not isinstance(current, str) or not current:
             current = rstate.of(ctx.state).model
-            default = next((m for m in models if m.get("value") == "default"),
-                           models[0] if models else None)
+            default = next(
+                (m for m in models if m.get("value") == "default"), models[0] if models else None
+            )
             if not current and default is not None:
                 current = str(default.get("resolvedModel") or model_id(default))
         if current:
@@ -364,34 +425,64 @@ class ReverseInitializeReply(Stage):
 HISTORY_TYPES = frozenset({"user", "assistant"})
 
 
-def history_frames(history: list[dict[str, Any]], session_id: str, cwd: str | None,
-                   model: str | None) -> list[dict[str, Any]]:
+def history_frames(
+    history: list[dict[str, Any]], session_id: str, cwd: str | None, model: str | None
+) -> list[dict[str, Any]]:
     """cbc's replay of a resumed session (init, the conversation, a result) built from
     Claude's transcript entries; sidechains (sub-agents) and meta entries are left out."""
-    turns = [e for e in history if e.get("type") in HISTORY_TYPES
-             and dict_at(e, "message") is not None and not e.get("isSidechain")
-             and not e.get("isMeta")]  # fmt: skip
-    init: dict[str, Any] = {"type": "system", "subtype": "init", "session_id": session_id,
-                            "cwd": cwd or "", "model": model or "", "tools": [],
-                            "mcp_servers": [], "permissionMode": "default"}
+    turns = [
+        e
+        for e in history
+        if e.get("type") in HISTORY_TYPES
+        and dict_at(e, "message") is not None
+        and not e.get("isSidechain")
+        and not e.get("isMeta")
+    ]
+    init: dict[str, Any] = {
+        "type": "system",
+        "subtype": "init",
+        "session_id": session_id,
+        "cwd": cwd or "",
+        "model": model or "",
+        "tools": [],
+        "mcp_servers": [],
+        "permissionMode": "default",
+    }
     out = [init]
     last = ""
     for e in turns:
-        frame: dict[str, Any] = {"type": e["type"], "message": e["message"],
-                                 "parent_tool_use_id": None, "session_id": session_id}
+        frame: dict[str, Any] = {
+            "type": e["type"],
+            "message": e["message"],
+            "parent_tool_use_id": None,
+            "session_id": session_id,
+        }
         if isinstance(e.get("uuid"), str):
             frame["uuid"] = e["uuid"]
         if e["type"] == "user":
             frame["isReplay"] = True
         else:
-            texts = [str(b.get("text", "")) for b in list_at(e["message"], "content")
-                     if isinstance(b, dict) and b.get("type") == "text"]
+            texts = [
+                str(b.get("text", ""))
+                for b in list_at(e["message"], "content")
+                if isinstance(b, dict) and b.get("type") == "text"
+            ]
             last = "".join(texts) or last
         out.append(frame)
-    out.append({"type": "result", "subtype": "success", "is_error": False, "result": last,
-                "session_id": session_id, "num_turns": sum(e["type"] == "user" for e in turns),
-                "duration_ms": 0, "duration_api_ms": 0, "total_cost_usd": 0,
-                "usage": {"input_tokens": 0, "output_tokens": 0}})
+    out.append(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": last,
+            "session_id": session_id,
+            "num_turns": sum(e["type"] == "user" for e in turns),
+            "duration_ms": 0,
+            "duration_api_ms": 0,
+            "total_cost_usd": 0,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
+        }
+    )
     return out
 
 
@@ -413,8 +504,11 @@ class ReverseResumeReplay(Stage):
         if got is None or got[1].get("hasPrompt") is not False:
             return None
         self._done = True
-        sid = rs.client_session if rs.claude_session == rs.resumed and rs.client_session \
+        sid = (
+            rs.client_session
+            if rs.claude_session == rs.resumed and rs.client_session
             else rs.resumed
+        )
         frames = history_frames(rs.history, sid, rs.cwd, rs.model)
         ctx.log(self.rule, f"replayed {len(frames) - 2} message(s) of session {sid}", "info")
         return (frame, *(Frame.synth(f, self.rule) for f in frames))
@@ -484,8 +578,12 @@ class ReverseInterruptReply(Stage):
         if not rstate.of(ctx.state).in_turn:
             rstate.of(ctx.state).interrupted = False  # idle: no turn to end
         reason = str_at(req, "reason") or "SDK request"
-        body = {**ck.body_of(resp), "session_id": client_session(ctx), "interrupted": True,
-                "reason": reason}
+        body = {
+            **ck.body_of(resp),
+            "session_id": client_session(ctx),
+            "interrupted": True,
+            "reason": reason,
+        }
         return (_with_body(frame, resp, body),)
 
 

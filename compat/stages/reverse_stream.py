@@ -117,8 +117,9 @@ class ReverseInterruptedTurn(Stage):
         asked, rs.interrupted = rs.interrupted, False
         reason = str_at(obj, "terminal_reason") or ""
         aborted = reason.startswith("aborted")
-        if not obj.get("is_error") or not (aborted or (
-                asked and obj.get("subtype") == "error_during_execution")):
+        if not obj.get("is_error") or not (
+            aborted or (asked and obj.get("subtype") == "error_during_execution")
+        ):
             return None
         new = {k: v for k, v in obj.items() if k != "errors"}
         new.update(subtype="success", is_error=False, result="")
@@ -126,8 +127,9 @@ class ReverseInterruptedTurn(Stage):
 
 
 #: Claude's marker user frames of an interrupted turn (text-only content)
-INTERRUPT_MARKERS = frozenset({"[Request interrupted by user]",
-                               "[Request interrupted by user for tool use]"})
+INTERRUPT_MARKERS = frozenset(
+    {"[Request interrupted by user]", "[Request interrupted by user for tool use]"}
+)
 CBC_INTERRUPTED = "Interrupted by user"
 
 
@@ -136,8 +138,12 @@ def marker_text(obj: dict[str, Any]) -> str | None:
     content = (dict_at(obj, "message") or {}).get("content")
     if isinstance(content, str):
         text = content
-    elif isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict) \
-            and content[0].get("type") == "text":
+    elif (
+        isinstance(content, list)
+        and len(content) == 1
+        and isinstance(content[0], dict)
+        and content[0].get("type") == "text"
+    ):
         text = str(content[0].get("text", ""))
     else:
         return None
@@ -158,17 +164,29 @@ class ReverseInterruptMarker(Stage):
         if frame.raw and b"[Request interrupted by user" not in frame.raw:
             return None
         obj = frame.obj
-        if not isinstance(obj, dict) or obj.get("parent_tool_use_id") is not None \
-                or marker_text(obj) is None:
+        if (
+            not isinstance(obj, dict)
+            or obj.get("parent_tool_use_id") is not None
+            or marker_text(obj) is None
+        ):
             return None
         uid = str_at(obj, "uuid") or ctx.env.new_uuid()
         new: dict[str, Any] = {
-            "type": "assistant", "uuid": uid, "session_id": obj.get("session_id"),
-            "message": {"id": uid, "content": [{"type": "text", "text": CBC_INTERRUPTED}],
-                        "model": ctx.state.model or "", "role": "assistant",
-                        "stop_reason": None, "stop_sequence": None, "type": "message",
-                        "usage": {"input_tokens": 0, "output_tokens": 0}},
-            "parent_tool_use_id": None}
+            "type": "assistant",
+            "uuid": uid,
+            "session_id": obj.get("session_id"),
+            "message": {
+                "id": uid,
+                "content": [{"type": "text", "text": CBC_INTERRUPTED}],
+                "model": ctx.state.model or "",
+                "role": "assistant",
+                "stop_reason": None,
+                "stop_sequence": None,
+                "type": "message",
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            },
+            "parent_tool_use_id": None,
+        }
         return (frame.replace(new),)
 
 
@@ -182,8 +200,9 @@ class ReverseLocalCommand(Stage):
     lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.raw and (b'"isReplay"' not in frame.raw or LOCAL_COMMAND.encode()
-                          not in frame.raw):
+        if frame.raw and (
+            b'"isReplay"' not in frame.raw or LOCAL_COMMAND.encode() not in frame.raw
+        ):
             return None
         obj = frame.obj
         if not isinstance(obj, dict) or obj.get("isReplay") is not True:
@@ -226,9 +245,14 @@ class ReverseTaskType(Stage):
     """`task_type` `local_bash` -> `Bash`, `local_agent` -> `Agent` (cbc's names)."""
 
     rule: ClassVar[str] = "rev-task-type"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({
-        "system/task_started", "system/task_progress", "system/task_updated",
-        "system/task_notification"})  # fmt: skip
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {
+            "system/task_started",
+            "system/task_progress",
+            "system/task_updated",
+            "system/task_notification",
+        }
+    )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -287,8 +311,9 @@ class ReverseAgentSummary(Stage):
         if task is None or obj.get("status") != "completed":
             return None
         summary = f'Background agent "{task[0]}" completed'
-        return None if obj.get("summary") == summary else (
-            frame.replace({**obj, "summary": summary}),)
+        return (
+            None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
+        )
 
 
 @register

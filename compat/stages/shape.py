@@ -72,17 +72,25 @@ _CBC_MAX_TURNS = re.compile(r"Max turns \((\d+)\) exceeded")
 def _is_cbc_max_turns(result: dict[str, Any]) -> bool:
     """cbc's result at ``--max-turns`` (``error_during_execution``, that one error)."""
     errors = result.get("errors")
-    return (result.get("subtype") == "error_during_execution" and isinstance(errors, list)
-            and len(errors) == 1 and _CBC_MAX_TURNS.fullmatch(str(errors[0])) is not None)
+    return (
+        result.get("subtype") == "error_during_execution"
+        and isinstance(errors, list)
+        and len(errors) == 1
+        and _CBC_MAX_TURNS.fullmatch(str(errors[0])) is not None
+    )
 
 
 def _is_max_turns_notice(message: dict[str, Any]) -> bool:
     """cbc's own assistant message before its max-turns result: one text block, its words
     (tests/bridge/data/headless/cbc-2.163.0/stream-max-turns.json)."""
     content = message.get("content")
-    return (isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict)
-            and content[0].get("type") == "text"
-            and _CBC_MAX_TURNS.fullmatch(str(content[0].get("text"))) is not None)
+    return (
+        isinstance(content, list)
+        and len(content) == 1
+        and isinstance(content[0], dict)
+        and content[0].get("type") == "text"
+        and _CBC_MAX_TURNS.fullmatch(str(content[0].get("text"))) is not None
+    )
 
 
 #: list keys of Claude's system/init that cbc may omit
@@ -108,8 +116,10 @@ ZERO_USAGE: dict[str, Any] = {
     "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
 }
 #: result keys of Claude-only features, as a cbc session has them
-RESULT_FEATURES: dict[str, Any] = {"fast_mode_state": "off",
-                                   "fast_mode_disabled_reason": "sdk_opt_in_required"}
+RESULT_FEATURES: dict[str, Any] = {
+    "fast_mode_state": "off",
+    "fast_mode_disabled_reason": "sdk_opt_in_required",
+}
 _RESULT_NUMBERS = ("duration_ms", "duration_api_ms", "num_turns", "total_cost_usd")
 
 
@@ -162,8 +172,7 @@ def _filled_usage(usage: Any) -> dict[str, Any]:
             if not isinstance(value, dict):
                 out[key] = dict(zero)
             else:
-                out[key] = {**zero, **{k: (v if v is not None else 0)
-                                       for k, v in value.items()}}  # fmt: skip
+                out[key] = {**zero, **{k: (v if v is not None else 0) for k, v in value.items()}}
         elif value is None:
             out[key] = zero
     for key, value in list(out.items()):
@@ -204,8 +213,12 @@ class ResultShape(Stage):
             if _is_cbc_max_turns(obj):
                 self._notice = None
                 ctx.drop_held(self.rule)
-                ctx.log(self.rule, "dropped cbc's 'Max turns (N) exceeded' assistant notice "
-                        "(Claude ends with error_max_turns alone)", "debug")  # fmt: skip
+                ctx.log(
+                    self.rule,
+                    "dropped cbc's 'Max turns (N) exceeded' assistant notice "
+                    "(Claude ends with error_max_turns alone)",
+                    "debug",
+                )
                 return self._result(frame, obj, ctx)
             released = self._release_notice(frame)  # the model's own words, in order
             out = self._result(frame, obj, ctx)
@@ -280,8 +293,11 @@ class ResultShape(Stage):
                 res["terminal_reason"] = "completed"
         elif isinstance(sub, str):
             res["is_error"] = is_error = True
-        if is_error and not isinstance(new.get("errors"), list) and (
-                sub != "success" or self.mode == "all-errors"):  # fmt: skip
+        if (
+            is_error
+            and not isinstance(new.get("errors"), list)
+            and (sub != "success" or self.mode == "all-errors")
+        ):
             text = new.get("result")
             res["errors"] = [text] if isinstance(text, str) and text else [str(sub)]
         return sub, is_error
@@ -300,8 +316,7 @@ class ResultShape(Stage):
                 new.setdefault("terminal_reason", "max_turns")
                 if self._tool_call:
                     new["stop_reason"] = "tool_use"
-        if sub == "success" and not new.get("result") and new.get("structured_output") \
-                is not None:
+        if sub == "success" and not new.get("result") and new.get("structured_output") is not None:
             new["result"] = orjson.dumps(new["structured_output"]).decode()
         return sub
 
@@ -317,7 +332,8 @@ class ResultShape(Stage):
             self._wire_stop = reason
         content = message.get("content")
         if isinstance(content, list) and any(
-                isinstance(b, dict) and b.get("type") == "tool_use" for b in content):  # fmt: skip
+            isinstance(b, dict) and b.get("type") == "tool_use" for b in content
+        ):
             self._tool_call = True
 
     def _stop_reason(self) -> Any:
@@ -385,8 +401,12 @@ class ToolParent(Stage):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list):
             return None
-        if not any(isinstance(b, dict) and b.get("type") == "tool_result"
-                   and b.get("tool_use_id") == parent for b in content):  # fmt: skip
+        if not any(
+            isinstance(b, dict)
+            and b.get("type") == "tool_result"
+            and b.get("tool_use_id") == parent
+            for b in content
+        ):
             return None
         use = ctx.state.tool_uses.get(parent)
         fixed = use.parent_tool_use_id if use is not None else None

@@ -189,8 +189,11 @@ class TaskCorrelation(Stage):
     ) -> list[Frame]:
         info = ctx.state.task(tid)
         if use_id is None:
-            ctx.log(self.rule, f"task {tid}: no tool call found for it; forwarded without "
-                    "tool_use_id", "warning")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"task {tid}: no tool call found for it; forwarded without tool_use_id",
+                "warning",
+            )
             return held
         out = [self._fill(held[0], info, use_id)]
         for f in held[1:]:
@@ -284,8 +287,9 @@ class TaskNoise(Stage):
                 return None
             if remember(self._started, tid, None):
                 ctx.count(self.rule, "forgotten")  # its later frames will be held as unstarted
-                ctx.log(self.rule, "too many live tasks: the oldest started one is forgotten",
-                        "warning")  # fmt: skip
+                ctx.log(
+                    self.rule, "too many live tasks: the oldest started one is forgotten", "warning"
+                )
             held = self._pending.pop(tid, None)
             if held:
                 kept = [f for f in held if not _zero_progress(f.obj)]
@@ -329,8 +333,7 @@ class TaskNoise(Stage):
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
         for tid, held in self._pending.items():
             ctx.drop_held(self.rule, len(held))
-            ctx.log(self.rule, f"task {tid} never started; {len(held)} frame(s) dropped",
-                    "debug")  # fmt: skip
+            ctx.log(self.rule, f"task {tid} never started; {len(held)} frame(s) dropped", "debug")
         self._pending.clear()
         return None
 
@@ -408,12 +411,21 @@ class TaskFields(Stage):
             fix = self._FIX.get(st) if isinstance(st, str) else None
             if fix is not None:
                 fix(self, new, tid, info)
-        if st in _CARRY_TOOL_USE and not new.get("tool_use_id") and info is not None \
-                and info.tool_use_id:  # fmt: skip
+        if (
+            st in _CARRY_TOOL_USE
+            and not new.get("tool_use_id")
+            and info is not None
+            and info.tool_use_id
+        ):
             new["tool_use_id"] = info.tool_use_id
         fill(new, _SHAPE.get(st, ()) if isinstance(st, str) else ())
-        fill(new, (("uuid", str, ctx.env.new_uuid),
-                   ("session_id", str, lambda: ctx.state.session_id or "")))  # fmt: skip
+        fill(
+            new,
+            (
+                ("uuid", str, ctx.env.new_uuid),
+                ("session_id", str, lambda: ctx.state.session_id or ""),
+            ),
+        )
         if tid is None and st != "background_tasks_changed":
             return None if new == obj else (frame.replace(new),)
         new = ordered(new)
@@ -443,17 +455,22 @@ class TaskFields(Stage):
         ttype = self._seen[tid][0] if tid in self._seen else (info.task_type if info else "")
         desc = self._desc(tid, info)
         summary = new.get("summary")
-        new["summary"] = (claude_summary(ttype, status, desc) if not isinstance(summary, str)
-                          else rewrite_summary(summary, status, ttype, desc or None))  # fmt: skip
+        new["summary"] = (
+            claude_summary(ttype, status, desc)
+            if not isinstance(summary, str)
+            else rewrite_summary(summary, status, ttype, desc or None)
+        )
         last = self._usage.pop(tid, None)
         if last is not None and status == "completed" and "usage" not in new:
             new["usage"] = {k: last.get(k, 0) for k in _ZERO_USAGE}
 
-    _FIX: ClassVar[dict[str, Callable[[TaskFields, dict[str, Any], str, TaskInfo | None],
-                                      None]]] = {
-        "task_started": _started, "task_progress": _progress,
+    _FIX: ClassVar[
+        dict[str, Callable[[TaskFields, dict[str, Any], str, TaskInfo | None], None]]
+    ] = {
+        "task_started": _started,
+        "task_progress": _progress,
         "task_notification": _notification,
-    }  # fmt: skip
+    }
 
     def _desc(self, tid: str | None, info: Any) -> str:
         if tid in self._seen:

@@ -47,13 +47,24 @@ MARK = "[Request interrupted by user]"
 MARK_TOOL = "[Request interrupted by user for tool use]"
 #: what a model turn writes (control-state's turn, command-lifecycle's, and what
 #: interrupt-terminal drops of cbc's own turn after an interrupt)
-TURN_CONTENT = frozenset({"system/init", "assistant", "user", "stream_event", "result",
-                          "tool_progress"})  # fmt: skip
+TURN_CONTENT = frozenset(
+    {"system/init", "assistant", "user", "stream_event", "result", "tool_progress"}
+)
 #: what shows a turn is running (the contract checker's list, plus an init that
 #: ``init-once`` released: it only lets one through when the turn starts)
-TURN_KINDS = frozenset({"system/init", "assistant", "user", "stream_event", "tool_progress",
-                        "system/status", "system/api_retry", "system/thinking_tokens",
-                        "system/compact_boundary"})  # fmt: skip
+TURN_KINDS = frozenset(
+    {
+        "system/init",
+        "assistant",
+        "user",
+        "stream_event",
+        "tool_progress",
+        "system/status",
+        "system/api_retry",
+        "system/thinking_tokens",
+        "system/compact_boundary",
+    }
+)
 
 
 def iso_ms(ms: int) -> str:
@@ -99,8 +110,7 @@ class InterruptedTurn(Stage):
 
     rule: ClassVar[str] = "interrupted-turn"
     modes: ClassVar[tuple[str, ...]] = ("on", "keep-output")
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result",
-                                                       *TURN_KINDS})  # fmt: skip
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result", *TURN_KINDS})
     #: a stream_event outside an interrupt only marks the turn active: left unparsed
     lazy: ClassVar[bool] = True
 
@@ -137,8 +147,9 @@ class InterruptedTurn(Stage):
             if self._active and not self._interrupted and is_interrupt_receipt(obj, ctx):
                 self._interrupted = True
                 self._tool_turn = bool(self._running)
-                ctx.log(self.rule, "interrupt receipt during a turn: it ends as interrupted",
-                        "debug")
+                ctx.log(
+                    self.rule, "interrupt receipt during a turn: it ends as interrupted", "debug"
+                )
             return None
         if t == "result":
             return self._result(frame, obj, ctx)
@@ -154,8 +165,10 @@ class InterruptedTurn(Stage):
             if isinstance(message, dict):
                 self._stop_reason = message.get("stop_reason")
             for b in _blocks(obj):
-                if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(
-                    b.get("id"), str
+                if (
+                    isinstance(b, dict)
+                    and b.get("type") == "tool_use"
+                    and isinstance(b.get("id"), str)
                 ):
                     remember(self._running, b["id"], None, cap=256)
         elif t == "stream_event" and main and self._interrupted and self.mode == "on":
@@ -164,14 +177,19 @@ class InterruptedTurn(Stage):
         return None
 
     def _user(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
-        results = [str_at(b, "tool_use_id") for b in _blocks(obj)
-                   if isinstance(b, dict) and b.get("type") == "tool_result"]  # fmt: skip
+        results = [
+            str_at(b, "tool_use_id")
+            for b in _blocks(obj)
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
         if results and all(r in self._rejected for r in results):
             ctx.count(self.rule, "late-tool-result")
             return ()  # cbc's late result for a call the client saw rejected
         self._active = True
-        if not results and any(isinstance(b, dict) and str(b.get("text", "")).startswith(
-                MARK[:-1]) for b in _blocks(obj)):  # fmt: skip
+        if not results and any(
+            isinstance(b, dict) and str(b.get("text", "")).startswith(MARK[:-1])
+            for b in _blocks(obj)
+        ):
             self._marked = True  # the backend writes Claude's marker itself
             return None
         answered = [r for r in results if r in self._running]
@@ -193,24 +211,42 @@ class InterruptedTurn(Stage):
         self._stop_reason = None
         if not (interrupted or aborted):
             return None
-        already = (obj.get("subtype") == "error_during_execution" and obj.get("is_error") is True
-                   and isinstance(obj.get("errors"), list))  # fmt: skip
+        already = (
+            obj.get("subtype") == "error_during_execution"
+            and obj.get("is_error") is True
+            and isinstance(obj.get("errors"), list)
+        )
         if marked and already:
             return None  # Claude's own form (a Claude backend, or a rule upstream)
         tooly = tool_turn or reason == "aborted_tools"
         out: list[Frame] = []
         for use in running:
             remember(self._rejected, use, None, cap=1024)
-            block = {"type": "tool_result", "content": REJECTED, "is_error": True,
-                     "tool_use_id": use}  # fmt: skip
+            block = {
+                "type": "tool_result",
+                "content": REJECTED,
+                "is_error": True,
+                "tool_use_id": use,
+            }
             meta = [{"id": use, "non_execution_kind": "user-rejected"}]
-            out.append(Frame.synth(user_frame(ctx, [block], tool_use_result="User rejected "
-                                              "tool use", tool_result_meta=meta),
-                                   self.rule))  # fmt: skip
+            out.append(
+                Frame.synth(
+                    user_frame(
+                        ctx,
+                        [block],
+                        tool_use_result="User rejected tool use",
+                        tool_result_meta=meta,
+                    ),
+                    self.rule,
+                )
+            )
         if not marked:
-            out.append(Frame.synth(user_frame(ctx, [{"type": "text",
-                                                     "text": MARK_TOOL if tooly else MARK}]),
-                                   self.rule))  # fmt: skip
+            out.append(
+                Frame.synth(
+                    user_frame(ctx, [{"type": "text", "text": MARK_TOOL if tooly else MARK}]),
+                    self.rule,
+                )
+            )
         new = {k: v for k, v in obj.items() if k != "result"}
         if tooly:
             stop_reason = "tool_use"
@@ -226,6 +262,10 @@ class InterruptedTurn(Stage):
             sr = "null" if new["stop_reason"] is None else str(new["stop_reason"])
             errors = [f"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason={sr}"]
         new["errors"] = errors
-        ctx.log(self.rule, f"interrupted turn rewritten ({new['terminal_reason']}, "
-                f"{len(running)} running tool call(s) rejected)", "debug")  # fmt: skip
+        ctx.log(
+            self.rule,
+            f"interrupted turn rewritten ({new['terminal_reason']}, "
+            f"{len(running)} running tool call(s) rejected)",
+            "debug",
+        )
         return (*out, frame.replace(new))

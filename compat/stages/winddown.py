@@ -98,8 +98,17 @@ _NEXT: dict[Phase, frozenset[Phase]] = {
 }
 
 #: frames that show a turn is running (status/api_retry come first, before the held init)
-_TURN = frozenset({"system/init", "system/status", "system/api_retry", "assistant", "user",
-                   "stream_event", "tool_progress"})  # fmt: skip
+_TURN = frozenset(
+    {
+        "system/init",
+        "system/status",
+        "system/api_retry",
+        "assistant",
+        "user",
+        "stream_event",
+        "tool_progress",
+    }
+)
 SHELL = "local_bash"
 
 
@@ -111,8 +120,9 @@ class EofWindDown(Stage):
 
     rule: ClassVar[str] = "eof-wind-down"
     defers_eof: ClassVar[bool] = True
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "control_request", *_TURN,
-                                                       *TASK_FRAMES})  # fmt: skip
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"result", "control_request", *_TURN, *TASK_FRAMES}
+    )
     #: a stream_event before the EOF only marks cbc active: read from its kind, unparsed
     lazy: ClassVar[bool] = True
 
@@ -226,14 +236,19 @@ class EofWindDown(Stage):
 
     def _answer(self, ctx: Context, rid: str, subtype: Any) -> None:
         if subtype == "can_use_tool":
-            resp = {"subtype": "success", "request_id": rid,
-                    "response": {"allowed": False, "reason": REJECTED, "interrupt": False}}
+            resp = {
+                "subtype": "success",
+                "request_id": rid,
+                "response": {"allowed": False, "reason": REJECTED, "interrupt": False},
+            }
         else:
             resp = {"subtype": "error", "request_id": rid, "error": "Stream closed"}
-        ctx.emit("up", Frame.from_obj({"type": "control_response", "response": resp}),
-                 self.rule)
-        ctx.log(self.rule, f"answered cbc's {subtype} request {rid!r} itself: the client "
-                "closed its input", "debug")  # fmt: skip
+        ctx.emit("up", Frame.from_obj({"type": "control_response", "response": resp}), self.rule)
+        ctx.log(
+            self.rule,
+            f"answered cbc's {subtype} request {rid!r} itself: the client closed its input",
+            "debug",
+        )
 
     def _open(self, ctx: Context) -> dict[str, LiveTask]:
         """Tasks still running: started, not ended here, not notified by a later rule
@@ -261,8 +276,11 @@ class EofWindDown(Stage):
             self._answer(ctx, rid, "can_use_tool")
         pending.clear()
         ctx.set_timer(self, "ceiling", max(0.0, self.ceiling))
-        ctx.log(self.rule, "client EOF: finishing the turn and background work before "
-                "closing the backend's stdin", "debug")  # fmt: skip
+        ctx.log(
+            self.rule,
+            "client EOF: finishing the turn and background work before closing the backend's stdin",
+            "debug",
+        )
         self._check(ctx)
         return None
 
@@ -339,23 +357,34 @@ class EofWindDown(Stage):
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         if key == "terminate":
-            ctx.terminate_backend(self, f"idle {self.close_wait:g}s after its stdin was "
-                                  "closed (eof-wind-down)" if not self._forced else
-                                  f"still running {self.close_wait:g}s after the wind-down "
-                                  "ceiling closed its stdin (eof-wind-down)")  # fmt: skip
+            ctx.terminate_backend(
+                self,
+                f"idle {self.close_wait:g}s after its stdin was closed (eof-wind-down)"
+                if not self._forced
+                else f"still running {self.close_wait:g}s after the wind-down "
+                "ceiling closed its stdin (eof-wind-down)",
+            )
             return None
         if key == "ceiling":
             n = len(self._open(ctx))
-            ctx.log(self.rule, f"wind-down ceiling of {self.ceiling:g}s reached"
-                    + (f" with {n} background task(s) still running" if n else "")
-                    + (" during a turn" if self._active else ""), "warning")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"wind-down ceiling of {self.ceiling:g}s reached"
+                + (f" with {n} background task(s) still running" if n else "")
+                + (" during a turn" if self._active else ""),
+                "warning",
+            )
             self._finish(ctx, "ceiling", forced=True)
             return None
         if key == "idle":
             self._idle_timer = False
             self._ignore_pending = True
-            ctx.log(self.rule, f"no turn started {self.idle_wait:g}s after the client's last "
-                    "user line(s); not waiting for them", "warning")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"no turn started {self.idle_wait:g}s after the client's last "
+                "user line(s); not waiting for them",
+                "warning",
+            )
         out: list[Frame] = []
         if key == "shells":
             self._shell_timer = False
@@ -373,9 +402,12 @@ class EofWindDown(Stage):
             remember(self._killed, tid, None, cap=1024)
             out += stop_frames(ctx, self.rule, tid, task, end)
         if out:
-            ctx.log(self.rule, f"killed {len(out) // 2} background shell(s) "
-                    f"{self.shell_grace:g}s after the session went idle (client EOF)",
-                    "info")  # fmt: skip
+            ctx.log(
+                self.rule,
+                f"killed {len(out) // 2} background shell(s) "
+                f"{self.shell_grace:g}s after the session went idle (client EOF)",
+                "info",
+            )
         return out
 
     # -- the end ----------------------------------------------------------------------
@@ -393,13 +425,25 @@ class EofWindDown(Stage):
         return out or None
 
     def _abandoned_result(self, ctx: Context) -> dict[str, Any]:
-        why = ("the backend exited before the turn ended" if self._phase is not Phase.CLOSING
-               else "the wind-down ended the session before the turn ended")  # fmt: skip
+        why = (
+            "the backend exited before the turn ended"
+            if self._phase is not Phase.CLOSING
+            else "the wind-down ended the session before the turn ended"
+        )
         return {
-            "type": "result", "subtype": "error_during_execution", "is_error": True,
-            "duration_ms": 0, "duration_api_ms": 0, "num_turns": 0,
-            "session_id": ctx.state.session_id or "", "total_cost_usd": 0,
-            "usage": dict(ZERO_USAGE), "modelUsage": {}, "permission_denials": [],
-            "stop_reason": None, "terminal_reason": "aborted_streaming",
-            "errors": [f"ccbridge: {why}"], "uuid": ctx.env.new_uuid(),
-        }  # fmt: skip
+            "type": "result",
+            "subtype": "error_during_execution",
+            "is_error": True,
+            "duration_ms": 0,
+            "duration_api_ms": 0,
+            "num_turns": 0,
+            "session_id": ctx.state.session_id or "",
+            "total_cost_usd": 0,
+            "usage": dict(ZERO_USAGE),
+            "modelUsage": {},
+            "permission_denials": [],
+            "stop_reason": None,
+            "terminal_reason": "aborted_streaming",
+            "errors": [f"ccbridge: {why}"],
+            "uuid": ctx.env.new_uuid(),
+        }

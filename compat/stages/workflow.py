@@ -62,8 +62,10 @@ from compat.taskkit import (
 )
 
 FINAL_AGENT_STATES = frozenset({"done", "error", "cached"})
-ABORTED = {"stopped": "subagent aborted: workflow was stopped",
-           "failed": "subagent aborted: workflow failed"}  # fmt: skip
+ABORTED = {
+    "stopped": "subagent aborted: workflow was stopped",
+    "failed": "subagent aborted: workflow failed",
+}
 
 
 def _is_agent(e: Any) -> bool:
@@ -127,8 +129,9 @@ def _progress_title(entries: list[Any]) -> tuple[str | None, str | None]:
 
 def _workflow_call_fields(ctx: Context, info: Any, obj: dict[str, Any], rule: str) -> None:
     if not info.source_resolved:
-        resolve_workflow(ctx, info, obj.get("tool_use_id") or info.tool_use_id, rule,
-                         obj.get("workflow_name"))  # fmt: skip
+        resolve_workflow(
+            ctx, info, obj.get("tool_use_id") or info.tool_use_id, rule, obj.get("workflow_name")
+        )
 
 
 @register
@@ -183,8 +186,12 @@ class WorkflowPrompt(Stage):
         info = ctx.state.task(tid)
         if obj.get("subtype") == "task_progress":
             desc = obj.get("description")
-            if info.backend_description is not None and desc == info.backend_description \
-                    and info.description and desc != info.description:  # fmt: skip
+            if (
+                info.backend_description is not None
+                and desc == info.backend_description
+                and info.description
+                and desc != info.description
+            ):
                 return (frame.replace({**obj, "description": info.description}),)
             return None
         desc = obj.get("description")
@@ -280,10 +287,12 @@ def _agent_id(e: Any) -> str | int | None:
 def _merge(old: list[Any], new: list[Any]) -> list[Any]:
     """A later snapshot wins, except that an agent never goes back from a final state."""
     final: dict[str | int | None, Any] = {
-        aid: e for e in old
-        if _is_agent(e) and str_at(e, "state") in FINAL_AGENT_STATES
+        aid: e
+        for e in old
+        if _is_agent(e)
+        and str_at(e, "state") in FINAL_AGENT_STATES
         and (aid := _agent_id(e)) is not None
-    }  # fmt: skip
+    }
     return [
         final.get(_agent_id(e), e)
         if _is_agent(e) and str_at(e, "state") not in FINAL_AGENT_STATES

@@ -17,8 +17,14 @@ Script = Callable[["MemoryBackend"], Awaitable[int | None]]
 class MemoryBackend:
     pid: int | None = None
 
-    def __init__(self, nursery: trio.Nursery, script: Script, *, lockstep_stdout: bool = False,
-                 on_signal: dict[int, int | None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        nursery: trio.Nursery,
+        script: Script,
+        *,
+        lockstep_stdout: bool = False,
+        on_signal: dict[int, int | None] | None = None,
+    ) -> None:
         self._nursery = nursery
         self._script = script
         #: status per signal (default: killed by it, -signum); None: ignored (not SIGKILL)

@@ -40,21 +40,51 @@ def replay(path: Path) -> str:
 
 def cap(*frames: dict[str, Any], kind: str = "stdout", **header: Any) -> capture.Capture:
     lines = [capture.encode_header(capture.header("test", **header))]
-    lines += [capture.encode_record(0.1 * i, kind, json.dumps(f).encode())
-              for i, f in enumerate(frames)]
+    lines += [
+        capture.encode_record(0.1 * i, kind, json.dumps(f).encode()) for i, f in enumerate(frames)
+    ]
     return capture.parse(b"".join(lines).split(b"\n"))
 
 
-INIT = {"type": "system", "subtype": "init", "cwd": "/w", "session_id": "s1", "uuid": "u-1",
-        "model": "m", "tools": [], "mcp_servers": [], "permissionMode": "default",
-        "slash_commands": [], "apiKeySource": "none", "output_style": "default",
-        "claude_code_version": "2.1.220", "capabilities": [], "agents": [], "skills": [],
-        "plugins": []}  # fmt: skip
-RESULT = {"type": "result", "subtype": "success", "is_error": False, "duration_ms": 5,
-          "duration_api_ms": 4, "num_turns": 1, "result": "ok", "session_id": "s1",
-          "total_cost_usd": 0, "uuid": "u-2", "modelUsage": {}, "permission_denials": [],
-          "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                    "cache_read_input_tokens": 0}}  # fmt: skip
+INIT = {
+    "type": "system",
+    "subtype": "init",
+    "cwd": "/w",
+    "session_id": "s1",
+    "uuid": "u-1",
+    "model": "m",
+    "tools": [],
+    "mcp_servers": [],
+    "permissionMode": "default",
+    "slash_commands": [],
+    "apiKeySource": "none",
+    "output_style": "default",
+    "claude_code_version": "2.1.220",
+    "capabilities": [],
+    "agents": [],
+    "skills": [],
+    "plugins": [],
+}
+RESULT = {
+    "type": "result",
+    "subtype": "success",
+    "is_error": False,
+    "duration_ms": 5,
+    "duration_api_ms": 4,
+    "num_turns": 1,
+    "result": "ok",
+    "session_id": "s1",
+    "total_cost_usd": 0,
+    "uuid": "u-2",
+    "modelUsage": {},
+    "permission_denials": [],
+    "usage": {
+        "input_tokens": 1,
+        "output_tokens": 1,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    },
+}
 
 
 def known(text: str) -> conformance.Known:
@@ -72,25 +102,42 @@ def test_shipped_known_differences_load() -> None:
         assert e.reason(conformance.implemented_rules())
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    ('[[difference]]\nid="x"\npaths=["a"]\n', "exactly one reason"),
-    ('[[difference]]\nid="x"\npaths=["a"]\ncbc="c"\nmissing_rule="init-shape"\n',
-     "exactly one reason"),
-    ('[[difference]]\nid="x"\npaths=["a"]\ncbc="c"\n', "needs its `evidence`"),
-    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="no-such-rule"\n',
-     "neither a PROTOCOL.md rule id"),
-    ('[[difference]]\nid="x"\nmissing_rule="init-shape"\n', "give `paths`"),
-    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\nkind="gone"\n',
-     "`kind` must be"),
-    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\ncolour=1\n',
-     "unknown key"),
-    ('[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\n'
-     '[[difference]]\nid="x"\npaths=["b"]\nmissing_rule="init-shape"\n', "duplicate id"),
-    ('[[difference]]\nid="x"\nviolations=["init-once"]\nside="claude"\n'
-     'missing_rule="init-once"\n', "side"),
-    ('[thing]\n', "unknown top-level"),
-    ('[[difference]\n', "not valid TOML"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('[[difference]]\nid="x"\npaths=["a"]\n', "exactly one reason"),
+        (
+            '[[difference]]\nid="x"\npaths=["a"]\ncbc="c"\nmissing_rule="init-shape"\n',
+            "exactly one reason",
+        ),
+        ('[[difference]]\nid="x"\npaths=["a"]\ncbc="c"\n', "needs its `evidence`"),
+        (
+            '[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="no-such-rule"\n',
+            "neither a PROTOCOL.md rule id",
+        ),
+        ('[[difference]]\nid="x"\nmissing_rule="init-shape"\n', "give `paths`"),
+        (
+            '[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\nkind="gone"\n',
+            "`kind` must be",
+        ),
+        (
+            '[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\ncolour=1\n',
+            "unknown key",
+        ),
+        (
+            '[[difference]]\nid="x"\npaths=["a"]\nmissing_rule="init-shape"\n'
+            '[[difference]]\nid="x"\npaths=["b"]\nmissing_rule="init-shape"\n',
+            "duplicate id",
+        ),
+        (
+            '[[difference]]\nid="x"\nviolations=["init-once"]\nside="claude"\n'
+            'missing_rule="init-once"\n',
+            "side",
+        ),
+        ("[thing]\n", "unknown top-level"),
+        ("[[difference]\n", "not valid TOML"),
+    ],
+)
 def test_known_differences_are_strict(text: str, words: str) -> None:
     with pytest.raises(KnownError, match=None) as e:
         known(text)
@@ -102,9 +149,8 @@ def test_known_differences_are_strict(text: str, words: str) -> None:
 
 def test_every_difference_gets_a_reason_or_is_unexplained() -> None:
     a = cap(INIT, RESULT)
-    b = cap({**INIT, "apiKeySource": "host.example"},
-            {**RESULT, "num_turns": 3, "extra": True})  # fmt: skip
-    k = known('''
+    b = cap({**INIT, "apiKeySource": "host.example"}, {**RESULT, "num_turns": 3, "extra": True})
+    k = known("""
 [[difference]]
 id = "turns"
 paths = ["* / result / num_turns"]
@@ -116,7 +162,7 @@ id = "key-source"
 paths = ["turn * / system/init / apiKeySource"]
 a = "none"
 missing_rule = "init-shape"
-''')
+""")
     cmp = conformance.explain(conformance.compare(a, b), "s", k, frozenset())
     by = {i.path: i for i in cmp.items}
     assert by["turn 1 / result / num_turns"].category == "cbc"
@@ -125,22 +171,32 @@ missing_rule = "init-shape"
     extra = by["turn 1 / result / extra"]
     assert (extra.category, extra.kind, extra.entry) == ("unexplained", "only-b", None)
     assert [i.path for i in cmp.unexplained] == ["turn 1 / result / extra"]
-    assert cmp.counts() == {"missing-rule": 1, "cbc": 1, "design": 0, "timing": 0,
-                            "checker": 0, "unexplained": 1}  # fmt: skip
+    assert cmp.counts() == {
+        "missing-rule": 1,
+        "cbc": 1,
+        "design": 0,
+        "timing": 0,
+        "checker": 0,
+        "unexplained": 1,
+    }
     assert not cmp.equivalent_but_explained
     cbc_only = attrs.evolve(cmp, items=[by["turn 1 / result / num_turns"]])
     assert cbc_only.equivalent_but_explained
-    assert not attrs.evolve(cmp, items=[by["turn 1 / system/init / apiKeySource"]]
-                            ).equivalent_but_explained  # a missing rule  # fmt: skip
-    assert not attrs.evolve(cbc_only, violations_b=cmp.violations_a or [object()]  # type: ignore[list-item]
-                            ).equivalent_but_explained  # a violation  # fmt: skip
+    assert not attrs.evolve(
+        cmp, items=[by["turn 1 / system/init / apiKeySource"]]
+    ).equivalent_but_explained  # a missing rule
+    assert not attrs.evolve(
+        cbc_only,
+        violations_b=cmp.violations_a or [object()],  # type: ignore[list-item]
+    ).equivalent_but_explained  # a violation
 
 
 def test_value_scenario_and_kind_narrow_an_entry() -> None:
     a, b = cap(INIT, RESULT), cap(INIT, {**RESULT, "num_turns": 3})
-    for extra in ('a = 2', 'b = 4', 'scenarios = ["other"]', 'kind = "only-b"'):
-        k = known(f'[[difference]]\nid="t"\npaths=["**num_turns"]\n{extra}\n'
-                  'missing_rule="result-shape"\n')
+    for extra in ("a = 2", "b = 4", 'scenarios = ["other"]', 'kind = "only-b"'):
+        k = known(
+            f'[[difference]]\nid="t"\npaths=["**num_turns"]\n{extra}\nmissing_rule="result-shape"\n'
+        )
         cmp = conformance.explain(conformance.compare(a, b), "s", k, frozenset())
         assert [i.category for i in cmp.items] == ["unexplained"], extra
 
@@ -148,18 +204,29 @@ def test_value_scenario_and_kind_narrow_an_entry() -> None:
 def test_path_patterns_and_value_substrings() -> None:
     e = conformance.Entry("x", paths=("* / system/init* / uuid",), missing_rule="init-shape")
     assert e.matches_difference("s", "turn 2 / system/init #2 / uuid", "changed", 1, 2)
-    assert not e.matches_difference("s", "turn 2 / task x / system/init / uuid", "changed",
-                                    1, 2)  # fmt: skip
+    assert not e.matches_difference("s", "turn 2 / task x / system/init / uuid", "changed", 1, 2)
     deep = conformance.Entry("y", paths=("** / workflow_progress agent *.model",), cbc="c")
     assert deep.matches_difference(
-        "s", 'turn 1 / task local_workflow "f" / task_progress (final) / workflow_progress '
-        'agent "a" (phase 1).model', "only-a", "<model>", None)
-    sub = conformance.Entry("z", paths=("* / assistant*",), kind="only-a", cbc="c",
-                            a_contains='"parent_tool_use_id":"<tool_use#')
-    assert sub.matches_difference("s", "turn 1 / assistant #2", "only-a",
-                                  {"parent_tool_use_id": "<tool_use#1>"}, None)
-    assert not sub.matches_difference("s", "turn 1 / assistant #2", "only-a",
-                                      {"parent_tool_use_id": None}, None)  # fmt: skip
+        "s",
+        'turn 1 / task local_workflow "f" / task_progress (final) / workflow_progress '
+        'agent "a" (phase 1).model',
+        "only-a",
+        "<model>",
+        None,
+    )
+    sub = conformance.Entry(
+        "z",
+        paths=("* / assistant*",),
+        kind="only-a",
+        cbc="c",
+        a_contains='"parent_tool_use_id":"<tool_use#',
+    )
+    assert sub.matches_difference(
+        "s", "turn 1 / assistant #2", "only-a", {"parent_tool_use_id": "<tool_use#1>"}, None
+    )
+    assert not sub.matches_difference(
+        "s", "turn 1 / assistant #2", "only-a", {"parent_tool_use_id": None}, None
+    )
     null = conformance.Entry("n", paths=("**",), a="<null>", cbc="c")
     assert null.matches_difference("s", "p", "changed", None, 1)
     assert not null.matches_difference("s", "p", "changed", 0, 1)
@@ -168,8 +235,9 @@ def test_path_patterns_and_value_substrings() -> None:
 def test_a_rule_that_now_exists_is_reported_as_a_gap() -> None:
     a, b = cap(INIT, RESULT), cap(INIT, {**RESULT, "num_turns": 3})
     k = known('[[difference]]\nid="t"\npaths=["**num_turns"]\nmissing_rule="result-shape"\n')
-    [item] = conformance.explain(conformance.compare(a, b), "s", k,
-                                 frozenset({"result-shape"})).items  # fmt: skip
+    [item] = conformance.explain(
+        conformance.compare(a, b), "s", k, frozenset({"result-shape"})
+    ).items
     assert item.category == "missing-rule"
     assert "result-shape is in the profile but does not cover this" in item.reason
 
@@ -178,13 +246,20 @@ def test_violations_of_missing_rules_explain_themselves_but_not_of_existing_ones
     stub = {k: v for k, v in INIT.items() if k != "claude_code_version"}
     a, b = cap(INIT, RESULT), cap(stub, RESULT)
     k = known("")
-    [v] = [i for i in conformance.explain(conformance.compare(a, b), "s", k,
-                                          frozenset()).items if i.what == "violation"]
+    [v] = [
+        i
+        for i in conformance.explain(conformance.compare(a, b), "s", k, frozenset()).items
+        if i.what == "violation"
+    ]
     assert (v.kind, v.category) == ("init-shape", "missing-rule")
     assert v.reason.startswith("missing rule: init-shape")
-    [v] = [i for i in conformance.explain(conformance.compare(a, b), "s", k,
-                                          frozenset({"init-shape"})).items
-           if i.what == "violation"]  # fmt: skip
+    [v] = [
+        i
+        for i in conformance.explain(
+            conformance.compare(a, b), "s", k, frozenset({"init-shape"})
+        ).items
+        if i.what == "violation"
+    ]
     assert v.category == "unexplained"
 
 
@@ -196,8 +271,10 @@ def test_a_claude_side_violation_needs_a_checker_entry() -> None:
     assert cmp.violations_a
     items = conformance.explain(cmp, "s", known(""), frozenset()).items
     assert {i.category for i in items if i.path.startswith("Claude side")} == {"unexplained"}
-    k = known('[[difference]]\nid="c"\nviolations=["init-shape"]\nside="claude"\n'
-              'checker="too strict"\nevidence="test"\n')
+    k = known(
+        '[[difference]]\nid="c"\nviolations=["init-shape"]\nside="claude"\n'
+        'checker="too strict"\nevidence="test"\n'
+    )
     items = conformance.explain(cmp, "s", k, frozenset()).items
     assert {i.category for i in items if i.path.startswith("Claude side")} == {"checker"}
 
@@ -206,15 +283,25 @@ def test_a_claude_side_violation_needs_a_checker_entry() -> None:
 
 
 def _rows() -> tuple[list[conformance.Row], conformance.Known]:
-    k = known('[[difference]]\nid="t"\npaths=["**num_turns"]\ncbc="c|`x`"\nevidence="e"\n'
-              '[[difference]]\nid="never"\npaths=["nothing"]\nmissing_rule="argv"\n')
-    claude = cap(INIT, RESULT, backend="claude", backend_version="2.1.220",
-                 created="2025-01-02T00:00:00+00:00")  # fmt: skip
+    k = known(
+        '[[difference]]\nid="t"\npaths=["**num_turns"]\ncbc="c|`x`"\nevidence="e"\n'
+        '[[difference]]\nid="never"\npaths=["nothing"]\nmissing_rule="argv"\n'
+    )
+    claude = cap(
+        INIT,
+        RESULT,
+        backend="claude",
+        backend_version="2.1.220",
+        created="2025-01-02T00:00:00+00:00",
+    )
     bridged = cap(INIT, {**RESULT, "num_turns": 3}, backend="cbc", backend_version="2.163.0")
     raw = cap({**INIT, "uuid": "s1"}, {**RESULT, "num_turns": 3, "_meta": {}})
-    rows = [conformance.row("demo", {"claude": claude, "cbc-bridged": bridged,
-                                     "cbc-raw": raw}, k, frozenset()),
-            conformance.row("lonely", {"claude": claude}, k, frozenset())]  # fmt: skip
+    rows = [
+        conformance.row(
+            "demo", {"claude": claude, "cbc-bridged": bridged, "cbc-raw": raw}, k, frozenset()
+        ),
+        conformance.row("lonely", {"claude": claude}, k, frozenset()),
+    ]
     return rows, k
 
 
@@ -222,14 +309,20 @@ def test_markdown_table_lists_every_difference_with_its_reason() -> None:
     rows, k = _rows()
     md = render.render_markdown(rows, k, details="captures/twins/CONFORMANCE.md")
     assert "(Claude Code 2.1.220, cbc 2.163.0; captured 2025-01-02)" in md
-    assert "| `demo` | 3 differences, 2 violations | 1 difference, 0 violations " \
-           "| but for explained | 0 / 1 / 0 / 0 / 0 | 0 |" in md
-    assert "| `lonely` | (no capture) | (no capture) | ? | 0 / 0 / 0 / 0 / 0 | 1 (no capture: " \
-           "cbc-bridged, cbc-raw) |" in md
+    assert (
+        "| `demo` | 3 differences, 2 violations | 1 difference, 0 violations "
+        "| but for explained | 0 / 1 / 0 / 0 / 0 | 0 |" in md
+    )
+    assert (
+        "| `lonely` | (no capture) | (no capture) | ? | 0 / 0 / 0 / 0 / 0 | 1 (no capture: "
+        "cbc-bridged, cbc-raw) |" in md
+    )
     # one line per reason; escaped for a table: a pipe cannot split the cell, a backtick
     # cannot end the code span
-    assert "| cbc behaviour the bridge cannot change: c\\|'x' (evidence: e) | 1 | demo (1) " \
-           "| `result / num_turns` |" in md
+    assert (
+        "| cbc behaviour the bridge cannot change: c\\|'x' (evidence: e) | 1 | demo (1) "
+        "| `result / num_turns` |" in md
+    )
     assert "[captures/twins/CONFORMANCE.md](captures/twins/CONFORMANCE.md)" in md
     assert "matched nothing in these runs (stale, or a race" in md
     assert "`never`" in md
@@ -238,8 +331,10 @@ def test_markdown_table_lists_every_difference_with_its_reason() -> None:
     assert "  - `turn 1 / result / num_turns (Claude 1, cbc 3)`" in details
     assert rows[1].unexplained == 1  # a missing capture is never a silent pass
     text = render.render_text(rows, k)
-    assert "2 scenario(s), 0 equivalent, 1 equivalent but for explained differences, " \
-           "1 unexplained" in text
+    assert (
+        "2 scenario(s), 0 equivalent, 1 equivalent but for explained differences, "
+        "1 unexplained" in text
+    )
     doc = json.loads(render.to_json(rows, k))
     assert doc["unexplained"] == 1
     assert doc["unused_entries"] == ["never"]
@@ -249,10 +344,16 @@ def test_markdown_table_lists_every_difference_with_its_reason() -> None:
 
 def test_reasons_fold_turns_and_frame_numbers() -> None:
     item = conformance.Item("difference", "", "only-a", 1, None, "cbc", "why", "e")
-    cmp = conformance.Comparison(diff(cap(INIT), cap(INIT)), [], [], [
-        attrs.evolve(item, path="turn 1 / system/init / x"),
-        attrs.evolve(item, path="turn 2 / system/init #2 / x"),
-        attrs.evolve(item, path="after turn 2 / command_lifecycle #3")])
+    cmp = conformance.Comparison(
+        diff(cap(INIT), cap(INIT)),
+        [],
+        [],
+        [
+            attrs.evolve(item, path="turn 1 / system/init / x"),
+            attrs.evolve(item, path="turn 2 / system/init #2 / x"),
+            attrs.evolve(item, path="after turn 2 / command_lifecycle #3"),
+        ],
+    )
     rows = [conformance.Row("s", cmp, None)]
     [(cat, reason, n, per, paths)] = render.reasons(rows)
     assert (cat, reason, n, dict(per)) == ("cbc", "why", 3, {"s": 3})
@@ -271,12 +372,24 @@ def test_replace_block_keeps_the_rest_of_the_readme() -> None:
 # -- ab on replays -------------------------------------------------------------------------
 
 
-def test_ab_raw_against_bridged_cbc(tmp_path: Path, capsys: pytest.CaptureFixture[str]
-                                    ) -> None:  # fmt: skip
+def test_ab_raw_against_bridged_cbc(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     r = replay(CAPTURES / "cbc-workflow-inline.jsonl")
-    rc = ab_cmd.main([str(SCENARIOS / "workflow-inline.toml"), "--a", r, "--b", r,
-                      "--via-b", "cbc-to-claude", "--out", str(tmp_path), "--json",
-                      "--time-limit", "30"])  # fmt: skip
+    rc = ab_cmd.main(
+        [
+            str(SCENARIOS / "workflow-inline.toml"),
+            "--a",
+            r,
+            "--b",
+            r,
+            "--via-b",
+            "cbc-to-claude",
+            "--out",
+            str(tmp_path),
+            "--json",
+            "--time-limit",
+            "30",
+        ]
+    )
     doc = json.loads(capsys.readouterr().out)
     assert rc == 1  # the bridge changes what the client sees
     [s] = doc["scenarios"]
@@ -296,12 +409,27 @@ def test_ab_raw_against_bridged_cbc(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert not list(tmp_path.glob("*.partial"))
 
 
-def test_ab_same_replay_twice_is_equivalent(tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_ab_same_replay_twice_is_equivalent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     r = replay(CAPTURES / "cbc-bg-bash.jsonl")
-    rc = ab_cmd.main([str(SCENARIOS / "bg-bash.toml"), "--a", r, "--b", r, "--sequential",
-                      "--via-a", "cbc-to-claude", "--via-b", "cbc-to-claude",
-                      "--out", str(tmp_path), "--explain"])  # fmt: skip
+    rc = ab_cmd.main(
+        [
+            str(SCENARIOS / "bg-bash.toml"),
+            "--a",
+            r,
+            "--b",
+            r,
+            "--sequential",
+            "--via-a",
+            "cbc-to-claude",
+            "--via-b",
+            "cbc-to-claude",
+            "--out",
+            str(tmp_path),
+            "--explain",
+        ]
+    )
     out = capsys.readouterr().out
     assert rc == 0, out
     assert "equivalent (frames" in out
@@ -311,8 +439,12 @@ def test_ab_same_replay_twice_is_equivalent(tmp_path: Path,
 
 def test_ab_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     f = str(SCENARIOS / "simple-success.toml")
-    assert ab_cmd.main([f, "--a", "/nonexistent/cli", "--b", "/nonexistent/cli",
-                        "--out", str(tmp_path)]) == 2  # fmt: skip
+    assert (
+        ab_cmd.main(
+            [f, "--a", "/nonexistent/cli", "--b", "/nonexistent/cli", "--out", str(tmp_path)]
+        )
+        == 2
+    )
     assert "could not start /nonexistent/cli" in capsys.readouterr().out
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nsteps = [{usr = "hi"}]\n')
@@ -328,8 +460,12 @@ def test_run_jobs_deadline_keeps_old_captures(tmp_path: Path) -> None:
     f = SCENARIOS / "interrupt-idle-workflow.toml"
     out = tmp_path / "x.cbc-raw.jsonl"
     out.write_text("old\n")
-    job = ab_cmd.Job(f, load(f), ab_cmd.Side(replay(CAPTURES /
-                     "cbc-interrupt-idle-workflow.jsonl"), None, "cbc-raw"), out)
+    job = ab_cmd.Job(
+        f,
+        load(f),
+        ab_cmd.Side(replay(CAPTURES / "cbc-interrupt-idle-workflow.jsonl"), None, "cbc-raw"),
+        out,
+    )
     msgs: list[str] = []
     [o] = trio.run(lambda: ab_cmd.run_jobs([job], deadline=1.0, progress=msgs.append))
     assert o.error == "not finished before the deadline"
@@ -343,29 +479,38 @@ def test_run_jobs_deadline_keeps_old_captures(tmp_path: Path) -> None:
 
 #: scenario -> (the reference Claude Code 2.1.220 session, the cbc 2.163.0 one in captures/)
 REFERENCE_TWINS = {
-    "bg-bash": ("claude-2.1.220/mockapi_background-bash_task-started-updated-notification"
-                ".transcript.jsonl", "cbc-bg-bash.jsonl"),
-    "workflow-inline": ("claude-2.1.220/mockapi_workflow_local-workflow-task-progress"
-                        ".transcript.jsonl", "cbc-workflow-inline.jsonl"),
-}  # fmt: skip
+    "bg-bash": (
+        "claude-2.1.220/mockapi_background-bash_task-started-updated-notification.transcript.jsonl",
+        "cbc-bg-bash.jsonl",
+    ),
+    "workflow-inline": (
+        "claude-2.1.220/mockapi_workflow_local-workflow-task-progress.transcript.jsonl",
+        "cbc-workflow-inline.jsonl",
+    ),
+}
 
 
-def test_conformance_on_reference_derived_twins(tmp_path: Path, reference: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_conformance_on_reference_derived_twins(
+    tmp_path: Path, reference: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from bridge.testing.scenario import load
 
     jobs = []
     for name, (claude, cbc) in REFERENCE_TWINS.items():
         f = SCENARIOS / f"{name}.toml"
         s = load(f)
-        sides = {"claude": ab_cmd.Side(replay(reference / claude), None, "claude"),
-                 "cbc-bridged": ab_cmd.Side(replay(CAPTURES / cbc), "cbc-to-claude",
-                                            "cbc-bridged"),
-                 "cbc-raw": ab_cmd.Side(replay(CAPTURES / cbc), None, "cbc-raw")}
-        jobs += [ab_cmd.Job(f, s, side, tmp_path / f"{name}.{role}.jsonl")
-                 for role, side in sides.items()]  # fmt: skip
-    outcomes = trio.run(lambda: ab_cmd.run_jobs(jobs, limit=3, deadline=120,
-                                                time_limit=30, progress=lambda _: None))
+        sides = {
+            "claude": ab_cmd.Side(replay(reference / claude), None, "claude"),
+            "cbc-bridged": ab_cmd.Side(replay(CAPTURES / cbc), "cbc-to-claude", "cbc-bridged"),
+            "cbc-raw": ab_cmd.Side(replay(CAPTURES / cbc), None, "cbc-raw"),
+        }
+        jobs += [
+            ab_cmd.Job(f, s, side, tmp_path / f"{name}.{role}.jsonl")
+            for role, side in sides.items()
+        ]
+    outcomes = trio.run(
+        lambda: ab_cmd.run_jobs(jobs, limit=3, deadline=120, time_limit=30, progress=lambda _: None)
+    )
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n{render.MARK_START}\n{render.MARK_END}\nend\n")
@@ -399,8 +544,7 @@ def test_conformance_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert conformance_cmd.main(["--known", str(bad), "--captures", str(tmp_path)]) == 2
     readme = tmp_path / "README.md"
     readme.write_text("no markers\n")
-    assert conformance_cmd.main(["--captures", str(tmp_path), "--write-readme",
-                                 str(readme)]) == 2  # fmt: skip
+    assert conformance_cmd.main(["--captures", str(tmp_path), "--write-readme", str(readme)]) == 2
     assert "markers" in capsys.readouterr().err
 
 
@@ -436,11 +580,12 @@ def test_committed_twins_are_fully_explained_and_in_the_readme() -> None:
     _twins_or_skip()
     k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
     rows = conformance_cmd.load_rows(TWINS, k, sorted(conformance_cmd.scenario_names()))
-    unexplained = [(r.scenario, i.path, i.reason) for r in rows if r.bridged
-                   for i in r.bridged.unexplained]  # fmt: skip
+    unexplained = [
+        (r.scenario, i.path, i.reason) for r in rows if r.bridged for i in r.bridged.unexplained
+    ]
     assert not unexplained
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     start = readme.index(render.MARK_START)
-    block = readme[start: readme.index(render.MARK_END)]
+    block = readme[start : readme.index(render.MARK_END)]
     for r in rows:
         assert f"| `{r.scenario}` |" in block

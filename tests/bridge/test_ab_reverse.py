@@ -20,9 +20,11 @@ def test_via_puts_the_profiles_backend_behind_it() -> None:
     assert via_sides(Side("cbc"), Side("claude"), None) == (Side("cbc"), Side("claude"))
 
 
-CAPTURE = (b'{"format":"ccbridge-capture","version":1}\n'
-           b'{"t":0.1,"kind":"client_out","text":"{\\"type\\":\\"command_lifecycle\\",'
-           b'\\"state\\":\\"queued\\",\\"session_id\\":\\"s\\"}"}\n')
+CAPTURE = (
+    b'{"format":"ccbridge-capture","version":1}\n'
+    b'{"t":0.1,"kind":"client_out","text":"{\\"type\\":\\"command_lifecycle\\",'
+    b'\\"state\\":\\"queued\\",\\"session_id\\":\\"s\\"}"}\n'
+)
 
 
 def outcome(tmp: Path, side: Side) -> Outcome:
@@ -33,12 +35,18 @@ def outcome(tmp: Path, side: Side) -> Outcome:
 
 
 def test_a_reverse_pair_is_checked_against_cbcs_contract(tmp_path: Path) -> None:
-    pair = compare_pair("x", outcome(tmp_path, Side("cbc", None, "a")),
-                        outcome(tmp_path, Side("claude", "claude-to-cbc", "b")))
+    pair = compare_pair(
+        "x",
+        outcome(tmp_path, Side("cbc", None, "a")),
+        outcome(tmp_path, Side("claude", "claude-to-cbc", "b")),
+    )
     assert pair.error is None, pair.error
     assert {v.rule for v in pair.violations[1]} == {"rev-vocabulary"}
-    forward = compare_pair("x", outcome(tmp_path, Side("claude", None, "a")),
-                           outcome(tmp_path, Side("cbc", "cbc-to-claude", "b")))
+    forward = compare_pair(
+        "x",
+        outcome(tmp_path, Side("claude", None, "a")),
+        outcome(tmp_path, Side("cbc", "cbc-to-claude", "b")),
+    )
     assert "rev-vocabulary" not in {v.rule for v in forward.violations[1]}
 
 
@@ -52,10 +60,13 @@ def test_check_with_cbcs_contract(capsys: Any) -> None:
     assert main(["--contract", "cbc", raw]) == 1
     out = capsys.readouterr().out
     assert "[rev-background-agent]" in out
-    assert out.rstrip().endswith("contract (rev-background-agent: 1, rev-initialize-reply: 2, "
-                                 "rev-task-type: 1, rev-vocabulary: 5)")
+    assert out.rstrip().endswith(
+        "contract (rev-background-agent: 1, rev-initialize-reply: 2, "
+        "rev-task-type: 1, rev-vocabulary: 5)"
+    )
     assert "cbc 2.163.0 contract" in out
-    assert main(["--contract", "cbc", str(REF / "cbc-2.163.0/mockoai_bg-bash.transcript.jsonl")]
-                ) == 0
+    assert (
+        main(["--contract", "cbc", str(REF / "cbc-2.163.0/mockoai_bg-bash.transcript.jsonl")]) == 0
+    )
     assert main(["--contract", "cbc", "--rules"]) == 0
     assert "rev-interrupted-turn" in capsys.readouterr().out

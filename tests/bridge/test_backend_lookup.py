@@ -34,29 +34,48 @@ def executable(path: Path, where: str) -> Path:
 
 def cached_cbc(cache: Path) -> Path:
     """Where ``backends install`` puts cbc: the SDK package in the cache's venv."""
-    return executable(cache / "cbc-venv/lib/python3.11/site-packages/codebuddy_agent_sdk/bin"
-                      "/codebuddy-headless", "cache")
+    return executable(
+        cache / "cbc-venv/lib/python3.11/site-packages/codebuddy_agent_sdk/bin/codebuddy-headless",
+        "cache",
+    )
 
 
 def env_for(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {"PATH": str(tmp_path / "empty"), "HOME": str(tmp_path),
-            "CCBRIDGE_BACKENDS_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(REPO),
-            **extra}
+    return {
+        "PATH": str(tmp_path / "empty"),
+        "HOME": str(tmp_path),
+        "CCBRIDGE_BACKENDS_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(REPO),
+        **extra,
+    }
 
 
 def test_the_dropin_runs_the_installed_cbc(tmp_path: Path) -> None:
     exe = cached_cbc(tmp_path / "cache")
     env = env_for(tmp_path)
     # (a python that cannot import codebuddy_agent_sdk: the cache alone must be enough)
-    code = ("import sys, importlib.util as u; u.find_spec = lambda n, *a: None; "
-            "from bridge.dropin import main; sys.exit(main())")
-    r = subprocess.run([sys.executable, "-c", code, "-p", "hello"], capture_output=True,
-                       env=env, cwd=tmp_path, timeout=60, check=False)
+    code = (
+        "import sys, importlib.util as u; u.find_spec = lambda n, *a: None; "
+        "from bridge.dropin import main; sys.exit(main())"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code, "-p", "hello"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout == b"from cache\n"
-    listed = subprocess.run([sys.executable, "-m", "bridge", "backends", "list"],
-                            capture_output=True, env=env, cwd=tmp_path, timeout=60,
-                            check=False)
+    listed = subprocess.run(
+        [sys.executable, "-m", "bridge", "backends", "list"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
     assert f"cbc\t{exe}" in listed.stdout.decode()
 
 
@@ -79,21 +98,35 @@ def test_what_was_tried_is_said(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     got, tried = lookup("cbc", dir=tmp_path, env={"PATH": str(tmp_path)})
     assert got is None
     text = "; ".join(tried)
-    for what in ("CCBRIDGE_BACKEND", "CODEBUDDY_CODE_PATH", "backends cache", "cbc on PATH",
-                 "codebuddy-agent-sdk"):
+    for what in (
+        "CCBRIDGE_BACKEND",
+        "CODEBUDDY_CODE_PATH",
+        "backends cache",
+        "cbc on PATH",
+        "codebuddy-agent-sdk",
+    ):
         assert what in text
 
 
 def test_a_bad_backend_command_line_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no closing quotation"):
         lookup("cbc", explicit="'unterminated")
-    r = subprocess.run([sys.executable, "-c", "import sys; from bridge.dropin import main; "
-                        "sys.exit(main())", "-p", "hi"], capture_output=True, timeout=60,
-                       env=env_for(tmp_path, CCBRIDGE_BACKEND="cbc 'oops"), check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bridge.dropin import main; sys.exit(main())",
+            "-p",
+            "hi",
+        ],
+        capture_output=True,
+        timeout=60,
+        env=env_for(tmp_path, CCBRIDGE_BACKEND="cbc 'oops"),
+        check=False,
+    )
     assert r.returncode == 2
     err = r.stderr.decode()
     assert "Traceback" not in err
     assert err.count("\n") == 1
     assert "CCBRIDGE_BACKEND" in err
     assert json.dumps("cbc 'oops")[1:-1] in err or "cbc 'oops" in err
-

@@ -28,7 +28,8 @@ def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture
 
 
 def test_long_lines_benchmark_runs_and_checks_its_output(
-        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """``bench.longlines`` at 1 and 2 MiB: every mode's output is checked inside (a line cut
     or altered exits non-zero), and the report has every figure."""
     from bench.longlines import MODES

@@ -12,10 +12,13 @@ from bench.cbcstream import DEFAULT_CAPTURES, TURN_TEMPLATE
 from bench.process import MODES, RATES, main
 
 
-@pytest.mark.skipif(not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
-                    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES}")
+@pytest.mark.skipif(
+    not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
+    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES}",
+)
 def test_a_small_run_reports_throughput_latency_and_start_up(
-        capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     assert main(["--frames", "1500", "--runs", "1", "--seconds", "0.1", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     t = r["throughput"]
@@ -34,8 +37,7 @@ def test_a_small_run_reports_throughput_latency_and_start_up(
         assert lat["direct"]["added_p99_ms"] == 0
         assert all(m["frames"] >= 20 for m in lat.values())  # every stamped frame came back
     s = r["startup"]
-    assert set(s["version"]) == {"python -c pass", "claude-on-cbc --version",
-                                 "ccbridge --version"}
+    assert set(s["version"]) == {"python -c pass", "claude-on-cbc --version", "ccbridge --version"}
     if shutil.which("bash"):
         first = s["first_frame"]
         assert set(first) == {"direct", "claude-on-cbc", "ccbridge run identity"}

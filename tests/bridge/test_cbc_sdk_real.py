@@ -21,8 +21,9 @@ from bridge.testing.model import ModelScript, ModelServer, Rule
 from bridge.testing.scenario import load
 from tests.bridge.sdk_support import SDK_GC_WARNINGS
 
-sdk = pytest.importorskip("codebuddy_agent_sdk",
-                          reason="codebuddy-agent-sdk not installed (pip install -e '.[backends]')")
+sdk = pytest.importorskip(
+    "codebuddy_agent_sdk", reason="codebuddy-agent-sdk not installed (pip install -e '.[backends]')"
+)
 from codebuddy_agent_sdk import (  # noqa: E402
     AssistantMessage,
     CodeBuddyAgentOptions,
@@ -64,28 +65,39 @@ class Stage:
         self.server, self.env, self.root = server, env, root
 
     def options(self, **kw: Any) -> CodeBuddyAgentOptions:
-        return CodeBuddyAgentOptions(codebuddy_code_path=str(DROPIN), cwd=str(self.root / "work"),
-                                     env=self.env, **kw)
+        return CodeBuddyAgentOptions(
+            codebuddy_code_path=str(DROPIN), cwd=str(self.root / "work"), env=self.env, **kw
+        )
 
     def asked(self, text: str) -> bool:
         return any(text in str(e.get("latest", "")) for e in self.server.log)
 
 
 @asynccontextmanager
-async def stage(scenario: str | ModelScript, claude: list[str], tmp_path: Path
-                ) -> AsyncIterator[Stage]:
+async def stage(
+    scenario: str | ModelScript, claude: list[str], tmp_path: Path
+) -> AsyncIterator[Stage]:
     """A scenario's model (``scenarios/NAME.toml``), or a script."""
-    script = scenario if isinstance(scenario, ModelScript) else load(
-        REPO / "scenarios" / f"{scenario}.toml").model
+    script = (
+        scenario
+        if isinstance(scenario, ModelScript)
+        else load(REPO / "scenarios" / f"{scenario}.toml").model
+    )
     server = ModelServer(script)
     async with trio.open_nursery() as nursery:
         url = await nursery.start(server.serve)
         for d in ("work", "home", "tmp"):
             (tmp_path / d).mkdir(exist_ok=True)
-        env = {"CCBRIDGE_BACKEND": shlex.join(claude), "ANTHROPIC_BASE_URL": url,
-               "ANTHROPIC_API_KEY": "sk-ant-dummy", "HOME": str(tmp_path / "home"),
-               "TMPDIR": str(tmp_path / "tmp"), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-               "DISABLE_TELEMETRY": "1", "CCBRIDGE_LOG": str(tmp_path / "bridge.log")}
+        env = {
+            "CCBRIDGE_BACKEND": shlex.join(claude),
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "sk-ant-dummy",
+            "HOME": str(tmp_path / "home"),
+            "TMPDIR": str(tmp_path / "tmp"),
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_TELEMETRY": "1",
+            "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
+        }
         try:
             with trio.fail_after(LIMIT):
                 yield Stage(server, env, tmp_path)
@@ -99,7 +111,8 @@ async def turn(client: CodeBuddySDKClient, prompt: str) -> list[Any]:
 
 
 async def test_query_tool_call_permission_allow_model_and_a_non_uuid_session(
-        claude: list[str], tmp_path: Path) -> None:
+    claude: list[str], tmp_path: Path
+) -> None:
     asked: list[tuple[str, dict[str, Any]]] = []
 
     async def allow(tool: str, inp: dict[str, Any], _: Any) -> PermissionResultAllow:
@@ -113,8 +126,13 @@ async def test_query_tool_call_permission_allow_model_and_a_non_uuid_session(
             model = client.get_model()
     assert asked == [("Bash", {"command": "touch perm-probe.txt", "description": "Create a file"})]
     assert (tmp_path / "work/perm-probe.txt").exists()
-    uses = [b for m in msgs if isinstance(m, AssistantMessage) for b in m.content
-            if isinstance(b, ToolUseBlock)]
+    uses = [
+        b
+        for m in msgs
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+        if isinstance(b, ToolUseBlock)
+    ]
     assert [u.name for u in uses] == ["Bash"]
     result = msgs[-1]
     assert isinstance(result, ResultMessage)
@@ -129,8 +147,13 @@ async def test_permission_deny_with_reason(claude: list[str], tmp_path: Path) ->
     async with stage("permission-deny", claude, tmp_path) as st:
         async with CodeBuddySDKClient(st.options(can_use_tool=deny)) as client:
             msgs = await turn(client, "TRIGGER_PERM_BASH")
-    results = [b for m in msgs if isinstance(m, UserMessage) and isinstance(m.content, list)
-               for b in m.content if isinstance(b, ToolResultBlock)]
+    results = [
+        b
+        for m in msgs
+        if isinstance(m, UserMessage) and isinstance(m.content, list)
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    ]
     assert results
     assert results[0].is_error
     assert "not in this repo" in str(results[0].content)
@@ -139,8 +162,18 @@ async def test_permission_deny_with_reason(claude: list[str], tmp_path: Path) ->
 
 
 async def test_interrupt_then_a_next_turn(claude: list[str], tmp_path: Path) -> None:
-    slow = ModelScript(rules=(Rule(when="TRIGGER_SLOW_BASH", tool="Bash", input={
-        "command": "sleep 20; echo slow-done", "description": "Slow foreground sleep"}),))
+    slow = ModelScript(
+        rules=(
+            Rule(
+                when="TRIGGER_SLOW_BASH",
+                tool="Bash",
+                input={
+                    "command": "sleep 20; echo slow-done",
+                    "description": "Slow foreground sleep",
+                },
+            ),
+        )
+    )
     async with stage(slow, claude, tmp_path) as st:
         async with CodeBuddySDKClient(st.options(allowed_tools=["Bash"])) as client:
             await client.query("please TRIGGER_SLOW_BASH")
@@ -148,15 +181,21 @@ async def test_interrupt_then_a_next_turn(claude: list[str], tmp_path: Path) -> 
             async for m in client.receive_response():  # an ExecutionError would raise here
                 got.append(m)
                 if isinstance(m, AssistantMessage) and any(
-                        isinstance(b, ToolUseBlock) for b in m.content):
+                    isinstance(b, ToolUseBlock) for b in m.content
+                ):
                     await trio.sleep(1.0)
                     await client.interrupt()
             after = await turn(client, "hello again")
     result = got[-1]
     assert isinstance(result, ResultMessage)
     assert (result.subtype, result.is_error) == ("success", False)
-    said = [b.text for m in got if isinstance(m, AssistantMessage) for b in m.content
-            if isinstance(b, TextBlock)]
+    said = [
+        b.text
+        for m in got
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+        if isinstance(b, TextBlock)
+    ]
     assert "Interrupted by user" in said  # cbc's words
     assert isinstance(after[-1], ResultMessage)
     assert after[-1].is_error is False
@@ -177,8 +216,9 @@ async def test_resume_a_non_uuid_session(claude: list[str], tmp_path: Path) -> N
     assert history[-1]["n_messages"] >= 3  # the resumed conversation went to the model
 
 
-async def test_resume_without_a_prompt_replays_the_history(claude: list[str],
-                                                           tmp_path: Path) -> None:
+async def test_resume_without_a_prompt_replays_the_history(
+    claude: list[str], tmp_path: Path
+) -> None:
     async with stage("simple-success", claude, tmp_path) as st:
         async with CodeBuddySDKClient(st.options(session_id="bot:history")) as client:
             await turn(client, "the first question")
@@ -207,16 +247,22 @@ async def test_sdk_mcp_server_its_tool_and_its_status(claude: list[str], tmp_pat
         return {"content": [{"type": "text", "text": f"echo: {args.get('text')}"}]}
 
     server = create_sdk_mcp_server(name="probe", tools=[echo])
-    script = ModelScript(rules=(Rule(when="TRIGGER_MCP", tool="mcp__probe__echo",
-                                     input={"text": "hi there"}),))
+    script = ModelScript(
+        rules=(Rule(when="TRIGGER_MCP", tool="mcp__probe__echo", input={"text": "hi there"}),)
+    )
     async with stage(script, claude, tmp_path) as st:
         opts = st.options(mcp_servers={"probe": server}, allowed_tools=["mcp__probe__echo"])
         async with CodeBuddySDKClient(opts) as client:
             msgs = await turn(client, "TRIGGER_MCP")
             status = await client.mcp_server_status()
     assert calls == [{"text": "hi there"}]
-    results = [b for m in msgs if isinstance(m, UserMessage) and isinstance(m.content, list)
-               for b in m.content if isinstance(b, ToolResultBlock)]
+    results = [
+        b
+        for m in msgs
+        if isinstance(m, UserMessage) and isinstance(m.content, list)
+        for b in m.content
+        if isinstance(b, ToolResultBlock)
+    ]
     assert "echo: hi there" in str(results[0].content)
     assert [(s.name, s.status) for s in status] == [("probe", "connected")]  # was []
 
@@ -237,8 +283,13 @@ async def test_background_shell_and_its_notification(claude: list[str], tmp_path
     [note] = [m for m in msgs if isinstance(m, TaskNotificationMessage)]
     assert (note.task_id, note.status) == (started.task_id, "completed")
     assert not [m for m in msgs if getattr(m, "subtype", "") == "background_tasks_changed"]
-    texts = [b.text for m in msgs if isinstance(m, AssistantMessage) for b in m.content
-             if isinstance(b, TextBlock)]
+    texts = [
+        b.text
+        for m in msgs
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+        if isinstance(b, TextBlock)
+    ]
     assert texts
 
 
@@ -247,27 +298,41 @@ JS_SDK = JS / "node_modules" / "@tencent-ai" / "agent-sdk"
 
 
 async def test_js_sdk_session_controls_interrupt_resume_and_deny(
-        claude: list[str], tmp_path: Path) -> None:
+    claude: list[str], tmp_path: Path
+) -> None:
     """``@tencent-ai/agent-sdk`` (tests/js/cbc_sdk_session.mjs) through cbc-on-claude.exe."""
     import json
     import shutil
 
     node = shutil.which("node")
     if node is None or not JS_SDK.is_dir():
-        pytest.skip("node or @tencent-ai/agent-sdk missing (cd tests/js && npm install "
-                    "--omit=optional)")
+        pytest.skip(
+            "node or @tencent-ai/agent-sdk missing (cd tests/js && npm install --omit=optional)"
+        )
     exe = DROPIN.with_name("cbc-on-claude.exe")
-    script = ModelScript(rules=(
-        Rule(when="TRIGGER_PERM_BASH", tool="Bash",
-             input={"command": "touch perm-probe.txt", "description": "Create a file"}),
-        Rule(when="TRIGGER_SLOW_BASH", tool="Bash",
-             input={"command": "sleep 20; echo slow-done", "description": "Slow sleep"}),
-    ))
+    script = ModelScript(
+        rules=(
+            Rule(
+                when="TRIGGER_PERM_BASH",
+                tool="Bash",
+                input={"command": "touch perm-probe.txt", "description": "Create a file"},
+            ),
+            Rule(
+                when="TRIGGER_SLOW_BASH",
+                tool="Bash",
+                input={"command": "sleep 20; echo slow-done", "description": "Slow sleep"},
+            ),
+        )
+    )
     async with stage(script, claude, tmp_path) as st:
         cfg = {"cli": str(exe), "cwd": str(tmp_path / "work"), "env": st.env, "timeout": 80}
-        proc = await trio.run_process([node, str(JS / "cbc_sdk_session.mjs"), json.dumps(cfg)],
-                                      cwd=str(JS), capture_stdout=True, capture_stderr=True,
-                                      check=False)
+        proc = await trio.run_process(
+            [node, str(JS / "cbc_sdk_session.mjs"), json.dumps(cfg)],
+            cwd=str(JS),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
     lines = proc.stdout.decode().strip().splitlines()
     assert lines, proc.stderr.decode()[-2000:]
     summary = json.loads(lines[-1])

@@ -31,11 +31,27 @@ RAW_CSI = "\u009b"
 def frames(name: str = "mock-flow", task_type: str = "local_workflow") -> list[dict[str, Any]]:
     sys_ = {"session_id": SID, "uuid": "00000000-0000-4000-8000-00000000000"}
     return [
-        {"type": "system", "subtype": "task_started", "task_id": "w1", "tool_use_id": "t1",
-         "description": "d", "task_type": task_type, "workflow_name": name, **sys_},
-        {"type": "system", "subtype": "task_notification", "task_id": "w1", "tool_use_id": "t1",
-         "status": "completed", "output_file": "", "summary": f"{name} done", **sys_},
-    ]  # fmt: skip
+        {
+            "type": "system",
+            "subtype": "task_started",
+            "task_id": "w1",
+            "tool_use_id": "t1",
+            "description": "d",
+            "task_type": task_type,
+            "workflow_name": name,
+            **sys_,
+        },
+        {
+            "type": "system",
+            "subtype": "task_notification",
+            "task_id": "w1",
+            "tool_use_id": "t1",
+            "status": "completed",
+            "output_file": "",
+            "summary": f"{name} done",
+            **sys_,
+        },
+    ]
 
 
 def write(tmp_path: Path, name: str, objs: list[dict[str, Any]], extra: bytes = b"") -> str:
@@ -59,8 +75,9 @@ def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, 
 # -- check -------------------------------------------------------------------------------
 
 
-def test_check_exit_codes(reference: Path, tmp_path: Path,
-                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_check_exit_codes(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(["check", str(reference / CLAUDE_WORKFLOW)], capsys)
     assert code == 0
     assert out == "no violations of the Claude Code 2.1.220 contract\n"
@@ -93,8 +110,9 @@ def test_check_json_and_rules(reference: Path, capsys: pytest.CaptureFixture[str
     assert json.loads(run(["check", "--rules", "--json"], capsys)[1]) == RULES
 
 
-def test_check_reads_stdin(reference: Path, monkeypatch: pytest.MonkeyPatch,
-                           capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_check_reads_stdin(
+    reference: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = (reference / CLAUDE_WORKFLOW).read_bytes()
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     assert run(["check", "-"], capsys)[0] == 0
@@ -124,8 +142,12 @@ def test_untrusted_strings_are_escaped(tmp_path: Path, monkeypatch: pytest.Monke
     evil = write(tmp_path, "evil.jsonl", frames(EVIL, "Workflow"), b"\x1b[2J not json\n")
     plain = write(tmp_path, "plain.jsonl", frames())
     monkeypatch.delenv("NO_COLOR", raising=False)
-    for cmd in (["check", evil], ["check", "--json", evil], ["diff", plain, evil],
-                ["diff", "--json", plain, evil]):  # fmt: skip
+    for cmd in (
+        ["check", evil],
+        ["check", "--json", evil],
+        ["diff", plain, evil],
+        ["diff", "--json", plain, evil],
+    ):
         tty = Terminal()  # colour on: our own escapes are there, the stream's are not
         monkeypatch.setattr(sys, "stdout", tty)
         assert main(cmd) == 1
@@ -148,8 +170,9 @@ def test_untrusted_strings_are_escaped(tmp_path: Path, monkeypatch: pytest.Monke
 # -- diff --------------------------------------------------------------------------------
 
 
-def test_diff_exit_codes_and_json(reference: Path, tmp_path: Path,
-                                  capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_diff_exit_codes_and_json(
+    reference: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     claude, cbc = str(reference / CLAUDE_WORKFLOW), str(reference / CBC_WORKFLOW)
     transcript = claude.replace(".jsonl", ".transcript.jsonl")
     code, out, _ = run(["diff", claude, transcript], capsys)
@@ -189,8 +212,14 @@ def test_python_m_bridge_check_reads_stdin(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
 
     def check(data: bytes, *args: str) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run([sys.executable, "-m", "bridge", "check", *args, "-"], input=data,
-                              capture_output=True, cwd=REPO, env=env, timeout=60)  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "bridge", "check", *args, "-"],
+            input=data,
+            capture_output=True,
+            cwd=REPO,
+            env=env,
+            timeout=60,
+        )
 
     good = b"".join(orjson.dumps(o) + b"\n" for o in frames())
     bad = b"".join(orjson.dumps(o) + b"\n" for o in frames(EVIL, "Workflow"))

@@ -17,10 +17,17 @@ from ..conftest import CAPTURES
 BIN = Path(sys.executable).parent
 
 
-def run(*args: str, env: dict[str, str] | None = None, stdin: bytes = b"",
-        cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(list(args), input=stdin, capture_output=True, timeout=60,
-                          env={**os.environ, **(env or {})}, cwd=cwd)
+def run(
+    *args: str, env: dict[str, str] | None = None, stdin: bytes = b"", cwd: Path | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        list(args),
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+    )
 
 
 def test_versions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -66,11 +73,17 @@ def test_unknown_command_and_bad_rule_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_dropin_without_backend_says_what_it_tried_and_exits_127(tmp_path: Path) -> None:
-    env = {"PATH": str(tmp_path), "CCBRIDGE_BACKEND": "", "CODEBUDDY_CODE_PATH": "",
-           "HOME": str(tmp_path)}
+    env = {
+        "PATH": str(tmp_path),
+        "CCBRIDGE_BACKEND": "",
+        "CODEBUDDY_CODE_PATH": "",
+        "HOME": str(tmp_path),
+    }
     # a python that cannot import codebuddy_agent_sdk: hide site-packages' copy
-    code = ("import sys, importlib.util as u; u.find_spec = lambda n, *a: None; "
-            "from bridge.dropin import main; sys.exit(main(['-p', 'hello']))")
+    code = (
+        "import sys, importlib.util as u; u.find_spec = lambda n, *a: None; "
+        "from bridge.dropin import main; sys.exit(main(['-p', 'hello']))"
+    )
     r = run(sys.executable, "-c", code, env=env, cwd=tmp_path)
     assert r.returncode == 127
     err = r.stderr.decode()
@@ -89,10 +102,23 @@ def test_config_file_unknown_key_is_an_error(tmp_path: Path) -> None:
 def test_run_relays_a_replay_and_records_it(tmp_path: Path) -> None:
     rec = tmp_path / "session.jsonl"
     backend = f"{sys.executable} -m bridge replay --materialize {CAPTURES / 'cbc-bg-bash.jsonl'}"
-    stdin = (b'{"type":"control_request","request_id":"i","request":{"subtype":"initialize"}}\n'
-             b'{"type":"user","message":{"role":"user","content":"go"},"session_id":""}\n')
-    r = run(str(BIN / "ccbridge"), "run", "--backend", backend, "--record", str(rec),
-            "--stats", "--", "--verbose", stdin=stdin, cwd=tmp_path)
+    stdin = (
+        b'{"type":"control_request","request_id":"i","request":{"subtype":"initialize"}}\n'
+        b'{"type":"user","message":{"role":"user","content":"go"},"session_id":""}\n'
+    )
+    r = run(
+        str(BIN / "ccbridge"),
+        "run",
+        "--backend",
+        backend,
+        "--record",
+        str(rec),
+        "--stats",
+        "--",
+        "--verbose",
+        stdin=stdin,
+        cwd=tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert b'"request_id":"i"' in r.stdout  # the replay answered the id we sent
     assert b"ccbridge stats:" in r.stderr

@@ -45,13 +45,22 @@ TERMINAL_AGENT_STATES = {"done", "error", "cached"}
 def options(tmp_path: Path, capture: str, **kw: Any) -> ClaudeAgentOptions:
     if not DROPIN.exists():
         pytest.skip(f"{DROPIN} not installed (pip install -e .)")
-    backend = [sys.executable, "-m", "bridge", "replay", "--materialize",
-               str(CAPTURES / f"{capture}.jsonl")]
+    backend = [
+        sys.executable,
+        "-m",
+        "bridge",
+        "replay",
+        "--materialize",
+        str(CAPTURES / f"{capture}.jsonl"),
+    ]
     # a replayed cbc never reports a background agent it did not report in the capture;
     # Claude's wind-down would wait for it up to CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS (600 s
     # by default; eof-wind-down honours the same variable)
-    env = {"CCBRIDGE_BACKEND": shlex.join(backend), "CCBRIDGE_LOG_LEVEL": "warning",
-           "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS": "3000"}
+    env = {
+        "CCBRIDGE_BACKEND": shlex.join(backend),
+        "CCBRIDGE_LOG_LEVEL": "warning",
+        "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS": "3000",
+    }
     return ClaudeAgentOptions(cli_path=str(DROPIN), cwd=str(tmp_path), env=env, **kw)
 
 
@@ -91,8 +100,10 @@ async def collect_query(prompt: str, opts: ClaudeAgentOptions) -> list[Any]:
 
 
 async def test_query_workflow_by_path(tmp_path: Path) -> None:
-    msgs = await collect_query("use a workflow please TRIGGER_WORKFLOW_PATH WF_VIA_DIRECT",
-                               options(tmp_path, "cbc-workflow-by-path"))
+    msgs = await collect_query(
+        "use a workflow please TRIGGER_WORKFLOW_PATH WF_VIA_DIRECT",
+        options(tmp_path, "cbc-workflow-by-path"),
+    )
     tasks = check_task_lifecycles(msgs)
     [wf] = [t for t in tasks.values() if t["started"].task_type == "local_workflow"]
     assert wf["started"].data["workflow_name"] == "mock-flow"  # meta.name, not path:…
@@ -104,8 +115,10 @@ async def test_query_workflow_by_path(tmp_path: Path) -> None:
 
 
 async def test_query_inline_workflow(tmp_path: Path) -> None:
-    msgs = await collect_query("use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT",
-                               options(tmp_path, "cbc-workflow-inline"))
+    msgs = await collect_query(
+        "use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT",
+        options(tmp_path, "cbc-workflow-inline"),
+    )
     tasks = check_task_lifecycles(msgs)
     [wf] = tasks.values()
     started = wf["started"]
@@ -119,10 +132,13 @@ async def test_query_inline_workflow(tmp_path: Path) -> None:
     assert set(labels.values()) <= TERMINAL_AGENT_STATES
 
 
-@pytest.mark.parametrize(("capture", "prompt"), [
-    ("cbc-bg-bash", "please TRIGGER_BG_BASH"),
-    ("cbc-bg-agent", "please TRIGGER_BG_AGENT"),
-])
+@pytest.mark.parametrize(
+    ("capture", "prompt"),
+    [
+        ("cbc-bg-bash", "please TRIGGER_BG_BASH"),
+        ("cbc-bg-agent", "please TRIGGER_BG_AGENT"),
+    ],
+)
 async def test_query_background_tasks(tmp_path: Path, capture: str, prompt: str) -> None:
     msgs = await collect_query(prompt, options(tmp_path, capture))
     tasks = check_task_lifecycles(msgs)
@@ -150,11 +166,14 @@ async def test_query_sees_one_assistant_message_per_content_block(tmp_path: Path
     capture.write_text("\n".join(records) + "\n")
     opts = options(tmp_path, "cbc-bg-bash")
     opts.env["CCBRIDGE_BACKEND"] = shlex.join(
-        [sys.executable, "-m", "bridge", "replay", "--materialize", str(capture)])
+        [sys.executable, "-m", "bridge", "replay", "--materialize", str(capture)]
+    )
     msgs = await collect_query("please TRIGGER_BG_BASH", opts)
     parts = [m for m in msgs if isinstance(m, AssistantMessage) and m.message_id == message_id]
-    assert [[type(b).__name__ for b in m.content] for m in parts] == [["TextBlock"],
-                                                                      ["ToolUseBlock"]]
+    assert [[type(b).__name__ for b in m.content] for m in parts] == [
+        ["TextBlock"],
+        ["ToolUseBlock"],
+    ]
     assert [m.stop_reason for m in parts] == [None, None]
     assert parts[0].uuid != parts[1].uuid
     assert isinstance(msgs[-1], ResultMessage)
@@ -185,8 +204,10 @@ async def _interrupt_session(tmp_path: Path, capture: str, midturn: bool) -> lis
                         not midturn or any(isinstance(x, ResultMessage) for x in msgs[-3:])
                     ):
                         break
-                    if midturn and isinstance(m, ResultMessage) and any(
-                        isinstance(x, TaskNotificationMessage) for x in msgs
+                    if (
+                        midturn
+                        and isinstance(m, ResultMessage)
+                        and any(isinstance(x, TaskNotificationMessage) for x in msgs)
                     ):
                         break
     return msgs
@@ -212,12 +233,23 @@ def test_seed000_javascript_consumer_cancel_resolves(tmp_path: Path) -> None:
     if not DROPIN.exists():
         pytest.skip(f"{DROPIN} not installed (pip install -e .)")
     script = Path(__file__).resolve().parent.parent / "js" / "seed000_consumer.mjs"
-    backend = [sys.executable, "-m", "bridge", "replay", "--materialize",
-               str(CAPTURES / "cbc-interrupt-idle-workflow.jsonl")]
-    env = {**os.environ, "CCBRIDGE_BACKEND": shlex.join(backend),
-           "CCBRIDGE_LOG_LEVEL": "warning"}
-    proc = subprocess.run([node, str(script), str(DROPIN)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=60)
+    backend = [
+        sys.executable,
+        "-m",
+        "bridge",
+        "replay",
+        "--materialize",
+        str(CAPTURES / "cbc-interrupt-idle-workflow.jsonl"),
+    ]
+    env = {**os.environ, "CCBRIDGE_BACKEND": shlex.join(backend), "CCBRIDGE_LOG_LEVEL": "warning"}
+    proc = subprocess.run(
+        [node, str(script), str(DROPIN)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["cancelled"] is True

@@ -37,8 +37,10 @@ def _need(*names: str) -> dict[str, list[str]]:
     found = {n: find_backend(n) for n in names}
     missing = [n for n, argv in found.items() if argv is None]
     if missing:
-        pytest.skip(f"{', '.join(missing)} not installed: run `ccbridge backends install` "
-                    "(or set CCBRIDGE_BACKENDS_DIR)")
+        pytest.skip(
+            f"{', '.join(missing)} not installed: run `ccbridge backends install` "
+            "(or set CCBRIDGE_BACKENDS_DIR)"
+        )
     return {n: argv for n, argv in found.items() if argv is not None}
 
 
@@ -49,20 +51,25 @@ def twins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     d = tmp_path_factory.mktemp("twins")
     work = conformance_cmd.twin_jobs(d, SCENARIOS, ("claude", "cbc-bridged"))
     t0 = time.monotonic()
-    outcomes = trio.run(lambda: ab_cmd.run_jobs(work, limit=JOBS, deadline=DEADLINE,
-                                                progress=lambda m: print(m, file=sys.stderr)))
+    outcomes = trio.run(
+        lambda: ab_cmd.run_jobs(
+            work, limit=JOBS, deadline=DEADLINE, progress=lambda m: print(m, file=sys.stderr)
+        )
+    )
     seconds = time.monotonic() - t0
     known = ab_cmd.load_known_default()
     errors = {o.job.out.name: o.error for o in outcomes if not o.ok}
     rows = {r.scenario: r for r in conformance_cmd.load_rows(d, known, sorted(SCENARIOS))}
-    print(f"\nA/B of {len(SCENARIOS)} scenarios: {seconds:.0f}s with {JOBS} CLIs at once; "
-          f"captures in {d}", file=sys.stderr)
+    print(
+        f"\nA/B of {len(SCENARIOS)} scenarios: {seconds:.0f}s with {JOBS} CLIs at once; "
+        f"captures in {d}",
+        file=sys.stderr,
+    )
     return {"rows": rows, "dir": d, "seconds": seconds, "errors": errors, "known": known}
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-def test_claude_and_bridged_cbc_differ_only_as_explained(twins: dict[str, Any],
-                                                         name: str) -> None:
+def test_claude_and_bridged_cbc_differ_only_as_explained(twins: dict[str, Any], name: str) -> None:
     where = f"(captures: {twins['dir']}/{name}.*.jsonl)"
     errors = {k: v for k, v in twins["errors"].items() if k.startswith(name + ".")}
     assert not errors, f"runs did not finish: {errors} {where}"
@@ -71,11 +78,13 @@ def test_claude_and_bridged_cbc_differ_only_as_explained(twins: dict[str, Any],
     assert row.bridged is not None
     assert row.meta["claude"].get("backend_version") == "2.1.220"
     assert row.meta["cbc-bridged"].get("backend_version") == "2.163.0"
-    unexplained = [f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}"
-                   for i in row.bridged.unexplained]  # fmt: skip
+    unexplained = [
+        f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}" for i in row.bridged.unexplained
+    ]
     assert not unexplained, (
         f"{len(unexplained)} difference(s) no entry of known_differences.toml explains "
-        f"{where}:\n" + "\n".join(unexplained))
+        f"{where}:\n" + "\n".join(unexplained)
+    )
 
 
 def test_the_ab_batch_stays_within_budget(twins: dict[str, Any]) -> None:

@@ -35,7 +35,10 @@ def test_every_touched_frame_names_its_rules(session: capture.Capture, kept: Pat
     up = [r for r in rows if r.direction == "up" and r.action != "synthesized"]
     # the client's own lines are shown: initialize, the prompt, the interrupt
     assert [r.sent.split(" ")[:2] for r in up] == [
-        ["control_request", "initialize"], ["user", "use"], ["control_request", "interrupt"]]
+        ["control_request", "initialize"],
+        ["user", "use"],
+        ["control_request", "interrupt"],
+    ]
     assert "interrupt-request" in up[2].rules
     started = next(r for r in rows if r.sent.startswith("system/task_started"))
     assert {"workflow-name", "workflow-prompt"} <= set(started.rules)

@@ -19,7 +19,7 @@ from compat.vocabulary import in_vocabulary
 
 pytestmark = pytest.mark.real_backend
 SCENARIO = runner.REPO / "scenarios" / "simple-success.toml"
-ADVICE = "(run `ccbridge drift` before upgrading; README \"Drift\")"
+ADVICE = '(run `ccbridge drift` before upgrading; README "Drift")'
 
 
 @pytest.fixture(params=["claude", "cbc"])
@@ -36,28 +36,42 @@ def test_the_installed_cli_is_a_verified_version(installed: tuple[str, list[str]
     v = versions.BACKENDS[name]
     assert versions.is_verified(name, version), (
         f"{argv[0]} reports {name} {version}; the bridge was verified with {v.version} "
-        f"({v.package} {v.package_version}) {ADVICE}")
+        f"({v.package} {v.package_version}) {ADVICE}"
+    )
     changes = drift.compare_help(drift_cmd.verified_help(name), drift.parse_help(help_text))
     new = [c.text() for c in changes if c.unknown]
-    assert not new, f"{name} --help shows options or commands the rules do not know: " \
-                    f"{', '.join(new)} {ADVICE}"
+    assert not new, (
+        f"{name} --help shows options or commands the rules do not know: {', '.join(new)} {ADVICE}"
+    )
 
 
 async def test_one_scripted_session_shows_nothing_unknown(
-        installed: tuple[str, list[str]], tmp_path: Path) -> None:
+    installed: tuple[str, list[str]], tmp_path: Path
+) -> None:
     name, argv = installed
-    res = await runner.run(load(SCENARIO), runner.Target(name, tuple(argv)),
-                           tmp_path / "run.jsonl", source=SCENARIO.name)
+    res = await runner.run(
+        load(SCENARIO),
+        runner.Target(name, tuple(argv)),
+        tmp_path / "run.jsonl",
+        source=SCENARIO.name,
+    )
     assert res.frames, f"{name}: no frame from the scripted session (exit {res.exit})"
     cap = drift_cmd.read_capture(tmp_path / "run.jsonl")
-    verified = drift.vocabulary(drift_cmd.read_capture(drift_cmd.twin("simple-success",
-                                                                      drift_cmd.TWIN_ROLE[name])))
-    changes = drift.compare(verified, drift.vocabulary(cap),
-                            known=drift_cmd.known_vocabulary(name).merge(verified))
+    verified = drift.vocabulary(
+        drift_cmd.read_capture(drift_cmd.twin("simple-success", drift_cmd.TWIN_ROLE[name]))
+    )
+    changes = drift.compare(
+        verified, drift.vocabulary(cap), known=drift_cmd.known_vocabulary(name).merge(verified)
+    )
     new = [c.text() for c in changes if c.unknown]
-    assert not new, (f"{name} {res.backend_version} wrote what no verified capture shows: "
-                     f"{'; '.join(new)} {ADVICE}")
+    assert not new, (
+        f"{name} {res.backend_version} wrote what no verified capture shows: "
+        f"{'; '.join(new)} {ADVICE}"
+    )
     if name == "claude":
-        odd = {f"{f.get('type')}/{f.get('subtype')}" for f in res.frames
-               if not in_vocabulary(f.get("type"), f.get("subtype"))}
+        odd = {
+            f"{f.get('type')}/{f.get('subtype')}"
+            for f in res.frames
+            if not in_vocabulary(f.get("type"), f.get("subtype"))
+        }
         assert not odd, f"claude wrote frame types outside the vocabulary: {odd} {ADVICE}"

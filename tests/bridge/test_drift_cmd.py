@@ -26,9 +26,15 @@ def fake(answers: dict[str, tuple[int, str]]) -> drift_cmd.Command:
 
 
 def test_newest_reads_npm_and_pip() -> None:
-    cmd = fake({"npm view @anthropic-ai/claude-code version": (0, "2.1.332\n"),
-                "pip index versions codebuddy-agent-sdk": (
-                    0, "codebuddy-agent-sdk (0.3.274)\nAvailable versions: 0.3.274, 0.3.273\n")})
+    cmd = fake(
+        {
+            "npm view @anthropic-ai/claude-code version": (0, "2.1.332\n"),
+            "pip index versions codebuddy-agent-sdk": (
+                0,
+                "codebuddy-agent-sdk (0.3.274)\nAvailable versions: 0.3.274, 0.3.273\n",
+            ),
+        }
+    )
     assert drift_cmd.newest("claude", cmd) == "2.1.332"
     assert drift_cmd.newest("cbc", cmd) == "0.3.274"
     with pytest.raises(drift_cmd.DriftError, match="cannot read the newest"):
@@ -81,8 +87,9 @@ def edited_twin(tmp_path: Path, scenario: str, role: str, edit: dict[str, object
 
 def test_the_verified_twins_are_no_drift() -> None:
     help_text = (REF / "claude-2.1.220/help.txt").read_text()
-    r = drift_cmd.analyse("claude", "2.1.220", {"bg-bash": drift_cmd.twin("bg-bash", "claude")},
-                          help_text)
+    r = drift_cmd.analyse(
+        "claude", "2.1.220", {"bg-bash": drift_cmd.twin("bg-bash", "claude")}, help_text
+    )
     assert r.changes == ()
     assert r.notes == ()
     assert drift_cmd.exit_status([r], [], []) == 0
@@ -90,8 +97,9 @@ def test_the_verified_twins_are_no_drift() -> None:
 
 def test_a_candidate_with_new_fields_and_options_is_unknown(tmp_path: Path) -> None:
     cand = edited_twin(tmp_path, "bg-bash", "claude", {"run_id": "r-1"})
-    r = drift_cmd.analyse("claude", "2.1.332", {"bg-bash": cand},
-                          (REF / "claude-2.1.332/help.txt").read_text())
+    r = drift_cmd.analyse(
+        "claude", "2.1.332", {"bg-bash": cand}, (REF / "claude-2.1.332/help.txt").read_text()
+    )
     texts = {c.text() for c in r.changes}
     assert "+ field system/task_started: run_id" in texts
     assert "+ option --autocompact" in texts

@@ -32,16 +32,27 @@ class Collect:
 
 
 def session(
-    backend_argv: list[str], client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream,
-    sink: Collect, eof_grace: float | None = 30.0, recorder: Recorder | None = None,
+    backend_argv: list[str],
+    client_in: trio.abc.ReceiveStream,
+    client_out: trio.abc.SendStream,
+    sink: Collect,
+    eof_grace: float | None = 30.0,
+    recorder: Recorder | None = None,
     backend: BackendFactory | None = None,
 ) -> Session:
     import io
 
     log = Logger(io.StringIO())
-    return Session(SessionConfig(backend_argv, eof_grace=eof_grace), engine_for("identity"),
-                   client_in, client_out, log, recorder,
-                   stderr=lambda b: setattr(sink, "stderr", sink.stderr + b), backend=backend)
+    return Session(
+        SessionConfig(backend_argv, eof_grace=eof_grace),
+        engine_for("identity"),
+        client_in,
+        client_out,
+        log,
+        recorder,
+        stderr=lambda b: setattr(sink, "stderr", sink.stderr + b),
+        backend=backend,
+    )
 
 
 async def drain(stream: trio.abc.ReceiveStream, sink: Collect) -> None:
@@ -67,12 +78,15 @@ async def test_relays_both_ways_and_exits_with_the_backend_status(tmp_path: Path
         await out_send.aclose()
     assert status == 3
     lines = sink.data.splitlines()
-    assert lines == [b'{"type": "assistant", "echo": {"type": "user", "n": 1}}',
-                     b'{"type": "assistant", "echo": {"type": "user", "n": 2}}']
+    assert lines == [
+        b'{"type": "assistant", "echo": {"type": "user", "n": 1}}',
+        b'{"type": "assistant", "echo": {"type": "user", "n": 2}}',
+    ]
     with (tmp_path / "c.jsonl").open("rb") as f:
         cap = parse(f)
-    assert [r.kind for r in cap.records if r.kind in ("client_in", "stdin", "stdout",
-                                                      "client_out")].count("client_out") == 2
+    assert [
+        r.kind for r in cap.records if r.kind in ("client_in", "stdin", "stdout", "client_out")
+    ].count("client_out") == 2
     assert cap.exit_status == 3
     assert any(r.kind == "note" and r.text == "stdin closed" for r in cap.records)
 
@@ -139,6 +153,7 @@ async def test_the_kill_timer_ends_with_the_session(autojump_clock: object) -> N
     """A backend that ignores SIGTERM but exits by itself 2 s later is not killed, and the
     session ends then: the kill timer is a task of the session's nursery, not a system task
     that outlives it."""
+
     async def slow(b: MemoryBackend) -> int:
         await b.write(b'{"type":"system","subtype":"init"}\n')
         await b.read_to_eof()
@@ -227,7 +242,6 @@ async def test_missing_backend_is_127() -> None:
     assert await s.run() == 127
 
 
-
 DAEMONIZING = r"""
 import os, subprocess, sys, time
 # a grandchild that leaves the backend's process group and session (setsid), like a
@@ -262,13 +276,29 @@ def test_nothing_the_backend_started_outlives_the_bridge(tmp_path: Path, how: st
     import sys
 
     if not sys.platform.startswith("linux"):
-        pytest.skip("PR_SET_CHILD_SUBREAPER and /proc are Linux's; elsewhere only the "
-                    "process group is killed (README)")
+        pytest.skip(
+            "PR_SET_CHILD_SUBREAPER and /proc are Linux's; elsewhere only the "
+            "process group is killed (README)"
+        )
     pidfile = tmp_path / "pid"
     backend = shlex.join(argv(DAEMONIZING, str(pidfile), how))
-    proc = subprocess.run([sys.executable, "-m", "bridge", "run", "--profile", "identity",
-                           "--eof-grace", "1", "--backend", backend],
-                          input=b"", capture_output=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bridge",
+            "run",
+            "--profile",
+            "identity",
+            "--eof-grace",
+            "1",
+            "--backend",
+            backend,
+        ],
+        input=b"",
+        capture_output=True,
+        timeout=60,
+    )
     pid = int(pidfile.read_text())
     try:
         assert not _alive(pid), proc.stderr.decode()

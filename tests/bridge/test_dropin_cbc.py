@@ -37,11 +37,26 @@ def fake(path: Path, where: str, sid: str = "00000000-0000-4000-8000-00000000000
 
 
 def run(args: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
-    full = {"PATH": env.pop("PATH", ""), "HOME": env.pop("HOME", "/nonexistent"),
-            "PYTHONPATH": str(REPO), **env}
-    return subprocess.run([sys.executable, "-c", "import sys; from bridge.dropin_cbc import "
-                           "main; sys.exit(main())", *args], input=stdin, text=True,
-                          capture_output=True, env=full, timeout=60, check=False)
+    full = {
+        "PATH": env.pop("PATH", ""),
+        "HOME": env.pop("HOME", "/nonexistent"),
+        "PYTHONPATH": str(REPO),
+        **env,
+    }
+    return subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bridge.dropin_cbc import main; sys.exit(main())",
+            *args,
+        ],
+        input=stdin,
+        text=True,
+        capture_output=True,
+        env=full,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_version_is_cbcs() -> None:
@@ -61,8 +76,7 @@ def test_claude_is_found_in_claudes_order(tmp_path: Path) -> None:
     assert got is not None
     assert got[0].endswith("claude.exe")
     assert tried[:2] == ["CCBRIDGE_BACKEND (unset)", "claude on PATH (not found)"]
-    none, tried = find_claude({"PATH": "", "CCBRIDGE_BACKENDS_DIR": str(tmp_path / "no")},
-                              None)
+    none, tried = find_claude({"PATH": "", "CCBRIDGE_BACKENDS_DIR": str(tmp_path / "no")}, None)
     assert none is None
     assert len(tried) == 3
 
@@ -79,21 +93,43 @@ def test_a_cbc_sdk_launch_reaches_claude_translated(tmp_path: Path) -> None:
 
     sid = claude_session_id("bot:7")
     fake(tmp_path / "bin/claude", "path", sid)
-    argv = ["--input-format=stream-json", "--output-format=stream-json", "--verbose",
-            "--setting-sources", "none", "--session-id", "bot:7"]
-    user = json.dumps({"type": "user", "message": {"role": "user", "content": "hi"},
-                       "session_id": "bot:7"})
-    out = run(argv, {"PATH": str(tmp_path / "bin"),
-                     "CODEBUDDY_CODE_DISABLE_BACKGROUND_TASKS": "1"}, user + "\n")
+    argv = [
+        "--input-format=stream-json",
+        "--output-format=stream-json",
+        "--verbose",
+        "--setting-sources",
+        "none",
+        "--session-id",
+        "bot:7",
+    ]
+    user = json.dumps(
+        {"type": "user", "message": {"role": "user", "content": "hi"}, "session_id": "bot:7"}
+    )
+    out = run(
+        argv,
+        {"PATH": str(tmp_path / "bin"), "CODEBUDDY_CODE_DISABLE_BACKGROUND_TASKS": "1"},
+        user + "\n",
+    )
     assert out.returncode == 0, out.stderr
     init, result = (json.loads(x) for x in out.stdout.splitlines())
-    assert json.loads(init["argv"]) == ["--input-format=stream-json", "--output-format=stream-json",
-                            "--verbose", "--setting-sources", "", "--session-id", sid,
-                            "--permission-prompt-tool", "stdio"]
+    assert json.loads(init["argv"]) == [
+        "--input-format=stream-json",
+        "--output-format=stream-json",
+        "--verbose",
+        "--setting-sources",
+        "",
+        "--session-id",
+        sid,
+        "--permission-prompt-tool",
+        "stdio",
+    ]
     assert init["session_id"] == "bot:7"
     assert init["bg"] == "1"
     assert (result["subtype"], result["is_error"], result["session_id"]) == (
-        "success", False, "bot:7")
+        "success",
+        False,
+        "bot:7",
+    )
 
 
 #: a Claude that answers initialize and one user line
@@ -118,8 +154,10 @@ def test_the_js_sdk_runs_it_the_documented_ways(way: str, tmp_path: Path) -> Non
     sdk = REPO / "tests/js/node_modules/@tencent-ai/agent-sdk"
     dropin = Path(sys.executable).with_name("cbc-on-claude")
     if node is None or not sdk.is_dir() or not dropin.exists():
-        pytest.skip("node, @tencent-ai/agent-sdk (tests/js: npm install) or cbc-on-claude "
-                    "(pip install -e .) missing")
+        pytest.skip(
+            "node, @tencent-ai/agent-sdk (tests/js: npm install) or cbc-on-claude "
+            "(pip install -e .) missing"
+        )
     claude = tmp_path / "claude"
     claude.write_text(ANSWERING.format(py=sys.executable))
     claude.chmod(0o755)
@@ -128,8 +166,14 @@ def test_the_js_sdk_runs_it_the_documented_ways(way: str, tmp_path: Path) -> Non
         cfg["cli"] = str(dropin.with_name("cbc-on-claude.exe"))
     elif way == "executable":
         cfg["executable"] = sys.executable
-    out = subprocess.run([node, "cbc_sdk_runtime.mjs", json.dumps(cfg)], cwd=REPO / "tests/js",
-                         capture_output=True, text=True, timeout=60, check=False)
+    out = subprocess.run(
+        [node, "cbc_sdk_runtime.mjs", json.dumps(cfg)],
+        cwd=REPO / "tests/js",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     if way == "plain":
         assert out.returncode != 0
         return

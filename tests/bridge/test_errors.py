@@ -29,18 +29,38 @@ def place(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(place: Path, args: list[str], env: dict[str, str] | None = None,
-        dropin: bool = False, config: str | None = None) -> subprocess.CompletedProcess[str]:
-    e = {"PATH": os.environ.get("PATH", ""), "HOME": str(place), "PYTHONPATH": str(REPO),
-         "CCBRIDGE_BACKEND": f"{sys.executable} {place / 'fake_cbc.py'}"}
+def run(
+    place: Path,
+    args: list[str],
+    env: dict[str, str] | None = None,
+    dropin: bool = False,
+    config: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    e = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(place),
+        "PYTHONPATH": str(REPO),
+        "CCBRIDGE_BACKEND": f"{sys.executable} {place / 'fake_cbc.py'}",
+    }
     if config is not None:
         (place / "ccbridge.toml").write_text(config)
         e["CCBRIDGE_CONFIG"] = str(place / "ccbridge.toml")
     e.update(env or {})
-    head = ([sys.executable, "-c", "import sys; from bridge.dropin import main; "
-             "sys.exit(main())"] if dropin else [sys.executable, "-m", "bridge"])
-    return subprocess.run([*head, *args], capture_output=True, text=True, env=e, cwd=place,
-                          timeout=60, stdin=subprocess.DEVNULL, check=False)
+    head = (
+        [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())"]
+        if dropin
+        else [sys.executable, "-m", "bridge"]
+    )
+    return subprocess.run(
+        [*head, *args],
+        capture_output=True,
+        text=True,
+        env=e,
+        cwd=place,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 RUN = ["run", "--"]
@@ -58,17 +78,19 @@ CASES: list[tuple[str, list[str], dict[str, str], str | None, str]] = [
     ("backend-quote-flag", ["run", "--backend", "cbc 'x", "--"], {}, None, "--backend"),
     ("max-line", ["run", "--max-line", "-1", "--"], {}, None, "--max-line"),
     ("backends-dir-file", ["backends", "install", "--dir", "afile"], {}, None, "--dir"),
-    ("scenario-out-under-file", ["scenario", "run", str(SCENARIO), "--backend", "cat",
-                                 "--out", "afile/x"], {}, None, "--out"),
+    (
+        "scenario-out-under-file",
+        ["scenario", "run", str(SCENARIO), "--backend", "cat", "--out", "afile/x"],
+        {},
+        None,
+        "--out",
+    ),
     ("demo-capture-relative", ["demo", "--capture", "missing.jsonl"], {}, None, "--capture"),
-    ("demo-capture-not-a-capture", ["demo", "--capture", "/etc/passwd"], {}, None,
-     "--capture"),
+    ("demo-capture-not-a-capture", ["demo", "--capture", "/etc/passwd"], {}, None, "--capture"),
     ("log-level-key", RUN, {}, 'log_level = "verbose"', "log_level"),
     ("log-level-env", RUN, {"CCBRIDGE_LOG_LEVEL": "loud"}, None, "CCBRIDGE_LOG_LEVEL"),
-    ("rule-negative", ["run", "--rule", "late-progress.grace=-1", "--"], {}, None,
-     "late-progress"),
-    ("rule-nan", ["run", "--rule", "late-progress.grace=nan", "--"], {}, None,
-     "late-progress"),
+    ("rule-negative", ["run", "--rule", "late-progress.grace=-1", "--"], {}, None, "late-progress"),
+    ("rule-nan", ["run", "--rule", "late-progress.grace=nan", "--"], {}, None, "late-progress"),
     ("rule-key-negative", RUN, {}, '[rules]\n"late-progress.grace" = "-2"', "late-progress"),
     ("stats-key", RUN, {}, 'stats = "yes"', "stats"),
     ("stats-env", RUN, {"CCBRIDGE_STATS": "maybe"}, None, "CCBRIDGE_STATS"),
@@ -76,16 +98,16 @@ CASES: list[tuple[str, list[str], dict[str, str], str | None, str]] = [
     ("backend-key", RUN, {"CCBRIDGE_BACKEND": ""}, "backend = 5", "backend"),
     ("unknown-key", RUN, {}, "colour = true", "colour"),
     ("flag-without-value", ["run", "--backend"], {}, None, "--backend"),
-    ("flag-without-value-scenario", ["scenario", "run", str(SCENARIO), "--out"], {}, None,
-     "--out"),
+    ("flag-without-value-scenario", ["scenario", "run", str(SCENARIO), "--out"], {}, None, "--out"),
 ]
 
 
-@pytest.mark.parametrize(("name", "argv", "env", "config", "names"), CASES,
-                         ids=[c[0] for c in CASES])
-def test_a_bad_input_is_one_plain_line_and_exit_2(place: Path, name: str, argv: list[str],
-                                                  env: dict[str, str], config: str | None,
-                                                  names: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "argv", "env", "config", "names"), CASES, ids=[c[0] for c in CASES]
+)
+def test_a_bad_input_is_one_plain_line_and_exit_2(
+    place: Path, name: str, argv: list[str], env: dict[str, str], config: str | None, names: str
+) -> None:
     r = run(place, argv, env, config=config)
     assert "Traceback" not in r.stderr
     assert r.returncode == 2, r.stderr
@@ -97,10 +119,15 @@ def test_a_bad_input_is_one_plain_line_and_exit_2(place: Path, name: str, argv: 
         assert internal not in lines[0]
 
 
-@pytest.mark.parametrize("env", [{"CCBRIDGE_LOG": "/nonexistent/dir/x.log"},
-                                 {"CCBRIDGE_BACKEND": "cbc 'x"},
-                                 {"CCBRIDGE_LOG_LEVEL": "loud"},
-                                 {"CCBRIDGE_EOF_GRACE": "-5"}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"CCBRIDGE_LOG": "/nonexistent/dir/x.log"},
+        {"CCBRIDGE_BACKEND": "cbc 'x"},
+        {"CCBRIDGE_LOG_LEVEL": "loud"},
+        {"CCBRIDGE_EOF_GRACE": "-5"},
+    ],
+)
 def test_the_dropin_rejects_them_the_same_way(place: Path, env: dict[str, str]) -> None:
     r = run(place, ["-p", "hello"], env, dropin=True)
     assert "Traceback" not in r.stderr
@@ -123,8 +150,12 @@ def test_record_directory_is_created_and_gets_one_capture_per_session(place: Pat
 def test_quiet_when_all_is_well(place: Path) -> None:
     r = run(place, ["-p", "hello", "--permission-prompt-tool", "stdio"], dropin=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "fine\n", "")
-    r = run(place, ["-p", "hello", "--permission-prompt-tool", "stdio"],
-            {"CCBRIDGE_LOG_LEVEL": "info"}, dropin=True)
+    r = run(
+        place,
+        ["-p", "hello", "--permission-prompt-tool", "stdio"],
+        {"CCBRIDGE_LOG_LEVEL": "info"},
+        dropin=True,
+    )
     assert "--permission-prompt-tool" in r.stderr  # the rest is there at info
 
 
@@ -135,8 +166,18 @@ def test_record_help_prints_help(place: Path) -> None:
 
 
 def test_scenario_with_a_backend_that_cannot_start_fails(place: Path) -> None:
-    r = run(place, ["scenario", "run", str(SCENARIO), "--backend", "/nonexistent/cbc",
-                    "--out", str(place / "out.jsonl")])
+    r = run(
+        place,
+        [
+            "scenario",
+            "run",
+            str(SCENARIO),
+            "--backend",
+            "/nonexistent/cbc",
+            "--out",
+            str(place / "out.jsonl"),
+        ],
+    )
     assert r.returncode == 127
     assert "Traceback" not in r.stderr
     assert "could not be started" in r.stderr

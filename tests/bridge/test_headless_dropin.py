@@ -45,21 +45,39 @@ def probe(name: str, backend: str = "claude-2.1.220") -> dict[str, Any]:
     return out
 
 
-def dropin(tmp_path: Path, args: list[str], stream: str = "arg-stream-json-verbose",
-           stdin: bytes | None = b"", env: dict[str, str] | None = None
-           ) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any] | None]:
+def dropin(
+    tmp_path: Path,
+    args: list[str],
+    stream: str = "arg-stream-json-verbose",
+    stdin: bytes | None = b"",
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any] | None]:
     fake, log = tmp_path / "fake_cbc.py", tmp_path / "fake.json"
     fake.write_text(FAKE_CBC)
     data = tmp_path / "stream.jsonl"
     data.write_text(probe(stream, "cbc-2.163.0")["stdout"])
-    e = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-         "PYTHONPATH": str(REPO),
-         "CCBRIDGE_BACKEND": shlex.join([sys.executable, str(fake), str(log), str(data)]),
-         **(env or {})}
+    e = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "PYTHONPATH": str(REPO),
+        "CCBRIDGE_BACKEND": shlex.join([sys.executable, str(fake), str(log), str(data)]),
+        **(env or {}),
+    }
     done = subprocess.run(
-        [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())",
-         *args], input=stdin, capture_output=True, env=e, cwd=tmp_path, timeout=60,
-        check=False, stdin=None if stdin is not None else subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bridge.dropin import main; sys.exit(main())",
+            *args,
+        ],
+        input=stdin,
+        capture_output=True,
+        env=e,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+    )
     seen = json.loads(log.read_text()) if log.exists() else None
     return done, seen
 
@@ -84,8 +102,7 @@ def test_prompt_argument_text_output(tmp_path: Path) -> None:
 
 
 def test_prompt_on_stdin_and_argument_joined(tmp_path: Path) -> None:
-    done, seen = dropin(tmp_path, ["-p", "review this"],
-                        stdin=b"diff --git a/x b/x\n+new line\n")
+    done, seen = dropin(tmp_path, ["-p", "review this"], stdin=b"diff --git a/x b/x\n+new line\n")
     assert done.returncode == 0, done.stderr
     assert user_content(seen) == probe("arg-and-stdin")["model_inputs"][0]
     done, seen = dropin(tmp_path, ["-p"], stdin=b"hello from stdin\n")
@@ -106,8 +123,7 @@ def test_json_output_is_the_result_frame(tmp_path: Path) -> None:
 
 
 def test_stream_json_verbose_passes_the_stream(tmp_path: Path) -> None:
-    done, seen = dropin(tmp_path, ["-p", "hello", "--output-format", "stream-json",
-                                   "--verbose"])
+    done, seen = dropin(tmp_path, ["-p", "hello", "--output-format", "stream-json", "--verbose"])
     assert done.returncode == 0, done.stderr
     kinds = [json.loads(x)["type"] for x in done.stdout.splitlines()]
     assert kinds[0] == "system"
@@ -117,28 +133,42 @@ def test_stream_json_verbose_passes_the_stream(tmp_path: Path) -> None:
 
 
 def test_max_turns_error_result_exits_1(tmp_path: Path) -> None:
-    done, _ = dropin(tmp_path, ["-p", "TRIGGER_TOOL run it", "--max-turns", "1"],
-                     stream="stream-max-turns")
+    done, _ = dropin(
+        tmp_path, ["-p", "TRIGGER_TOOL run it", "--max-turns", "1"], stream="stream-max-turns"
+    )
     assert done.returncode == 1
     assert done.stdout == probe("arg-max-turns-text")["stdout"].encode()
 
 
-@pytest.mark.parametrize("name", ["no-prompt", "arg-stream-json-no-verbose",
-                                  "bad-output-format", "bad-input-format",
-                                  "stream-input-text-output"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "no-prompt",
+        "arg-stream-json-no-verbose",
+        "bad-output-format",
+        "bad-input-format",
+        "stream-input-text-output",
+    ],
+)
 def test_usage_errors_as_claude_and_no_backend_started(tmp_path: Path, name: str) -> None:
     p = probe(name)
     stdin = b"" if name == "no-prompt" else None
     done, seen = dropin(tmp_path, p["argv"], stdin=stdin)
     assert (done.returncode, done.stdout.decode(), done.stderr.decode()) == (
-        p["status"], p["stdout"], p["stderr"])
+        p["status"],
+        p["stdout"],
+        p["stderr"],
+    )
     assert seen is None
 
 
 def test_stream_json_client_is_untouched(tmp_path: Path) -> None:
     line = b'{"type":"user","message":{"role":"user","content":"hello"}}\n'
-    done, seen = dropin(tmp_path, ["--input-format", "stream-json", "--output-format",
-                                   "stream-json", "--verbose"], stdin=line)
+    done, seen = dropin(
+        tmp_path,
+        ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"],
+        stdin=line,
+    )
     assert done.returncode == 0, done.stderr
     assert seen is not None
     assert seen["stdin"] == [line.decode()]

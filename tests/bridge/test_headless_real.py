@@ -19,8 +19,9 @@ from bridge.testing.headless import PROBES, ProbeResult, run_all
 DATA = Path(__file__).resolve().parent / "data/headless/claude-2.1.220"
 pytestmark = [
     pytest.mark.real_backend,
-    pytest.mark.skipif(find_backend("cbc") is None,
-                       reason="cbc not installed: run `ccbridge backends install`"),
+    pytest.mark.skipif(
+        find_backend("cbc") is None, reason="cbc not installed: run `ccbridge backends install`"
+    ),
 ]
 #: API timing figures Claude measures and cbc does not report
 TIMINGS = {"ttft_ms", "ttft_stream_ms", "time_to_request_ms"}
@@ -67,21 +68,30 @@ def test_probe_matches_claude(bridged: dict[str, ProbeResult], name: str) -> Non
     assert got.stderr == want["stderr"]
     if want["stdout"].startswith(("{", "[")):
         # stream-json: the result frame (the line before it may differ: see README)
-        g, w = (json.loads(got.stdout.splitlines()[-1]),
-                json.loads(want["stdout"].splitlines()[-1]))
+        g, w = (
+            json.loads(got.stdout.splitlines()[-1]),
+            json.loads(want["stdout"].splitlines()[-1]),
+        )
         if isinstance(w, list):
             assert [m["type"] for m in g][-1] == [m["type"] for m in w][-1] == "result"
             g, w = g[-1], w[-1]
         assert set(w) - set(g) <= TIMINGS, set(w) - set(g)
-        for key in ("type", "subtype", "is_error", "result", "structured_output", "errors",
-                    "terminal_reason", "num_turns"):
+        for key in (
+            "type",
+            "subtype",
+            "is_error",
+            "result",
+            "structured_output",
+            "errors",
+            "terminal_reason",
+            "num_turns",
+        ):
             assert g.get(key) == w.get(key), key
     else:
         assert got.stdout == want["stdout"]
 
 
-def test_continue_and_resume_stay_in_the_first_session(
-        bridged: dict[str, ProbeResult]) -> None:
+def test_continue_and_resume_stay_in_the_first_session(bridged: dict[str, ProbeResult]) -> None:
     first = bridged["continue-first"].session_id
     assert first is not None
     assert bridged["continue-second"].session_id == first

@@ -17,28 +17,28 @@ from compat import capture
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 #: a "claude" that prints its argv and its stdin, as text
-ECHO_CLI = r'''
+ECHO_CLI = r"""
 import json, sys
 data = sys.stdin.read()
 sys.stdout.write(json.dumps({"argv": sys.argv[1:], "stdin": data}) + "\n")
-'''
+"""
 #: a "cbc" that answers each stream-json user line with a result quoting it
-FAKE_CBC = r'''
+FAKE_CBC = r"""
 import json, sys
 for line in sys.stdin:
     text = json.loads(line)["message"]["content"]
     sys.stdout.write(json.dumps({"type": "result", "subtype": "success", "is_error": False,
                                  "result": "got: " + text, "session_id": "s"}) + "\n")
     sys.stdout.flush()
-'''
-HEADLESS = '''
+"""
+HEADLESS = """
 name = "fake-headless"
 time_limit = 30
 headless = true
 args = ["-p", "review this", "--output-format", "text"]
 [[steps]]
 line = "diff --git a/x b/x"
-'''
+"""
 
 
 def script(tmp_path: Path, name: str, text: str) -> str:
@@ -49,8 +49,9 @@ def script(tmp_path: Path, name: str, text: str) -> str:
 
 async def test_a_headless_run_is_the_clients_own_command_line(tmp_path: Path) -> None:
     out = tmp_path / "run.jsonl"
-    res = await runner.run(loads(HEADLESS), runner.resolve_target(
-        script(tmp_path, "echo_cli.py", ECHO_CLI)), out)
+    res = await runner.run(
+        loads(HEADLESS), runner.resolve_target(script(tmp_path, "echo_cli.py", ECHO_CLI)), out
+    )
     assert res.exit == "0"
     cap = capture.parse(out.read_bytes().splitlines())
     [printed] = res.frames
@@ -61,8 +62,12 @@ async def test_a_headless_run_is_the_clients_own_command_line(tmp_path: Path) ->
 
 async def test_a_headless_run_through_the_bridge(tmp_path: Path) -> None:
     out = tmp_path / "via.jsonl"
-    res = await runner.run(loads(HEADLESS), runner.resolve_target(
-        script(tmp_path, "fake_cbc.py", FAKE_CBC)), out, via="cbc-to-claude")
+    res = await runner.run(
+        loads(HEADLESS),
+        runner.resolve_target(script(tmp_path, "fake_cbc.py", FAKE_CBC)),
+        out,
+        via="cbc-to-claude",
+    )
     assert res.exit == "0"
     cap = capture.parse(out.read_bytes().splitlines())
     # (a capture holds lines without their newline)
@@ -73,8 +78,7 @@ async def test_a_headless_run_through_the_bridge(tmp_path: Path) -> None:
     assert [r.data.count(b'"type":"user"') for r in cap.lines("stdin")] == [1]
 
 
-@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("headless-*.toml")),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", sorted(SCENARIOS.glob("headless-*.toml")), ids=lambda p: p.stem)
 def test_bundled_headless_scenarios(path: Path) -> None:
     s = load(path)
     assert s.headless

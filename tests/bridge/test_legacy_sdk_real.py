@@ -25,14 +25,22 @@ from bridge.testing.model import ModelServer
 
 from .sdk_support import DROPIN, SDK_GC_WARNINGS
 
-legacy = pytest.importorskip("claude_code_sdk",
-                             reason="claude-code-sdk not installed (pip install -e '.[test]')")
+legacy = pytest.importorskip(
+    "claude_code_sdk", reason="claude-code-sdk not installed (pip install -e '.[test]')"
+)
 
 pytestmark = [pytest.mark.real_backend, pytest.mark.client, *SDK_GC_WARNINGS]
 REASON = "no shell for you today"
-SCRIPT = ModelScript(rules=(Rule(when="TRIGGER_TOOL", tool="Bash",
-                                 input={"command": "echo hi", "description": "Say hi"},
-                                 times=1),))
+SCRIPT = ModelScript(
+    rules=(
+        Rule(
+            when="TRIGGER_TOOL",
+            tool="Bash",
+            input={"command": "echo hi", "description": "Say hi"},
+            times=1,
+        ),
+    )
+)
 
 
 @pytest.fixture
@@ -50,28 +58,39 @@ def cbc(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return argv
 
 
-async def options(cbc: list[str], tmp_path: Path, nursery: trio.Nursery,
-                  **kw: Any) -> tuple[Any, ModelServer, str]:
+async def options(
+    cbc: list[str], tmp_path: Path, nursery: trio.Nursery, **kw: Any
+) -> tuple[Any, ModelServer, str]:
     server = ModelServer(SCRIPT)
     url = await nursery.start(server.serve)
     dirs = {k: tmp_path / k for k in ("work", "home", "tmp")}
     for d in dirs.values():
         d.mkdir()
     mark = secrets.token_hex(8)
-    env = {"CCBRIDGE_BACKEND": shlex.join(cbc), "CODEBUDDY_BASE_URL": url,
-           "CODEBUDDY_API_KEY": "dummy", "HOME": str(dirs["home"]),
-           "TMPDIR": str(dirs["tmp"]), "DISABLE_AUTOUPDATER": "1",
-           "CCBRIDGE_LOG": str(tmp_path / "bridge.log"), runner.MARK: mark}
+    env = {
+        "CCBRIDGE_BACKEND": shlex.join(cbc),
+        "CODEBUDDY_BASE_URL": url,
+        "CODEBUDDY_API_KEY": "dummy",
+        "HOME": str(dirs["home"]),
+        "TMPDIR": str(dirs["tmp"]),
+        "DISABLE_AUTOUPDATER": "1",
+        "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
+        runner.MARK: mark,
+    }
     return legacy.ClaudeCodeOptions(cwd=str(dirs["work"]), env=env, **kw), server, mark
 
 
 def texts(messages: list[Any]) -> list[str]:
-    return [b.text for m in messages if isinstance(m, legacy.AssistantMessage)
-            for b in m.content if isinstance(b, legacy.TextBlock)]
+    return [
+        b.text
+        for m in messages
+        if isinstance(m, legacy.AssistantMessage)
+        for b in m.content
+        if isinstance(b, legacy.TextBlock)
+    ]
 
 
-async def test_string_query_answers(cbc: list[str], tmp_path: Path,
-                                    nursery: trio.Nursery) -> None:
+async def test_string_query_answers(cbc: list[str], tmp_path: Path, nursery: trio.Nursery) -> None:
     opts, server, mark = await options(cbc, tmp_path, nursery)
     msgs: list[Any] = []
     try:
@@ -87,8 +106,9 @@ async def test_string_query_answers(cbc: list[str], tmp_path: Path,
     assert any("hello" in str(e.get("latest", "")) for e in server.log)
 
 
-async def test_streaming_client_answers(cbc: list[str], tmp_path: Path,
-                                        nursery: trio.Nursery) -> None:
+async def test_streaming_client_answers(
+    cbc: list[str], tmp_path: Path, nursery: trio.Nursery
+) -> None:
     opts, _, mark = await options(cbc, tmp_path, nursery)
     msgs: list[Any] = []
     try:
@@ -103,8 +123,9 @@ async def test_streaming_client_answers(cbc: list[str], tmp_path: Path,
     assert isinstance(msgs[-1], legacy.ResultMessage)
 
 
-async def test_can_use_tool_deny_reason_reaches_cbc(cbc: list[str], tmp_path: Path,
-                                                    nursery: trio.Nursery) -> None:
+async def test_can_use_tool_deny_reason_reaches_cbc(
+    cbc: list[str], tmp_path: Path, nursery: trio.Nursery
+) -> None:
     asked: list[str] = []
 
     async def can_use_tool(name: str, tool_input: dict[str, Any], _ctx: Any) -> Any:

@@ -29,30 +29,47 @@ def backend(request: pytest.FixtureRequest) -> str:
 async def _run(name: str, backend: str, tmp_path: Path) -> runner.RunResult:
     argv = find_backend(backend)
     assert argv is not None
-    return await runner.run(load(SCENARIOS / f"{name}.toml"),
-                            runner.Target(backend, tuple(argv)), tmp_path / "out.jsonl")
+    return await runner.run(
+        load(SCENARIOS / f"{name}.toml"),
+        runner.Target(backend, tuple(argv)),
+        tmp_path / "out.jsonl",
+    )
 
 
-def _of(frames: list[dict[str, Any]], type_: str, subtype: str | None = None
-        ) -> list[dict[str, Any]]:
-    return [f for f in frames if f.get("type") == type_
-            and (subtype is None or f.get("subtype") == subtype)]
+def _of(
+    frames: list[dict[str, Any]], type_: str, subtype: str | None = None
+) -> list[dict[str, Any]]:
+    return [
+        f
+        for f in frames
+        if f.get("type") == type_ and (subtype is None or f.get("subtype") == subtype)
+    ]
 
 
 def _tool_uses(frames: list[dict[str, Any]]) -> list[str]:
-    return [c["name"] for f in _of(frames, "assistant") for c in f["message"]["content"]
-            if c.get("type") == "tool_use"]
+    return [
+        c["name"]
+        for f in _of(frames, "assistant")
+        for c in f["message"]["content"]
+        if c.get("type") == "tool_use"
+    ]
 
 
 async def test_parallel_tool_calls(backend: str, tmp_path: Path) -> None:
     res = await _run("parallel-tools", backend, tmp_path)
     assert _tool_uses(res.frames) == ["Read", "Bash"]
-    results = [c for f in _of(res.frames, "user") for c in f["message"]["content"]
-               if isinstance(c, dict) and c.get("type") == "tool_result"]
+    results = [
+        c
+        for f in _of(res.frames, "user")
+        for c in f["message"]["content"]
+        if isinstance(c, dict) and c.get("type") == "tool_result"
+    ]
     assert len(results) == 2
     # both results went back in one request, answered "done."
     assert [e["decision"] for e in res.model_log if e.get("agent") == "main"] == [
-        ["tool_use", "Read", "Bash"], ["text", "done."]]
+        ["tool_use", "Read", "Bash"],
+        ["text", "done."],
+    ]
 
 
 async def test_thinking_block_reaches_the_client(backend: str, tmp_path: Path) -> None:

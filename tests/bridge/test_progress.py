@@ -56,8 +56,10 @@ def test_status_line_on_a_pty() -> None:
         out = read_all(master)
         assert CLEAR in out
         last = out.rsplit(CLEAR, 1)[1]
-        assert last == ("0/3 runs done · running: bg-agent on claude 1m05s, bg-agent on cbc via "
-                        "cbc-to-claude 1m02s · left: 1 run (simple) · 1m05s")
+        assert last == (
+            "0/3 runs done · running: bg-agent on claude 1m05s, bg-agent on cbc via "
+            "cbc-to-claude 1m02s · left: 1 run (simple) · 1m05s"
+        )
         assert not p.done(0)  # bg-agent still has a run going
         assert p.done(1, ok=False)  # its last run: the caller prints the scenario's line
         p.line("bg-agent: 3 differences")
@@ -102,8 +104,10 @@ def test_run_jobs_reports_to_the_tracker(tmp_path: Path) -> None:
     f = REPO / "scenarios" / "simple-success.toml"
     s = load(f)
     side = ab_cmd.Side("/nonexistent/cli", None, "x")
-    jobs = [ab_cmd.Job(f, s, side, tmp_path / "a.jsonl"),
-            ab_cmd.Job(f, s, side, tmp_path / "b.jsonl")]  # fmt: skip
+    jobs = [
+        ab_cmd.Job(f, s, side, tmp_path / "a.jsonl"),
+        ab_cmd.Job(f, s, side, tmp_path / "b.jsonl"),
+    ]
     out = io.StringIO()
     tracker = Progress([(j.scenario.name, j.side.describe()) for j in jobs], out)
     seen: list[int] = []
@@ -112,14 +116,16 @@ def test_run_jobs_reports_to_the_tracker(tmp_path: Path) -> None:
     async def on_done(i: int, o: ab_cmd.Outcome) -> None:
         seen.append(i)
 
-    outcomes = trio.run(lambda: ab_cmd.run_jobs(jobs, deadline=60, tracker=tracker,
-                                                on_done=on_done, progress=messages.append))
+    outcomes = trio.run(
+        lambda: ab_cmd.run_jobs(
+            jobs, deadline=60, tracker=tracker, on_done=on_done, progress=messages.append
+        )
+    )
     assert sorted(seen) == [0, 1]
     assert all(o.error for o in outcomes)
     assert tracker.finished == {0, 1}
     assert tracker.failed == 2
     lines = out.getvalue().splitlines()
     assert len(lines) == 2
-    assert all(ln.startswith("simple-success on /nonexistent/cli: error")
-                                   for ln in lines)
+    assert all(ln.startswith("simple-success on /nonexistent/cli: error") for ln in lines)
     assert messages == []  # the tracker took the per-run lines

@@ -27,29 +27,51 @@ from ..compat.test_argv import all_argvs
 CBC = os.environ.get("CODEBUDDY_CODE_PATH") or bundled_cbc()
 pytestmark = [
     pytest.mark.real_backend,
-    pytest.mark.skipif(CBC is None or not os.path.isfile(CBC),
-                       reason="cbc binary not found: pip install codebuddy-agent-sdk or set "
-                              "CODEBUDDY_CODE_PATH"),  # fmt: skip
+    pytest.mark.skipif(
+        CBC is None or not os.path.isfile(CBC),
+        reason="cbc binary not found: pip install codebuddy-agent-sdk or set CODEBUDDY_CODE_PATH",
+    ),
 ]
 #: commander's complaints about a command line
-OPTION_ERRORS = ("unknown option", "argument missing", "too many arguments", "is invalid",
-                 "does not take an argument")  # fmt: skip
+OPTION_ERRORS = (
+    "unknown option",
+    "argument missing",
+    "too many arguments",
+    "is invalid",
+    "does not take an argument",
+)
 SID = "44444444-4444-4444-8444-444444444444"
 INIT = b'{"type":"control_request","request_id":"init-1","request":{"subtype":"initialize"}}\n'
 
 
-async def start(argv: list[str], home: Path, stdin: bytes, seconds: float,
-                limiter: trio.CapacityLimiter | None = None) -> tuple[int, bytes, bytes]:
+async def start(
+    argv: list[str],
+    home: Path,
+    stdin: bytes,
+    seconds: float,
+    limiter: trio.CapacityLimiter | None = None,
+) -> tuple[int, bytes, bytes]:
     os.makedirs(home / "wd", exist_ok=True)
-    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-            "CLAUDE_CODE_ENTRYPOINT": "sdk-py", "CLAUDE_AGENT_SDK_VERSION": "test"}
+    base = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "CLAUDE_CODE_ENTRYPOINT": "sdk-py",
+        "CLAUDE_AGENT_SDK_VERSION": "test",
+    }
     tr = translate_to_cbc(argv, session_id=SID)
     env = translate_env_to_cbc(base, tr.env, bridge_version="test")
     async with limiter or trio.CapacityLimiter(1):
         with trio.fail_after(seconds):
-            done = await trio.run_process([CBC or "", *tr.argv], stdin=stdin, capture_stdout=True,
-                                          capture_stderr=True, check=False, env=env,
-                                          cwd=str(home / "wd"), start_new_session=True)
+            done = await trio.run_process(
+                [CBC or "", *tr.argv],
+                stdin=stdin,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+                env=env,
+                cwd=str(home / "wd"),
+                start_new_session=True,
+            )
     return done.returncode, done.stdout, done.stderr
 
 
@@ -80,13 +102,18 @@ async def test_cbc_accepts_every_translated_sdk_command_line(tmp_path: Path) -> 
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize(("name", "argv"), [a for a in all_argvs()
-                                            if a[0] in ("py-everything", "py-defaults",
-                                                        "ts-0.3.220-everything",
-                                                        "ts-0.3.332-newer")],
-                         ids=lambda x: x if isinstance(x, str) else "")  # fmt: skip
-async def test_cbc_starts_and_answers_initialize(name: str, argv: list[str],
-                                                 tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [
+        a
+        for a in all_argvs()
+        if a[0] in ("py-everything", "py-defaults", "ts-0.3.220-everything", "ts-0.3.332-newer")
+    ],
+    ids=lambda x: x if isinstance(x, str) else "",
+)
+async def test_cbc_starts_and_answers_initialize(
+    name: str, argv: list[str], tmp_path: Path
+) -> None:
     rc, out, err = await start(argv, tmp_path / "init", INIT, 90)
     assert_accepted(rc, err)
     replies = [json.loads(x) for x in out.splitlines() if x.startswith(b"{")]
@@ -99,10 +126,23 @@ def test_a_raw_unknown_option_is_what_cbc_refuses(tmp_path: Path) -> None:
     """The control: without the translation, cbc really exits on a Claude-only option."""
     home = tmp_path / "raw"
     (home / "wd").mkdir(parents=True)
-    done = subprocess.run([CBC or "", "-p", "--input-format", "stream-json", "--output-format",
-                           "stream-json", "--verbose", "--max-budget-usd", "1"],
-                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
-                          cwd=home / "wd", env={"PATH": os.environ.get("PATH", ""),
-                                                "HOME": str(home)})  # fmt: skip
+    done = subprocess.run(
+        [
+            CBC or "",
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--max-budget-usd",
+            "1",
+        ],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=60,
+        cwd=home / "wd",
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(home)},
+    )
     assert done.returncode == 1
     assert b"unknown option" in done.stderr

@@ -16,8 +16,10 @@ from bridge.replay import Replayer, plan
 from compat import capture
 
 INIT = {"type": "control_request", "request_id": "init", "request": {"subtype": "initialize"}}
-REPLY = {"type": "control_response", "response": {"subtype": "success", "request_id": "init",
-                                                  "response": {}}}
+REPLY = {
+    "type": "control_response",
+    "response": {"subtype": "success", "request_id": "init", "response": {}},
+}
 USER = {"type": "user", "message": {"role": "user", "content": "hi"}}
 
 
@@ -40,8 +42,16 @@ def cap_file(tmp_path: Path, records: list[tuple[str, object]], status: int = 0)
 
 
 async def test_waits_for_inputs_and_rewrites_request_ids(tmp_path: Path) -> None:
-    path = cap_file(tmp_path, [("stdin", INIT), ("stdout", REPLY), ("stdin", USER),
-                               ("stdout", {"type": "result"}), ("note", "stdin closed")])
+    path = cap_file(
+        tmp_path,
+        [
+            ("stdin", INIT),
+            ("stdout", REPLY),
+            ("stdin", USER),
+            ("stdout", {"type": "result"}),
+            ("note", "stdin closed"),
+        ],
+    )
     with path.open("rb") as f:
         steps = plan(capture.parse(f))
     rep = Replayer(steps, Logger(io.StringIO()), {})
@@ -64,28 +74,42 @@ async def test_waits_for_inputs_and_rewrites_request_ids(tmp_path: Path) -> None
 
 
 def test_plain_dump_expects_a_request_before_each_response() -> None:
-    cap = capture.parse([orjson.dumps(REPLY), orjson.dumps({"type": "system",
-                                                            "subtype": "init"})])
+    cap = capture.parse([orjson.dumps(REPLY), orjson.dumps({"type": "system", "subtype": "init"})])
     kinds = [(s.kind, s.sig[0]) for s in plan(cap)]
-    assert kinds == [("expect", "control_request"), ("out", ""), ("expect", "user"),
-                     ("out", "")]
+    assert kinds == [("expect", "control_request"), ("out", ""), ("expect", "user"), ("out", "")]
 
 
 def test_subprocess_exit_status_placeholders_and_files(tmp_path: Path) -> None:
     path = cap_file(tmp_path, [("stdin", USER), ("stdout", {"cwd": "{CWD}"})], status=3)
     wd = tmp_path / "wd"
     wd.mkdir()
-    r = subprocess.run([sys.executable, "-m", "bridge", "replay", "--materialize", str(path),
-                        "-p", "--verbose", "--unknown-flag"],
-                       input=orjson.dumps(USER) + b"\n", capture_output=True, cwd=wd,
-                       timeout=30)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bridge",
+            "replay",
+            "--materialize",
+            str(path),
+            "-p",
+            "--verbose",
+            "--unknown-flag",
+        ],
+        input=orjson.dumps(USER) + b"\n",
+        capture_output=True,
+        cwd=wd,
+        timeout=30,
+    )
     assert r.returncode == 3
     assert orjson.loads(r.stdout) == {"cwd": str(wd)}
     assert (wd / "flows" / "x.js").read_text() == "X"
 
 
 def test_unreadable_capture_is_exit_2(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "bridge", "replay", str(tmp_path / "none")],
-                       capture_output=True, timeout=30)
+    r = subprocess.run(
+        [sys.executable, "-m", "bridge", "replay", str(tmp_path / "none")],
+        capture_output=True,
+        timeout=30,
+    )
     assert r.returncode == 2
     assert b"cannot read" in r.stderr

@@ -28,8 +28,10 @@ from ..conftest import CAPTURES, REPO
 
 TWINS = CAPTURES / "twins"
 KNOWN = ab_cmd.load_known_default()
-EVIL = ('</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
-        '<b id="evil">bold</b>\u202e&amp;')  # fmt: skip
+EVIL = (
+    '</script><script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+    '<b id="evil">bold</b>\u202e&amp;'
+)
 
 
 def twin(name: str, role: str) -> Capture:
@@ -71,10 +73,15 @@ def parsed(page: str) -> Tags:
     return t
 
 
-def report(name: str = "workflow-inline", a: Capture | None = None, b: Capture | None = None
-           ) -> report_html.Report:  # fmt: skip
-    return report_html.build(a or twin(name, "claude"), b or twin(name, "cbc-bridged"),
-                             ("claude", "cbc-bridged"), known=KNOWN)  # fmt: skip
+def report(
+    name: str = "workflow-inline", a: Capture | None = None, b: Capture | None = None
+) -> report_html.Report:
+    return report_html.build(
+        a or twin(name, "claude"),
+        b or twin(name, "cbc-bridged"),
+        ("claude", "cbc-bridged"),
+        known=KNOWN,
+    )
 
 
 # -- the alignment the page reuses ------------------------------------------------------
@@ -105,27 +112,32 @@ def test_every_field_difference_is_highlighted_where_it_is(name: str) -> None:
             ma, mb = report_html._marks(rep, u)
             for i in u.diffs:
                 d = rep.result.differences[i]
-                rel = d.path.split(" / ", 1)[1][len(u.base):]
+                rel = d.path.split(" / ", 1)[1][len(u.base) :]
                 if rel.startswith(" (turn)") or not rel:
                     continue  # the turn a task frame arrived in: not a field
-                where = ([ma] if d.kind == "only-a" else [mb] if d.kind == "only-b"
-                         else [ma, mb])  # fmt: skip
-                for marks, f in zip(where, [u.a if d.kind != "only-b" else u.b, u.b],
-                                    strict=False):  # fmt: skip
+                where = [ma] if d.kind == "only-a" else [mb] if d.kind == "only-b" else [ma, mb]
+                for marks, f in zip(where, [u.a if d.kind != "only-b" else u.b, u.b], strict=False):
                     at = report_html._resolve(f.obj, rel)
                     assert at is not None, (d.path, rel)
                     assert at in marks
 
 
 def test_resolve_handles_dotted_keys_indices_and_workflow_entries() -> None:
-    obj = {"a.b": {"c": [1, {"d": 2}]}, "a": {"b": 3},
-           "workflow_progress": [{"type": "workflow_phase", "index": 1},
-                                 {"type": "workflow_agent", "label": "x.y", "phaseIndex": 1,
-                                  "state": "done"}]}  # fmt: skip
+    obj = {
+        "a.b": {"c": [1, {"d": 2}]},
+        "a": {"b": 3},
+        "workflow_progress": [
+            {"type": "workflow_phase", "index": 1},
+            {"type": "workflow_agent", "label": "x.y", "phaseIndex": 1, "state": "done"},
+        ],
+    }
     assert report_html._resolve(obj, "a.b.c[1].d") == ("a.b", "c", 1, "d")
     assert report_html._resolve(obj, "a.b.c[5]") is None
     assert report_html._resolve(obj, ' / workflow_progress agent "x.y" (phase 1).state') == (
-        "workflow_progress", 1, "state")
+        "workflow_progress",
+        1,
+        "state",
+    )
     assert report_html._resolve(obj, "zzz") is None
 
 
@@ -192,14 +204,42 @@ def hostile(c: Capture) -> Capture:
     return capture.parse(b"".join(lines).split(b"\n"))
 
 
-ALLOWED = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "div",
-           "main", "span", "b", "p", "table", "tr", "th", "td", "a", "section", "details",
-           "summary", "pre", "label", "input", "button", "script"}  # fmt: skip
+ALLOWED = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "header",
+    "h1",
+    "h2",
+    "div",
+    "main",
+    "span",
+    "b",
+    "p",
+    "table",
+    "tr",
+    "th",
+    "td",
+    "a",
+    "section",
+    "details",
+    "summary",
+    "pre",
+    "label",
+    "input",
+    "button",
+    "script",
+}
 
 
 def test_hostile_backend_strings_neither_render_nor_execute() -> None:
-    a, b = hostile(twin("workflow-inline", "claude")), hostile(twin("workflow-inline",
-                                                                     "cbc-bridged"))
+    a, b = (
+        hostile(twin("workflow-inline", "claude")),
+        hostile(twin("workflow-inline", "cbc-bridged")),
+    )
     page = report_html.render_report(report_html.build(a, b, (EVIL, "b"), known=KNOWN))
     t = parsed(page)
     assert {tag for tag, _ in t.tags} <= ALLOWED
@@ -212,8 +252,11 @@ def test_hostile_backend_strings_neither_render_nor_execute() -> None:
     assert "\u202e" not in page
     assert "\\u202e" in text
     assert "&amp;amp;" in page  # escaped once more, never decoded
-    csp = next(a["content"] for tag, a in t.tags if tag == "meta"
-               and a.get("http-equiv") == "Content-Security-Policy")  # fmt: skip
+    csp = next(
+        a["content"]
+        for tag, a in t.tags
+        if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    )
     assert "default-src 'none'" in csp
     assert "script-src 'sha256-" in csp
 
@@ -228,12 +271,22 @@ def test_the_index_escapes_and_links(tmp_path: Path) -> None:
         return report("simple-success")
 
     out = tmp_path / "all.html"
-    written = bridge_report.write_index(out, EVIL, EVIL, ["x"], [
-        bridge_report.Entry("a/../b c", (EVIL,), True, make),
-        bridge_report.Entry("a/../b c", ("again",), False, make),
-        bridge_report.Entry("missing", ("no capture",), None, None)])  # fmt: skip
+    written = bridge_report.write_index(
+        out,
+        EVIL,
+        EVIL,
+        ["x"],
+        [
+            bridge_report.Entry("a/../b c", (EVIL,), True, make),
+            bridge_report.Entry("a/../b c", ("again",), False, make),
+            bridge_report.Entry("missing", ("no capture",), None, None),
+        ],
+    )
     assert [p.relative_to(tmp_path).as_posix() for p in written] == [
-        "all.html", "all/a_.._b_c.html", "all/a_.._b_c-2.html"]
+        "all.html",
+        "all/a_.._b_c.html",
+        "all/a_.._b_c-2.html",
+    ]
     assert made == ["../all.html", "../all.html"]
     t = parsed(out.read_text())
     hrefs = [a["href"] for tag, a in t.tags if tag == "a"]
@@ -247,16 +300,30 @@ def test_the_index_escapes_and_links(tmp_path: Path) -> None:
 
 def test_diff_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "r.html"
-    rc = diff_cmd.main([str(TWINS / "bg-bash.claude.jsonl"),
-                        str(TWINS / "bg-bash.cbc-bridged.jsonl"), "--html", str(out)])
+    rc = diff_cmd.main(
+        [
+            str(TWINS / "bg-bash.claude.jsonl"),
+            str(TWINS / "bg-bash.cbc-bridged.jsonl"),
+            "--html",
+            str(out),
+        ]
+    )
     assert rc == 1  # the exit status is the diff's, as without --html
     page = out.read_text()
     assert "bg-bash" in page
     assert "cbc-bridged" in page
     assert f"wrote {out}" in capsys.readouterr().err
-    assert diff_cmd.main([str(TWINS / "bg-bash.claude.jsonl"),
-                          str(TWINS / "bg-bash.cbc-bridged.jsonl"),
-                          "--html", str(tmp_path / "r.html" / "x")]) == 2
+    assert (
+        diff_cmd.main(
+            [
+                str(TWINS / "bg-bash.claude.jsonl"),
+                str(TWINS / "bg-bash.cbc-bridged.jsonl"),
+                "--html",
+                str(tmp_path / "r.html" / "x"),
+            ]
+        )
+        == 2
+    )
 
 
 def test_conformance_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -271,16 +338,39 @@ def test_conformance_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         assert any(a.get("href") == "../conf.html" for tag, a in sub.tags if tag == "a")
 
 
-def test_ab_html_and_the_per_scenario_line(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_ab_html_and_the_per_scenario_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     import shlex
 
-    r = shlex.join([sys.executable, "-m", "bridge", "replay", "--materialize",
-                    str(CAPTURES / "cbc-workflow-inline.jsonl")])
+    r = shlex.join(
+        [
+            sys.executable,
+            "-m",
+            "bridge",
+            "replay",
+            "--materialize",
+            str(CAPTURES / "cbc-workflow-inline.jsonl"),
+        ]
+    )
     out = tmp_path / "ab.html"
-    rc = ab_cmd.main([str(REPO / "scenarios" / "workflow-inline.toml"), "--a", r, "--b", r,
-                      "--via-b", "cbc-to-claude", "--out", str(tmp_path), "--html", str(out),
-                      "--time-limit", "30"])  # fmt: skip
+    rc = ab_cmd.main(
+        [
+            str(REPO / "scenarios" / "workflow-inline.toml"),
+            "--a",
+            r,
+            "--b",
+            r,
+            "--via-b",
+            "cbc-to-claude",
+            "--out",
+            str(tmp_path),
+            "--html",
+            str(out),
+            "--time-limit",
+            "30",
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1
     assert "\x1b" not in err  # not a tty: no status line
@@ -290,23 +380,48 @@ def test_ab_html_and_the_per_scenario_line(tmp_path: Path,
     page = out.read_text()
     assert "workflow-inline" in page
     assert "via cbc-to-claude" in page
-    assert ab_cmd.main([str(REPO / "scenarios" / "workflow-inline.toml"), "--a", r, "--b", r,
-                        "--out", str(tmp_path / "q"), "--quiet", "--time-limit", "30"]) == 0
+    assert (
+        ab_cmd.main(
+            [
+                str(REPO / "scenarios" / "workflow-inline.toml"),
+                "--a",
+                r,
+                "--b",
+                r,
+                "--out",
+                str(tmp_path / "q"),
+                "--quiet",
+                "--time-limit",
+                "30",
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().err == ""
 
 
 # -- in a real browser --------------------------------------------------------------------
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 #: exec argv[3:] with fd argv[1] as 3 and argv[2] as 4, whatever numbers they had (a dup may
 #: land on 3 or 4 itself, where dup2 changes nothing: hence set_inheritable)
-_ON_FDS_3_4 = ("import os, sys; a, b = os.dup(int(sys.argv[1])), os.dup(int(sys.argv[2])); "
-               "os.dup2(a, 3); os.dup2(b, 4); os.set_inheritable(3, True); "
-               "os.set_inheritable(4, True); os.execv(sys.argv[3], sys.argv[3:])")
+_ON_FDS_3_4 = (
+    "import os, sys; a, b = os.dup(int(sys.argv[1])), os.dup(int(sys.argv[2])); "
+    "os.dup2(a, 3); os.dup2(b, 4); os.set_inheritable(3, True); "
+    "os.set_inheritable(4, True); os.execv(sys.argv[3], sys.argv[3:])"
+)
 
 
 class Browser:
@@ -319,8 +434,10 @@ class Browser:
         args = [*FLAGS, f"--user-data-dir={profile}", "--remote-debugging-pipe", "about:blank"]
         self.proc = subprocess.Popen(
             [sys.executable, "-c", _ON_FDS_3_4, str(self.cmd_r), str(self.ev_w), exe, *args],
-            pass_fds=(self.cmd_r, self.ev_w), stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL)  # fmt: skip
+            pass_fds=(self.cmd_r, self.ev_w),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(self.cmd_r)
         os.close(self.ev_w)
         self.buf = b""
@@ -361,11 +478,17 @@ class Browser:
 
     def open(self, url: str) -> None:
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target,
-                                 flatten=True)["sessionId"]  # fmt: skip
+        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
+            "sessionId"
+        ]
         self.call("Page.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=1400, height=1000,
-                  deviceScaleFactor=1, mobile=False)  # fmt: skip
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=1400,
+            height=1000,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         self.navigate(url)
 
     def navigate(self, url: str) -> None:
@@ -398,8 +521,10 @@ class Browser:
 VISIBLE = "[...document.querySelectorAll('.row')].filter(r => r.offsetParent !== null)"
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (Debian: apt-get install "
-                    "chromium; .ci/run installs it)")
+@pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium on PATH (Debian: apt-get install chromium; .ci/run installs it)",
+)
 def test_the_report_in_headless_chromium(tmp_path: Path) -> None:
     assert CHROMIUM is not None
     a, b = hostile(twin("bg-agent", "claude")), hostile(twin("bg-agent", "cbc-bridged"))
@@ -415,13 +540,13 @@ def test_the_report_in_headless_chromium(tmp_path: Path) -> None:
         browser.open(out.as_uri())
         assert browser.js("document.querySelectorAll('.row').length") == rows
         assert browser.js(f"{VISIBLE}.length") == rows
-        assert browser.js("document.querySelectorAll('tr.d').length") == len(
-            rep.result.differences)
+        assert browser.js("document.querySelectorAll('tr.d').length") == len(rep.result.differences)
         # highlighted fields: inside the frames, on the side(s) that have them
         assert browser.js("document.querySelectorAll('.cell.a .hl.changed').length") > 0
         assert browser.js("document.querySelectorAll('.cell.b .hl.changed').length") > 0
-        assert browser.js("getComputedStyle(document.querySelector('.hl.changed'))"
-                          ".backgroundColor") not in ("", "rgba(0, 0, 0, 0)")
+        assert browser.js(
+            "getComputedStyle(document.querySelector('.hl.changed')).backgroundColor"
+        ) not in ("", "rgba(0, 0, 0, 0)")
         # nothing planted ran or rendered; the script of the page did run
         assert browser.js("typeof window.__pwned") == "undefined"
         assert browser.js("document.querySelectorAll('#evil, img').length") == 0

@@ -23,7 +23,7 @@ from compat import capture
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
 
-FAKE_CLI = r'''
+FAKE_CLI = r"""
 import json, os, subprocess, sys, time, urllib.request
 def out(obj):
     sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
@@ -57,7 +57,7 @@ for line in sys.stdin:
         out({"type": "result", "subtype": "success", "result": text})
 if os.environ.get("FAKE_HANG"):
     time.sleep(300)
-'''
+"""
 
 
 @pytest.fixture
@@ -75,20 +75,23 @@ def test_every_bundled_scenario_loads(path: Path) -> None:
     assert s.steps
 
 
-@pytest.mark.parametrize(("text", "message"), [
-    ('name="x"\nfoo=1', "extra fields found (foo) @ $"),
-    ('name="x"\n[[steps]]\nusr="a"', "extra fields found (usr) @ $.steps[0]"),
-    ('name="x"\n[[steps]]\nuser="a"\nline="b"', "a step does one thing"),
-    ('name="x"\n[[steps]]\nafter={type="result", nht=2}', "extra fields found (nht)"),
-    ('name="x"\n[model]\ndefault_txt="a"', "extra fields found (default_txt) @ $.model"),
-    ('name="x"\n[[model.rules]]\nwhen="a"\nagent="boss"', "$.model.rules[0].agent"),
-    ('name="x"\ntime_limit="9"', "expected a number"),
-    ('name="x"\n[files]\n"../x.js"="y"', "inside the working directory"),
-    ('name="x"\n[backend_args]\ngemini=[]', "unknown backend"),
-    ('name="x"\n[[steps]]\nafter={model_request="a", type="b"}', "cannot be combined"),
-    ("[[steps]]\nuser='a'", "required field missing @ $.name"),
-    ('name = "x', "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('name="x"\nfoo=1', "extra fields found (foo) @ $"),
+        ('name="x"\n[[steps]]\nusr="a"', "extra fields found (usr) @ $.steps[0]"),
+        ('name="x"\n[[steps]]\nuser="a"\nline="b"', "a step does one thing"),
+        ('name="x"\n[[steps]]\nafter={type="result", nht=2}', "extra fields found (nht)"),
+        ('name="x"\n[model]\ndefault_txt="a"', "extra fields found (default_txt) @ $.model"),
+        ('name="x"\n[[model.rules]]\nwhen="a"\nagent="boss"', "$.model.rules[0].agent"),
+        ('name="x"\ntime_limit="9"', "expected a number"),
+        ('name="x"\n[files]\n"../x.js"="y"', "inside the working directory"),
+        ('name="x"\n[backend_args]\ngemini=[]', "unknown backend"),
+        ('name="x"\n[[steps]]\nafter={model_request="a", type="b"}', "cannot be combined"),
+        ("[[steps]]\nuser='a'", "required field missing @ $.name"),
+        ('name = "x', "not valid TOML"),
+    ],
+)
 def test_bad_scenarios_say_where(text: str, message: str) -> None:
     with pytest.raises(ScenarioError) as e:
         loads(text, "bad.toml")
@@ -97,14 +100,16 @@ def test_bad_scenarios_say_where(text: str, message: str) -> None:
 
 
 def test_backend_args_replace_args() -> None:
-    s = loads('name="x"\nargs=["--permission-prompt-tool", "stdio"]\n'
-              'backend_args={cbc=[]}\n[[steps]]\nuser="hi"')
+    s = loads(
+        'name="x"\nargs=["--permission-prompt-tool", "stdio"]\n'
+        'backend_args={cbc=[]}\n[[steps]]\nuser="hi"'
+    )
     assert s.args_for("cbc") == ()
     assert s.args_for("claude") == ("--permission-prompt-tool", "stdio")
 
 
 # -- the runner -----------------------------------------------------------------------
-SIMPLE = '''
+SIMPLE = """
 name = "fake-run"
 time_limit = 30
 args = ["--extra", "flag"]
@@ -123,7 +128,7 @@ after = { type = "system", subtype = "answer" }
 user = "cwd check"
 [[steps]]
 after = { type = "result", nth = 2 }
-'''
+"""
 
 
 async def test_run_records_a_reproducible_capture(fake_cli: str, tmp_path: Path) -> None:
@@ -143,23 +148,25 @@ async def test_run_records_a_reproducible_capture(fake_cli: str, tmp_path: Path)
     assert stdin[0]["request"]["subtype"] == "initialize"
     assert stdin[1]["message"]["content"] == "please TRIGGER"
     # the permission answer: the request's id, and its input as updatedInput
-    assert stdin[2]["response"] == {"subtype": "success", "request_id": "perm-1", "response": {
-        "behavior": "allow", "updatedInput": {"command": "ls"}}}
+    assert stdin[2]["response"] == {
+        "subtype": "success",
+        "request_id": "perm-1",
+        "response": {"behavior": "allow", "updatedInput": {"command": "ls"}},
+    }
     notes = [r.text for r in cap.lines("note")]
     assert any(n.startswith("model ") and '"decision":["tool_use","Bash"]' in n for n in notes)
     assert "stdin closed" in notes
-    assert any(r.kind == "stderr" and "fake cli starting in {CWD}" in r.text
-               for r in cap.records)
+    assert any(r.kind == "stderr" and "fake cli starting in {CWD}" in r.text for r in cap.records)
     assert [f["type"] for f in res.frames].count("result") == 2
     assert len(res.model_log) == 2
 
 
-async def test_time_limit_kills_and_no_orphan_survives(fake_cli: str, tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch
-                                                       ) -> None:
+async def test_time_limit_kills_and_no_orphan_survives(
+    fake_cli: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(runner, "KILL_GRACE", 0.5)
     monkeypatch.setattr(runner, "VERSION_TIMEOUT", 1.0)  # `fake --version` hangs too
-    s = loads('''
+    s = loads("""
 name = "hang"
 time_limit = 3
 env = { FAKE_HANG = "1" }
@@ -167,15 +174,17 @@ env = { FAKE_HANG = "1" }
 user = "ORPHAN please"
 [[steps]]
 after = { type = "result" }
-''')
+""")
     res = await runner.run(s, runner.resolve_target(fake_cli), tmp_path / "c.jsonl")
     assert res.exit.startswith("sigterm-by-harness") or res.exit == "killed:-9"
     started = next(f for f in res.frames if f.get("subtype") == "task_started")
     pid = int(started["task_id"][2:])
     assert not _alive(pid), "the process the CLI left in its own session was not killed"
     assert 3 <= res.duration < 10
-    notes = [r.text for r in capture.parse((tmp_path / "c.jsonl").read_bytes().splitlines())
-             .lines("note")]
+    notes = [
+        r.text
+        for r in capture.parse((tmp_path / "c.jsonl").read_bytes().splitlines()).lines("note")
+    ]
     assert any(n.startswith("time limit 3s reached") for n in notes)
 
 
@@ -219,7 +228,8 @@ def test_target_kinds() -> None:
     assert runner.resolve_target(f"{sys.executable} x.py").kind == "other"
     env = runner.backend_env("other", "http://u", {"HOME": "/h", "TMP": "/t"}, "m")
     assert env["ANTHROPIC_BASE_URL"] == env["CODEBUDDY_BASE_URL"] == "http://u"
-    assert "ANTHROPIC_API_KEY" not in runner.backend_env("cbc", "u", {"HOME": "", "TMP": ""},
-                                                          "m")
-    assert os.environ.get("ANTHROPIC_API_KEY") is None or env["ANTHROPIC_API_KEY"] != (
-        os.environ["ANTHROPIC_API_KEY"])
+    assert "ANTHROPIC_API_KEY" not in runner.backend_env("cbc", "u", {"HOME": "", "TMP": ""}, "m")
+    assert (
+        os.environ.get("ANTHROPIC_API_KEY") is None
+        or env["ANTHROPIC_API_KEY"] != (os.environ["ANTHROPIC_API_KEY"])
+    )

@@ -59,13 +59,16 @@ def test_rich_scenario_parses() -> None:
     assert sc.hooks is not None
 
 
-@pytest.mark.parametrize(("text", "error"), [
-    ('name = "x"\n[resume]\nsteps = []\nargz = []', "argz"),
-    ('name = "x"\n[[model.rules]]\ncalls = [{ tool = "A", inptu = {} }]', "inptu"),
-    ('name = "x"\n[[model.rules]]\nstatus = 529\ntext = "no"', "no text"),
-    ('name = "x"\nmcp_servers = { a = 1 }', "mcp_servers.a"),
-    ('name = "x"\nheadless = true\n[resume]\n[[resume.steps]]\nuser = "hi"', "headless"),
-])
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('name = "x"\n[resume]\nsteps = []\nargz = []', "argz"),
+        ('name = "x"\n[[model.rules]]\ncalls = [{ tool = "A", inptu = {} }]', "inptu"),
+        ('name = "x"\n[[model.rules]]\nstatus = 529\ntext = "no"', "no text"),
+        ('name = "x"\nmcp_servers = { a = 1 }', "mcp_servers.a"),
+        ('name = "x"\nheadless = true\n[resume]\n[[resume.steps]]\nuser = "hi"', "headless"),
+    ],
+)
 def test_strict_errors(text: str, error: str) -> None:
     with pytest.raises(ScenarioError, match=error):
         loads(text)
@@ -81,8 +84,12 @@ def test_launch_files_are_written_and_named_on_the_command_line(tmp_path: Path) 
     sc = loads(RICH)
     dirs = {"ROOT": str(tmp_path), "CWD": str(tmp_path / "work"), "HOME": str(tmp_path / "h")}
     flags = runner._launch_files(sc, dirs)
-    assert flags == ["--settings", str(tmp_path / "settings.json"),
-                     "--mcp-config", str(tmp_path / "mcp.json")]
+    assert flags == [
+        "--settings",
+        str(tmp_path / "settings.json"),
+        "--mcp-config",
+        str(tmp_path / "mcp.json"),
+    ]
     settings = orjson.loads((tmp_path / "settings.json").read_bytes())
     cmd = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert cmd == f"{sys.executable} {tmp_path}/work/hook.py"
@@ -93,35 +100,69 @@ def test_launch_files_are_written_and_named_on_the_command_line(tmp_path: Path) 
 
 
 def test_session_id_is_the_first_one_seen() -> None:
-    frames = [{"type": "control_response"}, {"type": "system", "session_id": ""},
-              {"type": "system", "session_id": "s-1"}, {"session_id": "s-2"}]
+    frames = [
+        {"type": "control_response"},
+        {"type": "system", "session_id": ""},
+        {"type": "system", "session_id": "s-1"},
+        {"session_id": "s-2"},
+    ]
     assert runner._session_id(frames) == "s-1"
     assert runner._session_id([{"type": "x"}]) is None
 
 
 def test_mcp_server_speaks_json_rpc_on_stdio() -> None:
-    msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
-             "params": {"protocolVersion": "2025-03-26", "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "0"}}},
-            {"jsonrpc": "2.0", "method": "notifications/initialized"},
-            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-            {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
-             "params": {"name": "lookup", "arguments": {"q": "x"}}},
-            {"jsonrpc": "2.0", "id": 4, "method": "tools/call",
-             "params": {"name": "broken", "arguments": {}}},
-            {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nope"}},
-            {"jsonrpc": "2.0", "id": 6, "method": "resources/list"}]
+    msgs = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-03-26",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "lookup", "arguments": {"q": "x"}},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 4,
+            "method": "tools/call",
+            "params": {"name": "broken", "arguments": {}},
+        },
+        {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "nope"}},
+        {"jsonrpc": "2.0", "id": 6, "method": "resources/list"},
+    ]
     stdin = "".join(json.dumps(m) + "\n" for m in msgs) + "not json\n"
     done = subprocess.run(
-        [sys.executable, mcp_server.__file__, "--tool", "lookup=found {args}",
-         "--error-tool", "broken=it failed"], input=stdin, capture_output=True, text=True,
-        timeout=30, check=True)
+        [
+            sys.executable,
+            mcp_server.__file__,
+            "--tool",
+            "lookup=found {args}",
+            "--error-tool",
+            "broken=it failed",
+        ],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["id"] for r in replies] == [1, 2, 3, 4, 5, 6, None]  # no reply to the note
     assert replies[0]["result"]["protocolVersion"] == "2025-03-26"
     assert [t["name"] for t in replies[1]["result"]["tools"]] == ["lookup", "broken"]
-    assert replies[2]["result"] == {"content": [{"type": "text", "text": 'found {"q": "x"}'}],
-                                    "isError": False}
+    assert replies[2]["result"] == {
+        "content": [{"type": "text", "text": 'found {"q": "x"}'}],
+        "isError": False,
+    }
     assert replies[3]["result"]["isError"] is True
     assert replies[4]["error"]["code"] == -32602
     assert replies[5]["error"]["code"] == -32601
@@ -129,9 +170,11 @@ def test_mcp_server_speaks_json_rpc_on_stdio() -> None:
 
 
 def test_model_script_paths_are_the_runs(tmp_path: Path) -> None:
-    sc = loads('name = "x"\n[[model.rules]]\nwhen = "A"\ntext = "in {CWD}"\n'
-               'calls = [{ tool = "Read", input = { file_path = "{CWD}/notes.txt" } }]\n'
-               '[[model.rules]]\ntool = "Bash"\ninput = { command = "ls {HOME}" }\n')
+    sc = loads(
+        'name = "x"\n[[model.rules]]\nwhen = "A"\ntext = "in {CWD}"\n'
+        'calls = [{ tool = "Read", input = { file_path = "{CWD}/notes.txt" } }]\n'
+        '[[model.rules]]\ntool = "Bash"\ninput = { command = "ls {HOME}" }\n'
+    )
     script = runner._script_in(sc.model, {"CWD": "/r/work", "HOME": "/r/home"})
     first, second = script.rules
     assert first.text == "in /r/work"
@@ -165,8 +208,9 @@ async def test_a_second_runs_client_ignores_the_first_runs_frames() -> None:
 def test_scrubber_covers_launch_paths_and_the_bare_model_address() -> None:
     dirs = {"ROOT": "/t/r", "CWD": "/t/r/work", "HOME": "/t/r/home", "TMP": "/t/r/tmp"}
     pairs = runner.scrubber(dirs, "http://127.0.0.1:4321")
-    text = (f"{sys.executable} {runner.REPO}/x.py gateway (127.0.0.1:4321) "
-            "http://127.0.0.1:4321/v1").encode()
+    text = (
+        f"{sys.executable} {runner.REPO}/x.py gateway (127.0.0.1:4321) http://127.0.0.1:4321/v1"
+    ).encode()
     for old, new in pairs:
         text = text.replace(old, new)
     assert text == b"{PYTHON} {REPO}/x.py gateway ({MODEL_ADDR}) {MODEL_URL}/v1"
@@ -187,8 +231,10 @@ def test_a_second_bridge_capture_is_merged_after_the_second_spawn(tmp_path: Path
     from compat import capture
 
     path = tmp_path / "bridge-capture-2.jsonl"
-    path.write_bytes(capture.encode_header(capture.header("bridge"))
-                     + capture.encode_record(0.5, "stdout", b'{"type":"result"}', False))
+    path.write_bytes(
+        capture.encode_header(capture.header("bridge"))
+        + capture.encode_record(0.5, "stdout", b'{"type":"result"}', False)
+    )
     rec = Recording([], via=True)
     rec.add("client_out", b'{"type":"result","n":1}')  # run 1, t ~ 0
     rec.records[-1] = (0.3, *rec.records[-1][1:])

@@ -43,22 +43,28 @@ def cbc() -> str:
     return _need("cbc")
 
 
-async def _run(name: str, backend: str, tmp_path: Path, via: str | None = None,
-               time_limit: float | None = None) -> runner.RunResult:
+async def _run(
+    name: str, backend: str, tmp_path: Path, via: str | None = None, time_limit: float | None = None
+) -> runner.RunResult:
     argv = find_backend(backend)
     assert argv is not None
     target = runner.Target(backend, tuple(argv))
     out = tmp_path / f"{name}-{backend}.jsonl"
-    res = await runner.run(load(SCENARIOS / f"{name}.toml"), target, out, via=via,
-                           time_limit=time_limit)
+    res = await runner.run(
+        load(SCENARIOS / f"{name}.toml"), target, out, via=via, time_limit=time_limit
+    )
     assert out.exists()
     return res
 
 
-def _of(frames: list[dict[str, Any]], type_: str, subtype: str | None = None
-        ) -> list[dict[str, Any]]:
-    return [f for f in frames if f.get("type") == type_
-            and (subtype is None or f.get("subtype") == subtype)]
+def _of(
+    frames: list[dict[str, Any]], type_: str, subtype: str | None = None
+) -> list[dict[str, Any]]:
+    return [
+        f
+        for f in frames
+        if f.get("type") == type_ and (subtype is None or f.get("subtype") == subtype)
+    ]
 
 
 async def test_simple_success(backend: str, tmp_path: Path) -> None:
@@ -89,14 +95,18 @@ async def test_inline_workflow(backend: str, tmp_path: Path) -> None:
     (note,) = _of(res.frames, "system", "task_notification")
     assert note["status"] == "completed"
     # both workflow agents asked the model, as sub-agents
-    assert [e["latest"].rsplit("say ", 1)[-1][:10] for e in res.model_log
-            if e.get("agent") == "sub"] == ["scan-resul", "sum-result"]
+    assert [
+        e["latest"].rsplit("say ", 1)[-1][:10] for e in res.model_log if e.get("agent") == "sub"
+    ] == ["scan-resul", "sum-result"]
 
 
 async def test_permission_prompt_allowed(backend: str, tmp_path: Path) -> None:
     res = await _run("permission-allow", backend, tmp_path)
-    (req,) = [f for f in _of(res.frames, "control_request")
-              if f["request"].get("subtype") == "can_use_tool"]
+    (req,) = [
+        f
+        for f in _of(res.frames, "control_request")
+        if f["request"].get("subtype") == "can_use_tool"
+    ]
     assert req["request"]["tool_name"] == "Bash"
     assert _of(res.frames, "result")[-1]["subtype"] == "success"
 
@@ -109,9 +119,13 @@ async def test_bridge_maps_cbc_task_type(cbc: str, tmp_path: Path) -> None:
     assert _of(res.frames, "system", "task_notification")
 
 
-INITIALIZE = {"subtype": "initialize", "hooks": {}, "capabilities": {},
-              "settings": {"model": "fast-model", "permissions": {"allow": ["Bash"]}},
-              "disallowedTools": ["WebFetch"]}  # fmt: skip
+INITIALIZE = {
+    "subtype": "initialize",
+    "hooks": {},
+    "capabilities": {},
+    "settings": {"model": "fast-model", "permissions": {"allow": ["Bash"]}},
+    "disallowedTools": ["WebFetch"],
+}
 INIT_WITH_SETTINGS = f"""
 name = "initialize-settings"
 description = "options a newer TypeScript SDK sends inside initialize"
@@ -119,8 +133,9 @@ time_limit = 90
 initialize = false
 
 [[steps]]
-line = '''{orjson.dumps({"type": "control_request", "request_id": "init",
-                         "request": INITIALIZE}).decode()}'''
+line = '''{
+    orjson.dumps({"type": "control_request", "request_id": "init", "request": INITIALIZE}).decode()
+}'''
 
 [[steps]]
 after = {{ type = "control_response" }}
@@ -142,8 +157,9 @@ async def test_initialize_settings_reach_cbc_as_set_config(cbc: str, tmp_path: P
     argv = find_backend(cbc)
     assert argv is not None
     out = tmp_path / "out.jsonl"
-    res = await runner.run(load(scenario), runner.Target(cbc, tuple(argv)), out,
-                           via="cbc-to-claude")  # fmt: skip
+    res = await runner.run(
+        load(scenario), runner.Target(cbc, tuple(argv)), out, via="cbc-to-claude"
+    )
     assert res.exit == "0"
     asked = {e["model"] for e in res.model_log if e.get("model") and e.get("agent") != "utility"}
     assert asked == {"fast-model"}
@@ -151,7 +167,10 @@ async def test_initialize_settings_reach_cbc_as_set_config(cbc: str, tmp_path: P
     assert [r["response"]["request_id"] for r in replies] == ["init"]
     (result,) = _of(res.frames, "result")
     assert result["subtype"] == "success"
-    stderr = "".join(rec["text"] for rec in map(orjson.loads, out.read_bytes().splitlines()[1:])
-                     if rec.get("kind") == "stderr")  # fmt: skip
+    stderr = "".join(
+        rec["text"]
+        for rec in map(orjson.loads, out.read_bytes().splitlines()[1:])
+        if rec.get("kind") == "stderr"
+    )
     assert "settings.permissions" in stderr
     assert "disallowedTools" in stderr

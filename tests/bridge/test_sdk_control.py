@@ -46,28 +46,39 @@ pytestmark = [
     *SDK_GC_WARNINGS,
 ]
 DEADLINE = 120
-SLOW_BASH = Rule(when="TRIGGER_SLOW_BASH", tool="Bash",
-                 input={"command": "sleep 30; echo slow-done", "description": "Slow sleep"})
-ECHO_BASH = Rule(when="TRIGGER_ECHO", tool="Bash",
-                 input={"command": "echo hooked > hooked.txt", "description": "Echo to a file"})
-PERM_BASH = Rule(when="TRIGGER_PERM_BASH", tool="Bash",
-                 input={"command": "touch perm-probe.txt", "description": "Create a file"})
+SLOW_BASH = Rule(
+    when="TRIGGER_SLOW_BASH",
+    tool="Bash",
+    input={"command": "sleep 30; echo slow-done", "description": "Slow sleep"},
+)
+ECHO_BASH = Rule(
+    when="TRIGGER_ECHO",
+    tool="Bash",
+    input={"command": "echo hooked > hooked.txt", "description": "Echo to a file"},
+)
+PERM_BASH = Rule(
+    when="TRIGGER_PERM_BASH",
+    tool="Bash",
+    input={"command": "touch perm-probe.txt", "description": "Create a file"},
+)
 
 
 @pytest.fixture
 def cbc() -> list[str]:
     argv = find_backend("cbc")
     if argv is None:
-        pytest.skip("cbc not installed: pip install codebuddy-agent-sdk (or `ccbridge "
-                    "backends install`)")
+        pytest.skip(
+            "cbc not installed: pip install codebuddy-agent-sdk (or `ccbridge backends install`)"
+        )
     if not DROPIN.exists():
         pytest.skip(f"{DROPIN} not installed (pip install -e .)")
     return argv
 
 
 @asynccontextmanager
-async def session(tmp_path: Path, cbc: list[str], *rules: Rule, **options: Any
-                  ) -> AsyncIterator[tuple[ClaudeSDKClient, ModelServer, Path]]:  # fmt: skip
+async def session(
+    tmp_path: Path, cbc: list[str], *rules: Rule, **options: Any
+) -> AsyncIterator[tuple[ClaudeSDKClient, ModelServer, Path]]:
     """A connected ``ClaudeSDKClient`` on the drop-in, cbc behind it, the stand-in model."""
     server = ModelServer(ModelScript(rules=rules))
     work, home = tmp_path / "work", tmp_path / "home"
@@ -75,10 +86,15 @@ async def session(tmp_path: Path, cbc: list[str], *rules: Rule, **options: Any
     home.mkdir()
     async with trio.open_nursery() as nursery:
         url = await nursery.start(server.serve)
-        env = {"CCBRIDGE_BACKEND": " ".join(cbc), "CCBRIDGE_LOG_LEVEL": "warning",
-               "CCBRIDGE_LOG": str(tmp_path / "bridge.log"), "HOME": str(home),
-               "CODEBUDDY_BASE_URL": url, "CODEBUDDY_API_KEY": "sk-test-0123456789abcdef",
-               "DISABLE_AUTOUPDATER": "1"}
+        env = {
+            "CCBRIDGE_BACKEND": " ".join(cbc),
+            "CCBRIDGE_LOG_LEVEL": "warning",
+            "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
+            "HOME": str(home),
+            "CODEBUDDY_BASE_URL": url,
+            "CODEBUDDY_API_KEY": "sk-test-0123456789abcdef",
+            "DISABLE_AUTOUPDATER": "1",
+        }
         opts = ClaudeAgentOptions(cli_path=str(DROPIN), cwd=str(work), env=env, **options)
         async with ClaudeSDKClient(opts) as client:
             yield client, server, work
@@ -95,16 +111,22 @@ async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:
 
 
 def tool_results(messages: list[Any]) -> list[Any]:
-    return [b for m in messages if isinstance(m, UserMessage) and isinstance(m.content, list)
-            for b in m.content if getattr(b, "tool_use_id", None)]  # fmt: skip
+    return [
+        b
+        for m in messages
+        if isinstance(m, UserMessage) and isinstance(m.content, list)
+        for b in m.content
+        if getattr(b, "tool_use_id", None)
+    ]
 
 
 def models_asked(server: ModelServer) -> list[str]:
     return [e["model"] for e in server.log if e.get("model") and e.get("agent") != "utility"]
 
 
-async def test_initialize_reply_reaches_the_sdk_claude_shaped(tmp_path: Path,
-                                                              cbc: list[str]) -> None:
+async def test_initialize_reply_reaches_the_sdk_claude_shaped(
+    tmp_path: Path, cbc: list[str]
+) -> None:
     with trio.fail_after(DEADLINE):
         async with session(tmp_path, cbc) as (client, _, _):
             info = await client.get_server_info()
@@ -130,7 +152,8 @@ async def test_interrupt_stops_a_running_turn(tmp_path: Path, cbc: list[str]) ->
                 async for m in stream:
                     messages.append(m)
                     if isinstance(m, AssistantMessage) and any(
-                            getattr(b, "name", "") == "Bash" for b in m.content):
+                        getattr(b, "name", "") == "Bash" for b in m.content
+                    ):
                         break
             started = trio.current_time()
             await client.interrupt()
@@ -144,13 +167,21 @@ async def test_interrupt_stops_a_running_turn(tmp_path: Path, cbc: list[str]) ->
 
 
 async def test_idle_interrupt_ends_a_background_agent_and_no_turn_follows(
-        tmp_path: Path, cbc: list[str]) -> None:
+    tmp_path: Path, cbc: list[str]
+) -> None:
     """cbc kills the agent at once but reports it ~30 s later, then runs a model turn of
     its own; the SDK sees Claude's behaviour instead: the stopped notification with the
     interrupt's receipt, and no turn after it."""
-    bg_agent = Rule(when="TRIGGER_SLOW_BG_AGENT", tool="Agent", input={
-        "description": "Slow mock subagent", "prompt": "MOCK_SLOW please",
-        "subagent_type": "general-purpose", "run_in_background": True})
+    bg_agent = Rule(
+        when="TRIGGER_SLOW_BG_AGENT",
+        tool="Agent",
+        input={
+            "description": "Slow mock subagent",
+            "prompt": "MOCK_SLOW please",
+            "subagent_type": "general-purpose",
+            "run_in_background": True,
+        },
+    )
     slow_sub = Rule(when="MOCK_SLOW", agent="sub", delay=300)
     got: list[tuple[float, Any]] = []
     turn_over = trio.Event()
@@ -163,12 +194,16 @@ async def test_idle_interrupt_ends_a_background_agent_and_no_turn_follows(
                     turn_over.set()
 
     with trio.fail_after(DEADLINE):
-        async with session(tmp_path, cbc, bg_agent, slow_sub,
-                           allowed_tools=["Agent", "Bash"]) as (client, server, _):
+        async with session(tmp_path, cbc, bg_agent, slow_sub, allowed_tools=["Agent", "Bash"]) as (
+            client,
+            server,
+            _,
+        ):
             async with trio.open_nursery() as nursery:
                 running = trio.Event()  # the agent asked the model: it runs
                 server.on_request = lambda entry, req: (
-                    running.set() if entry.get("agent") == "sub" else None)
+                    running.set() if entry.get("agent") == "sub" else None
+                )
                 nursery.start_soon(collect, client)
                 await client.query("TRIGGER_SLOW_BG_AGENT")
                 await running.wait()
@@ -182,23 +217,27 @@ async def test_idle_interrupt_ends_a_background_agent_and_no_turn_follows(
     notes = [(t, m) for t, m in got if isinstance(m, TaskNotificationMessage)]
     assert [(m.task_id, m.status) for _, m in notes] == [(started[0].task_id, "stopped")]
     assert notes[0][0] - answered < 2  # with the receipt, not ~30 s later
-    after = [m for t, m in got if t > answered and isinstance(m, (AssistantMessage,
-                                                                   ResultMessage))]
+    after = [m for t, m in got if t > answered and isinstance(m, (AssistantMessage, ResultMessage))]
     assert after == []  # cbc's own post-interrupt turn never reaches the client
 
 
-async def test_set_permission_mode_before_and_after_the_first_turn(tmp_path: Path,
-                                                                   cbc: list[str]) -> None:
+async def test_set_permission_mode_before_and_after_the_first_turn(
+    tmp_path: Path, cbc: list[str]
+) -> None:
     asked: list[str] = []
 
-    async def can_use_tool(name: str, inp: dict[str, Any], ctx: ToolPermissionContext
-                           ) -> PermissionResultAllow | PermissionResultDeny:  # fmt: skip
+    async def can_use_tool(
+        name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+    ) -> PermissionResultAllow | PermissionResultDeny:
         asked.append(name)
         return PermissionResultAllow()
 
     with trio.fail_after(DEADLINE):
         async with session(tmp_path, cbc, PERM_BASH, can_use_tool=can_use_tool) as (
-                client, _, work):
+            client,
+            _,
+            work,
+        ):
             # cbc answers "Session not found" before its first turn; Claude succeeds
             await client.set_permission_mode("bypassPermissions")
             first = await turn(client, "TRIGGER_PERM_BASH")
@@ -222,13 +261,13 @@ async def test_set_model(tmp_path: Path, cbc: list[str]) -> None:
     # cbc's own default comes from its initialize reply (currentModelId). Under load cbc
     # may ask the same model twice within a turn (a retried or hidden request): what is
     # asserted is the sequence of models, not the number of requests
-    asked = [m for i, m in enumerate(models_asked(server)) if i == 0
-             or m != models_asked(server)[i - 1]]
+    asked = [
+        m for i, m in enumerate(models_asked(server)) if i == 0 or m != models_asked(server)[i - 1]
+    ]
     assert asked == ["default-model", "fast-model", "default-model"]
 
 
-async def test_get_mcp_status_and_other_controls_cbc_lacks(tmp_path: Path,
-                                                           cbc: list[str]) -> None:
+async def test_get_mcp_status_and_other_controls_cbc_lacks(tmp_path: Path, cbc: list[str]) -> None:
     with trio.fail_after(DEADLINE):
         async with session(tmp_path, cbc) as (client, _, _):
             before = await client.get_mcp_status()
@@ -248,17 +287,20 @@ async def test_get_mcp_status_and_other_controls_cbc_lacks(tmp_path: Path,
 async def test_can_use_tool_allow_with_updated_input(tmp_path: Path, cbc: list[str]) -> None:
     seen: list[tuple[str, dict[str, Any]]] = []
 
-    async def allow_changed(name: str, inp: dict[str, Any], ctx: ToolPermissionContext
-                            ) -> PermissionResultAllow:  # fmt: skip
+    async def allow_changed(
+        name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+    ) -> PermissionResultAllow:
         seen.append((name, inp))
         return PermissionResultAllow(updated_input={**inp, "command": "touch changed.txt"})
 
     with trio.fail_after(DEADLINE):
         async with session(tmp_path, cbc, PERM_BASH, can_use_tool=allow_changed) as (
-                client, _, work):
+            client,
+            _,
+            work,
+        ):
             messages = await turn(client, "TRIGGER_PERM_BASH")
-    assert seen == [("Bash", {"command": "touch perm-probe.txt",
-                              "description": "Create a file"})]
+    assert seen == [("Bash", {"command": "touch perm-probe.txt", "description": "Create a file"})]
     assert (work / "changed.txt").exists()
     assert not (work / "perm-probe.txt").exists()
     result = messages[-1]
@@ -267,8 +309,9 @@ async def test_can_use_tool_allow_with_updated_input(tmp_path: Path, cbc: list[s
 
 
 async def test_can_use_tool_deny(tmp_path: Path, cbc: list[str]) -> None:
-    async def deny(name: str, inp: dict[str, Any], ctx: ToolPermissionContext
-                   ) -> PermissionResultDeny:  # fmt: skip
+    async def deny(
+        name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+    ) -> PermissionResultDeny:
         return PermissionResultDeny(message="denied by test")
 
     with trio.fail_after(DEADLINE):
@@ -283,14 +326,16 @@ async def test_can_use_tool_deny(tmp_path: Path, cbc: list[str]) -> None:
     assert [d["tool_name"] for d in result.permission_denials or []] == ["Bash"]
 
 
-async def test_without_stdio_prompts_the_bridge_denies_like_claude(tmp_path: Path,
-                                                                   cbc: list[str]) -> None:
+async def test_without_stdio_prompts_the_bridge_denies_like_claude(
+    tmp_path: Path, cbc: list[str]
+) -> None:
     with trio.fail_after(DEADLINE):
         async with session(tmp_path, cbc, PERM_BASH) as (client, _, work):
             messages = await turn(client, "TRIGGER_PERM_BASH")
     [denied] = tool_results(messages)
     assert "Claude requested permissions to use Bash, but you haven't granted it yet." in str(
-        denied.content)
+        denied.content
+    )
     assert not (work / "perm-probe.txt").exists()
     result = messages[-1]
     assert [d["tool_name"] for d in result.permission_denials or []] == ["Bash"]
@@ -298,25 +343,33 @@ async def test_without_stdio_prompts_the_bridge_denies_like_claude(tmp_path: Pat
 
 def test_the_logger_redacts_whatever_it_is_given() -> None:
     buf = io.StringIO()
-    Logger(buf, "debug").debug("launch: cbc --settings {\"apiKey\": \"sk-live-abcdef123456\"} "
-                               "CODEBUDDY_API_KEY=" + "x" * 20, "argv")
+    Logger(buf, "debug").debug(
+        'launch: cbc --settings {"apiKey": "sk-live-abcdef123456"} CODEBUDDY_API_KEY=' + "x" * 20,
+        "argv",
+    )
     text = buf.getvalue()
     assert "abcdef123456" not in text
     assert "x" * 20 not in text
     assert os.linesep in text or text.endswith("\n")
 
 
-async def test_lines_sent_the_moment_each_turn_ends_are_all_answered(tmp_path: Path,
-                                                                      cbc: list[str]) -> None:
+async def test_lines_sent_the_moment_each_turn_ends_are_all_answered(
+    tmp_path: Path, cbc: list[str]
+) -> None:
     """A client that writes its next line as soon as it has read a result (the SDK's
     ``query()`` right after ``receive_response()``): cbc 2.163.0 alone loses a line that
     reaches it 1-3 ms after its result, and every such line through a proxy lands there;
     ``user-line`` holds it past that (``settle``), so each turn is answered."""
     with trio.fail_after(DEADLINE):
-        async with session(tmp_path, cbc, ECHO_BASH,
-                           permission_mode="bypassPermissions") as (client, server, _):
-            turns = [await turn(client, prompt) for prompt in
-                     ("one TRIGGER_ECHO", "two", "three TRIGGER_ECHO", "four")]  # fmt: skip
+        async with session(tmp_path, cbc, ECHO_BASH, permission_mode="bypassPermissions") as (
+            client,
+            server,
+            _,
+        ):
+            turns = [
+                await turn(client, prompt)
+                for prompt in ("one TRIGGER_ECHO", "two", "three TRIGGER_ECHO", "four")
+            ]
     assert [type(t[-1]).__name__ for t in turns] == ["ResultMessage"] * 4
     assert all(not t[-1].is_error for t in turns)
     asked = [e["latest"] for e in server.log if e.get("agent") != "utility"]
@@ -326,8 +379,9 @@ async def test_lines_sent_the_moment_each_turn_ends_are_all_answered(tmp_path: P
 # -- hooks, and every option that becomes a flag, in one session -----------------------------
 
 
-async def test_hooks_see_the_prompt_and_the_tool_call_and_a_deny_holds(tmp_path: Path,
-                                                                        cbc: list[str]) -> None:
+async def test_hooks_see_the_prompt_and_the_tool_call_and_a_deny_holds(
+    tmp_path: Path, cbc: list[str]
+) -> None:
     """The SDK registers its hook callbacks in ``initialize``; cbc calls them back over
     stdio (``hook_callback``) and the bridge passes both ways: UserPromptSubmit sees the
     line, PreToolUse and PostToolUse the Bash call, and a PreToolUse deny keeps the command
@@ -343,31 +397,40 @@ async def test_hooks_see_the_prompt_and_the_tool_call_and_a_deny_holds(tmp_path:
         calls.append(("pre", (inp["tool_name"], inp["tool_input"]["command"], tool_use_id)))
         if not deny:
             return {}
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                       "permissionDecision": "deny",
-                                       "permissionDecisionReason": "not today"}}  # fmt: skip
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": "not today",
+            }
+        }
 
     async def post(inp: Any, tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
         calls.append(("post", (inp["tool_name"], tool_use_id)))
         return {}
 
-    hooks = {"UserPromptSubmit": [HookMatcher(hooks=[on_prompt])],
-             "PreToolUse": [HookMatcher(matcher="Bash", hooks=[pre])],
-             "PostToolUse": [HookMatcher(matcher="Bash", hooks=[post])]}  # fmt: skip
+    hooks = {
+        "UserPromptSubmit": [HookMatcher(hooks=[on_prompt])],
+        "PreToolUse": [HookMatcher(matcher="Bash", hooks=[pre])],
+        "PostToolUse": [HookMatcher(matcher="Bash", hooks=[post])],
+    }
     with trio.fail_after(DEADLINE):
-        async with session(tmp_path, cbc, ECHO_BASH, hooks=hooks,
-                           permission_mode="bypassPermissions") as (client, _, work):
+        async with session(
+            tmp_path, cbc, ECHO_BASH, hooks=hooks, permission_mode="bypassPermissions"
+        ) as (client, _, work):
             first = await turn(client, "please TRIGGER_ECHO")
             assert (work / "hooked.txt").read_text() == "hooked\n"
             (work / "hooked.txt").unlink()
             deny = True
             second = await turn(client, "again TRIGGER_ECHO")
     [used, denied] = [next(b.tool_use_id for b in tool_results(m)) for m in (first, second)]
-    assert calls == [("prompt", "please TRIGGER_ECHO"),
-                     ("pre", ("Bash", "echo hooked > hooked.txt", used)),
-                     ("post", ("Bash", used)),
-                     ("prompt", "again TRIGGER_ECHO"),
-                     ("pre", ("Bash", "echo hooked > hooked.txt", denied))]  # fmt: skip
+    assert calls == [
+        ("prompt", "please TRIGGER_ECHO"),
+        ("pre", ("Bash", "echo hooked > hooked.txt", used)),
+        ("post", ("Bash", used)),
+        ("prompt", "again TRIGGER_ECHO"),
+        ("pre", ("Bash", "echo hooked > hooked.txt", denied)),
+    ]
     assert not (work / "hooked.txt").exists()
     [result] = tool_results(second)
     assert result.is_error
@@ -376,8 +439,9 @@ async def test_hooks_see_the_prompt_and_the_tool_call_and_a_deny_holds(tmp_path:
     assert not second[-1].is_error
 
 
-async def test_every_option_that_becomes_a_flag_in_one_session(tmp_path: Path,
-                                                               cbc: list[str]) -> None:
+async def test_every_option_that_becomes_a_flag_in_one_session(
+    tmp_path: Path, cbc: list[str]
+) -> None:
     """The Python SDK's options that become flags (argv, translated or dropped with a
     warning) all at once, in a real session that runs a tool: cbc starts with the line,
     streams partial messages, runs the tool and ends the turn; every flag cbc lacks is
@@ -387,16 +451,26 @@ async def test_every_option_that_becomes_a_flag_in_one_session(tmp_path: Path,
     extra = tmp_path / "extra-dir"
     extra.mkdir()
     options: dict[str, Any] = dict(
-        tools=["Bash", "Read"], allowed_tools=["Bash", "Read"],
-        disallowed_tools=["Write", "Edit"], max_turns=5, max_budget_usd=5.0,
-        model="default-model", fallback_model="fast-model", betas=["context-1m-2025-08-07"],
-        permission_mode="acceptEdits", settings='{"alwaysThinkingEnabled": false}',
-        add_dirs=[str(extra)], include_partial_messages=True, include_hook_events=True,
-        strict_mcp_config=True, setting_sources=["user", "project"],
-        thinking={"type": "enabled", "budget_tokens": 2048}, effort="high",
+        tools=["Bash", "Read"],
+        allowed_tools=["Bash", "Read"],
+        disallowed_tools=["Write", "Edit"],
+        max_turns=5,
+        max_budget_usd=5.0,
+        model="default-model",
+        fallback_model="fast-model",
+        betas=["context-1m-2025-08-07"],
+        permission_mode="acceptEdits",
+        settings='{"alwaysThinkingEnabled": false}',
+        add_dirs=[str(extra)],
+        include_partial_messages=True,
+        include_hook_events=True,
+        strict_mcp_config=True,
+        setting_sources=["user", "project"],
+        thinking={"type": "enabled", "budget_tokens": 2048},
+        effort="high",
         system_prompt={"type": "preset", "preset": "claude_code", "append": "Be brief."},
         extra_args={"replay-user-messages": None, "some-new-flag": "value"},
-    )  # fmt: skip
+    )
     with trio.fail_after(DEADLINE):
         async with session(tmp_path, cbc, ECHO_BASH, **options) as (client, server, work):
             messages = await turn(client, "please TRIGGER_ECHO")

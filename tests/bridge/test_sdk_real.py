@@ -49,16 +49,18 @@ def cbc() -> list[str]:
         pytest.skip(f"{DROPIN} not installed (pip install -e .)")
     argv = find_backend("cbc")
     if argv is None:
-        pytest.skip("cbc not installed: run `ccbridge backends install` "
-                    "(or set CCBRIDGE_BACKENDS_DIR)")
+        pytest.skip(
+            "cbc not installed: run `ccbridge backends install` (or set CCBRIDGE_BACKENDS_DIR)"
+        )
     return argv
 
 
 class Session:
     """The stand-in model of a scenario, and claude-on-cbc's options for the real cbc."""
 
-    def __init__(self, scenario: Scenario, server: ModelServer, opts: ClaudeAgentOptions,
-                 mark: str) -> None:
+    def __init__(
+        self, scenario: Scenario, server: ModelServer, opts: ClaudeAgentOptions, mark: str
+    ) -> None:
         self.scenario, self.server, self.opts, self.mark = scenario, server, opts, mark
 
     def asked(self, text: str) -> bool:
@@ -81,8 +83,7 @@ class Session:
             self.server.on_request = None
 
 
-async def open_session(name: str, cbc: list[str], tmp_path: Path,
-                       nursery: trio.Nursery) -> Session:
+async def open_session(name: str, cbc: list[str], tmp_path: Path, nursery: trio.Nursery) -> Session:
     scenario = load(ab_cmd.SCENARIOS / f"{name}.toml")
     server = ModelServer(scenario.model)
     url = await nursery.start(server.serve)
@@ -93,15 +94,23 @@ async def open_session(name: str, cbc: list[str], tmp_path: Path,
         (dirs["work"] / rel).parent.mkdir(parents=True, exist_ok=True)
         (dirs["work"] / rel).write_text(text)
     mark = secrets.token_hex(8)
-    env = {"CCBRIDGE_BACKEND": shlex.join(cbc), "CODEBUDDY_BASE_URL": url,
-           "CODEBUDDY_API_KEY": "dummy", "HOME": str(dirs["home"]),
-           "TMPDIR": str(dirs["tmp"]), "DISABLE_AUTOUPDATER": "1",
-           "CODEBUDDY_DISABLE_AUTO_MEMORY": "1", "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
-           "CCBRIDGE_RECORD": str(tmp_path / "record"), runner.MARK: mark}  # fmt: skip
+    env = {
+        "CCBRIDGE_BACKEND": shlex.join(cbc),
+        "CODEBUDDY_BASE_URL": url,
+        "CODEBUDDY_API_KEY": "dummy",
+        "HOME": str(dirs["home"]),
+        "TMPDIR": str(dirs["tmp"]),
+        "DISABLE_AUTOUPDATER": "1",
+        "CODEBUDDY_DISABLE_AUTO_MEMORY": "1",
+        "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
+        "CCBRIDGE_RECORD": str(tmp_path / "record"),
+        runner.MARK: mark,
+    }
     args = list(scenario.args)
-    tools = args[args.index("--allowedTools") + 1:] if "--allowedTools" in args else []
-    opts = ClaudeAgentOptions(cli_path=str(DROPIN), cwd=str(dirs["work"]), env=env,
-                              allowed_tools=tools)  # fmt: skip
+    tools = args[args.index("--allowedTools") + 1 :] if "--allowedTools" in args else []
+    opts = ClaudeAgentOptions(
+        cli_path=str(DROPIN), cwd=str(dirs["work"]), env=env, allowed_tools=tools
+    )
     return Session(scenario, server, opts, mark)
 
 
@@ -123,8 +132,9 @@ def lifecycles(messages: list[Any]) -> dict[str, dict[str, Any]]:
     return tasks
 
 
-async def test_sdk_query_workflow_on_real_cbc(cbc: list[str], tmp_path: Path,
-                                              nursery: trio.Nursery) -> None:
+async def test_sdk_query_workflow_on_real_cbc(
+    cbc: list[str], tmp_path: Path, nursery: trio.Nursery
+) -> None:
     s = await open_session("workflow-inline", cbc, tmp_path, nursery)
     prompt = s.scenario.steps[0].user
     assert prompt
@@ -146,8 +156,9 @@ async def test_sdk_query_workflow_on_real_cbc(cbc: list[str], tmp_path: Path,
     assert not results[0].is_error
 
 
-async def test_sdk_interrupt_stops_the_workflow_on_real_cbc(cbc: list[str], tmp_path: Path,
-                                                            nursery: trio.Nursery) -> None:
+async def test_sdk_interrupt_stops_the_workflow_on_real_cbc(
+    cbc: list[str], tmp_path: Path, nursery: trio.Nursery
+) -> None:
     s = await open_session("interrupt-idle-workflow", cbc, tmp_path, nursery)
     prompt = s.scenario.steps[0].user
     assert prompt
@@ -186,7 +197,8 @@ async def test_sdk_interrupt_stops_the_workflow_on_real_cbc(cbc: list[str], tmp_
 
 
 async def test_sdk_query_ends_at_its_result_and_the_session_resumes(
-        cbc: list[str], tmp_path: Path, nursery: trio.Nursery) -> None:  # fmt: skip
+    cbc: list[str], tmp_path: Path, nursery: trio.Nursery
+) -> None:
     """After the client's EOF and the last result, with nothing running, Claude exits at
     once; cbc lingers up to ~20 s after its stdin closes, so the bridge ends it
     (eof-wind-down close_wait, 0.2 s). Ending it so must not lose the session: a second

@@ -23,9 +23,21 @@ from compat import capture
 from compat.redact import REDACTED
 from tests.compat.tasks_support import init, lines, logs, out, started, tool_use
 
-SECRETS = ("s3cr3t-argv", "s3cr3t-eq", "s3cr3t-mcp", "s3cr3t-env", "s3cr3t-url",
-           "s3cr3t-inv", "s3cr3t-part", "s3cr3t-big", "s3cr3t-err", "s3cr3t-note",
-           "s3cr3t-meta", "s3cr3t-stat", "s3cr3t-tok")  # fmt: skip
+SECRETS = (
+    "s3cr3t-argv",
+    "s3cr3t-eq",
+    "s3cr3t-mcp",
+    "s3cr3t-env",
+    "s3cr3t-url",
+    "s3cr3t-inv",
+    "s3cr3t-part",
+    "s3cr3t-big",
+    "s3cr3t-err",
+    "s3cr3t-note",
+    "s3cr3t-meta",
+    "s3cr3t-stat",
+    "s3cr3t-tok",
+)
 
 
 @pytest.fixture
@@ -42,14 +54,28 @@ def mode(p: Path) -> int:
 
 
 def test_capture_holds_no_plaintext_credential_anywhere(tmp_path: Path) -> None:
-    mcp = json.dumps({"mcpServers": {"x": {"type": "http", "url": "https://h/mcp",
-                      "headers": {"Authorization": "Bearer s3cr3t-mcp"}}}})  # fmt: skip
+    mcp = json.dumps(
+        {
+            "mcpServers": {
+                "x": {
+                    "type": "http",
+                    "url": "https://h/mcp",
+                    "headers": {"Authorization": "Bearer s3cr3t-mcp"},
+                }
+            }
+        }
+    )
     path = tmp_path / "c.jsonl"
-    rec = Recorder(str(path), "test", max_line=1024,
-                   argv=["cbc", "--api-key", "s3cr3t-argv", "--api-key=s3cr3t-eq",
-                         "--mcp-config", mcp, "-p"],
-                   env={"CODEBUDDY_API_KEY": "s3cr3t-env",
-                        "ANTHROPIC_BASE_URL": "https://user:s3cr3t-url@proxy.example"})  # fmt: skip
+    rec = Recorder(
+        str(path),
+        "test",
+        max_line=1024,
+        argv=["cbc", "--api-key", "s3cr3t-argv", "--api-key=s3cr3t-eq", "--mcp-config", mcp, "-p"],
+        env={
+            "CODEBUDDY_API_KEY": "s3cr3t-env",
+            "ANTHROPIC_BASE_URL": "https://user:s3cr3t-url@proxy.example",
+        },
+    )
     rec.data("stdout", b'{"type":"system","subtype":"init","apiKeySource":"none"}\n')
     rec.data("stdout", b'{"type":"x","token":"s3cr3t-inv", not json\n')
     # an over-long line (max_line 1024), its credential across two reads of the pipe
@@ -73,8 +99,12 @@ def test_capture_holds_no_plaintext_credential_anywhere(tmp_path: Path) -> None:
     # a line with nothing to hide is recorded byte for byte
     assert out_[0].data == b'{"type":"system","subtype":"init","apiKeySource":"none"}'
     # the over-long line's pieces still make up the whole line (redacted)
-    pieces = [r for r in out_ if r.data.startswith(b'{"type":"assistant"') or (
-        r.partial or r.data.startswith(b'"x_api_key"'))]  # fmt: skip
+    pieces = [
+        r
+        for r in out_
+        if r.data.startswith(b'{"type":"assistant"')
+        or (r.partial or r.data.startswith(b'"x_api_key"'))
+    ]
     assert len(pieces) >= 2
     joined = b"".join(r.data for r in out_[2:-2])
     assert joined.startswith(b'{"type":"assistant","pad":"aaa')
@@ -133,12 +163,20 @@ def test_the_log_never_carries_a_credential() -> None:
 def test_stats_output_is_redacted() -> None:
     class Eng:
         def statistics(self) -> dict[str, Any]:
-            return {"frames": {"up": {"in": 1}}, "rules": {"r": {"token": "s3cr3t-stat",
-                    "dropped": 2}}}  # fmt: skip
+            return {
+                "frames": {"up": {"in": 1}},
+                "rules": {"r": {"token": "s3cr3t-stat", "dropped": 2}},
+            }
 
     got: list[bytes] = []
-    session = Session(SessionConfig(["x"]), Eng(), None, None,  # type: ignore[arg-type]
-                      Logger(io.StringIO()), stderr=got.append)  # fmt: skip
+    session = Session(
+        SessionConfig(["x"]),
+        Eng(),
+        None,
+        None,  # type: ignore[arg-type]
+        Logger(io.StringIO()),
+        stderr=got.append,
+    )
     session._print_stats()
     [line] = got
     assert b"s3cr3t-stat" not in line
@@ -163,11 +201,15 @@ def workflow_session(
     ``task_started`` the client gets, and the log messages."""
     eng = build_engine("cbc-to-claude", cwd=str(root), epoch_ms=0)
     name = workflow_name or "path:" + path.rstrip("/").rsplit("/", 1)[-1]
-    cmds = eng.feed("backend", lines(
-        init(cwd=reported_cwd),
-        tool_use("call_w", "Workflow", {"scriptPath": path}),
-        started("wf1", "local_workflow", name, "call_w", workflow_name=name),
-    ), 0.0)  # fmt: skip
+    cmds = eng.feed(
+        "backend",
+        lines(
+            init(cwd=reported_cwd),
+            tool_use("call_w", "Workflow", {"scriptPath": path}),
+            started("wf1", "local_workflow", name, "call_w", workflow_name=name),
+        ),
+        0.0,
+    )
     got = [f for f in out(cmds) if f.get("subtype") == "task_started"]
     return got[0], [lg.message for lg in logs(cmds)]
 
@@ -210,9 +252,17 @@ def test_system_files_and_keys_never_reach_a_prompt(root: Path, tmp_path: Path) 
     (tmp_path / "outside.js").write_text(FLOW)
     os.symlink(tmp_path / "outside.js", root / "flows" / "link.js")
     os.symlink("/etc/passwd", root / "flows" / "passwd.js")
-    cases = ["/etc/passwd", "../../../../../../etc/passwd", "~/.ssh/id_rsa",
-             str(ssh / "id_rsa"), ".ssh/id_rsa", "notes.js", "flows/link.js",
-             "flows/passwd.js", "flows"]  # fmt: skip
+    cases = [
+        "/etc/passwd",
+        "../../../../../../etc/passwd",
+        "~/.ssh/id_rsa",
+        str(ssh / "id_rsa"),
+        ".ssh/id_rsa",
+        "notes.js",
+        "flows/link.js",
+        "flows/passwd.js",
+        "flows",
+    ]
     for path in cases:
         s, msgs = workflow_session(root, path, reported_cwd=str(root))
         text = json.dumps(s)

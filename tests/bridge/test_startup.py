@@ -25,15 +25,23 @@ from bridge.log import Logger
 from ..compat.helpers import engine_for
 
 #: what a session imports after the backend was spawned (it loads while the backend boots)
-LATE = ("trio", "bridge.proxy", "bridge.driver", "bridge.headless", "bridge.log",
-        "compat.profiles", "compat.stages", "compat.engine", "compat.redact")  # fmt: skip
+LATE = (
+    "trio",
+    "bridge.proxy",
+    "bridge.driver",
+    "bridge.headless",
+    "bridge.log",
+    "compat.profiles",
+    "compat.stages",
+    "compat.engine",
+    "compat.redact",
+)
 #: ... and what ``--version`` / ``--help`` never import
 HEAVY = (*LATE, "bridge.config", "cattrs")
 
 
 def _modules_after(code: str, env: dict[str, str] | None = None) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
-                          env=env)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60, env=env)
     assert done.returncode == 0, done.stderr.decode()
     out: dict[str, object] = json.loads(done.stderr.decode().splitlines()[-1])
     return out
@@ -43,7 +51,8 @@ def _modules_after(code: str, env: dict[str, str] | None = None) -> dict[str, ob
 def test_version_and_help_import_nothing_heavy(flag: str) -> None:
     mods = _modules_after(
         "import json, sys\nfrom bridge.dropin import main\n"
-        f"main([{flag!r}])\nprint(json.dumps({{'m': sorted(sys.modules)}}), file=sys.stderr)")
+        f"main([{flag!r}])\nprint(json.dumps({{'m': sorted(sys.modules)}}), file=sys.stderr)"
+    )
     loaded = set(mods["m"])  # type: ignore[call-overload]
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
 
@@ -51,7 +60,8 @@ def test_version_and_help_import_nothing_heavy(flag: str) -> None:
 def test_ccbridge_version_imports_nothing_heavy() -> None:
     mods = _modules_after(
         "import json, sys\nfrom bridge.cli import main\n"
-        "main(['--version'])\nprint(json.dumps({'m': sorted(sys.modules)}), file=sys.stderr)")
+        "main(['--version'])\nprint(json.dumps({'m': sorted(sys.modules)}), file=sys.stderr)"
+    )
     assert not set(mods["m"]) & set(HEAVY)  # type: ignore[call-overload]
 
 
@@ -82,23 +92,32 @@ print(json.dumps({{"status": status, "m": seen[0] if seen else None}}), file=sys
 
 
 @pytest.mark.parametrize("how", ["claude-on-cbc", "ccbridge run"])
-def test_the_backend_is_spawned_before_trio_the_proxy_and_the_stages(tmp_path: Path,
-                                                                      how: str) -> None:
+def test_the_backend_is_spawned_before_trio_the_proxy_and_the_stages(
+    tmp_path: Path, how: str
+) -> None:
     script = tmp_path / "backend.py"
     script.write_text(BACKEND)
     backend = shlex.join([sys.executable, str(script)])
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-           "CCBRIDGE_BACKEND": backend}
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path), "CCBRIDGE_BACKEND": backend}
     client = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
     if how == "claude-on-cbc":
         code = PROBE.format(module="bridge.dropin", argv=client)
     else:
-        code = PROBE.format(module="bridge.run_cmd",
-                            argv=["--profile", "cbc-to-claude", "--", *client])
-    user = b'{"type":"user","message":{"role":"user","content":"hi"},"session_id":"",' \
-           b'"parent_tool_use_id":null}\n'  # fmt: skip
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60,
-                          env=env, cwd=tmp_path, input=user)
+        code = PROBE.format(
+            module="bridge.run_cmd", argv=["--profile", "cbc-to-claude", "--", *client]
+        )
+    user = (
+        b'{"type":"user","message":{"role":"user","content":"hi"},"session_id":"",'
+        b'"parent_tool_use_id":null}\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        input=user,
+    )
     report = json.loads(done.stderr.decode().splitlines()[-1])
     assert report["status"] == 0, done.stderr.decode()
     assert report["m"] is not None  # the backend was spawned
@@ -117,13 +136,22 @@ def test_the_light_launch_tables_are_compat_profiles_own() -> None:
     assert set(launch.LAUNCH_RULES) == {r for rs in TRANSLATIONS.values() for r in rs}
 
 
-@pytest.mark.parametrize("rules", [
-    {}, {"late-progress": "pass"}, {"argv": "off"}, {"session-pin": "off"},
-    {"env": "off", "argv": "on"}, ["private-fields=off,session-pin=off"], ["argv=on"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "rules",
+    [
+        {},
+        {"late-progress": "pass"},
+        {"argv": "off"},
+        {"session-pin": "off"},
+        {"env": "off", "argv": "on"},
+        ["private-fields=off,session-pin=off"],
+        ["argv=on"],
+    ],
+)
 @pytest.mark.parametrize("profile", ["cbc-to-claude", "identity"])
 def test_launch_translations_agree_with_compat_profiles(
-        profile: str, rules: dict[str, str] | list[str]) -> None:  # fmt: skip
+    profile: str, rules: dict[str, str] | list[str]
+) -> None:
     from compat.profiles import parse_rule_settings, translation_enabled
 
     items = [f"{k}={v}" for k, v in rules.items()] if isinstance(rules, dict) else rules
@@ -159,8 +187,15 @@ async def test_a_session_adopts_a_process_already_running(tmp_path: Path) -> Non
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     got = bytearray()
-    s = Session(SessionConfig(["(adopted)"]), engine_for("identity"), in_recv, out_send,
-                Logger(io.StringIO()), stderr=lambda _: None, backend=adopt(started))
+    s = Session(
+        SessionConfig(["(adopted)"]),
+        engine_for("identity"),
+        in_recv,
+        out_send,
+        Logger(io.StringIO()),
+        stderr=lambda _: None,
+        backend=adopt(started),
+    )
 
     async def drain() -> None:
         while data := await out_recv.receive_some(65536):
@@ -184,14 +219,21 @@ async def test_a_failed_early_spawn_is_reported_as_the_sessions_own() -> None:
     assert isinstance(started, FileNotFoundError)
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, _ = trio.testing.memory_stream_one_way_pair()
-    s = Session(SessionConfig(["/nonexistent/backend-binary"]), engine_for("identity"),
-                in_recv, out_send, Logger(io.StringIO()), backend=adopt(started))
+    s = Session(
+        SessionConfig(["/nonexistent/backend-binary"]),
+        engine_for("identity"),
+        in_recv,
+        out_send,
+        Logger(io.StringIO()),
+        backend=adopt(started),
+    )
     assert await s.run() == 127
 
 
 def test_abandon_ends_a_backend_the_session_never_adopted() -> None:
-    started = launch.start([sys.executable, "-c", "import time; time.sleep(300)"],
-                           own_process=False)  # fmt: skip
+    started = launch.start(
+        [sys.executable, "-c", "import time; time.sleep(300)"], own_process=False
+    )
     assert not isinstance(started, OSError)
     launch.abandon(started)
     assert started.returncode == -signal.SIGKILL
@@ -203,13 +245,26 @@ def test_a_rule_error_after_the_spawn_leaves_no_backend_behind(tmp_path: Path) -
     pidfile = tmp_path / "pid"
     # sh writes its pid at once (the bridge imports the stages for ~100 ms after the spawn)
     backend = ["sh", "-c", f"echo $$ > {shlex.quote(str(pidfile))}; exec sleep 300", "sh"]
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path),
-           "CCBRIDGE_BACKEND": shlex.join(backend),
-           "CCBRIDGE_RULES": "no-such-rule=on"}  # fmt: skip
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(tmp_path),
+        "CCBRIDGE_BACKEND": shlex.join(backend),
+        "CCBRIDGE_RULES": "no-such-rule=on",
+    }
     client = ["--input-format", "stream-json", "--output-format", "stream-json", "--verbose"]
-    done = subprocess.run([sys.executable, "-c", "import sys; from bridge.dropin import main; "
-                           "sys.exit(main(sys.argv[1:]))", *client], capture_output=True,
-                          timeout=60, env=env, cwd=tmp_path, input=b"")  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bridge.dropin import main; sys.exit(main(sys.argv[1:]))",
+            *client,
+        ],
+        capture_output=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        input=b"",
+    )
     assert done.returncode == 2, done.stderr.decode()
     assert b"no-such-rule" in done.stderr
     pid = int(pidfile.read_text())  # it was running

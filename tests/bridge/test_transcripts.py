@@ -17,7 +17,8 @@ def test_the_transcript_is_read_from_claudes_projects_directory(tmp_path: Path) 
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps({"type": "user", "message": {"content": "hi"}}) + "\nnot json\n")
     assert claude_history(env, "/tmp/a b/work", SID) == [
-        {"type": "user", "message": {"content": "hi"}}]
+        {"type": "user", "message": {"content": "hi"}}
+    ]
     other = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cfg"), "HOME": str(tmp_path)}
     assert claude_history(other, "/tmp/a b/work", SID) is None  # CLAUDE_CONFIG_DIR wins
 

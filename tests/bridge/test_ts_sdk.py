@@ -77,10 +77,12 @@ class Sdk:
         return (JS / "node_modules" / self.package / "package.json").is_file()
 
 
-SDKS = [Sdk(name, spec.rpartition("@")[2] if spec.startswith("npm:") else spec)
-        for name, spec in DEPENDENCIES.items()
-        if name == "@anthropic-ai/claude-agent-sdk"
-        or spec.startswith("npm:@anthropic-ai/claude-agent-sdk@")]  # fmt: skip
+SDKS = [
+    Sdk(name, spec.rpartition("@")[2] if spec.startswith("npm:") else spec)
+    for name, spec in DEPENDENCIES.items()
+    if name == "@anthropic-ai/claude-agent-sdk"
+    or spec.startswith("npm:@anthropic-ai/claude-agent-sdk@")
+]
 PINNED_SDK = SDKS[0]
 #: the tool set the workflow captures and scenarios allow (cbc asks about nothing else)
 WORKFLOW_TOOLS = "Bash,Agent,Workflow,TaskStop,TaskOutput"
@@ -122,8 +124,14 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def replay_env(capture: str) -> dict[str, str]:
-    backend = [sys.executable, "-m", "bridge", "replay", "--materialize",
-               str(CAPTURES / f"{capture}.jsonl")]
+    backend = [
+        sys.executable,
+        "-m",
+        "bridge",
+        "replay",
+        "--materialize",
+        str(CAPTURES / f"{capture}.jsonl"),
+    ]
     return clean_env(CCBRIDGE_BACKEND=shlex.join(backend))
 
 
@@ -143,39 +151,69 @@ class Run:
 
     def describe(self) -> str:
         s = {k: v for k, v in self.summary.items() if k != "messages"}
-        return (f"exit {self.returncode}\nsummary: {json.dumps(s, indent=1)[:6000]}\n"
-                f"messages: {json.dumps(self.summary.get('messages'))[:6000]}\n"
-                f"stderr: {self.stderr[-4000:]}")
+        return (
+            f"exit {self.returncode}\nsummary: {json.dumps(s, indent=1)[:6000]}\n"
+            f"messages: {json.dumps(self.summary.get('messages'))[:6000]}\n"
+            f"stderr: {self.stderr[-4000:]}"
+        )
 
 
-def run_script(node: str, script: str, args: Sequence[str], *, cwd: Path | str,
-               env: dict[str, str], deadline: float, record: Path | None = None,
-               sdk: Sdk = PINNED_SDK) -> Run:
+def run_script(
+    node: str,
+    script: str,
+    args: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: dict[str, str],
+    deadline: float,
+    record: Path | None = None,
+    sdk: Sdk = PINNED_SDK,
+) -> Run:
     """Run one script with ``sdk``; with ``record`` (a directory) the bridge records the
     session there and ``Run.wire`` is what it wrote to the SDK."""
     env = {**env, "CCBRIDGE_TS_SDK": sdk.package}
     if record is not None:
         record.mkdir(parents=True, exist_ok=True)
         env = {**env, "CCBRIDGE_RECORD": str(record) + os.sep}
-    argv = [node, str(JS / script), "--cli", str(DROPIN), "--cwd", str(cwd),
-            "--timeout", str(deadline), *args]
+    argv = [
+        node,
+        str(JS / script),
+        "--cli",
+        str(DROPIN),
+        "--cwd",
+        str(cwd),
+        "--timeout",
+        str(deadline),
+        *args,
+    ]
     try:
-        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=deadline + 30)
+        proc = subprocess.run(
+            argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=deadline + 30
+        )
     except subprocess.TimeoutExpired as e:
         err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else e.stderr
-        pytest.fail(f"{script} hung past its own deadline ({deadline}s) and was killed; "
-                    f"stderr: {(err or '')[-4000:]}")
+        pytest.fail(
+            f"{script} hung past its own deadline ({deadline}s) and was killed; "
+            f"stderr: {(err or '')[-4000:]}"
+        )
     lines = proc.stdout.strip().splitlines()
     try:
         summary = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
-        pytest.fail(f"{script} printed no JSON summary (exit {proc.returncode}); "
-                    f"stdout: {proc.stdout[-2000:]!r}; stderr: {proc.stderr[-4000:]}")
+        pytest.fail(
+            f"{script} printed no JSON summary (exit {proc.returncode}); "
+            f"stdout: {proc.stdout[-2000:]!r}; stderr: {proc.stderr[-4000:]}"
+        )
     if record is None:
         return Run(summary, proc.returncode, proc.stderr, sdk=sdk)
-    return Run(summary, proc.returncode, proc.stderr, client_frames(record, "client_in"),
-               client_frames(record, "client_out"), sdk)
+    return Run(
+        summary,
+        proc.returncode,
+        proc.stderr,
+        client_frames(record, "client_in"),
+        client_frames(record, "client_out"),
+        sdk,
+    )
 
 
 def client_frames(record: Path, kind: str) -> list[dict[str, Any]]:
@@ -231,8 +269,10 @@ def fidelity(run: Run, problems: Sequence[tuple[str, str]]) -> None:
     if owned:
         pytest.fail("; ".join(owned) + "\n" + run.describe())
     missing = sorted({rule for rule, _ in problems})
-    pytest.xfail("; ".join(what for _, what in problems)
-                 + f" (rule(s) {', '.join(missing)} not in the cbc-to-claude profile yet)")
+    pytest.xfail(
+        "; ".join(what for _, what in problems)
+        + f" (rule(s) {', '.join(missing)} not in the cbc-to-claude profile yet)"
+    )
 
 
 def workflow_tasks(run: Run) -> list[dict[str, Any]]:
@@ -244,14 +284,25 @@ def messages_after(run: Run, index: int | None) -> list[dict[str, Any]]:
 
 
 # -- (1) a plain query() of a workflow session ------------------------------------------
-@pytest.mark.parametrize(("capture", "prompt"), [
-    ("cbc-workflow-inline", "use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT"),
-    ("cbc-workflow-by-path", "use a workflow please TRIGGER_WORKFLOW_PATH WF_VIA_DIRECT"),
-], ids=["inline", "by-path"])
+@pytest.mark.parametrize(
+    ("capture", "prompt"),
+    [
+        ("cbc-workflow-inline", "use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT"),
+        ("cbc-workflow-by-path", "use a workflow please TRIGGER_WORKFLOW_PATH WF_VIA_DIRECT"),
+    ],
+    ids=["inline", "by-path"],
+)
 def test_query_workflow_session(tmp_path: Path, capture: str, prompt: str, sdk: Sdk) -> None:
     node = node_or_skip(sdk)
-    run = run_script(node, "ts_sdk_query.mjs", ["--prompt", prompt], cwd=tmp_path,
-                     env=replay_env(capture), deadline=FAST_DEADLINE, sdk=sdk)
+    run = run_script(
+        node,
+        "ts_sdk_query.mjs",
+        ["--prompt", prompt],
+        cwd=tmp_path,
+        env=replay_env(capture),
+        deadline=FAST_DEADLINE,
+        sdk=sdk,
+    )
     assert_script_ok(run)
     check_workflow_session(run)
 
@@ -262,11 +313,15 @@ def test_unknown_control_request_is_answered(tmp_path: Path, sdk: Sdk) -> None:
     leaves it unanswered); Claude answers with the session's MCP servers, and the bridge
     should answer it locally (rule ``unsupported-control``)."""
     node = node_or_skip(sdk)
-    run = run_script(node, "ts_sdk_query.mjs",
-                     ["--prompt", "use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT",
-                      "--probe-controls"],
-                     cwd=tmp_path, env=replay_env("cbc-workflow-inline"),
-                     deadline=FAST_DEADLINE, sdk=sdk)
+    run = run_script(
+        node,
+        "ts_sdk_query.mjs",
+        ["--prompt", "use a workflow please TRIGGER_WORKFLOW WF_VIA_DIRECT", "--probe-controls"],
+        cwd=tmp_path,
+        env=replay_env("cbc-workflow-inline"),
+        deadline=FAST_DEADLINE,
+        sdk=sdk,
+    )
     assert_script_ok(run)  # an unanswered request must not hold the session up
     check_control_probe(run)
 
@@ -291,11 +346,20 @@ def check_control_probe(run: Run) -> None:
     st = run["control_probe"]["mcp_status"]
     problems: list[tuple[str, str]] = []
     if not st["answered"] or st.get("error") == "Query closed before response received":
-        problems.append(("unsupported-control", "mcp_status was never answered (pending "
-                         "until the session ended)"))
+        problems.append(
+            (
+                "unsupported-control",
+                "mcp_status was never answered (pending until the session ended)",
+            )
+        )
     elif not st["ok"] or not isinstance(st["value"], list):
-        problems.append(("unsupported-control", f"mcp_status answered {st}, Claude answers "
-                         "{mcpServers: [...]} (the SDK returns the list)"))
+        problems.append(
+            (
+                "unsupported-control",
+                f"mcp_status answered {st}, Claude answers "
+                "{mcpServers: [...]} (the SDK returns the list)",
+            )
+        )
     fidelity(run, problems)
 
 
@@ -307,9 +371,16 @@ def interrupt_session(tmp_path: Path, midturn: bool, sdk: Sdk) -> Run:
     if midturn:
         args += ["--midturn", "TRIGGER_SLOW_BASH"]
     (tmp_path / "work").mkdir()
-    run = run_script(node, "ts_sdk_interrupt.mjs", args, cwd=tmp_path / "work",
-                     env=replay_env(capture), deadline=FAST_DEADLINE,
-                     record=tmp_path / "record", sdk=sdk)
+    run = run_script(
+        node,
+        "ts_sdk_interrupt.mjs",
+        args,
+        cwd=tmp_path / "work",
+        env=replay_env(capture),
+        deadline=FAST_DEADLINE,
+        record=tmp_path / "record",
+        sdk=sdk,
+    )
     assert_script_ok(run)
     return run
 
@@ -339,39 +410,82 @@ def check_interrupt_fidelity(run: Run, midturn: bool) -> None:
     problems: list[tuple[str, str]] = []
     itr = run["interrupt"]
     if itr["response"] != {"still_queued": []}:
-        problems.append(("interrupt-reply", f"interrupt() returned {itr['response']!r}, "
-                         "Claude's receipt is {still_queued: []}"))
+        problems.append(
+            (
+                "interrupt-reply",
+                f"interrupt() returned {itr['response']!r}, "
+                "Claude's receipt is {still_queued: []}",
+            )
+        )
     # judged on the wire: the SDK resolves interrupt() and yields messages concurrently
-    [interrupt_id] = [f.get("request_id") for f in run.wire_in
-                      if f.get("type") == "control_request"
-                      and (f.get("request") or {}).get("subtype") == "interrupt"]
+    [interrupt_id] = [
+        f.get("request_id")
+        for f in run.wire_in
+        if f.get("type") == "control_request"
+        and (f.get("request") or {}).get("subtype") == "interrupt"
+    ]
     out = run.wire_out
-    receipt_at = next((i for i, f in enumerate(out) if f.get("type") == "control_response"
-                       and (f.get("response") or {}).get("request_id") == interrupt_id), None)
-    notified_at = next((i for i, f in enumerate(out)
-                        if f.get("subtype") == "task_notification"), None)
+    receipt_at = next(
+        (
+            i
+            for i, f in enumerate(out)
+            if f.get("type") == "control_response"
+            and (f.get("response") or {}).get("request_id") == interrupt_id
+        ),
+        None,
+    )
+    notified_at = next(
+        (i for i, f in enumerate(out) if f.get("subtype") == "task_notification"), None
+    )
     assert receipt_at is not None, run.describe()  # interrupt() resolved: it was answered
     if notified_at is None or notified_at > receipt_at:
-        problems.append(("interrupt-terminal", "the stopped workflow's task_notification "
-                         f"(frame {notified_at} to the SDK) did not come before the "
-                         f"interrupt's receipt (frame {receipt_at})"))
-    auto = [f for f in out[receipt_at + 1:] if f.get("type") in ("assistant", "result")]
+        problems.append(
+            (
+                "interrupt-terminal",
+                "the stopped workflow's task_notification "
+                f"(frame {notified_at} to the SDK) did not come before the "
+                f"interrupt's receipt (frame {receipt_at})",
+            )
+        )
+    auto = [f for f in out[receipt_at + 1 :] if f.get("type") in ("assistant", "result")]
     if midturn and auto and auto[0]["type"] == "result":
         auto = auto[1:]  # the interrupted turn's own result follows the receipt
     if auto:
-        problems.append(("interrupt-terminal", f"cbc's automatic post-interrupt turn reached "
-                         f"the client: {[m['type'] for m in auto]}"))
+        problems.append(
+            (
+                "interrupt-terminal",
+                f"cbc's automatic post-interrupt turn reached "
+                f"the client: {[m['type'] for m in auto]}",
+            )
+        )
     if midturn:
         after_sent = messages_after(run, itr["sent_after_message"])
-        if not any(b.get("type") == "text" and "[Request interrupted by user" in b["text"]
-                   for m in after_sent if m["type"] == "user" for b in m["blocks"]):
-            problems.append(("interrupted-turn", "no user frame \"[Request interrupted by "
-                             "user…]\" before the interrupted turn's result"))
+        if not any(
+            b.get("type") == "text" and "[Request interrupted by user" in b["text"]
+            for m in after_sent
+            if m["type"] == "user"
+            for b in m["blocks"]
+        ):
+            problems.append(
+                (
+                    "interrupted-turn",
+                    'no user frame "[Request interrupted by '
+                    "user…]\" before the interrupted turn's result",
+                )
+            )
         interrupted = next((m for m in after_sent if m["type"] == "result"), None)
-        if interrupted is None or not interrupted.get("is_error") or interrupted.get(
-                "subtype") != "error_during_execution":
-            problems.append(("interrupted-turn", "the interrupted turn's result is "
-                             f"{json.dumps(interrupted)}, Claude's is error_during_execution"))
+        if (
+            interrupted is None
+            or not interrupted.get("is_error")
+            or interrupted.get("subtype") != "error_during_execution"
+        ):
+            problems.append(
+                (
+                    "interrupted-turn",
+                    "the interrupted turn's result is "
+                    f"{json.dumps(interrupted)}, Claude's is error_during_execution",
+                )
+            )
     fidelity(run, problems)
 
 
@@ -391,8 +505,9 @@ class RealRun:
         return self.run.describe() + f"\nmodel requests: {len(self.model_log)}; files: {self.files}"
 
 
-def run_on_real_cbc(scenario_name: str, script: str, args: Sequence[str],
-                    sdk: Sdk = PINNED_SDK, **environ: str) -> RealRun:
+def run_on_real_cbc(
+    scenario_name: str, script: str, args: Sequence[str], sdk: Sdk = PINNED_SDK, **environ: str
+) -> RealRun:
     """Run ``script`` with the drop-in in front of the real cbc, whose model is the
     stand-in with the model script and files of ``scenarios/<name>.toml``; a fresh
     HOME/cwd/TMPDIR; ``CCBRIDGE_BACKEND`` = the real cbc, plus ``environ``. The environment
@@ -401,8 +516,10 @@ def run_on_real_cbc(scenario_name: str, script: str, args: Sequence[str],
     node = node_or_skip(sdk)
     cbc = find_backend("cbc")
     if cbc is None:
-        pytest.skip("cbc not installed: run `ccbridge backends install` "
-                    "(or pip install codebuddy-agent-sdk)")
+        pytest.skip(
+            "cbc not installed: run `ccbridge backends install` "
+            "(or pip install codebuddy-agent-sdk)"
+        )
     return trio.run(_drive_real, node, cbc, scenario_name, script, list(args), environ, sdk)
 
 
@@ -410,8 +527,15 @@ def files_below(d: Path) -> list[str]:
     return sorted(str(p.relative_to(d)) for p in d.rglob("*") if p.is_file())
 
 
-async def _drive_real(node: str, cbc: list[str], scenario_name: str, script: str,
-                      args: list[str], environ: dict[str, str], sdk: Sdk) -> RealRun:
+async def _drive_real(
+    node: str,
+    cbc: list[str],
+    scenario_name: str,
+    script: str,
+    args: list[str],
+    environ: dict[str, str],
+    sdk: Sdk,
+) -> RealRun:
     scenario = load_scenario(SCENARIOS / f"{scenario_name}.toml")
     dirs = runner.make_root()
     mark = secrets.token_hex(8)
@@ -427,12 +551,26 @@ async def _drive_real(node: str, cbc: list[str], scenario_name: str, script: str
             url = await nursery.start(server.serve)
             env = runner.backend_env("cbc", url, dirs, mark)
             env.update(scenario.env)
-            env.update(CCBRIDGE_BACKEND=shlex.join(cbc), CCBRIDGE_LOG_LEVEL="warning",
-                       PYTHONPATH=pythonpath(), **environ)
+            env.update(
+                CCBRIDGE_BACKEND=shlex.join(cbc),
+                CCBRIDGE_LOG_LEVEL="warning",
+                PYTHONPATH=pythonpath(),
+                **environ,
+            )
             try:
-                outcome = await trio.to_thread.run_sync(partial(
-                    run_script, node, script, args, cwd=cwd, env=env, deadline=REAL_DEADLINE,
-                    record=Path(dirs["ROOT"], "record"), sdk=sdk))
+                outcome = await trio.to_thread.run_sync(
+                    partial(
+                        run_script,
+                        node,
+                        script,
+                        args,
+                        cwd=cwd,
+                        env=env,
+                        deadline=REAL_DEADLINE,
+                        record=Path(dirs["ROOT"], "record"),
+                        sdk=sdk,
+                    )
+                )
             except BaseException as e:  # (pytest.fail) raised below, not as a group
                 outcome = e
             nursery.cancel_scope.cancel()
@@ -457,8 +595,9 @@ def test_query_workflow_session_real_cbc(sdk: Sdk) -> None:
     ``completed`` and exits. cbc stops its event loop at EOF and never reports it."""
     args = ["--prompt", "use a workflow please TRIGGER_WORKFLOW", *WORKFLOW_ARGS]
     # the bridge's own limit after the client's EOF (default 60 s), kept short here
-    real = run_on_real_cbc("workflow-inline", "ts_sdk_query.mjs", args, sdk,
-                           CCBRIDGE_EOF_GRACE="15")
+    real = run_on_real_cbc(
+        "workflow-inline", "ts_sdk_query.mjs", args, sdk, CCBRIDGE_EOF_GRACE="15"
+    )
     run = real.run
     assert_script_ok(run)  # one notification per task, meta.name, a result, the end
     [wf] = workflow_tasks(run)
@@ -467,9 +606,14 @@ def test_query_workflow_session_real_cbc(sdk: Sdk) -> None:
     problems: list[tuple[str, str]] = []
     status = wf["notifications"][0]["status"]
     if status != "completed":
-        problems.append(("eof-wind-down", f"the workflow ended {status!r} after the SDK "
-                         "closed stdin at the first result; Claude Code waits for it "
-                         "and reports it completed"))
+        problems.append(
+            (
+                "eof-wind-down",
+                f"the workflow ended {status!r} after the SDK "
+                "closed stdin at the first result; Claude Code waits for it "
+                "and reports it completed",
+            )
+        )
     # (cbc may go idle before it reports the second agent: only what it reported can be
     # completed; PROTOCOL.md progress-final)
     agents = {a["label"]: a["state"] for a in wf["last_agents"] or []}
@@ -484,8 +628,13 @@ def test_interrupt_stops_the_workflow_real_cbc() -> None:
     the workflow wait on the model. Claude reports the stopped workflow before the
     interrupt's receipt; cbc up to ~30 s later. Either way the SDK must see exactly one
     ``stopped`` notification and its iterator must end."""
-    args = ["--prompt", "use a workflow TRIGGER_WORKFLOW_PATH_PAR_SLOW",
-            "--interrupt-delay", "3", *WORKFLOW_ARGS]
+    args = [
+        "--prompt",
+        "use a workflow TRIGGER_WORKFLOW_PATH_PAR_SLOW",
+        "--interrupt-delay",
+        "3",
+        *WORKFLOW_ARGS,
+    ]
     real = run_on_real_cbc("interrupt-idle-workflow", "ts_sdk_interrupt.mjs", args)
     run = real.run
     sub_agents = [e for e in real.model_log if e.get("agent") == "sub"]
@@ -511,20 +660,33 @@ def test_can_use_tool_real_cbc(decision: str) -> None:
     # preset: the SDK then sends no initialize.systemPrompt, which cbc cannot take
     # (see test_sdk_default_system_prompt_real_cbc); this case is about the prompt
     args = ["--prompt", PERM_PROMPT, "--decision", decision, "--system-prompt", "preset"]
-    args += (["--updated-command", UPDATED_COMMAND] if decision == "allow"
-             else ["--message", DENY_MESSAGE])
+    args += (
+        ["--updated-command", UPDATED_COMMAND]
+        if decision == "allow"
+        else ["--message", DENY_MESSAGE]
+    )
     real = run_on_real_cbc("permission-allow", "ts_sdk_permission.mjs", args)
     run = real.run
     files = [f for f in real.files if f.startswith("perm-")]  # what the command made
     # the SDK itself: a clean session, ended, a result
     assert_session_ended(run)
-    calls = [b for m in run["messages"] if m["type"] == "assistant"
-             for b in m["blocks"] if b["type"] == "tool_use"]
+    calls = [
+        b
+        for m in run["messages"]
+        if m["type"] == "assistant"
+        for b in m["blocks"]
+        if b["type"] == "tool_use"
+    ]
     problems: list[tuple[str, str]] = []
     reqs = run["permission_requests"]
     if len(reqs) != 1:
-        problems.append(("permission-routing", f"canUseTool called {len(reqs)} time(s) for a "
-                         "client that passed --permission-prompt-tool stdio, expected once"))
+        problems.append(
+            (
+                "permission-routing",
+                f"canUseTool called {len(reqs)} time(s) for a "
+                "client that passed --permission-prompt-tool stdio, expected once",
+            )
+        )
     else:
         req = reqs[0]
         assert req["tool_name"] == "Bash", run.describe()
@@ -535,17 +697,31 @@ def test_can_use_tool_real_cbc(decision: str) -> None:
     denials = run["results"][-1].get("permission_denials") or []
     if decision == "allow":
         if result is None or result["is_error"] or "perm-updated.txt" not in result["text"]:
-            problems.append(("permission-reply", f"the allowed tool did not run the "
-                             f"updatedInput: tool result {json.dumps(result)}"))
+            problems.append(
+                (
+                    "permission-reply",
+                    f"the allowed tool did not run the "
+                    f"updatedInput: tool result {json.dumps(result)}",
+                )
+            )
         if files != ["perm-updated.txt"]:
-            problems.append(("permission-reply", f"files in cwd: {files}, expected the "
-                             "updated command's perm-updated.txt only"))
+            problems.append(
+                (
+                    "permission-reply",
+                    f"files in cwd: {files}, expected the updated command's perm-updated.txt only",
+                )
+            )
         if denials:
             problems.append(("permission-reply", f"permission_denials {denials} after an allow"))
     else:
         if result is None or not result["is_error"] or DENY_MESSAGE not in result["text"]:
-            problems.append(("permission-reply", f"the denied tool's result does not carry "
-                             f"the callback's message: {json.dumps(result)}"))
+            problems.append(
+                (
+                    "permission-reply",
+                    f"the denied tool's result does not carry "
+                    f"the callback's message: {json.dumps(result)}",
+                )
+            )
         if files:
             problems.append(("permission-reply", f"the denied command ran: files {files}"))
         if [d.get("tool_name") for d in denials] != ["Bash"]:
@@ -571,8 +747,10 @@ def test_sdk_default_system_prompt_real_cbc() -> None:
     errors = [e for r in run["results"] for e in (r.get("errors") or [])]
     if any(CBC_SYSTEM_PROMPT_ARRAY_ERROR in e for e in errors):
         assert not asked, run.describe()
-        pytest.xfail("cbc 2.163.0 refuses initialize.systemPrompt as an array ([\"\"], what "
-                     f"TS SDK {PINNED} always sends): every turn ends with "
-                     f"{CBC_SYSTEM_PROMPT_ARRAY_ERROR!r}")
+        pytest.xfail(
+            'cbc 2.163.0 refuses initialize.systemPrompt as an array ([""], what '
+            f"TS SDK {PINNED} always sends): every turn ends with "
+            f"{CBC_SYSTEM_PROMPT_ARRAY_ERROR!r}"
+        )
     assert asked, run.describe()
     assert not run["results"][0]["is_error"], run.describe()

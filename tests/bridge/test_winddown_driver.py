@@ -52,20 +52,29 @@ for raw in sys.stdin:
 while True:  # stdin closed: cbc keeps running (a workflow, or its 30 s poll)
     time.sleep(1)
 """
-USER = b'{"type":"user","message":{"role":"user","content":"go"},"session_id":"",' \
-       b'"parent_tool_use_id":null}\n'  # fmt: skip
+USER = (
+    b'{"type":"user","message":{"role":"user","content":"go"},"session_id":"",'
+    b'"parent_tool_use_id":null}\n'
+)
 
 
-async def run_session(error: bool, workflow: bool, rules: list[str]
-                      ) -> tuple[int, list[dict[str, Any]]]:
+async def run_session(
+    error: bool, workflow: bool, rules: list[str]
+) -> tuple[int, list[dict[str, Any]]]:
     up, down = build("cbc-to-claude", parse_rule_settings(rules))
     engine = Engine(up, down, det_env())
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     got = bytearray()
     argv = [PY, "-c", CBC_LIKE, "error" if error else "ok", "workflow" if workflow else "-"]
-    s = Session(SessionConfig(argv, eof_grace=30.0), engine, in_recv, out_send,
-                Logger(io.StringIO()), stderr=lambda b: None)
+    s = Session(
+        SessionConfig(argv, eof_grace=30.0),
+        engine,
+        in_recv,
+        out_send,
+        Logger(io.StringIO()),
+        stderr=lambda b: None,
+    )
 
     async def drain() -> None:
         while data := await out_recv.receive_some(65536):
@@ -106,31 +115,77 @@ def cbc_like(error: bool, workflow: bool) -> Any:
         async for raw in b.lines():
             if json.loads(raw).get("type") != "user":
                 continue
-            await out({"type": "system", "subtype": "init", "uuid": SID, "session_id": SID,
-                       "cwd": "/w", "tools": ["Bash"], "model": "default-model"})
+            await out(
+                {
+                    "type": "system",
+                    "subtype": "init",
+                    "uuid": SID,
+                    "session_id": SID,
+                    "cwd": "/w",
+                    "tools": ["Bash"],
+                    "model": "default-model",
+                }
+            )
             await trio.sleep(0.2)
-            await out({"type": "assistant", "uuid": "a", "session_id": SID,
-                       "parent_tool_use_id": None, "message": {
-                           "role": "assistant", "model": "m", "content": [
-                               {"type": "tool_use", "id": "w1", "name": "Workflow",
-                                "input": {"script": "x"}}]}})
+            await out(
+                {
+                    "type": "assistant",
+                    "uuid": "a",
+                    "session_id": SID,
+                    "parent_tool_use_id": None,
+                    "message": {
+                        "role": "assistant",
+                        "model": "m",
+                        "content": [
+                            {
+                                "type": "tool_use",
+                                "id": "w1",
+                                "name": "Workflow",
+                                "input": {"script": "x"},
+                            }
+                        ],
+                    },
+                }
+            )
             if workflow:
-                await out({"type": "system", "subtype": "task_started", "task_id": "wf1",
-                           "tool_use_id": "w1", "description": "flow",
-                           "task_type": "local_workflow", "uuid": "t", "session_id": SID})
-            await out({"type": "result", "subtype": "success", "is_error": error,
-                       "result": "done.", "uuid": "r", "session_id": SID, "duration_ms": 1,
-                       "duration_api_ms": 1, "num_turns": 1, "total_cost_usd": 0,
-                       "usage": {"input_tokens": 1, "output_tokens": 1},
-                       "permission_denials": [], "modelUsage": {}})
+                await out(
+                    {
+                        "type": "system",
+                        "subtype": "task_started",
+                        "task_id": "wf1",
+                        "tool_use_id": "w1",
+                        "description": "flow",
+                        "task_type": "local_workflow",
+                        "uuid": "t",
+                        "session_id": SID,
+                    }
+                )
+            await out(
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "is_error": error,
+                    "result": "done.",
+                    "uuid": "r",
+                    "session_id": SID,
+                    "duration_ms": 1,
+                    "duration_api_ms": 1,
+                    "num_turns": 1,
+                    "total_cost_usd": 0,
+                    "usage": {"input_tokens": 1, "output_tokens": 1},
+                    "permission_denials": [],
+                    "modelUsage": {},
+                }
+            )
         await b.forever()
         return 0
 
     return script
 
 
-async def memory_session(script: Any, rules: list[str], eof_grace: float = 30.0
-                         ) -> tuple[int, list[dict[str, Any]], MemoryBackend, float]:
+async def memory_session(
+    script: Any, rules: list[str], eof_grace: float = 30.0
+) -> tuple[int, list[dict[str, Any]], MemoryBackend, float]:
     """The session over a memory backend; the client writes USER and EOF at t=0."""
     up, down = build("cbc-to-claude", parse_rule_settings(rules))
     engine = Engine(up, down, det_env())
@@ -144,8 +199,15 @@ async def memory_session(script: Any, rules: list[str], eof_grace: float = 30.0
 
     async with trio.open_nursery() as n:
         b = MemoryBackend(n, script, on_signal={signal.SIGTERM: 0})
-        s = Session(SessionConfig([], eof_grace=eof_grace), engine, in_recv, out_send,
-                    Logger(io.StringIO()), stderr=lambda _: None, backend=b)
+        s = Session(
+            SessionConfig([], eof_grace=eof_grace),
+            engine,
+            in_recv,
+            out_send,
+            Logger(io.StringIO()),
+            stderr=lambda _: None,
+            backend=b,
+        )
         n.start_soon(drain)
         await in_send.send_all(USER)
         await in_send.aclose()
@@ -175,8 +237,9 @@ async def test_exit_1_when_the_last_result_was_an_error(autojump_clock: object) 
 
 
 async def test_a_workflow_that_never_ends_is_bounded_and_closed(autojump_clock: object) -> None:
-    status, frames, b, ended = await memory_session(cbc_like(False, True),
-                                                    [*FAST, "eof-wind-down.ceiling=1"])
+    status, frames, b, ended = await memory_session(
+        cbc_like(False, True), [*FAST, "eof-wind-down.ceiling=1"]
+    )
     sub = [f.get("subtype") for f in frames if f["type"] == "system"]
     assert sub[-2:] == ["task_updated", "task_notification"]
     note = frames[-1]
@@ -192,29 +255,60 @@ async def test_a_workflow_that_never_ends_is_bounded_and_closed(autojump_clock: 
 async def self_starting(b: MemoryBackend) -> int:
     """A backend that never reads its stdin; init at 0.3 s, an assistant frame
     every 0.3 s, the result at 1.5 s; then it lingers like cbc (exits 0 on SIGTERM)."""
+
     async def out(o: dict[str, Any]) -> None:
         await b.write(json.dumps(o).encode() + b"\n")
 
     await trio.sleep(0.3)
-    await out({"type": "system", "subtype": "init", "uuid": "s-2", "session_id": "s-2",
-               "cwd": "/w", "tools": [], "model": "m"})
+    await out(
+        {
+            "type": "system",
+            "subtype": "init",
+            "uuid": "s-2",
+            "session_id": "s-2",
+            "cwd": "/w",
+            "tools": [],
+            "model": "m",
+        }
+    )
     for i in range(4):
         await trio.sleep(0.3)
-        await out({"type": "assistant", "uuid": f"a{i}", "session_id": "s-2",
-                   "parent_tool_use_id": None, "message": {
-                       "id": f"m{i}", "role": "assistant", "model": "m",
-                       "content": [{"type": "text", "text": f"part {i}"}]}})
-    await out({"type": "result", "subtype": "success", "is_error": False, "result": "part 3",
-               "uuid": "r", "session_id": "s-2", "duration_ms": 1, "duration_api_ms": 1,
-               "num_turns": 1, "total_cost_usd": 0,
-               "usage": {"input_tokens": 1, "output_tokens": 1}, "permission_denials": [],
-               "modelUsage": {}})
+        await out(
+            {
+                "type": "assistant",
+                "uuid": f"a{i}",
+                "session_id": "s-2",
+                "parent_tool_use_id": None,
+                "message": {
+                    "id": f"m{i}",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [{"type": "text", "text": f"part {i}"}],
+                },
+            }
+        )
+    await out(
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "result": "part 3",
+            "uuid": "r",
+            "session_id": "s-2",
+            "duration_ms": 1,
+            "duration_api_ms": 1,
+            "num_turns": 1,
+            "total_cost_usd": 0,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+            "permission_denials": [],
+            "modelUsage": {},
+        }
+    )
     await b.forever()
     return 0
 
 
-async def test_stdin_at_dev_null_loses_none_of_the_backends_output(
-        autojump_clock: object) -> None:  # fmt: skip
+async def test_stdin_at_dev_null_loses_none_of_the_backends_output(autojump_clock: object) -> None:
     """The client's EOF comes first; everything the backend writes afterwards reaches the
     client (before: 0 of 6 frames, dropped as 'after-close'), and once it went idle after
     its result (1.5 s) it is ended close_wait (default 0.2 s) later: at exactly 1.7 s."""
@@ -229,8 +323,15 @@ async def test_stdin_at_dev_null_loses_none_of_the_backends_output(
 
     async with trio.open_nursery() as n:
         b = MemoryBackend(n, self_starting, on_signal={signal.SIGTERM: 0})
-        s = Session(SessionConfig([], eof_grace=30.0), engine, in_recv, out_send,
-                    Logger(io.StringIO()), stderr=lambda _: None, backend=b)
+        s = Session(
+            SessionConfig([], eof_grace=30.0),
+            engine,
+            in_recv,
+            out_send,
+            Logger(io.StringIO()),
+            stderr=lambda _: None,
+            backend=b,
+        )
         n.start_soon(drain)
         await in_send.aclose()
         status = await s.run()
@@ -254,8 +355,7 @@ async def still_writing(b: MemoryBackend) -> int:
     return 3
 
 
-async def identity_session(script: Any, eof_grace: float) -> tuple[int, bytes, MemoryBackend,
-                                                                     str]:
+async def identity_session(script: Any, eof_grace: float) -> tuple[int, bytes, MemoryBackend, str]:
     from ..compat.helpers import engine_for
 
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
@@ -269,8 +369,15 @@ async def identity_session(script: Any, eof_grace: float) -> tuple[int, bytes, M
 
     async with trio.open_nursery() as n:
         b = MemoryBackend(n, script)
-        s = Session(SessionConfig([], eof_grace=eof_grace), engine_for("identity"), in_recv,
-                    out_send, Logger(log), stderr=lambda _: None, backend=b)
+        s = Session(
+            SessionConfig([], eof_grace=eof_grace),
+            engine_for("identity"),
+            in_recv,
+            out_send,
+            Logger(log),
+            stderr=lambda _: None,
+            backend=b,
+        )
         n.start_soon(drain)
         await in_send.aclose()
         status = await s.run()
@@ -279,7 +386,8 @@ async def identity_session(script: Any, eof_grace: float) -> tuple[int, bytes, M
 
 
 async def test_a_backend_still_writing_is_not_terminated_by_the_grace(
-        autojump_clock: object) -> None:  # fmt: skip
+    autojump_clock: object,
+) -> None:
     """identity: the grace (0.5 s) is counted from the backend's last output, so a backend
     that writes every 0.2 s for 2 s after the EOF keeps running, loses nothing, and exits
     with its own status, at 2.0 s, never signalled."""
@@ -304,9 +412,11 @@ async def test_a_silent_backend_is_terminated_after_the_grace(autojump_clock: ob
 
 
 async def test_a_backend_silent_after_writing_is_terminated_a_grace_after_its_last_line(
-        autojump_clock: object) -> None:  # fmt: skip
+    autojump_clock: object,
+) -> None:
     """Three lines at 0.2 s intervals after the EOF, then silence: SIGTERM at exactly
     0.6 + 0.5 s (the grace counts from its last output, not from the EOF)."""
+
     async def then_silent(b: MemoryBackend) -> int:
         await b.read_to_eof()
         for i in range(3):

@@ -40,8 +40,15 @@ def cbc_options() -> tuple[dict[str, str], dict[str, str]]:
         if m is None:
             continue
         s, name, value = m.groups()
-        arity = ("none" if value is None else "variadic" if "..." in value
-                 else "optional" if value.startswith("[") else "one")  # fmt: skip
+        arity = (
+            "none"
+            if value is None
+            else "variadic"
+            if "..." in value
+            else "optional"
+            if value.startswith("[")
+            else "one"
+        )
         options[name] = arity
         if s:
             short[s] = name

@@ -62,8 +62,10 @@ def stdout_frame(name: str, pred: Any) -> dict[str, Any]:
 
 def reply_to(name: str, rid: str) -> dict[str, Any]:
     """The backend's control_response to ``rid`` in a transcript."""
-    return stdout_frame(name, lambda f: f.get("type") == "control_response"
-                        and f["response"].get("request_id") == rid)  # fmt: skip
+    return stdout_frame(
+        name,
+        lambda f: f.get("type") == "control_response" and f["response"].get("request_id") == rid,
+    )
 
 
 def engine(rules: Iterable[str] = (), *, stdio: bool = False, pid: int = 4242) -> Engine:
@@ -99,8 +101,14 @@ class Run:
         return [f for _, f in (self.client if side == "client" else self.backend)]
 
 
-def replay(eng: Engine, name: str | None = None, *, extra: Iterable[tuple[float, str, Any]] = (),
-           stdin: bool = True, until: float | None = None) -> Run:  # fmt: skip
+def replay(
+    eng: Engine,
+    name: str | None = None,
+    *,
+    extra: Iterable[tuple[float, str, Any]] = (),
+    stdin: bool = True,
+    until: float | None = None,
+) -> Run:
     """Feed a transcript's stdout (as the backend) and, with ``stdin``, its stdin (as the
     client), plus ``extra`` (time, "client"|"backend", frame or raw line) in time order;
     timers fire at their deadlines; the ``exit`` record ends the backend."""
@@ -159,8 +167,12 @@ def cr(rid: str, **request: Any) -> dict[str, Any]:
 
 
 def user(text: str, uuid: str | None = None, session_id: str = "") -> dict[str, Any]:
-    f: dict[str, Any] = {"type": "user", "message": {"role": "user", "content": text},
-                         "parent_tool_use_id": None, "session_id": session_id}
+    f: dict[str, Any] = {
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+    }
     if uuid is not None:
         f["uuid"] = uuid
     return f

@@ -34,9 +34,11 @@ class Run:
         return [f for _, f in self.out]
 
     def kinds(self) -> list[tuple[float, str]]:
-        return [(t, type(c).__name__) for t, c in self.commands
-                if not (isinstance(c, Write) and c.side == "backend")
-                and type(c).__name__ != "Log"]  # fmt: skip
+        return [
+            (t, type(c).__name__)
+            for t, c in self.commands
+            if not (isinstance(c, Write) and c.side == "backend") and type(c).__name__ != "Log"
+        ]
 
     def violations(self) -> list[Violation]:
         recs = [Record(t, "stdout", line, lineno=i + 1) for i, (t, line) in enumerate(self.raw)]
@@ -62,8 +64,12 @@ def take(run: Run, cmds: Iterable[Command], t: float, eng: Engine | None = None)
         take(run, eng.input_closed(t), t, eng)
 
 
-def drive(eng: Engine, events: Sequence[tuple[float, str, bytes]], until: float | None = None,
-          run: Run | None = None) -> Run:  # fmt: skip
+def drive(
+    eng: Engine,
+    events: Sequence[tuple[float, str, bytes]],
+    until: float | None = None,
+    run: Run | None = None,
+) -> Run:
     """``events``: (time, "client"|"backend"|"eof"|"exit", data). Timers fire at their exact
     deadlines in between; after the last event they keep firing up to ``until``."""
     run = run or Run()

@@ -35,8 +35,11 @@ class ScriptFiles:
 
 def det_env(scripts: dict[str, str] | None = None) -> Env:
     counter = itertools.count(1)
-    return Env(new_uuid=lambda: f"uuid-{next(counter)}", read_script=ScriptFiles(scripts),
-               epoch_ms=EPOCH_MS)  # fmt: skip
+    return Env(
+        new_uuid=lambda: f"uuid-{next(counter)}",
+        read_script=ScriptFiles(scripts),
+        epoch_ms=EPOCH_MS,
+    )
 
 
 def stages(*specs: str | tuple[str, dict[str, str]]) -> list[Stage]:
@@ -50,8 +53,9 @@ def stages(*specs: str | tuple[str, dict[str, str]]) -> list[Stage]:
     return out
 
 
-def engine(*specs: str | tuple[str, dict[str, str]], scripts: dict[str, str] | None = None
-           ) -> Engine:  # fmt: skip
+def engine(
+    *specs: str | tuple[str, dict[str, str]], scripts: dict[str, str] | None = None
+) -> Engine:
     return Engine([], stages(*specs), det_env(scripts), strict=True)
 
 
@@ -99,8 +103,10 @@ def tags(frames: Iterable[dict[str, Any]], task_id: str | None = None) -> list[s
     for f in frames:
         if task_id is not None:
             st = str(f.get("subtype", "")) if f.get("type") == "system" else ""
-            if not (st == "background_tasks_changed"
-                    or (st.startswith("task_") and f.get("task_id") == task_id)):  # fmt: skip
+            if not (
+                st == "background_tasks_changed"
+                or (st.startswith("task_") and f.get("task_id") == task_id)
+            ):
                 continue
         res.append(tag(f))
     return res
@@ -110,28 +116,55 @@ def tags(frames: Iterable[dict[str, Any]], task_id: str | None = None) -> list[s
 
 
 def init(sid: str = SID, cwd: str = CWD) -> dict[str, Any]:
-    return {"type": "system", "subtype": "init", "uuid": sid, "session_id": sid,
-            "cwd": cwd, "tools": ["Agent", "Bash", "Workflow"], "model": "default-model"}
+    return {
+        "type": "system",
+        "subtype": "init",
+        "uuid": sid,
+        "session_id": sid,
+        "cwd": cwd,
+        "tools": ["Agent", "Bash", "Workflow"],
+        "model": "default-model",
+    }
 
 
 def tool_use(use_id: str, name: str, inp: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "assistant", "uuid": "a-" + use_id, "session_id": SID,
-            "message": {"id": "m", "role": "assistant", "type": "message",
-                        "content": [{"type": "tool_use", "id": use_id, "name": name,
-                                     "input": inp}]},
-            "parent_tool_use_id": None}  # fmt: skip
+    return {
+        "type": "assistant",
+        "uuid": "a-" + use_id,
+        "session_id": SID,
+        "message": {
+            "id": "m",
+            "role": "assistant",
+            "type": "message",
+            "content": [{"type": "tool_use", "id": use_id, "name": name, "input": inp}],
+        },
+        "parent_tool_use_id": None,
+    }
 
 
 def tool_result(use_id: str, text: str) -> dict[str, Any]:
-    return {"type": "user", "uuid": "u-" + use_id, "session_id": SID,
-            "message": {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": use_id,
-                 "content": [{"type": "text", "text": text}], "is_error": False}]},
-            "parent_tool_use_id": None}  # fmt: skip
+    return {
+        "type": "user",
+        "uuid": "u-" + use_id,
+        "session_id": SID,
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": use_id,
+                    "content": [{"type": "text", "text": text}],
+                    "is_error": False,
+                }
+            ],
+        },
+        "parent_tool_use_id": None,
+    }
 
 
-def started(tid: str, task_type: str, description: str, use_id: str | None = None,
-            **extra: Any) -> dict[str, Any]:  # fmt: skip
+def started(
+    tid: str, task_type: str, description: str, use_id: str | None = None, **extra: Any
+) -> dict[str, Any]:
     f: dict[str, Any] = {"type": "system", "subtype": "task_started", "task_id": tid}
     if use_id is not None:
         f["tool_use_id"] = use_id
@@ -144,12 +177,24 @@ def updated(tid: str, status: str, end_time: int | None = None) -> dict[str, Any
     patch: dict[str, Any] = {"status": status}
     if end_time is not None:
         patch["end_time"] = end_time
-    return {"type": "system", "subtype": "task_updated", "task_id": tid, "patch": patch,
-            "status": status, "uuid": f"up-{tid}-{status}", "session_id": SID}
+    return {
+        "type": "system",
+        "subtype": "task_updated",
+        "task_id": tid,
+        "patch": patch,
+        "status": status,
+        "uuid": f"up-{tid}-{status}",
+        "session_id": SID,
+    }
 
 
-def progress(tid: str, entries: list[dict[str, Any]] | None = None, use_id: str | None = None,
-             description: str = "d", **extra: Any) -> dict[str, Any]:  # fmt: skip
+def progress(
+    tid: str,
+    entries: list[dict[str, Any]] | None = None,
+    use_id: str | None = None,
+    description: str = "d",
+    **extra: Any,
+) -> dict[str, Any]:
     f: dict[str, Any] = {"type": "system", "subtype": "task_progress", "task_id": tid}
     if use_id is not None:
         f["tool_use_id"] = use_id
@@ -162,8 +207,9 @@ def progress(tid: str, entries: list[dict[str, Any]] | None = None, use_id: str 
     return f
 
 
-def notification(tid: str, status: str, summary: str | None = None,
-                 use_id: str | None = None, **extra: Any) -> dict[str, Any]:  # fmt: skip
+def notification(
+    tid: str, status: str, summary: str | None = None, use_id: str | None = None, **extra: Any
+) -> dict[str, Any]:
     f: dict[str, Any] = {"type": "system", "subtype": "task_notification", "task_id": tid}
     if use_id is not None:
         f["tool_use_id"] = use_id
@@ -179,18 +225,33 @@ def phase(i: int, title: str) -> dict[str, Any]:
     return {"type": "workflow_phase", "index": i, "title": title}
 
 
-def agent(i: int, label: str, state: str = "start", phase_i: int = 1,
-          phase_title: str = "Scan", **extra: Any) -> dict[str, Any]:  # fmt: skip
-    return {"type": "workflow_agent", "index": i, "agentId": f"v2:{label}", "state": state,
-            "startedAt": EPOCH_MS + i, "label": label, "phaseTitle": phase_title,
-            "phaseIndex": phase_i, **extra}  # fmt: skip
+def agent(
+    i: int,
+    label: str,
+    state: str = "start",
+    phase_i: int = 1,
+    phase_title: str = "Scan",
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "type": "workflow_agent",
+        "index": i,
+        "agentId": f"v2:{label}",
+        "state": state,
+        "startedAt": EPOCH_MS + i,
+        "label": label,
+        "phaseTitle": phase_title,
+        "phaseIndex": phase_i,
+        **extra,
+    }
 
 
 # -- transcripts -----------------------------------------------------------------------------
 
 
-def replay(eng: Engine, path: Path, extra: Sequence[tuple[float, bytes]] = (),
-           until: float | None = None) -> list[tuple[float, dict[str, Any]]]:  # fmt: skip
+def replay(
+    eng: Engine, path: Path, extra: Sequence[tuple[float, bytes]] = (), until: float | None = None
+) -> list[tuple[float, dict[str, Any]]]:
     """Feed a reference transcript's backend stdout (and ``extra`` lines at given times) to
     ``eng`` in time order, firing every timer at its exact deadline; the transcript's
     ``exit`` record becomes ``backend_exited``. Returns (time, frame) the client got."""
@@ -230,7 +291,10 @@ def capture_frames(name: str) -> list[dict[str, Any]]:
 
 def pick(frames: list[dict[str, Any]], subtype: str, n: int = 0, **match: Any) -> dict[str, Any]:
     """The n-th frame of ``subtype`` (``type`` for non-system frames) matching ``match``."""
-    found = [f for f in frames if (f.get("subtype") if f.get("type") == "system"
-                                   else f.get("type")) == subtype  # fmt: skip
-             and all(f.get(k) == v for k, v in match.items())]
+    found = [
+        f
+        for f in frames
+        if (f.get("subtype") if f.get("type") == "system" else f.get("type")) == subtype
+        and all(f.get(k) == v for k, v in match.items())
+    ]
     return found[n]

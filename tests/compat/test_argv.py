@@ -37,43 +37,71 @@ def _python_sets() -> dict[str, dict[str, Any]]:
     """ClaudeAgentOptions sets that, together, use every option that becomes a flag."""
     return {
         "everything": dict(
-            tools=["Bash", "Read"], allowed_tools=["Bash(git log:*)", "Read"],
-            disallowed_tools=["Write", "Edit"], max_turns=3, max_budget_usd=1.5,
-            task_budget={"total": 1000}, model="default-model", fallback_model="fast-model",
-            betas=["context-1m-2025-08-07"], permission_prompt_tool_name="stdio",
-            permission_mode="acceptEdits", continue_conversation=True,
+            tools=["Bash", "Read"],
+            allowed_tools=["Bash(git log:*)", "Read"],
+            disallowed_tools=["Write", "Edit"],
+            max_turns=3,
+            max_budget_usd=1.5,
+            task_budget={"total": 1000},
+            model="default-model",
+            fallback_model="fast-model",
+            betas=["context-1m-2025-08-07"],
+            permission_prompt_tool_name="stdio",
+            permission_mode="acceptEdits",
+            continue_conversation=True,
             resume="11111111-1111-4111-8111-111111111111",
-            session_id="22222222-2222-4222-8222-222222222222", settings='{"model": "x"}',
+            session_id="22222222-2222-4222-8222-222222222222",
+            settings='{"model": "x"}',
             add_dirs=["/tmp/a", "/tmp/b"],
             mcp_servers={"echo": {"type": "stdio", "command": "echo", "args": ["x"]}},
-            include_partial_messages=True, include_hook_events=True, strict_mcp_config=True,
-            fork_session=True, resume_session_at="msg-1", resume_drops_turn="turn-1",
-            session_store=object(), setting_sources=["user", "project"],
-            plugins=[{"type": "local", "path": "/tmp/p"}], skills=["pdf"],
+            include_partial_messages=True,
+            include_hook_events=True,
+            strict_mcp_config=True,
+            fork_session=True,
+            resume_session_at="msg-1",
+            resume_drops_turn="turn-1",
+            session_store=object(),
+            setting_sources=["user", "project"],
+            plugins=[{"type": "local", "path": "/tmp/p"}],
+            skills=["pdf"],
             thinking={"type": "enabled", "budget_tokens": 2048, "display": "summarized"},
-            effort="high", output_format={"type": "json_schema", "schema": SCHEMA},
+            effort="high",
+            output_format={"type": "json_schema", "schema": SCHEMA},
             system_prompt={"type": "preset", "preset": "claude_code", "append": "Be brief."},
-            extra_args={"replay-user-messages": None, "some-new-flag": "value",
-                        "negative": "-5", "debug-to-stderr": None},
+            extra_args={
+                "replay-user-messages": None,
+                "some-new-flag": "value",
+                "negative": "-5",
+                "debug-to-stderr": None,
+            },
         ),
         "defaults": {},
-        "none-and-empty": dict(system_prompt=None, tools=[], setting_sources=[],
-                               thinking={"type": "adaptive"}),
-        "file-and-preset": dict(system_prompt={"type": "file", "path": "/tmp/sp.md"},
-                                tools={"type": "preset", "preset": "claude_code"},
-                                thinking={"type": "disabled"}, sandbox={"enabled": True}),
-        "custom-and-legacy": dict(system_prompt={"type": "custom", "prompt": "You are terse."},
-                                  max_thinking_tokens=4096, mcp_servers="/tmp/mcp.json"),
-        "string-prompt-mcp-tool": dict(system_prompt="Hi", skills="all",
-                                       permission_prompt_tool_name="mcp__p__ask"),
-    }  # fmt: skip
+        "none-and-empty": dict(
+            system_prompt=None, tools=[], setting_sources=[], thinking={"type": "adaptive"}
+        ),
+        "file-and-preset": dict(
+            system_prompt={"type": "file", "path": "/tmp/sp.md"},
+            tools={"type": "preset", "preset": "claude_code"},
+            thinking={"type": "disabled"},
+            sandbox={"enabled": True},
+        ),
+        "custom-and-legacy": dict(
+            system_prompt={"type": "custom", "prompt": "You are terse."},
+            max_thinking_tokens=4096,
+            mcp_servers="/tmp/mcp.json",
+        ),
+        "string-prompt-mcp-tool": dict(
+            system_prompt="Hi", skills="all", permission_prompt_tool_name="mcp__p__ask"
+        ),
+    }
 
 
 def python_argvs() -> list[tuple[str, list[str]]]:
     out = []
     for name, opts in _python_sets().items():
-        t = SubprocessCLITransport(prompt="hi", options=ClaudeAgentOptions(
-            cli_path="/nonexistent/claude", **opts))  # fmt: skip
+        t = SubprocessCLITransport(
+            prompt="hi", options=ClaudeAgentOptions(cli_path="/nonexistent/claude", **opts)
+        )
         out.append((f"py-{name}", t._build_command()[1:]))
     return out
 
@@ -98,8 +126,9 @@ def check_cbc_argv(argv: list[str]) -> dict[str, list[list[str]]]:
 def test_the_python_option_sets_use_every_flag_the_sdk_can_emit() -> None:
     source = inspect.getsource(SubprocessCLITransport._build_command)
     emitted = set(re.findall(r'"(--[a-z][\w-]*)', source))
-    used = {tok.partition("=")[0] for _, argv in python_argvs() for tok in argv
-            if tok.startswith("--")}  # fmt: skip
+    used = {
+        tok.partition("=")[0] for _, argv in python_argvs() for tok in argv if tok.startswith("--")
+    }
     assert emitted - used == set()
     assert len(emitted) >= 35  # a sanity check that the source was read
 
@@ -111,8 +140,9 @@ def test_the_typescript_argvs_were_recorded() -> None:
     assert "0.3.220" in versions
 
 
-@pytest.mark.parametrize(("name", "argv"), all_argvs(), ids=lambda x: x if isinstance(x, str)
-                         else "")  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "argv"), all_argvs(), ids=lambda x: x if isinstance(x, str) else ""
+)
 def test_every_sdk_command_line_becomes_one_cbc_accepts(name: str, argv: list[str]) -> None:
     tr = translate_to_cbc(argv, session_id=SID)
     got = check_cbc_argv(tr.argv)
@@ -125,11 +155,13 @@ def test_every_sdk_command_line_becomes_one_cbc_accepts(name: str, argv: list[st
         spec = BY_NAME.get(flag)
         target = spec.target if spec else flag
         said = [w for w in [*tr.warnings, *tr.notes] if flag in w]
-        assert target in got or said or (spec and spec.action in (
-            "settings", "thinking", "thinking-tokens", "mcp")), (flag, tr.warnings)
+        assert (
+            target in got
+            or said
+            or (spec and spec.action in ("settings", "thinking", "thinking-tokens", "mcp"))
+        ), (flag, tr.warnings)
     # one warning per option, never two
-    keys = [w.split(" ")[1] if w.startswith("dropped ") else w.split(" ")[0]
-            for w in tr.warnings]  # fmt: skip
+    keys = [w.split(" ")[1] if w.startswith("dropped ") else w.split(" ")[0] for w in tr.warnings]
     assert len(keys) == len(set(keys)), tr.warnings
     # split tool lists: separate words, never a comma-joined one
     for opt in ("--allowedTools", "--disallowedTools"):
@@ -160,11 +192,22 @@ def test_python_everything_in_detail() -> None:
     assert tr.session_given
     assert not tr.pinned
     assert tr.session_id is None  # --fork-session: cbc makes a new one
-    assert sorted(tr.dropped) == sorted([
-        "--max-budget-usd", "--task-budget", "--betas", "--permission-prompt-tool",
-        "--include-hook-events", "--resume-session-at", "--resume-drops-turn",
-        "--session-mirror", "--some-new-flag", "--negative", "--debug-to-stderr",
-        "--thinking-display"])
+    assert sorted(tr.dropped) == sorted(
+        [
+            "--max-budget-usd",
+            "--task-budget",
+            "--betas",
+            "--permission-prompt-tool",
+            "--include-hook-events",
+            "--resume-session-at",
+            "--resume-drops-turn",
+            "--session-mirror",
+            "--some-new-flag",
+            "--negative",
+            "--debug-to-stderr",
+            "--thinking-display",
+        ]
+    )
 
 
 def test_python_none_and_empty_values() -> None:
@@ -183,8 +226,10 @@ def test_thinking_and_sandbox_settings_merge() -> None:
     got = check_cbc_argv(translate_to_cbc(argv).argv)
     assert got["--system-prompt-file"] == [["/tmp/sp.md"]]
     assert got["--tools"] == [["default"]]
-    assert json.loads(got["--settings"][0][0]) == {"sandbox": {"enabled": True},
-                                                   "alwaysThinkingEnabled": False}
+    assert json.loads(got["--settings"][0][0]) == {
+        "sandbox": {"enabled": True},
+        "alwaysThinkingEnabled": False,
+    }
     tr = translate_to_cbc(["--settings", "/tmp/settings.json", "--thinking", "disabled"])
     assert parse_cbc(tr.argv)[0]["--settings"] == [["/tmp/settings.json"]]
     assert any("not applied" in w for w in tr.warnings)
@@ -197,7 +242,8 @@ def test_max_thinking_tokens_goes_to_the_environment() -> None:
     off = translate_to_cbc(["--max-thinking-tokens", "0"])
     assert off.env == {}
     assert json.loads(parse_cbc(off.argv)[0]["--settings"][0][0]) == {
-        "alwaysThinkingEnabled": False}
+        "alwaysThinkingEnabled": False
+    }
 
 
 def test_a_prompt_tool_that_is_not_stdio_is_dropped_and_does_not_route_prompts() -> None:
@@ -212,11 +258,18 @@ def test_a_prompt_tool_that_is_not_stdio_is_dropped_and_does_not_route_prompts()
 
 @pytest.mark.parametrize("form", ["space", "equals"])
 def test_flag_value_and_flag_equals_value_are_the_same(form: str) -> None:
-    pairs = [("--model", "m1"), ("--max-turns", "4"), ("--permission-mode", "plan"),
-             ("--allowedTools", "Bash,Read"), ("--max-budget-usd", "2"),
-             ("--setting-sources", "user"), ("--mcp-config", '{"mcpServers":{}}')]
-    argv = ([t for f, v in pairs for t in (f, v)] if form == "space"
-            else [f"{f}={v}" for f, v in pairs])  # fmt: skip
+    pairs = [
+        ("--model", "m1"),
+        ("--max-turns", "4"),
+        ("--permission-mode", "plan"),
+        ("--allowedTools", "Bash,Read"),
+        ("--max-budget-usd", "2"),
+        ("--setting-sources", "user"),
+        ("--mcp-config", '{"mcpServers":{}}'),
+    ]
+    argv = (
+        [t for f, v in pairs for t in (f, v)] if form == "space" else [f"{f}={v}" for f, v in pairs]
+    )
     tr = translate_to_cbc(argv, session_id=SID)
     got = check_cbc_argv(tr.argv)
     assert got["--model"] == [["m1"]]
@@ -237,8 +290,7 @@ def test_dash_leading_values_stay_bound_to_their_flag() -> None:
 
 def test_repeated_drops_warn_once_and_the_first_positional_is_the_prompt() -> None:
     # (a variadic option takes every following word, as commander does: --betas=c d)
-    tr = translate_to_cbc(["--betas", "a", "b", "--betas=c", "d", "--verbose", "hello", "--",
-                           "x"])
+    tr = translate_to_cbc(["--betas", "a", "b", "--betas=c", "d", "--verbose", "hello", "--", "x"])
     assert len([w for w in tr.warnings if "--betas" in w]) == 1
     # Claude takes the first positional word as the prompt and ignores the rest (probe
     # two-positionals); the prompt never reaches cbc's argv (it goes on stdin as a user line)
@@ -258,23 +310,71 @@ def test_a_prompt_after_dashdash() -> None:
 
 
 def test_unknown_cbc_known_and_refused_options() -> None:
-    tr = translate_to_cbc(["--brand-new", "v", "--other-new", "--subagent-permission-mode",
-                           "plan", "-y", "--serve", "--port", "8080", "--bg", "--tmux",
-                           "--remote-control", "--help", "-v"])  # fmt: skip
+    tr = translate_to_cbc(
+        [
+            "--brand-new",
+            "v",
+            "--other-new",
+            "--subagent-permission-mode",
+            "plan",
+            "-y",
+            "--serve",
+            "--port",
+            "8080",
+            "--bg",
+            "--tmux",
+            "--remote-control",
+            "--help",
+            "-v",
+        ]
+    )
     got = check_cbc_argv(tr.argv)
     assert got["--subagent-permission-mode"] == [["plan"]]
     assert "--dangerously-skip-permissions" in got
-    for gone in ("--serve", "--port", "--bg", "--tmux", "--remote-control", "--help",
-                 "--version", "--brand-new", "--other-new"):
+    for gone in (
+        "--serve",
+        "--port",
+        "--bg",
+        "--tmux",
+        "--remote-control",
+        "--help",
+        "--version",
+        "--brand-new",
+        "--other-new",
+    ):
         assert gone not in got
-    assert {"--brand-new", "--other-new", "--serve", "--port", "--bg", "--tmux",
-            "--remote-control", "--help", "--version"} <= set(tr.dropped)
+    assert {
+        "--brand-new",
+        "--other-new",
+        "--serve",
+        "--port",
+        "--bg",
+        "--tmux",
+        "--remote-control",
+        "--help",
+        "--version",
+    } <= set(tr.dropped)
 
 
 def test_claude_variadic_options() -> None:
-    tr = translate_to_cbc(["--tools", "Bash", "Read", "--mcp-config", '{"mcpServers":{"a":{}}}',
-                           '{"mcpServers":{"b":{}}}', "--add-dir", "/x", "/y",
-                           "--file", "f1:a", "f2:b", "--fallback-model", "m1,m2"])
+    tr = translate_to_cbc(
+        [
+            "--tools",
+            "Bash",
+            "Read",
+            "--mcp-config",
+            '{"mcpServers":{"a":{}}}',
+            '{"mcpServers":{"b":{}}}',
+            "--add-dir",
+            "/x",
+            "/y",
+            "--file",
+            "f1:a",
+            "f2:b",
+            "--fallback-model",
+            "m1,m2",
+        ]
+    )
     got = check_cbc_argv(tr.argv)
     assert got["--tools"] == [["Bash,Read"]]
     assert json.loads(got["--mcp-config"][0][0]) == {"mcpServers": {"a": {}, "b": {}}}
@@ -287,8 +387,19 @@ def test_claude_variadic_options() -> None:
 
 
 def test_permission_modes_and_formats() -> None:
-    tr = translate_to_cbc(["--permission-mode", "manual", "--output-format", "json",
-                           "--input-format=text", "-p", "--print", "--verbose", "--verbose"])
+    tr = translate_to_cbc(
+        [
+            "--permission-mode",
+            "manual",
+            "--output-format",
+            "json",
+            "--input-format=text",
+            "-p",
+            "--print",
+            "--verbose",
+            "--verbose",
+        ]
+    )
     got = check_cbc_argv(tr.argv)
     assert got["--permission-mode"] == [["default"]]
     assert got["--print"] == [[]]
@@ -303,15 +414,30 @@ def test_permission_modes_and_formats() -> None:
 
 def test_split_tool_lists_respect_parentheses() -> None:
     assert split_tool_list(["Bash(git log:*),Edit", "Read Write", "Bash(a, b)"]) == [
-        "Bash(git log:*)", "Edit", "Read", "Write", "Bash(a, b)"]
+        "Bash(git log:*)",
+        "Edit",
+        "Read",
+        "Write",
+        "Bash(a, b)",
+    ]
 
 
 # -- session-pin ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("given", [["--resume", "abc"], ["--resume=abc"], ["-r", "abc"],
-                                   ["--continue"], ["-c"], ["--session-id", "abc"],
-                                   ["--session-id=abc"], ["--resume"]])
+@pytest.mark.parametrize(
+    "given",
+    [
+        ["--resume", "abc"],
+        ["--resume=abc"],
+        ["-r", "abc"],
+        ["--continue"],
+        ["-c"],
+        ["--session-id", "abc"],
+        ["--session-id=abc"],
+        ["--resume"],
+    ],
+)
 def test_no_pin_when_the_client_names_the_session(given: list[str]) -> None:
     tr = translate_to_cbc(given, session_id=SID)
     assert tr.session_given
@@ -367,9 +493,14 @@ def test_dropin_help_lists_the_claude_options() -> None:
 
 
 def test_env_maps_counterparts_and_sets_what_the_cbc_sdk_sets() -> None:
-    env = {"CLAUDE_CODE_ENTRYPOINT": "sdk-py", "CLAUDE_AGENT_SDK_VERSION": "0.2.189",
-           "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1", "CLAUDE_CODE_MAX_RETRIES": "2",
-           "CODEBUDDY_CUSTOM_HEADERS": "X-Team: a", "DISABLE_AUTOUPDATER": "0"}
+    env = {
+        "CLAUDE_CODE_ENTRYPOINT": "sdk-py",
+        "CLAUDE_AGENT_SDK_VERSION": "0.2.189",
+        "CLAUDE_CODE_DISABLE_BACKGROUND_TASKS": "1",
+        "CLAUDE_CODE_MAX_RETRIES": "2",
+        "CODEBUDDY_CUSTOM_HEADERS": "X-Team: a",
+        "DISABLE_AUTOUPDATER": "0",
+    }
     out = translate_env_to_cbc(env, {"MAX_THINKING_TOKENS": "2048"}, bridge_version="9.9")
     assert out["CODEBUDDY_CODE_ENTRYPOINT"] == "sdk-py"
     assert out["CODEBUDDY_CODE_DISABLE_BACKGROUND_TASKS"] == "1"
@@ -378,13 +509,18 @@ def test_env_maps_counterparts_and_sets_what_the_cbc_sdk_sets() -> None:
     assert out["CODEBUDDY_DISABLE_AUTO_MEMORY"] == "1"
     assert out["MAX_THINKING_TOKENS"] == "2048"
     assert out["CODEBUDDY_CUSTOM_HEADERS"] == (
-        "User-Agent: ccbridge/9.9 (claude-on-cbc; sdk-py; Claude Agent SDK/0.2.189)\n"
-        "X-Team: a")
+        "User-Agent: ccbridge/9.9 (claude-on-cbc; sdk-py; Claude Agent SDK/0.2.189)\nX-Team: a"
+    )
     assert out["CLAUDE_CODE_ENTRYPOINT"] == "sdk-py"  # kept
-    mine = translate_env_to_cbc({"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "0",
-                                 "CODEBUDDY_CODE_ENTRYPOINT": "mine",
-                                 "CLAUDE_CODE_ENTRYPOINT": "sdk-ts",
-                                 "MAX_THINKING_TOKENS": "1"}, {"MAX_THINKING_TOKENS": "5"})
+    mine = translate_env_to_cbc(
+        {
+            "CLAUDE_CODE_DISABLE_AUTO_MEMORY": "0",
+            "CODEBUDDY_CODE_ENTRYPOINT": "mine",
+            "CLAUDE_CODE_ENTRYPOINT": "sdk-ts",
+            "MAX_THINKING_TOKENS": "1",
+        },
+        {"MAX_THINKING_TOKENS": "5"},
+    )
     assert mine["CODEBUDDY_DISABLE_AUTO_MEMORY"] == "0"  # the user's choice wins
     assert mine["CODEBUDDY_CODE_ENTRYPOINT"] == "mine"
     assert mine["MAX_THINKING_TOKENS"] == "1"

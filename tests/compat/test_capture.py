@@ -22,8 +22,11 @@ def test_roundtrip_text_binary_partial_and_exit() -> None:
     cap = capture.parse(lines)
     assert cap.flavor == "ccbridge"
     assert cap.header["version"] == capture.VERSION
-    assert [r.data for r in cap.records[:3]] == [b'{"type":"user"}', b"\xff\xfe not utf-8",
-                                                 b'{"type":"res']
+    assert [r.data for r in cap.records[:3]] == [
+        b'{"type":"user"}',
+        b"\xff\xfe not utf-8",
+        b'{"type":"res',
+    ]
     assert cap.records[2].partial
     assert orjson.loads(lines[2])["b64"] == base64.b64encode(b"\xff\xfe not utf-8").decode()
     assert cap.exit_status == 3
@@ -38,9 +41,13 @@ def test_newer_version_is_refused_with_a_clear_error() -> None:
 
 
 def test_reads_reference_transcripts_and_plain_dumps() -> None:
-    tr = capture.parse([b'{"t": 0.1, "kind": "meta", "text": "{\\"args\\": []}"}',
-                        b'{"t": 0.2, "kind": "stdout", "text": "{}"}',
-                        b'{"t": 0.3, "kind": "exit", "text": "killed:-9"}'])
+    tr = capture.parse(
+        [
+            b'{"t": 0.1, "kind": "meta", "text": "{\\"args\\": []}"}',
+            b'{"t": 0.2, "kind": "stdout", "text": "{}"}',
+            b'{"t": 0.3, "kind": "exit", "text": "killed:-9"}',
+        ]
+    )
     assert tr.flavor == "transcript"
     assert tr.header["meta"] == {"args": []}
     assert tr.exit_status == 137
@@ -56,10 +63,19 @@ def test_broken_record_names_its_line() -> None:
 
 
 def test_initialize_tokens_are_redacted_in_every_record() -> None:
-    reply = orjson.dumps({"type": "control_response", "response": {
-        "subtype": "success", "request_id": "init",
-        "response": {"account": {"token": "eyJhbGciOiJSUzI1NiJ9.secret", "email": "a@b"},
-                     "models": []}}})
+    reply = orjson.dumps(
+        {
+            "type": "control_response",
+            "response": {
+                "subtype": "success",
+                "request_id": "init",
+                "response": {
+                    "account": {"token": "eyJhbGciOiJSUzI1NiJ9.secret", "email": "a@b"},
+                    "models": [],
+                },
+            },
+        }
+    )
     rec = orjson.loads(capture.encode_record(1.0, "stdout", reply))
     assert "eyJhbGci" not in rec["text"]
     assert orjson.loads(rec["text"])["response"]["response"]["account"]["token"] == REDACTED

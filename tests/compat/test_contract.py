@@ -21,13 +21,14 @@ from compat.contract import (
     escape,
     format_text,
     to_json,
-)  # fmt: skip
+)
 from tests.conftest import params_or_skip, reference_files
 
 # -- reference captures ------------------------------------------------------------------
 
-CLAUDE_220 = [p for p in reference_files("claude-2.1.220/*.jsonl")
-              if p.name != "model-requests.jsonl"]  # fmt: skip
+CLAUDE_220 = [
+    p for p in reference_files("claude-2.1.220/*.jsonl") if p.name != "model-requests.jsonl"
+]
 # the nomodel_* transcripts use another record layout ({"t","stream","line"}) that
 # compat.capture does not read yet; their .stdout.jsonl twins are checked instead
 CBC_163 = [
@@ -54,29 +55,55 @@ def test_real_claude_2_1_220_has_no_violations(path: Path) -> None:
 #: false alarm there (must not be)
 CBC_EXPECT: dict[str, tuple[set[str], set[str]]] = {
     "mockoai_workflow-inline": (
-        {"private-fields", "init-once", "foreign-init", "init-shape", "initialize-reply",
-         "task-status", "task-noise", "progress-final", "result-shape"},
-        {"task-type", "late-progress", "task-correlation", "framing", "redact"}),
+        {
+            "private-fields",
+            "init-once",
+            "foreign-init",
+            "init-shape",
+            "initialize-reply",
+            "task-status",
+            "task-noise",
+            "progress-final",
+            "result-shape",
+        },
+        {"task-type", "late-progress", "task-correlation", "framing", "redact"},
+    ),
     "mockoai_bg-agent": (
-        {"task-type", "task-noise", "task-correlation", "task-status", "foreign-init",
-         "terminal-guarantee"},
-        {"framing", "redact", "progress-final"}),
+        {
+            "task-type",
+            "task-noise",
+            "task-correlation",
+            "task-status",
+            "foreign-init",
+            "terminal-guarantee",
+        },
+        {"framing", "redact", "progress-final"},
+    ),
     "mockoai_bg-agent-then-user-turn": (
-        {"task-type", "task-noise", "task-correlation", "task-fields"}, {"framing"}),
+        {"task-type", "task-noise", "task-correlation", "task-fields"},
+        {"framing"},
+    ),
     "mockoai_bg-bash": ({"task-type", "task-status", "task-noise"}, {"task-correlation"}),
     "mockoai_interrupt-idle-workflow-2-running-agents": (
         {"interrupt-reply", "interrupt-terminal", "task-status", "task-noise"},
-        {"interrupted-turn", "task-type"}),
+        {"interrupted-turn", "task-type"},
+    ),
     "mockoai_interrupt-midturn-workflow-2-running-agents": (
-        {"interrupt-reply", "interrupt-terminal", "interrupted-turn", "init-once"}, set()),
+        {"interrupt-reply", "interrupt-terminal", "interrupted-turn", "init-once"},
+        set(),
+    ),
     "mockoai_interrupt-idle-with-bg-workflow-and-bash": (
-        {"interrupt-reply", "interrupt-terminal", "init-once"}, {"interrupted-turn"}),
+        {"interrupt-reply", "interrupt-terminal", "init-once"},
+        {"interrupted-turn"},
+    ),
     "mockoai_stop-task-control-request": ({"unsupported-control", "task-type"}, set()),
     "mockoai_workflow-by-path-progress-during-live-turn": ({"vocabulary"}, set()),
     "nomodel_controls-after-session": (
-        {"vocabulary", "unsupported-control", "interrupt-reply"}, {"framing"}),
+        {"vocabulary", "unsupported-control", "interrupt-reply"},
+        {"framing"},
+    ),
     "nomodel_unknown-stdin-types": ({"init-once", "result-shape"}, set()),
-}  # fmt: skip
+}
 
 
 def _stem(path: Path) -> str:
@@ -139,9 +166,17 @@ def init_frame() -> dict[str, Any]:
 
 
 def assistant(*blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "assistant", "message": {"model": "claude-opus-5", "role": "assistant",
-            "content": list(blocks) or [{"type": "text", "text": "ok"}]},
-            "parent_tool_use_id": None, "session_id": SID, "uuid": uid()}  # fmt: skip
+    return {
+        "type": "assistant",
+        "message": {
+            "model": "claude-opus-5",
+            "role": "assistant",
+            "content": list(blocks) or [{"type": "text", "text": "ok"}],
+        },
+        "parent_tool_use_id": None,
+        "session_id": SID,
+        "uuid": uid(),
+    }
 
 
 def user(content: Any, parent: str | None = None) -> dict[str, Any]:
@@ -183,14 +218,22 @@ def result(**kw: Any) -> dict[str, Any]:
 
 
 def init_reply(rid: str = "init") -> dict[str, Any]:
-    return {"type": "control_response", "response": {"subtype": "success", "request_id": rid,
-            "response": {"commands": [{"name": "review", "description": "d",
-                                       "argumentHint": ""}],
-                         "agents": [], "output_style": "default",
-                         "available_output_styles": ["default"],
-                         "models": [{"value": "default", "displayName": "Default",
-                                     "description": "d"}],
-                         "account": {"tokenSource": "none"}, "pid": 42}}}  # fmt: skip
+    return {
+        "type": "control_response",
+        "response": {
+            "subtype": "success",
+            "request_id": rid,
+            "response": {
+                "commands": [{"name": "review", "description": "d", "argumentHint": ""}],
+                "agents": [],
+                "output_style": "default",
+                "available_output_styles": ["default"],
+                "models": [{"value": "default", "displayName": "Default", "description": "d"}],
+                "account": {"tokenSource": "none"},
+                "pid": 42,
+            },
+        },
+    }
 
 
 def interrupt_reply(rid: str = "stop-1", body: Any = None) -> dict[str, Any]:
@@ -243,14 +286,23 @@ def task_notification(tid: str = "b1", status: str = "completed") -> dict[str, A
 
 def session() -> list[dict[str, Any]]:
     """A Claude-shaped session: a turn that starts a background task, its end, a next turn."""
-    return [init_reply(), init_frame(),
-            assistant({"type": "tool_use", "id": "toolu_1", "name": "Bash",
-                       "input": {"command": "sleep 1"}}),
-            sysf("background_tasks_changed", tasks=[]), task_started(),
-            user([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "started"}]),
-            assistant(), result(),
-            task_updated(), task_notification(),
-            init_frame(), assistant(), result()]  # fmt: skip
+    return [
+        init_reply(),
+        init_frame(),
+        assistant(
+            {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "sleep 1"}}
+        ),
+        sysf("background_tasks_changed", tasks=[]),
+        task_started(),
+        user([{"type": "tool_result", "tool_use_id": "toolu_1", "content": "started"}]),
+        assistant(),
+        result(),
+        task_updated(),
+        task_notification(),
+        init_frame(),
+        assistant(),
+        result(),
+    ]
 
 
 def run(
@@ -295,84 +347,211 @@ CASES: list[tuple[str, Any, str]] = [
     ("type end", lambda: [{"type": "end"}], "vocabulary"),
     ("unknown type", lambda: [{"type": "file-history-snapshot"}], "vocabulary"),
     ("unknown system", lambda: [sysf("keepalive")], "vocabulary"),
-    ("token", lambda: [dict(init_reply(), response={"subtype": "success", "request_id": "x",
-                            "response": {"account": {"token": "eyJhbGciOi.live"}}})],
-     "redact"),
+    (
+        "token",
+        lambda: [
+            dict(
+                init_reply(),
+                response={
+                    "subtype": "success",
+                    "request_id": "x",
+                    "response": {"account": {"token": "eyJhbGciOi.live"}},
+                },
+            )
+        ],
+        "redact",
+    ),
     ("live key", lambda: [user("key sk-ant-api03-AAAAAAAAAAAAAAAAAAAAAAAA")], "redact"),
-    ("assistant content", lambda: [{**assistant(), "message": {"model": "m"}}],
-     "frame-fields"),
+    ("assistant content", lambda: [{**assistant(), "message": {"model": "m"}}], "frame-fields"),
     ("tool_use block", lambda: [assistant({"type": "tool_use", "id": "t"})], "frame-fields"),
-    ("stream_event uuid", lambda: [{"type": "stream_event", "event": {},
-                                    "session_id": SID}], "frame-fields"),
-    ("can_use_tool", lambda: [{"type": "control_request", "request_id": "r",
-                               "request": {"subtype": "can_use_tool", "tool_name": "Bash",
-                                           "input": {}}}], "frame-fields"),
+    (
+        "stream_event uuid",
+        lambda: [{"type": "stream_event", "event": {}, "session_id": SID}],
+        "frame-fields",
+    ),
+    (
+        "can_use_tool",
+        lambda: [
+            {
+                "type": "control_request",
+                "request_id": "r",
+                "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": {}},
+            }
+        ],
+        "frame-fields",
+    ),
     ("init missing version", lambda: mutated(1, claude_code_version=...), "init-shape"),
     ("init uuid == sid", lambda: mutated(1, uuid=SID), "init-shape"),
     ("two inits", lambda: [init_frame(), assistant(), init_frame(), result()], "init-once"),
     ("trailing init", lambda: [*session(), init_frame()], "init-once"),
-    ("foreign init", lambda: [init_frame(), assistant(), {**init_frame(), "session_id": "s2"},
-                              result()], "foreign-init"),
-    ("usage null", lambda: mutated(7, usage={"input_tokens": 1, "output_tokens": 1,
-                                             "server_tool_use": None}), "result-shape"),
+    (
+        "foreign init",
+        lambda: [init_frame(), assistant(), {**init_frame(), "session_id": "s2"}, result()],
+        "foreign-init",
+    ),
+    (
+        "usage null",
+        lambda: mutated(7, usage={"input_tokens": 1, "output_tokens": 1, "server_tool_use": None}),
+        "result-shape",
+    ),
     ("cost null", lambda: mutated(7, total_cost_usd=None), "result-shape"),
     ("no modelUsage", lambda: mutated(7, modelUsage=...), "result-shape"),
-    ("error without errors", lambda: mutated(7, subtype="error_during_execution",
-                                             is_error=True, result=...), "result-shape"),
-    ("error not is_error", lambda: mutated(7, subtype="error_max_turns", errors=["x"]),
-     "result-shape"),
-    ("aborted success", lambda: mutated(7, terminal_reason="aborted_streaming"),
-     "interrupted-turn"),
+    (
+        "error without errors",
+        lambda: mutated(7, subtype="error_during_execution", is_error=True, result=...),
+        "result-shape",
+    ),
+    (
+        "error not is_error",
+        lambda: mutated(7, subtype="error_max_turns", errors=["x"]),
+        "result-shape",
+    ),
+    (
+        "aborted success",
+        lambda: mutated(7, terminal_reason="aborted_streaming"),
+        "interrupted-turn",
+    ),
     ("task_type Agent", lambda: mutated(4, task_type="Agent"), "task-type"),
     ("task_type missing", lambda: mutated(4, task_type=...), "task-type"),
     ("started no description", lambda: mutated(4, description=...), "task-fields"),
     ("notification no output_file", lambda: mutated(9, output_file=...), "task-fields"),
     ("notification no summary", lambda: mutated(9, summary=...), "task-fields"),
-    ("progress usage", lambda: [init_frame(), task_started(),
-                                {**task_progress(), "usage": {"total_tokens": 1}},
-                                task_updated(), task_notification()], "task-fields"),
+    (
+        "progress usage",
+        lambda: [
+            init_frame(),
+            task_started(),
+            {**task_progress(), "usage": {"total_tokens": 1}},
+            task_updated(),
+            task_notification(),
+        ],
+        "task-fields",
+    ),
     ("no tool_use_id", lambda: mutated(4, tool_use_id=...), "task-correlation"),
     ("notification no tool_use_id", lambda: mutated(9, tool_use_id=...), "task-correlation"),
     ("patch cancelled", lambda: mutated(8, patch={"status": "cancelled"}), "task-status"),
     ("top-level status", lambda: mutated(8, status="completed"), "task-status"),
     ("notification killed", lambda: mutated(9, status="killed"), "task-status"),
-    ("update before start", lambda: [init_frame(), task_updated(status="pending"),
-                                     task_started(), task_updated(), task_notification()],
-     "task-noise"),
-    ("progress before start", lambda: [init_frame(), task_progress(), task_started(),
-                                       task_updated(), task_notification()], "task-noise"),
-    ("running patch", lambda: [init_frame(), task_started(), task_updated(status="running"),
-                               task_updated(), task_notification()], "task-noise"),
-    ("second started", lambda: [init_frame(), task_started(), task_started(),
-                                task_updated(), task_notification()], "task-noise"),
+    (
+        "update before start",
+        lambda: [
+            init_frame(),
+            task_updated(status="pending"),
+            task_started(),
+            task_updated(),
+            task_notification(),
+        ],
+        "task-noise",
+    ),
+    (
+        "progress before start",
+        lambda: [
+            init_frame(),
+            task_progress(),
+            task_started(),
+            task_updated(),
+            task_notification(),
+        ],
+        "task-noise",
+    ),
+    (
+        "running patch",
+        lambda: [
+            init_frame(),
+            task_started(),
+            task_updated(status="running"),
+            task_updated(),
+            task_notification(),
+        ],
+        "task-noise",
+    ),
+    (
+        "second started",
+        lambda: [init_frame(), task_started(), task_started(), task_updated(), task_notification()],
+        "task-noise",
+    ),
     ("late progress", lambda: [*session(), task_progress()], "late-progress"),
-    ("second notification", lambda: [*session(), task_notification()],
-     "terminal-guarantee"),
-    ("update after notification", lambda: [*session(), task_updated(status="killed")],
-     "terminal-guarantee"),
-    ("never notified", lambda: [init_frame(), task_started(), assistant(), result()],
-     "terminal-guarantee"),
-    ("workflow stale", lambda: [init_frame(), task_started("w1", "local_workflow"),
-                                task_progress("w1", workflow_progress=[
-                                    {"type": "workflow_agent", "index": 1, "phaseIndex": 1,
-                                     "state": "start"}]),
-                                task_updated("w1"), task_notification("w1")],
-     "progress-final"),
-    ("tool-parent", lambda: [user([{"type": "tool_result", "tool_use_id": "toolu_9",
-                                    "content": "x"}], parent="toolu_9")], "tool-parent"),
-    ("unknown wording", lambda: [{"type": "control_response", "response": {
-        "subtype": "error", "request_id": "q", "error": "Unknown control request subtype: x"}}],
-     "unsupported-control"),
-    ("init reply shape", lambda: [{"type": "control_response", "response": {
-        "subtype": "success", "request_id": "init", "response": {
-            "commands": [{"name": "/x", "description": "d"}], "output_style": "default",
-            "models": [{"id": "m", "name": "M"}], "account": {}}}}], "initialize-reply"),
-    ("agent open at receipt", lambda: [init_frame(), task_started("a1", "local_agent"),
-                                       interrupt_reply()], "interrupt-terminal"),
-    ("cbc interrupt reply", lambda: [interrupt_reply(body={"session_id": SID,
-                                                          "interrupted": True})],
-     "interrupt-reply"),
-]  # fmt: skip
+    ("second notification", lambda: [*session(), task_notification()], "terminal-guarantee"),
+    (
+        "update after notification",
+        lambda: [*session(), task_updated(status="killed")],
+        "terminal-guarantee",
+    ),
+    (
+        "never notified",
+        lambda: [init_frame(), task_started(), assistant(), result()],
+        "terminal-guarantee",
+    ),
+    (
+        "workflow stale",
+        lambda: [
+            init_frame(),
+            task_started("w1", "local_workflow"),
+            task_progress(
+                "w1",
+                workflow_progress=[
+                    {"type": "workflow_agent", "index": 1, "phaseIndex": 1, "state": "start"}
+                ],
+            ),
+            task_updated("w1"),
+            task_notification("w1"),
+        ],
+        "progress-final",
+    ),
+    (
+        "tool-parent",
+        lambda: [
+            user(
+                [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "x"}],
+                parent="toolu_9",
+            )
+        ],
+        "tool-parent",
+    ),
+    (
+        "unknown wording",
+        lambda: [
+            {
+                "type": "control_response",
+                "response": {
+                    "subtype": "error",
+                    "request_id": "q",
+                    "error": "Unknown control request subtype: x",
+                },
+            }
+        ],
+        "unsupported-control",
+    ),
+    (
+        "init reply shape",
+        lambda: [
+            {
+                "type": "control_response",
+                "response": {
+                    "subtype": "success",
+                    "request_id": "init",
+                    "response": {
+                        "commands": [{"name": "/x", "description": "d"}],
+                        "output_style": "default",
+                        "models": [{"id": "m", "name": "M"}],
+                        "account": {},
+                    },
+                },
+            }
+        ],
+        "initialize-reply",
+    ),
+    (
+        "agent open at receipt",
+        lambda: [init_frame(), task_started("a1", "local_agent"), interrupt_reply()],
+        "interrupt-terminal",
+    ),
+    (
+        "cbc interrupt reply",
+        lambda: [interrupt_reply(body={"session_id": SID, "interrupted": True})],
+        "interrupt-reply",
+    ),
+]
 
 
 @pytest.mark.parametrize(("frames", "rule"), [pytest.param(f, r, id=n) for n, f, r in CASES])
@@ -504,14 +683,16 @@ def test_open_tasks_are_excused_when_the_run_was_ended_from_outside() -> None:
 
 
 def _transcript(exit_text: str) -> list[bytes]:
-    recs = [{"t": 0, "kind": "meta", "text": "{}"},
-            {"t": 0.1, "kind": "stdin", "text": json.dumps(req("init", "initialize"))},
-            {"t": 0.2, "kind": "stdout", "text": json.dumps(init_reply())},
-            {"t": 0.3, "kind": "stderr", "text": "\x1b[31mnot a frame"},
-            {"t": 0.4, "kind": "stdout", "text": json.dumps(init_frame())},
-            {"t": 0.5, "kind": "stdout", "text": json.dumps(task_started())},
-            {"t": 0.6, "kind": "stdout", "text": json.dumps(assistant())},
-            {"t": 0.7, "kind": "exit", "text": exit_text}]  # fmt: skip
+    recs = [
+        {"t": 0, "kind": "meta", "text": "{}"},
+        {"t": 0.1, "kind": "stdin", "text": json.dumps(req("init", "initialize"))},
+        {"t": 0.2, "kind": "stdout", "text": json.dumps(init_reply())},
+        {"t": 0.3, "kind": "stderr", "text": "\x1b[31mnot a frame"},
+        {"t": 0.4, "kind": "stdout", "text": json.dumps(init_frame())},
+        {"t": 0.5, "kind": "stdout", "text": json.dumps(task_started())},
+        {"t": 0.6, "kind": "stdout", "text": json.dumps(assistant())},
+        {"t": 0.7, "kind": "exit", "text": exit_text},
+    ]
     return [json.dumps(r).encode() + b"\n" for r in recs]
 
 
@@ -523,11 +704,13 @@ def test_transcripts_check_stdout_only_with_capture_line_numbers() -> None:
 
 
 def test_bridge_captures_check_client_out_and_pair_client_in() -> None:
-    lines = [encode_header(header("test")),
-             encode_record(0.1, "client_in", json.dumps(req("s", "interrupt")).encode()),
-             encode_record(0.2, "stdout", b'{"type":"error","_meta":1}'),  # backend side
-             encode_record(0.3, "client_out", json.dumps(interrupt_reply("s", {})).encode()),
-             encode_record(0.4, "exit", b"killed:-9")]  # fmt: skip
+    lines = [
+        encode_header(header("test")),
+        encode_record(0.1, "client_in", json.dumps(req("s", "interrupt")).encode()),
+        encode_record(0.2, "stdout", b'{"type":"error","_meta":1}'),  # backend side
+        encode_record(0.3, "client_out", json.dumps(interrupt_reply("s", {})).encode()),
+        encode_record(0.4, "exit", b"killed:-9"),
+    ]
     vs = check_lines(lines)
     assert [(v.rule, v.lineno) for v in vs] == [("interrupt-reply", 4)]
 

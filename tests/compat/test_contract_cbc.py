@@ -49,20 +49,28 @@ def bridged(name: str) -> list[Violation]:
             run.client_says(obj)
         else:
             run.claude_says(obj)
-        outs += [Record(run.t, "client_out", line(o).strip(), lineno=len(outs) + 1)
-                 for o in run.client[before:]]
+        outs += [
+            Record(run.t, "client_out", line(o).strip(), lineno=len(outs) + 1)
+            for o in run.client[before:]
+        ]
     return contract_cbc.check_records(outs, ins)
 
 
 CASES = {
-    "mockapi_background-agent_local-agent-frames": {"rev-vocabulary", "rev-task-type",
-                                                    "rev-background-agent",
-                                                    "rev-initialize-reply"},
-    "mockapi_interrupt-during-foreground-bash_aborted-tools": {"rev-interrupted-turn",
-                                                               "rev-interrupt-marker",
-                                                               "rev-task-type"},
+    "mockapi_background-agent_local-agent-frames": {
+        "rev-vocabulary",
+        "rev-task-type",
+        "rev-background-agent",
+        "rev-initialize-reply",
+    },
+    "mockapi_interrupt-during-foreground-bash_aborted-tools": {
+        "rev-interrupted-turn",
+        "rev-interrupt-marker",
+        "rev-task-type",
+    },
     "mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request": {
-        "rev-vocabulary"},
+        "rev-vocabulary"
+    },
 }
 
 

@@ -20,8 +20,10 @@ from compat.stages.initialize import PROMPT_BOUNDARY, claude_initialize
 from .control_support import cr, engine, label, records, replay, reply_to, stdout_frame, user
 
 SID = "01a226db-6de9-7158-9e55-d5205b00368c"  # nomodel_controls-after-session
-CLAUDE_CTL = "claude-2.1.220_nocreds_idle-interrupt_session-id_cancel-queued_unsupported-subtype_" \
-             "cancel-request_reinit_bad-json-exit1"  # fmt: skip
+CLAUDE_CTL = (
+    "claude-2.1.220_nocreds_idle-interrupt_session-id_cancel-queued_unsupported-subtype_"
+    "cancel-request_reinit_bad-json-exit1"
+)
 
 
 def violations(frames: list[Any], rules: set[str]) -> list[str]:
@@ -30,13 +32,27 @@ def violations(frames: list[Any], rules: set[str]) -> list[str]:
 
 
 def init_reply(name: str) -> dict[str, Any]:
-    return stdout_frame(name, lambda f: f.get("type") == "control_response"
-                        and "commands" in (f["response"].get("response") or {}))  # fmt: skip
+    return stdout_frame(
+        name,
+        lambda f: (
+            f.get("type") == "control_response"
+            and "commands" in (f["response"].get("response") or {})
+        ),
+    )
 
 
 def cbc_init(sid: str = SID, **kw: Any) -> dict[str, Any]:
-    return {"type": "system", "subtype": "init", "uuid": sid, "session_id": sid, "cwd": "/w",
-            "tools": ["Bash"], "mcp_servers": [], "model": "default-model", **kw}
+    return {
+        "type": "system",
+        "subtype": "init",
+        "uuid": sid,
+        "session_id": sid,
+        "cwd": "/w",
+        "tools": ["Bash"],
+        "mcp_servers": [],
+        "model": "default-model",
+        **kw,
+    }
 
 
 def status(sid: str = SID) -> dict[str, Any]:
@@ -49,14 +65,38 @@ def status(sid: str = SID) -> dict[str, Any]:
 def test_control_rules_order_in_the_profile() -> None:
     """Pinned on purpose: see the comments in compat/profiles.py."""
     prof = PROFILES["cbc-to-claude"]
-    assert prof["up"] == ("stdin-vocabulary", "user-line", "permission-reply",
-                          "initialize-request", "interrupt-request", "unsupported-control")
+    assert prof["up"] == (
+        "stdin-vocabulary",
+        "user-line",
+        "permission-reply",
+        "initialize-request",
+        "interrupt-request",
+        "unsupported-control",
+    )
     down = list(prof["down"])
-    control = [r for r in down if r in {
-        "control-reply", "control-state", "initialize-reply", "interrupt-reply",
-        "permission-cancel", "interrupt-terminal", "permission-routing"}]
-    assert control == ["control-reply", "control-state", "initialize-reply", "interrupt-reply",
-                       "permission-cancel", "interrupt-terminal", "permission-routing"]
+    control = [
+        r
+        for r in down
+        if r
+        in {
+            "control-reply",
+            "control-state",
+            "initialize-reply",
+            "interrupt-reply",
+            "permission-cancel",
+            "interrupt-terminal",
+            "permission-routing",
+        }
+    ]
+    assert control == [
+        "control-reply",
+        "control-state",
+        "initialize-reply",
+        "interrupt-reply",
+        "permission-cancel",
+        "interrupt-terminal",
+        "permission-routing",
+    ]
     # the turn start reaches command-lifecycle before control-state takes the line's uuid
     assert down.index("command-lifecycle") == down.index("control-state") - 1
     assert down.index("vocabulary") < down.index("control-reply")  # after init-once
@@ -74,24 +114,45 @@ def test_control_state_cannot_be_switched_off() -> None:
 
 def test_initialize_reply_is_claude_shaped() -> None:
     eng = engine()
-    run = replay(eng, extra=[
-        (0.0, "client", cr("init", subtype="initialize", hooks={}, capabilities={})),
-        (1.0, "backend", reply_to("nomodel_controls-after-session", "init")),
-    ])
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", cr("init", subtype="initialize", hooks={}, capabilities={})),
+            (1.0, "backend", reply_to("nomodel_controls-after-session", "init")),
+        ],
+    )
     [reply] = run.frames()
     body = reply["response"]["response"]
     claude = reply_to(CLAUDE_CTL, "init")["response"]["response"]
-    assert list(body)[:7] == list(claude)[:7] == [
-        "commands", "agents", "output_style", "available_output_styles", "models", "account",
-        "pid"]
-    assert body["commands"][0] == {"name": "add-dir", "description": "Add a new working "
-                                   "directory", "argumentHint": ""}  # cbc: "/add-dir"
-    assert all(set(c) >= {"name", "description", "argumentHint"} and c["name"][0] != "/"
-               for c in body["commands"])
+    assert (
+        list(body)[:7]
+        == list(claude)[:7]
+        == [
+            "commands",
+            "agents",
+            "output_style",
+            "available_output_styles",
+            "models",
+            "account",
+            "pid",
+        ]
+    )
+    assert body["commands"][0] == {
+        "name": "add-dir",
+        "description": "Add a new working directory",
+        "argumentHint": "",
+    }  # cbc: "/add-dir"
+    assert all(
+        set(c) >= {"name", "description", "argumentHint"} and c["name"][0] != "/"
+        for c in body["commands"]
+    )
     assert body["agents"] == []
     assert body["available_output_styles"][0] == "default"  # cbc: "Default"
-    assert body["models"][0] == {"value": "default-model", "displayName": "Auto",
-                                 "description": "Auto"}  # cbc: {id, name}
+    assert body["models"][0] == {
+        "value": "default-model",
+        "displayName": "Auto",
+        "description": "Auto",
+    }  # cbc: {id, name}
     assert body["account"] == {"tokenSource": "none", "apiProvider": "firstParty"}  # cbc: null
     assert body["account"] == claude["account"]
     assert body["pid"] == 4242
@@ -105,31 +166,51 @@ def test_initialize_fields_of_newer_ts_sdks_reach_cbc_as_it_takes_them() -> None
     own fields there; the settings its set_config takes follow as the bridge's own
     set_config (its reply not forwarded), the rest is dropped with one warning."""
     settings = '{"model": "fast-model", "alwaysThinkingEnabled": true, "permissions": {}}'
-    init_req = cr("init", subtype="initialize", hooks={}, systemPrompt=["a", PROMPT_BOUNDARY,
-                  "b"], settings=settings, disallowedTools=["Bash"],
-                  mcpServers={"x": {"command": "x"}}, title=None, skills=[],
-                  sdkMcpServers=["mine"])  # fmt: skip
+    init_req = cr(
+        "init",
+        subtype="initialize",
+        hooks={},
+        systemPrompt=["a", PROMPT_BOUNDARY, "b"],
+        settings=settings,
+        disallowedTools=["Bash"],
+        mcpServers={"x": {"command": "x"}},
+        title=None,
+        skills=[],
+        sdkMcpServers=["mine"],
+    )
     eng = engine()
     run = replay(eng, extra=[(0.0, "client", init_req)])
     init, config = run.frames("backend")
-    assert init["request"] == {"subtype": "initialize", "hooks": {}, "systemPrompt": "a\n\nb",
-                               "sdkMcpServers": ["mine"]}
+    assert init["request"] == {
+        "subtype": "initialize",
+        "hooks": {},
+        "systemPrompt": "a\n\nb",
+        "sdkMcpServers": ["mine"],
+    }
     assert config["type"] == "control_request"
-    assert config["request"] == {"subtype": "set_config", "config": {
-        "model": "fast-model", "alwaysThinkingEnabled": True}}
+    assert config["request"] == {
+        "subtype": "set_config",
+        "config": {"model": "fast-model", "alwaysThinkingEnabled": True},
+    }
     [warning] = [g for g in run.logs if g.level == "warning"]
     assert warning.rule == "initialize-request"
     assert "settings.permissions, disallowedTools, mcpServers" in warning.message
     # cbc's reply to the bridge's set_config never reaches the client; no timeout reply
-    reply = {"type": "control_response", "response": {
-        "subtype": "success", "request_id": config["request_id"],
-        "response": {"session_id": "", "updated": {"model": "fast-model"}}}}
+    reply = {
+        "type": "control_response",
+        "response": {
+            "subtype": "success",
+            "request_id": config["request_id"],
+            "response": {"session_id": "", "updated": {"model": "fast-model"}},
+        },
+    }
     run = replay(eng, extra=[(1.0, "backend", reply)], until=120.0)
     assert run.frames() == []
     # a settings file path: nothing cbc can take at run time
     eng = engine()
-    run = replay(eng, extra=[(0.0, "client", cr("i", subtype="initialize",
-                                                 settings="/etc/s.json"))])  # fmt: skip
+    run = replay(
+        eng, extra=[(0.0, "client", cr("i", subtype="initialize", settings="/etc/s.json"))]
+    )
     assert run.frames("backend") == [cr("i", subtype="initialize")]
     assert "settings" in [g for g in run.logs if g.level == "warning"][0].message
     # what the 0.3.220 SDK sends passes untouched
@@ -140,14 +221,24 @@ def test_initialize_fields_of_newer_ts_sdks_reach_cbc_as_it_takes_them() -> None
 def test_initialize_reply_never_forwards_the_token() -> None:
     raw = init_reply("mockoai_can-use-tool-allow")
     acc = raw["response"]["response"]["account"]
-    acc = {**acc, "token": "sk-abcdefghijklmnopqrstuvwxyz0123456789",  # a live one
-           "uid": "anonymous_23456789", "userName": "anonymous_23456789"}
-    raw = {**raw, "response": {**raw["response"],
-                               "response": {**raw["response"]["response"], "account": acc}}}
+    acc = {
+        **acc,
+        "token": "sk-abcdefghijklmnopqrstuvwxyz0123456789",  # a live one
+        "uid": "anonymous_23456789",
+        "userName": "anonymous_23456789",
+    }
+    raw = {
+        **raw,
+        "response": {
+            **raw["response"],
+            "response": {**raw["response"]["response"], "account": acc},
+        },
+    }
     for mode in ("redact", "strip"):
         eng = engine([f"initialize-reply={mode}"])
-        run = replay(eng, extra=[(0.0, "client", cr("init", subtype="initialize")),
-                                 (1.0, "backend", raw)])
+        run = replay(
+            eng, extra=[(0.0, "client", cr("init", subtype="initialize")), (1.0, "backend", raw)]
+        )
         [reply] = run.frames()
         text = json.dumps(reply)
         assert "abcdefghij" not in text
@@ -167,33 +258,44 @@ def test_initialize_reply_never_forwards_the_token() -> None:
 
 def test_initialize_reply_recognised_by_shape_without_the_request() -> None:
     eng = engine(["unsupported-control=off"])
-    run = replay(eng, extra=[(1.0, "backend", reply_to("nomodel_controls-after-session",
-                                                         "init2"))])
+    run = replay(eng, extra=[(1.0, "backend", reply_to("nomodel_controls-after-session", "init2"))])
     [reply] = run.frames()
     assert reply["response"]["response"]["commands"][0]["name"] == "add-dir"
 
 
-@pytest.mark.parametrize(("prompt", "sent"), [
-    ([""], ""),  # what the TypeScript SDK sends for its default (empty) prompt
-    (["static", PROMPT_BOUNDARY, "dynamic"], "static\n\ndynamic"),
-    ("already a string", "already a string"),
-])
-def test_initialize_system_prompt_blocks_become_the_string_cbc_takes(prompt: Any,
-                                                                     sent: str) -> None:
+@pytest.mark.parametrize(
+    ("prompt", "sent"),
+    [
+        ([""], ""),  # what the TypeScript SDK sends for its default (empty) prompt
+        (["static", PROMPT_BOUNDARY, "dynamic"], "static\n\ndynamic"),
+        ("already a string", "already a string"),
+    ],
+)
+def test_initialize_system_prompt_blocks_become_the_string_cbc_takes(
+    prompt: Any, sent: str
+) -> None:
     """cbc 2.163.0 ends every turn with "src must be a string or an object describing the
     source" when ``initialize.systemPrompt`` is an array (probed; tests/bridge/test_ts_sdk.py)."""
-    run = replay(engine(), extra=[(0.0, "client", cr("init", subtype="initialize", hooks={},
-                                                     systemPrompt=prompt))])
-    assert run.frames("backend") == [cr("init", subtype="initialize", hooks={},
-                                        systemPrompt=sent)]
+    run = replay(
+        engine(),
+        extra=[(0.0, "client", cr("init", subtype="initialize", hooks={}, systemPrompt=prompt))],
+    )
+    assert run.frames("backend") == [cr("init", subtype="initialize", hooks={}, systemPrompt=sent)]
 
 
 def test_claude_initialize_keeps_unknown_keys_after_claudes() -> None:
-    out = claude_initialize({"commands": [{"name": "/x", "argument_hint": "<f>", "tags": ["a"]}],
-                             "currentModelId": "m", "models": [{"id": "m", "name": "M"}],
-                             "extra": 1}, 7)
-    assert out["commands"] == [{"name": "x", "description": "", "argumentHint": "<f>",
-                                "tags": ["a"]}]
+    out = claude_initialize(
+        {
+            "commands": [{"name": "/x", "argument_hint": "<f>", "tags": ["a"]}],
+            "currentModelId": "m",
+            "models": [{"id": "m", "name": "M"}],
+            "extra": 1,
+        },
+        7,
+    )
+    assert out["commands"] == [
+        {"name": "x", "description": "", "argumentHint": "<f>", "tags": ["a"]}
+    ]
     assert list(out)[-1] == "extra"
     assert "currentModelId" not in out  # no key of Claude's reply (twins *.claude.jsonl)
     assert out["output_style"] == "default"
@@ -203,13 +305,23 @@ def test_claude_initialize_ends_with_claudes_feature_flags_off() -> None:
     """Claude 2.1.220's reply (twins simple-success.claude.jsonl): after ``pid`` the flags
     of its remote-control, IDE and fast-mode features, off; cbc has none of them."""
     out = claude_initialize({"commands": [], "currentModelId": "m"}, 7)
-    assert list(out)[list(out).index("pid"):] == [
-        "pid", "remote_control_auto_enable", "remote_control_auto_on_by_default",
-        "ide_rc_auto_enable_gate", "fast_mode_state", "fast_mode_disabled_reason"]
-    assert (out["remote_control_auto_enable"], out["remote_control_auto_on_by_default"],
-            out["ide_rc_auto_enable_gate"]) == (False, False, False)
+    assert list(out)[list(out).index("pid") :] == [
+        "pid",
+        "remote_control_auto_enable",
+        "remote_control_auto_on_by_default",
+        "ide_rc_auto_enable_gate",
+        "fast_mode_state",
+        "fast_mode_disabled_reason",
+    ]
+    assert (
+        out["remote_control_auto_enable"],
+        out["remote_control_auto_on_by_default"],
+        out["ide_rc_auto_enable_gate"],
+    ) == (False, False, False)
     assert (out["fast_mode_state"], out["fast_mode_disabled_reason"]) == (
-        "off", "sdk_opt_in_required")
+        "off",
+        "sdk_opt_in_required",
+    )
 
 
 # -- unsupported-control / control-reply ----------------------------------------------------
@@ -217,34 +329,69 @@ def test_claude_initialize_ends_with_claudes_feature_flags_off() -> None:
 
 def session(eng: Any, t: float = 1.0) -> list[tuple[float, str, Any]]:
     """Frames that give the engine a session (an init, a status, a finished turn)."""
-    return [(t, "client", user("hi", "u-1")), (t, "backend", cbc_init(
-        mcp_servers=[{"name": "files", "status": "connected"}])), (t, "backend", status()),
-        (t, "backend", {"type": "assistant", "session_id": SID, "uuid": "a",
-                        "message": {"content": [], "model": "m"}}),
-        (t, "backend", {"type": "result", "subtype": "success", "is_error": False,
-                        "session_id": SID, "uuid": "r", "result": "", "usage":
-                        {"input_tokens": 1200, "output_tokens": 34}, "modelUsage":
-                        {"default-model": {"contextWindow": 176000}}})]  # fmt: skip
+    return [
+        (t, "client", user("hi", "u-1")),
+        (t, "backend", cbc_init(mcp_servers=[{"name": "files", "status": "connected"}])),
+        (t, "backend", status()),
+        (
+            t,
+            "backend",
+            {
+                "type": "assistant",
+                "session_id": SID,
+                "uuid": "a",
+                "message": {"content": [], "model": "m"},
+            },
+        ),
+        (
+            t,
+            "backend",
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": False,
+                "session_id": SID,
+                "uuid": "r",
+                "result": "",
+                "usage": {"input_tokens": 1200, "output_tokens": 34},
+                "modelUsage": {"default-model": {"contextWindow": 176000}},
+            },
+        ),
+    ]
 
 
 def test_subtypes_cbc_lacks_are_answered_locally_the_claude_way() -> None:
     eng = engine()
-    run = replay(eng, extra=[*session(eng), (2.0, "client", cr("mcp", subtype="mcp_status")),
-                             (2.0, "client", cr("ctx", subtype="get_context_usage")),
-                             (2.0, "client", cr("mtt", subtype="set_max_thinking_tokens",
-                                                max_thinking_tokens=1000)),
-                             (2.0, "client", cr("stop", subtype="stop_task", task_id="nope"))])
-    replies = {f["response"]["request_id"]: f["response"] for f in run.frames()
-               if f.get("type") == "control_response"}
-    assert replies["mcp"]["response"] == {"mcpServers": [{"name": "files",
-                                                          "status": "connected"}]}
+    run = replay(
+        eng,
+        extra=[
+            *session(eng),
+            (2.0, "client", cr("mcp", subtype="mcp_status")),
+            (2.0, "client", cr("ctx", subtype="get_context_usage")),
+            (2.0, "client", cr("mtt", subtype="set_max_thinking_tokens", max_thinking_tokens=1000)),
+            (2.0, "client", cr("stop", subtype="stop_task", task_id="nope")),
+        ],
+    )
+    replies = {
+        f["response"]["request_id"]: f["response"]
+        for f in run.frames()
+        if f.get("type") == "control_response"
+    }
+    assert replies["mcp"]["response"] == {"mcpServers": [{"name": "files", "status": "connected"}]}
     usage = replies["ctx"]["response"]
     assert usage["totalTokens"] == 1234
     assert usage["maxTokens"] == 176000
     assert usage["percentage"] == 0.7
     assert usage["model"] == "default-model"
-    assert {"categories", "rawMaxTokens", "isAutoCompactEnabled", "memoryFiles", "mcpTools",
-            "agents", "gridRows"} <= set(usage)
+    assert {
+        "categories",
+        "rawMaxTokens",
+        "isAutoCompactEnabled",
+        "memoryFiles",
+        "mcpTools",
+        "agents",
+        "gridRows",
+    } <= set(usage)
     assert replies["mtt"] == {"subtype": "success", "request_id": "mtt", "response": {}}
     # Claude: an unknown task id also succeeds (mockapi_stop-task-control-request_…)
     assert replies["stop"]["response"] == {}
@@ -254,11 +401,19 @@ def test_subtypes_cbc_lacks_are_answered_locally_the_claude_way() -> None:
 def test_unknown_subtype_error_reworded_like_claude() -> None:
     name = "nomodel_controls-before-session-then-eof"
     eng = engine()
-    run = replay(eng, extra=[(4.0, "client", cr("unk", subtype="foo_bar_unknown")),
-                             (6.7, "backend", reply_to(name, "unk"))])
+    run = replay(
+        eng,
+        extra=[
+            (4.0, "client", cr("unk", subtype="foo_bar_unknown")),
+            (6.7, "backend", reply_to(name, "unk")),
+        ],
+    )
     [reply] = run.frames()
-    assert reply["response"] == {"subtype": "error", "request_id": "unk",
-                                 "error": "Unsupported control request subtype: foo_bar_unknown"}
+    assert reply["response"] == {
+        "subtype": "error",
+        "request_id": "unk",
+        "error": "Unsupported control request subtype: foo_bar_unknown",
+    }
     claude = reply_to(CLAUDE_CTL, "bogus-1")["response"]["error"]
     assert claude == ck.UNSUPPORTED + "no_such_subtype"  # the same wording
     assert violations(run.frames(), {"unsupported-control"}) == []
@@ -266,9 +421,21 @@ def test_unknown_subtype_error_reworded_like_claude() -> None:
 
 def test_a_request_cbc_never_answers_gets_an_error_at_the_deadline() -> None:
     eng = engine()
-    run = replay(eng, extra=[*session(eng), (2.0, "client", cr("x", subtype="get_settings")),
-                             (40.0, "backend", {"type": "control_response", "response": {
-                                 "subtype": "success", "request_id": "x", "response": {}}})])
+    run = replay(
+        eng,
+        extra=[
+            *session(eng),
+            (2.0, "client", cr("x", subtype="get_settings")),
+            (
+                40.0,
+                "backend",
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": "x", "response": {}},
+                },
+            ),
+        ],
+    )
     late = [(t, f) for t, f in run.client if f.get("type") == "control_response"]
     assert [(t, f["response"]["subtype"]) for t, f in late] == [(32.0, "error")]  # 2 + 30 s
     assert "get_settings" in late[0][1]["response"]["error"]
@@ -277,55 +444,87 @@ def test_a_request_cbc_never_answers_gets_an_error_at_the_deadline() -> None:
 
 
 def test_initialize_waits_longer_and_timeouts_are_options() -> None:
-    eng = engine(["unsupported-control.initialize_timeout=10",
-                  "unsupported-control.timeout=3"])
-    run = replay(eng, extra=[(0.0, "client", cr("init", subtype="initialize")),
-                             (0.0, "client", cr("m", subtype="get_available_models")),
-                             (20.0, "client", user("x"))])
-    assert [(t, f["response"]["request_id"]) for t, f in run.client] == [(3.0, "m"),
-                                                                         (10.0, "init")]
+    eng = engine(["unsupported-control.initialize_timeout=10", "unsupported-control.timeout=3"])
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", cr("init", subtype="initialize")),
+            (0.0, "client", cr("m", subtype="get_available_models")),
+            (20.0, "client", user("x")),
+        ],
+    )
+    assert [(t, f["response"]["request_id"]) for t, f in run.client] == [(3.0, "m"), (10.0, "init")]
 
 
 def test_setters_before_the_session_succeed_at_once_and_reach_cbc_when_it_exists() -> None:
     """cbc answers them ``Session not found: current`` until its first turn, even with
     ``--session-id`` (nomodel_controls-before-session-then-eof)."""
     eng = engine()
-    run = replay(eng, extra=[
-        (0.0, "client", cr("perm", subtype="set_permission_mode", mode="acceptEdits")),
-        (0.1, "client", cr("model", subtype="set_model", model="fast-model")),
-        (0.2, "client", user("hi", "u-1")),
-        (3.0, "backend", cbc_init()),
-        (3.1, "backend", status()),
-        (3.2, "backend", {"type": "control_response", "response": {
-            "subtype": "success", "request_id": "ccbridge-held-1", "response": {
-                "session_id": SID, "mode": "acceptEdits", "previous_mode": "default"}}}),
-    ])
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", cr("perm", subtype="set_permission_mode", mode="acceptEdits")),
+            (0.1, "client", cr("model", subtype="set_model", model="fast-model")),
+            (0.2, "client", user("hi", "u-1")),
+            (3.0, "backend", cbc_init()),
+            (3.1, "backend", status()),
+            (
+                3.2,
+                "backend",
+                {
+                    "type": "control_response",
+                    "response": {
+                        "subtype": "success",
+                        "request_id": "ccbridge-held-1",
+                        "response": {
+                            "session_id": SID,
+                            "mode": "acceptEdits",
+                            "previous_mode": "default",
+                        },
+                    },
+                },
+            ),
+        ],
+    )
     replies = [(t, f) for t, f in run.client if f.get("type") == "control_response"]
-    assert [(t, label(f)) for t, f in replies] == [(0.0, "control_response:perm"),
-                                                   (0.1, "control_response:model")]
+    assert [(t, label(f)) for t, f in replies] == [
+        (0.0, "control_response:perm"),
+        (0.1, "control_response:model"),
+    ]
     assert all(f["response"]["subtype"] == "success" for _, f in replies)
-    sent = [(t, f["request_id"], f["request"]) for t, f in run.backend
-            if f.get("type") == "control_request"]
-    assert sent == [(3.1, "ccbridge-held-1", {"subtype": "set_permission_mode",
-                                              "mode": "acceptEdits"}),
-                    (3.1, "ccbridge-held-2", {"subtype": "set_model", "model": "fast-model"})]
+    sent = [
+        (t, f["request_id"], f["request"])
+        for t, f in run.backend
+        if f.get("type") == "control_request"
+    ]
+    assert sent == [
+        (3.1, "ccbridge-held-1", {"subtype": "set_permission_mode", "mode": "acceptEdits"}),
+        (3.1, "ccbridge-held-2", {"subtype": "set_model", "model": "fast-model"}),
+    ]
 
 
 def test_a_late_session_not_found_for_a_setter_becomes_success_and_is_sent_again() -> None:
     eng = engine()
     eng.state.session_id = "resumed"  # e.g. --resume: the bridge thinks a session exists
-    run = replay(eng, extra=[
-        (0.0, "client", cr("perm", subtype="set_permission_mode", mode="plan")),
-        (1.0, "backend", reply_to("nomodel_controls-before-session-then-eof", "perm")),
-        # cbc's next turn start (vocabulary drops the null status; init-once releases the
-        # init on it, and the init is the session's sign for control-reply)
-        (2.0, "backend", cbc_init("resumed")),
-        (2.0, "backend", status("resumed")),
-    ])
-    assert run.frames()[0]["response"] == {"subtype": "success", "request_id": "perm",
-                                           "response": {}}
-    assert run.frames("backend")[-1] == cr("ccbridge-held-1", subtype="set_permission_mode",
-                                           mode="plan")
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", cr("perm", subtype="set_permission_mode", mode="plan")),
+            (1.0, "backend", reply_to("nomodel_controls-before-session-then-eof", "perm")),
+            # cbc's next turn start (vocabulary drops the null status; init-once releases the
+            # init on it, and the init is the session's sign for control-reply)
+            (2.0, "backend", cbc_init("resumed")),
+            (2.0, "backend", status("resumed")),
+        ],
+    )
+    assert run.frames()[0]["response"] == {
+        "subtype": "success",
+        "request_id": "perm",
+        "response": {},
+    }
+    assert run.frames("backend")[-1] == cr(
+        "ccbridge-held-1", subtype="set_permission_mode", mode="plan"
+    )
 
 
 def test_set_model_null_means_cbcs_default_model() -> None:
@@ -340,21 +539,28 @@ def test_setters_after_the_session_pass_with_cbcs_replies() -> None:
     name = "nomodel_controls-after-session"
     eng = engine()
     run = replay(eng, name)
-    replies = {f["response"]["request_id"]: f["response"] for f in run.frames()
-               if f.get("type") == "control_response"}
+    replies = {
+        f["response"]["request_id"]: f["response"]
+        for f in run.frames()
+        if f.get("type") == "control_response"
+    }
     assert replies["perm_nosid"]["subtype"] == "success"
     assert replies["model_sid"]["response"]["model"] == "fast-model"
     assert replies["mcp"]["response"] == {"mcpServers": []}  # answered locally
     assert replies["mtt"]["response"] == {}
     assert replies["int_nosid"]["response"] == {"still_queued": []}
     # every request answered exactly once, none with cbc's wording
-    asked = [r.obj["request_id"] for r in records(name)
-             if r.kind == "stdin" and r.obj.get("type") == "control_request"]
-    got = [f["response"]["request_id"] for f in run.frames()
-           if f.get("type") == "control_response"]
+    asked = [
+        r.obj["request_id"]
+        for r in records(name)
+        if r.kind == "stdin" and r.obj.get("type") == "control_request"
+    ]
+    got = [f["response"]["request_id"] for f in run.frames() if f.get("type") == "control_response"]
     assert sorted(got) == sorted(asked)
-    assert violations(run.frames(), {"unsupported-control", "interrupt-reply",
-                                     "initialize-reply"}) == []
+    assert (
+        violations(run.frames(), {"unsupported-control", "interrupt-reply", "initialize-reply"})
+        == []
+    )
 
 
 def test_backend_exit_answers_what_is_still_open() -> None:
@@ -370,18 +576,24 @@ def test_backend_exit_answers_what_is_still_open() -> None:
 
 def test_control_cancel_request_is_absorbed_and_cancels_the_safety_reply() -> None:
     eng = engine()
-    run = replay(eng, extra=[*session(eng), (2.0, "client", cr("x", subtype="get_settings")),
-                             (3.0, "client", {"type": "control_cancel_request",
-                                              "request_id": "x"}),
-                             (60.0, "client", user("later"))])
+    run = replay(
+        eng,
+        extra=[
+            *session(eng),
+            (2.0, "client", cr("x", subtype="get_settings")),
+            (3.0, "client", {"type": "control_cancel_request", "request_id": "x"}),
+            (60.0, "client", user("later")),
+        ],
+    )
     assert not [f for f in run.frames() if f.get("type") == "control_response"]
     assert not [f for f in run.frames("backend") if f.get("type") == "control_cancel_request"]
 
 
 def test_malformed_control_request_answered() -> None:
     eng = engine()
-    run = replay(eng, extra=[(0.0, "client", {"type": "control_request", "request_id": "b",
-                                              "request": {}})])
+    run = replay(
+        eng, extra=[(0.0, "client", {"type": "control_request", "request_id": "b", "request": {}})]
+    )
     assert run.frames()[0]["response"]["error"] == ck.UNSUPPORTED + "None"
     assert run.frames("backend") == []
 
@@ -393,10 +605,17 @@ def test_input_cbc_would_turn_into_an_empty_turn_is_absorbed() -> None:
     """nomodel_unknown-stdin-types: ``bogus_type`` and ``keep_alive`` each cost an empty
     turn; so would update_environment_variables and any non-JSON line."""
     eng = engine()
-    stdin = [r.text.encode() + b"\n" for r in records("nomodel_unknown-stdin-types")
-             if r.kind == "stdin"]
-    odd = [b'{"type":"update_environment_variables","variables":{"A":"1"}}\n', b"not json\n",
-           b"\n", b"[1,2]\n", b'{"no_type":1}\n', b'{"type":"user","broken":\n']
+    stdin = [
+        r.text.encode() + b"\n" for r in records("nomodel_unknown-stdin-types") if r.kind == "stdin"
+    ]
+    odd = [
+        b'{"type":"update_environment_variables","variables":{"A":"1"}}\n',
+        b"not json\n",
+        b"\n",
+        b"[1,2]\n",
+        b'{"no_type":1}\n',
+        b'{"type":"user","broken":\n',
+    ]
     cmds = [c for raw in [*stdin, *odd] for c in eng.feed("client", raw, 0.0)]
     sent = b"".join(c.data for c in cmds if getattr(c, "side", "") == "backend")
     assert sent == stdin[0]  # only the initialize request, byte for byte
@@ -409,15 +628,30 @@ def test_input_cbc_would_turn_into_an_empty_turn_is_absorbed() -> None:
 
 def test_user_lines_pass_unchanged_and_mark_a_client_turn() -> None:
     eng = engine()
-    lines = [user("a", "u-1"), {**user("b"), "message": {"role": "user", "content": [
-        {"type": "text", "text": "b"}]}, "session_id": "default"}]  # fmt: skip
+    lines = [
+        user("a", "u-1"),
+        {
+            **user("b"),
+            "message": {"role": "user", "content": [{"type": "text", "text": "b"}]},
+            "session_id": "default",
+        },
+    ]
     run = replay(eng, extra=[(0.0, "client", f) for f in lines])
     assert run.frames("backend") == lines
     control = eng.state.control
     assert list(control.pending_user) == ["u-1", None]
     assert control.user_lines == 2
-    replay(eng, extra=[(1.0, "backend", cbc_init()), (1.0, "backend", {
-        "type": "assistant", "session_id": SID, "uuid": "a", "message": {"content": []}})])
+    replay(
+        eng,
+        extra=[
+            (1.0, "backend", cbc_init()),
+            (
+                1.0,
+                "backend",
+                {"type": "assistant", "session_id": SID, "uuid": "a", "message": {"content": []}},
+            ),
+        ],
+    )
     assert control.turn_active
     assert control.turn_from_client
     assert control.turns == 1
@@ -429,27 +663,44 @@ def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
     ``user-line.settle`` (0.2 s) of the result is held until then, what the client sends
     after it waits behind it, in order; a line later than that passes at once."""
     eng = engine()
-    run = replay(eng, extra=[*session(eng), (1.001, "client", user("next", "u-2")),
-                             (1.002, "client", cr("i-1", subtype="interrupt")),
-                             (1.5, "client", user("later", "u-3"))])  # fmt: skip
-    sent = [(t, f.get("message", {}).get("content") or f["request"]["subtype"])
-            for t, f in run.backend if f["type"] in ("user", "control_request")]  # fmt: skip
-    assert sent == [(1.0, "hi"), (pytest.approx(1.2), "next"), (pytest.approx(1.2), "interrupt"),
-                    (1.5, "later")]  # fmt: skip
+    run = replay(
+        eng,
+        extra=[
+            *session(eng),
+            (1.001, "client", user("next", "u-2")),
+            (1.002, "client", cr("i-1", subtype="interrupt")),
+            (1.5, "client", user("later", "u-3")),
+        ],
+    )
+    sent = [
+        (t, f.get("message", {}).get("content") or f["request"]["subtype"])
+        for t, f in run.backend
+        if f["type"] in ("user", "control_request")
+    ]
+    assert sent == [
+        (1.0, "hi"),
+        (pytest.approx(1.2), "next"),
+        (pytest.approx(1.2), "interrupt"),
+        (1.5, "later"),
+    ]
     counts = eng.statistics()["rules"]["user-line"]
     # (synthesized: the two lines' command_lifecycle "queued" echoes)
     assert counts == {"held-after-result": 1, "held": 2, "released": 2, "synthesized": 2}
     # Claude's "queued" echo is not held: the client sees it as the line is read
-    queued = [t for t, f in run.client if f.get("type") == "command_lifecycle"
-              and f["command_uuid"] == "u-2" and f["state"] == "queued"]  # fmt: skip
+    queued = [
+        t
+        for t, f in run.client
+        if f.get("type") == "command_lifecycle"
+        and f["command_uuid"] == "u-2"
+        and f["state"] == "queued"
+    ]
     assert queued == [1.001]
 
 
 def test_the_clients_eof_releases_a_held_line_before_cbcs_stdin_closes() -> None:
     eng = engine()
     run = replay(eng, extra=[*session(eng), (1.05, "client", user("last"))])
-    assert [f["message"]["content"] for f in run.frames("backend") if f["type"] == "user"] == [
-        "hi"]
+    assert [f["message"]["content"] for f in run.frames("backend") if f["type"] == "user"] == ["hi"]
     cmds = eng.eof("client", 1.06)  # (eof-wind-down closes cbc's stdin after its turn)
     assert b'"last"' in next(c.data for c in cmds if getattr(c, "side", "") == "backend")
     assert "settle" not in {key for _, key in eng._timers}
@@ -459,7 +710,9 @@ def test_settle_zero_forwards_every_line_at_once() -> None:
     eng = engine(["user-line.settle=0"])
     run = replay(eng, extra=[*session(eng), (1.0, "client", user("next"))])
     assert [(t, f["message"]["content"]) for t, f in run.backend if f["type"] == "user"] == [
-        (1.0, "hi"), (1.0, "next")]
+        (1.0, "hi"),
+        (1.0, "next"),
+    ]
 
 
 # -- command-lifecycle (compat/stages/lifecycle_cmd.py) ---------------------------------------
@@ -491,16 +744,28 @@ def test_each_user_line_is_echoed_around_its_turn_the_way_claude_does() -> None:
     eng = engine()
     run = replay(eng, "mockoai_bg-agent-then-user-turn")
     assert lifecycle_view(run) == [
-        "queued 77777777", "started 77777777", "init", "result 77777777", "completed 77777777",
-        "queued 77777777", "started 77777777", "init", "result 77777777", "completed 77777777"]
+        "queued 77777777",
+        "started 77777777",
+        "init",
+        "result 77777777",
+        "completed 77777777",
+        "queued 77777777",
+        "started 77777777",
+        "init",
+        "result 77777777",
+        "completed 77777777",
+    ]
     cmds = [f for f in run.frames() if f.get("type") == "command_lifecycle"]
     assert [c["command_uuid"] for c in cmds[3:]] == ["77777777-0000-4777-8777-777777777777"] * 3
     sid = next(f for f in run.frames() if f.get("subtype") == "init")["session_id"]
     assert {c["session_id"] for c in cmds} == {sid}
     # the second line's "queued" is written as it is read, before cbc answers it
     [(t_line, _)] = [(t, f) for t, f in run.backend if f.get("type") == "user"][1:]
-    [(t_queued, _)] = [(t, f) for t, f in run.client
-                       if f.get("type") == "command_lifecycle" and f["state"] == "queued"][1:]
+    [(t_queued, _)] = [
+        (t, f)
+        for t, f in run.client
+        if f.get("type") == "command_lifecycle" and f["state"] == "queued"
+    ][1:]
     assert t_queued == t_line
     assert eng.statistics()["rules"]["command-lifecycle"]["synthesized"] == 5
 
@@ -510,25 +775,63 @@ def test_an_interrupted_line_is_cancelled_and_its_result_names_no_line() -> None
     interrupt-midturn-workflow.claude.jsonl): the interrupted turn's result has no
     user_message_uuid and the line ends ``cancelled``; the next line's turn is as usual."""
     a, b = "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002"
-    call = {"type": "assistant", "session_id": SID, "uuid": "a1", "parent_tool_use_id": None,
-            "message": {"id": "m1", "content": [{"type": "tool_use", "id": "c1",
-                                                 "name": "Bash", "input": {}}]}}
-    receipt = {"type": "control_response", "response": {
-        "subtype": "success", "request_id": "stop-1",
-        "response": {"session_id": SID, "interrupted": True, "reason": "User interrupt"}}}
-    done = {"type": "result", "subtype": "success", "session_id": SID, "uuid": "r",
-            "result": "done."}
-    interrupt = {"type": "control_request", "request_id": "stop-1",
-                 "request": {"subtype": "interrupt"}}
+    call = {
+        "type": "assistant",
+        "session_id": SID,
+        "uuid": "a1",
+        "parent_tool_use_id": None,
+        "message": {
+            "id": "m1",
+            "content": [{"type": "tool_use", "id": "c1", "name": "Bash", "input": {}}],
+        },
+    }
+    receipt = {
+        "type": "control_response",
+        "response": {
+            "subtype": "success",
+            "request_id": "stop-1",
+            "response": {"session_id": SID, "interrupted": True, "reason": "User interrupt"},
+        },
+    }
+    done = {
+        "type": "result",
+        "subtype": "success",
+        "session_id": SID,
+        "uuid": "r",
+        "result": "done.",
+    }
+    interrupt = {
+        "type": "control_request",
+        "request_id": "stop-1",
+        "request": {"subtype": "interrupt"},
+    }
     eng = engine()
-    run = replay(eng, extra=[
-        (0.0, "client", user("first", a)), (1.0, "backend", cbc_init()),
-        (1.1, "backend", call), (2.0, "client", interrupt), (2.1, "backend", receipt),
-        (2.2, "backend", done), (3.0, "client", user("second", b)),
-        (3.1, "backend", cbc_init()), (3.2, "backend", {**done, "uuid": "r2"})])
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", user("first", a)),
+            (1.0, "backend", cbc_init()),
+            (1.1, "backend", call),
+            (2.0, "client", interrupt),
+            (2.1, "backend", receipt),
+            (2.2, "backend", done),
+            (3.0, "client", user("second", b)),
+            (3.1, "backend", cbc_init()),
+            (3.2, "backend", {**done, "uuid": "r2"}),
+        ],
+    )
     assert lifecycle_view(run) == [
-        "queued aaaaaaaa", "started aaaaaaaa", "init", "result None", "cancelled aaaaaaaa",
-        "queued bbbbbbbb", "started bbbbbbbb", "init", "result bbbbbbbb", "completed bbbbbbbb"]
+        "queued aaaaaaaa",
+        "started aaaaaaaa",
+        "init",
+        "result None",
+        "cancelled aaaaaaaa",
+        "queued bbbbbbbb",
+        "started bbbbbbbb",
+        "init",
+        "result bbbbbbbb",
+        "completed bbbbbbbb",
+    ]
     results = [f for f in run.frames() if f.get("type") == "result"]
     assert "user_message_uuid" not in results[0]
     assert results[0]["subtype"] == "error_during_execution"
@@ -539,9 +842,13 @@ def test_the_interrupted_twin_ends_its_line_as_claude_does() -> None:
     from .test_fields import bridged, claude
 
     def view(frames: list[dict[str, Any]]) -> list[str]:
-        return [f"lifecycle {f['state']}" if f["type"] == "command_lifecycle"
-                else f"result {'user_message_uuid' in f}" for f in frames
-                if f.get("type") in ("command_lifecycle", "result")]  # fmt: skip
+        return [
+            f"lifecycle {f['state']}"
+            if f["type"] == "command_lifecycle"
+            else f"result {'user_message_uuid' in f}"
+            for f in frames
+            if f.get("type") in ("command_lifecycle", "result")
+        ]
 
     got, _ = bridged("interrupt-midturn-workflow")
     want = claude("interrupt-midturn-workflow")
@@ -557,17 +864,35 @@ def test_a_turn_no_line_started_and_a_line_without_uuid_get_no_echo() -> None:
     view = lifecycle_view(run)
     assert view[-2:] == ["init", "result None"]
     eng = engine()
-    run = replay(eng, extra=[(0.0, "client", user("hi")), (1.0, "backend", cbc_init()),
-                             (1.1, "backend", {"type": "result", "subtype": "success",
-                                               "session_id": SID, "uuid": "r"})])  # fmt: skip
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", user("hi")),
+            (1.0, "backend", cbc_init()),
+            (
+                1.1,
+                "backend",
+                {"type": "result", "subtype": "success", "session_id": SID, "uuid": "r"},
+            ),
+        ],
+    )
     assert lifecycle_view(run) == ["init", "result None"]
     assert not eng.state.control.unsent_queued
 
 
 def test_a_turn_nobody_asked_for_is_not_a_client_turn() -> None:
     eng = engine()
-    replay(eng, extra=[(1.0, "backend", cbc_init()), (1.0, "backend", {
-        "type": "result", "subtype": "success", "session_id": SID, "uuid": "r"})])
+    replay(
+        eng,
+        extra=[
+            (1.0, "backend", cbc_init()),
+            (
+                1.0,
+                "backend",
+                {"type": "result", "subtype": "success", "session_id": SID, "uuid": "r"},
+            ),
+        ],
+    )
     control = eng.state.control
     assert not control.turn_active
     assert not control.turn_from_client
@@ -576,9 +901,11 @@ def test_a_turn_nobody_asked_for_is_not_a_client_turn() -> None:
 
 
 def test_log_messages_never_carry_credentials() -> None:
-    text = redact_text('launch: cbc --settings {"apiKey":"sk-ant-api03-abcdefghijklmnop"} '
-                       "CODEBUDDY_API_KEY=secret123 Authorization: Bearer abcdefghijkl "
-                       "token=eyJhbGciOiJIUzI1.eyJzdWIiOiIx.sig")
+    text = redact_text(
+        'launch: cbc --settings {"apiKey":"sk-ant-api03-abcdefghijklmnop"} '
+        "CODEBUDDY_API_KEY=secret123 Authorization: Bearer abcdefghijkl "
+        "token=eyJhbGciOiJIUzI1.eyJzdWIiOiIx.sig"
+    )
     for secret in ("abcdefghijklmnop", "secret123", "abcdefghijkl", "eyJhbGci"):
         assert secret not in text
     assert redact_text("usage: total_tokens=5, 3 tokens") == "usage: total_tokens=5, 3 tokens"

@@ -32,29 +32,60 @@ def dump(frames: list[dict[str, Any]]) -> Capture:
 
 
 def sysf(subtype: str, **kw: Any) -> dict[str, Any]:
-    return {"type": "system", "subtype": subtype, **kw, "uuid": str(uuid.uuid4()),
-            "session_id": SID}  # fmt: skip
+    return {
+        "type": "system",
+        "subtype": subtype,
+        **kw,
+        "uuid": str(uuid.uuid4()),
+        "session_id": SID,
+    }
 
 
 def init(sid: str = SID, cwd: str = CWD, home: str = HOME) -> dict[str, Any]:
-    return {"type": "system", "subtype": "init", "cwd": cwd, "session_id": sid,
-            "tools": ["Bash"], "model": "claude-opus-5", "uuid": str(uuid.uuid4()),
-            "memory_paths": {"auto": f"{home}/.claude/projects/x/memory/"}}  # fmt: skip
+    return {
+        "type": "system",
+        "subtype": "init",
+        "cwd": cwd,
+        "session_id": sid,
+        "tools": ["Bash"],
+        "model": "claude-opus-5",
+        "uuid": str(uuid.uuid4()),
+        "memory_paths": {"auto": f"{home}/.claude/projects/x/memory/"},
+    }
 
 
 def assistant(*blocks: dict[str, Any], model: str = "claude-opus-5") -> dict[str, Any]:
-    return {"type": "assistant", "session_id": SID, "uuid": str(uuid.uuid4()),
-            "parent_tool_use_id": None, "timestamp": "2026-11-29T10:34:27.880Z",
-            "message": {"id": f"msg_{uuid.uuid4().hex[:20]}", "role": "assistant",
-                        "model": model, "content": list(blocks),
-                        "usage": {"input_tokens": 12, "output_tokens": 1}}}  # fmt: skip
+    return {
+        "type": "assistant",
+        "session_id": SID,
+        "uuid": str(uuid.uuid4()),
+        "parent_tool_use_id": None,
+        "timestamp": "2026-11-29T10:34:27.880Z",
+        "message": {
+            "id": f"msg_{uuid.uuid4().hex[:20]}",
+            "role": "assistant",
+            "model": model,
+            "content": list(blocks),
+            "usage": {"input_tokens": 12, "output_tokens": 1},
+        },
+    }
 
 
 def result(**kw: Any) -> dict[str, Any]:
-    return {"type": "result", "subtype": "success", "is_error": False, "result": "ok",
-            "duration_ms": 220, "duration_api_ms": 215, "num_turns": 1,
-            "total_cost_usd": 0.0007, "usage": {"input_tokens": 24}, "session_id": SID,
-            "uuid": str(uuid.uuid4()), **kw}  # fmt: skip
+    return {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "ok",
+        "duration_ms": 220,
+        "duration_api_ms": 215,
+        "num_turns": 1,
+        "total_cost_usd": 0.0007,
+        "usage": {"input_tokens": 24},
+        "session_id": SID,
+        "uuid": str(uuid.uuid4()),
+        **kw,
+    }
 
 
 def workflow_run(
@@ -68,44 +99,110 @@ def workflow_run(
 ) -> list[dict[str, Any]]:
     """Two turns: a Workflow tool call that starts a task, then its lifecycle and a turn."""
     t0 = 1795948467938
-    snap = [{"type": "workflow_phase", "index": 1, "title": "Scan"},
-            {"type": "workflow_agent", "index": 1, "label": "scanner", "phaseIndex": 1,
-             "agentId": agent_ids[0], "state": "start", "startedAt": t0}]  # fmt: skip
-    final = [{"type": "workflow_phase", "index": 1, "title": "Scan"},
-             {"type": "workflow_phase", "index": 2, "title": "Sum"},
-             {"type": "workflow_agent", "index": 1, "label": "scanner", "phaseIndex": 1,
-              "agentId": agent_ids[0], "state": agents[0], "startedAt": t0},
-             {"type": "workflow_agent", "index": 2, "label": "summer", "phaseIndex": 2,
-              "agentId": agent_ids[1], "state": agents[1], "startedAt": t0 + 52}]  # fmt: skip
+    snap = [
+        {"type": "workflow_phase", "index": 1, "title": "Scan"},
+        {
+            "type": "workflow_agent",
+            "index": 1,
+            "label": "scanner",
+            "phaseIndex": 1,
+            "agentId": agent_ids[0],
+            "state": "start",
+            "startedAt": t0,
+        },
+    ]
+    final = [
+        {"type": "workflow_phase", "index": 1, "title": "Scan"},
+        {"type": "workflow_phase", "index": 2, "title": "Sum"},
+        {
+            "type": "workflow_agent",
+            "index": 1,
+            "label": "scanner",
+            "phaseIndex": 1,
+            "agentId": agent_ids[0],
+            "state": agents[0],
+            "startedAt": t0,
+        },
+        {
+            "type": "workflow_agent",
+            "index": 2,
+            "label": "summer",
+            "phaseIndex": 2,
+            "agentId": agent_ids[1],
+            "state": agents[1],
+            "startedAt": t0 + 52,
+        },
+    ]
     common = {"task_id": task_id, "tool_use_id": tool_id}
     usage = {"total_tokens": 13, "tool_uses": 0, "duration_ms": 47}
-    progress_frames = [sysf("task_progress", **common, description="Scan: scanner",
-                            usage=usage, workflow_progress=snap)] * (progress - 1)  # fmt: skip
+    progress_frames = [
+        sysf(
+            "task_progress",
+            **common,
+            description="Scan: scanner",
+            usage=usage,
+            workflow_progress=snap,
+        )
+    ] * (progress - 1)
     return [
         init(),
-        assistant({"type": "tool_use", "id": tool_id, "name": "Workflow",
-                   "input": {"script": SCRIPT}}),  # fmt: skip
-        sysf("background_tasks_changed", tasks=[{"task_id": task_id,
-             "task_type": "local_workflow", "description": "Mock flow"}]),  # fmt: skip
-        sysf("task_started", **common, description="Mock flow", task_type="local_workflow",
-             workflow_name="mock-flow", prompt=SCRIPT),  # fmt: skip
-        {"type": "user", "session_id": SID, "uuid": str(uuid.uuid4()),
-         "parent_tool_use_id": None, "message": {"role": "user", "content": [
-             {"type": "tool_result", "tool_use_id": tool_id,
-              "content": f"Task ID: {task_id}\nTranscript dir: {HOME}/.claude/{SID}/"}]}},
+        assistant(
+            {"type": "tool_use", "id": tool_id, "name": "Workflow", "input": {"script": SCRIPT}}
+        ),
+        sysf(
+            "background_tasks_changed",
+            tasks=[{"task_id": task_id, "task_type": "local_workflow", "description": "Mock flow"}],
+        ),
+        sysf(
+            "task_started",
+            **common,
+            description="Mock flow",
+            task_type="local_workflow",
+            workflow_name="mock-flow",
+            prompt=SCRIPT,
+        ),
+        {
+            "type": "user",
+            "session_id": SID,
+            "uuid": str(uuid.uuid4()),
+            "parent_tool_use_id": None,
+            "message": {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": tool_id,
+                        "content": f"Task ID: {task_id}\nTranscript dir: {HOME}/.claude/{SID}/",
+                    }
+                ],
+            },
+        },
         *progress_frames,
         result(),
-        sysf("task_progress", **common, description="Sum: summer", usage=usage,
-             workflow_progress=final),  # fmt: skip
+        sysf(
+            "task_progress",
+            **common,
+            description="Sum: summer",
+            usage=usage,
+            workflow_progress=final,
+        ),
         sysf("background_tasks_changed", tasks=[]),
-        sysf("task_updated", task_id=task_id,
-             patch={"status": "killed" if status == "stopped" else status, "end_time": t0 + 99}),
-        sysf("task_notification", **common, status=status, summary="Dynamic workflow done",
-             output_file=f"/tmp/claude-1000/{CWD.replace('/', '-')}/{SID}/tasks/{task_id}.output"),
+        sysf(
+            "task_updated",
+            task_id=task_id,
+            patch={"status": "killed" if status == "stopped" else status, "end_time": t0 + 99},
+        ),
+        sysf(
+            "task_notification",
+            **common,
+            status=status,
+            summary="Dynamic workflow done",
+            output_file=f"/tmp/claude-1000/{CWD.replace('/', '-')}/{SID}/tasks/{task_id}.output",
+        ),
         init(),
         assistant({"type": "text", "text": "ok"}),
         result(origin={"kind": "task-notification"}),
-    ]  # fmt: skip
+    ]
 
 
 def by_path(diffs: list[Difference]) -> dict[str, Difference]:
@@ -131,7 +228,10 @@ def test_masking_numbers_ids_and_hides_clocks_costs_tokens_and_paths() -> None:
     assert text == "Task ID: <task#1>\nTranscript dir: {HOME}/.claude/<session#1>/"
     res = frames[-1]
     assert (res["duration_ms"], res["duration_api_ms"], res["total_cost_usd"]) == (
-        "<ms>", "<ms>", "<cost>")  # fmt: skip
+        "<ms>",
+        "<ms>",
+        "<cost>",
+    )
     assert res["num_turns"] == 1  # behaviour, not a clock: compared
     note = next(f for f in frames if f.get("subtype") == "task_notification")
     assert note["output_file"] == "{TMP}/{CWD_SLUG}/<session#1>/tasks/<task#1>.output"
@@ -159,8 +259,14 @@ def test_cbc_agent_ids_and_claude_hex_ids_mask_alike() -> None:
 
 def test_a_capture_equals_itself_and_a_rerun_with_other_ids() -> None:
     a = dump(workflow_run("w5p1dfjfl", "toolu_mock_d1e01b745ee8"))
-    b = dump(workflow_run("bx81kq02z", "toolu_mock_5e0c1d2e3f4a", progress=5,
-                          agent_ids=("a11111111111111111", "a22222222222222222")))  # fmt: skip
+    b = dump(
+        workflow_run(
+            "bx81kq02z",
+            "toolu_mock_5e0c1d2e3f4a",
+            progress=5,
+            agent_ids=("a11111111111111111", "a22222222222222222"),
+        )
+    )
     assert diff(a, a).equivalent
     r = diff(a, b)  # other ids, and 4 intermediate progress frames instead of 1
     assert r.equivalent, format_text(r)
@@ -177,9 +283,11 @@ def test_frames_on_one_side_only_and_changed_fields_have_paths() -> None:
     assert r["turn 1 / system/status"].kind == "only-b"
     assert r["turn 1 / system/status"].b["subtype"] == "status"
     assert r["turn 1 / assistant / request_id"] == Difference(
-        "turn 1 / assistant / request_id", None, "<request#1>", "only-b")  # fmt: skip
+        "turn 1 / assistant / request_id", None, "<request#1>", "only-b"
+    )
     assert r["turn 2 / result / num_turns"] == Difference(
-        "turn 2 / result / num_turns", 1, 3, "changed")  # fmt: skip
+        "turn 2 / result / num_turns", 1, 3, "changed"
+    )
     assert len(r) == 3
 
 
@@ -194,10 +302,23 @@ def test_turns_pair_by_index_and_what_follows_the_last_result_is_labelled() -> N
 
 def test_tasks_match_by_type_and_name_not_by_id_or_arrival_order() -> None:
     def bash(tid: str, desc: str) -> list[dict[str, Any]]:
-        return [sysf("task_started", task_id=tid, tool_use_id=f"toolu_{tid}", description=desc,
-                     task_type="local_bash"),
-                sysf("task_notification", task_id=tid, tool_use_id=f"toolu_{tid}",
-                     status="completed", output_file="", summary=desc)]  # fmt: skip
+        return [
+            sysf(
+                "task_started",
+                task_id=tid,
+                tool_use_id=f"toolu_{tid}",
+                description=desc,
+                task_type="local_bash",
+            ),
+            sysf(
+                "task_notification",
+                task_id=tid,
+                tool_use_id=f"toolu_{tid}",
+                status="completed",
+                output_file="",
+                summary=desc,
+            ),
+        ]
 
     a = [init(), *bash("b1", "one"), *bash("b2", "two"), result()]
     b = [init(), *bash("zz", "two"), *bash("yy", "one"), result()]
@@ -220,8 +341,10 @@ def test_task_lifecycle_final_snapshot_and_notification_are_compared() -> None:
     note = r[f"turn 2 / {name} / task_notification.status"]
     assert (note.a, note.b) == ("stopped", "completed")
     assert r[f"turn 2 / {name} / task_updated.patch.status"].b == "completed"
-    state = r[f'turn 2 / {name} / task_progress (final) / workflow_progress agent "summer" '
-              f"(phase 2).state"]  # fmt: skip
+    state = r[
+        f'turn 2 / {name} / task_progress (final) / workflow_progress agent "summer" '
+        f"(phase 2).state"
+    ]
     assert (state.a, state.b) == ("start", "done")
     shape = r[f"turn 1 / {name} / lifecycle"]
     assert shape.a.endswith("snapshot → updated(killed) → notification(stopped)")
@@ -246,10 +369,14 @@ def test_default_opaque_keys_ignore_and_strict() -> None:
     b = [{**init(), "tools": ["Bash", "Read"], "model": "gpt-x"}, result(usage={"x": 1})]
     assert diff(dump(a), dump(b)).equivalent  # inventories, token usage, models
     strict = by_path(diff(dump(a), dump(b), DiffOptions(strict=True)).differences)
-    assert {"turn 1 / system/init / model", "turn 1 / system/init / tools[1]",
-            "turn 1 / result / usage.input_tokens"} <= set(strict)  # fmt: skip
+    assert {
+        "turn 1 / system/init / model",
+        "turn 1 / system/init / tools[1]",
+        "turn 1 / result / usage.input_tokens",
+    } <= set(strict)
     assert "turn 1 / system/init / model" in by_path(
-        diff(dump(a), dump(b), DiffOptions(keep_model=True)).differences)  # fmt: skip
+        diff(dump(a), dump(b), DiffOptions(keep_model=True)).differences
+    )
     c = [{**init(), "extra": 1}, result(num_turns=9)]
     assert not diff(dump(a), dump(c)).equivalent
     assert diff(dump(a), dump(c), DiffOptions(ignore={"extra", "result.num_turns"})).equivalent
@@ -286,11 +413,17 @@ def test_output_escapes_stream_strings_and_colours_only_on_request() -> None:
 
 WORKFLOW_CLAUDE = "claude-2.1.220/mockapi_workflow_local-workflow-task-progress.jsonl"
 WORKFLOW_CBC = "cbc-2.163.0/mockoai_workflow-inline.jsonl"
-ALL = [p for p in reference_files("claude-2.1.220/*.jsonl") + reference_files(
-    "cbc-2.163.0/*.jsonl") if "requests" not in p.name and not (
-    p.name.startswith("nomodel_") and p.name.endswith(".transcript.jsonl"))]  # fmt: skip
-CLAUDE_RUNS = [p for p in reference_files("claude-2.1.220/mockapi_*.jsonl")
-               if not p.name.endswith(".transcript.jsonl")]  # fmt: skip
+ALL = [
+    p
+    for p in reference_files("claude-2.1.220/*.jsonl") + reference_files("cbc-2.163.0/*.jsonl")
+    if "requests" not in p.name
+    and not (p.name.startswith("nomodel_") and p.name.endswith(".transcript.jsonl"))
+]
+CLAUDE_RUNS = [
+    p
+    for p in reference_files("claude-2.1.220/mockapi_*.jsonl")
+    if not p.name.endswith(".transcript.jsonl")
+]
 
 
 def load(path: Path) -> Capture:
@@ -310,8 +443,9 @@ def rerun(text: str, seed: int = 7) -> str:
     ids = set(re.findall(r'"(?:task_id|agentId)":"([^"]+)"', text))
     for v in sorted(ids, key=len, reverse=True):
         if not re.fullmatch(r"[0-9a-f-]{36}", v):
-            text = text.replace(v, "".join(rnd.choice("abcdefghijkmnpqrstuvwxyz0123456789")
-                                           for _ in v))  # fmt: skip
+            text = text.replace(
+                v, "".join(rnd.choice("abcdefghijkmnpqrstuvwxyz0123456789") for _ in v)
+            )
     seen: dict[str, str] = {}
 
     def fresh(m: re.Match[str], make: Any) -> str:
@@ -319,19 +453,26 @@ def rerun(text: str, seed: int = 7) -> str:
 
     hexits = "0123456789abcdef"
     subs = [
-        (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
-         lambda v: str(uuid.UUID(int=rnd.getrandbits(128), version=4))),
-        (r"(?:toolu|msg|req)_mock_[0-9a-f]+",
-         lambda v: v[: v.index("_mock_") + 6] + "".join(rnd.choice(hexits) for _ in v[-12:])),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            lambda v: str(uuid.UUID(int=rnd.getrandbits(128), version=4)),
+        ),
+        (
+            r"(?:toolu|msg|req)_mock_[0-9a-f]+",
+            lambda v: v[: v.index("_mock_") + 6] + "".join(rnd.choice(hexits) for _ in v[-12:]),
+        ),
         (r"wf_[0-9a-f]{8}-[0-9a-f]{3}", lambda v: f"wf_{rnd.getrandbits(32):08x}-abc"),
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+Z", lambda v: "2027-03-04T05:06:07.089Z"),
         (r"\b1[789]\d{11}\b", lambda v: str(int(v) + 98_765)),
-    ]  # fmt: skip
+    ]
     for pattern, make in subs:
         text = re.sub(pattern, lambda m, make=make: fresh(m, make), text)
-    text = re.sub(r'"(duration_ms|duration_api_ms|ttft_ms|durationMs|input_tokens|'
-                  r'output_tokens|total_tokens|tokens|inputTokens|pid)":(\d+)',
-                  lambda m: f'"{m.group(1)}":{int(m.group(2)) + 7}', text)  # fmt: skip
+    text = re.sub(
+        r'"(duration_ms|duration_api_ms|ttft_ms|durationMs|input_tokens|'
+        r'output_tokens|total_tokens|tokens|inputTokens|pid)":(\d+)',
+        lambda m: f'"{m.group(1)}":{int(m.group(2)) + 7}',
+        text,
+    )
     text = re.sub(r'"(total_cost_usd|costUSD)":[\d.]+', r'"\1":0.5', text)
     text = re.sub(r"wd-v220-[a-z-]+", "wd-second-run", text)
     return text.replace("home-probe-v220", "home-2nd").replace("/tmp/claude-1000", "/tmp/c-7")
@@ -357,18 +498,18 @@ def test_raw_cbc_differs_from_its_claude_twin_where_the_protocol_says(reference:
     expected = {
         # workflow-name / workflow-prompt
         f"turn 1 / {task} / task_started.workflow_name": ("mock-flow", "inline-7d0e95"),
-        f"turn 1 / {task} / task_started.description": ("Mock two-phase workflow",
-                                                        "inline-7d0e95"),
+        f"turn 1 / {task} / task_started.description": ("Mock two-phase workflow", "inline-7d0e95"),
         f"turn 2 / {task} / task_notification.summary": (
             'Dynamic workflow "Mock two-phase workflow" completed',
-            'Dynamic workflow "inline-7d0e95" completed'),
+            'Dynamic workflow "inline-7d0e95" completed',
+        ),
         # progress-final: the stale last snapshot
         f'turn 2 / {task} / task_progress (final) / workflow_progress agent "scanner" '
         "(phase 1).state": ("done", "start"),
         # init-shape
         "turn 1 / system/init / claude_code_version": ("2.1.220", None),
         "turn 1 / system/init / uuid": ("<uuid>", "<session#1>"),
-    }  # fmt: skip
+    }
     for path, (a, b) in expected.items():
         assert (d[path].a, d[path].b) == (a, b), path
     one_sided = {
@@ -380,14 +521,17 @@ def test_raw_cbc_differs_from_its_claude_twin_where_the_protocol_says(reference:
         "turn 2 / system/init (other session)": "only-b",  # foreign-init
         "after turn 2 / system/init": "only-b",  # init-once: cbc's trailing copy
         "turn 1 / assistant #1 / __timestamp": "only-b",  # private-fields
-    }  # fmt: skip
+    }
     for path, kind in one_sided.items():
         assert d[path].kind == kind, path
     lifecycle = d[f"turn 1 / {task} / lifecycle"]  # tasks-snapshot, task-noise, late-progress
-    assert lifecycle.a == ("snapshot → started → progress → snapshot → updated(completed) → "
-                           "notification(completed)")  # fmt: skip
-    assert lifecycle.b == ("started → updated(running) → progress → updated(completed) → "
-                           "progress → notification(completed)")  # fmt: skip
+    assert lifecycle.a == (
+        "snapshot → started → progress → snapshot → updated(completed) → notification(completed)"
+    )
+    assert lifecycle.b == (
+        "started → updated(running) → progress → updated(completed) → "
+        "progress → notification(completed)"
+    )
     # the tool call, the task and its notification agree on each side: no id noise
     assert not [x for x in r.differences if "tool_use_id" in x.path or "task_id" in x.path]
 

@@ -19,20 +19,31 @@ def cap(p: Path) -> Capture:
 
 
 def transcript(*records: tuple[str, object]) -> Capture:
-    lines = [json.dumps({"t": i, "kind": k, "text": json.dumps(o)}).encode()
-             for i, (k, o) in enumerate(records)]
+    lines = [
+        json.dumps({"t": i, "kind": k, "text": json.dumps(o)}).encode()
+        for i, (k, o) in enumerate(records)
+    ]
     return parse(lines)
 
 
 @pytest.fixture(scope="module")
 def report_332() -> drift.Report:
-    known = drift.merged(drift.vocabulary(cap(p))
-                         for p in sorted((REF / "claude-2.1.220").glob("*.transcript.jsonl")))
-    pairs = [(p.name.split(".")[0], drift.vocabulary(cap(REF / "claude-2.1.220" / p.name)),
-              drift.vocabulary(cap(p)))
-             for p in sorted((REF / "claude-2.1.332").glob("*.transcript.jsonl"))]
-    helps = (drift.parse_help((REF / "claude-2.1.220/help.txt").read_text()),
-             drift.parse_help((REF / "claude-2.1.332/help.txt").read_text()))
+    known = drift.merged(
+        drift.vocabulary(cap(p))
+        for p in sorted((REF / "claude-2.1.220").glob("*.transcript.jsonl"))
+    )
+    pairs = [
+        (
+            p.name.split(".")[0],
+            drift.vocabulary(cap(REF / "claude-2.1.220" / p.name)),
+            drift.vocabulary(cap(p)),
+        )
+        for p in sorted((REF / "claude-2.1.332").glob("*.transcript.jsonl"))
+    ]
+    helps = (
+        drift.parse_help((REF / "claude-2.1.220/help.txt").read_text()),
+        drift.parse_help((REF / "claude-2.1.332/help.txt").read_text()),
+    )
     return drift.report("claude", "2.1.220", "2.1.332", pairs, known=known, help_pair=helps)
 
 
@@ -53,8 +64,13 @@ def test_332_result_init_and_initialize_reply_keys(report_332: drift.Report) -> 
     assert len(top) >= 8, top  # "about ten keys on result"
     init = {f for k, f in fields if k == "system/init" and "." not in f and "[]" not in f}
     assert len(init) >= 10, init  # "eleven on system/init"
-    reply = {f for k, f in fields if k == "control_response/initialize"
-             and f.count(".") == 2 and f.startswith("response.response.")}
+    reply = {
+        f
+        for k, f in fields
+        if k == "control_response/initialize"
+        and f.count(".") == 2
+        and f.startswith("response.response.")
+    }
     assert len(reply) >= 13, reply  # "fifteen on the initialize reply"
     assert ("control_response/no_such_subtype", "response.error_code") in fields
 
@@ -87,8 +103,10 @@ def test_332_help_eight_options_seven_commands(report_332: drift.Report) -> None
 
 
 def test_the_verified_version_against_itself_is_clean() -> None:
-    pairs = [(p.name, drift.vocabulary(cap(p)), drift.vocabulary(cap(p)))
-             for p in sorted((REF / "claude-2.1.220").glob("*.transcript.jsonl"))]
+    pairs = [
+        (p.name, drift.vocabulary(cap(p)), drift.vocabulary(cap(p)))
+        for p in sorted((REF / "claude-2.1.220").glob("*.transcript.jsonl"))
+    ]
     h = drift.parse_help((REF / "claude-2.1.220/help.txt").read_text())
     r = drift.report("claude", "2.1.220", "2.1.220", pairs, help_pair=(h, h))
     assert r.changes == ()
@@ -102,29 +120,49 @@ def test_the_verified_version_against_itself_is_clean() -> None:
 def test_a_changed_control_reply_is_found_by_what_it_answers() -> None:
     def session(reply: dict[str, object]) -> Capture:
         return transcript(
-            ("stdin", {"type": "control_request", "request_id": "r1",
-                       "request": {"subtype": "set_model", "model": "m"}}),
-            ("stdout", {"type": "control_response",
-                        "response": {"subtype": "success", "request_id": "r1",
-                                     "response": reply}}))
+            (
+                "stdin",
+                {
+                    "type": "control_request",
+                    "request_id": "r1",
+                    "request": {"subtype": "set_model", "model": "m"},
+                },
+            ),
+            (
+                "stdout",
+                {
+                    "type": "control_response",
+                    "response": {"subtype": "success", "request_id": "r1", "response": reply},
+                },
+            ),
+        )
 
     old, new = drift.vocabulary(session({})), drift.vocabulary(session({"model": "m"}))
     changes = drift.compare(old, new)
     assert [c.text() for c in changes] == [
-        "+ field control_response/set_model: response.response.model"]
+        "+ field control_response/set_model: response.response.model"
+    ]
     assert drift.compare(new, old)[0].text() == (
-        "- field control_response/set_model: response.response.model")
+        "- field control_response/set_model: response.response.model"
+    )
 
 
 def test_new_kinds_values_and_vanished_ones() -> None:
-    a = drift.vocabulary(transcript(
-        ("stdout", {"type": "system", "subtype": "task_started", "task_type": "local_bash"}),
-        ("stdout", {"type": "result", "subtype": "success", "stop_reason": "end_turn"})))
-    b = drift.vocabulary(transcript(
-        ("stdout", {"type": "system", "subtype": "task_started", "task_type": "local_monitor"}),
-        ("stdout", {"type": "system", "subtype": "brand_new", "x": 1}),
-        ("stdout", {"type": "stream_event", "event": {"anything": 1}}),
-        ("stdout", "not an object"), ("stdout", {"type": "result", "subtype": "success"})))
+    a = drift.vocabulary(
+        transcript(
+            ("stdout", {"type": "system", "subtype": "task_started", "task_type": "local_bash"}),
+            ("stdout", {"type": "result", "subtype": "success", "stop_reason": "end_turn"}),
+        )
+    )
+    b = drift.vocabulary(
+        transcript(
+            ("stdout", {"type": "system", "subtype": "task_started", "task_type": "local_monitor"}),
+            ("stdout", {"type": "system", "subtype": "brand_new", "x": 1}),
+            ("stdout", {"type": "stream_event", "event": {"anything": 1}}),
+            ("stdout", "not an object"),
+            ("stdout", {"type": "result", "subtype": "success"}),
+        )
+    )
     got = {c.text() for c in drift.compare(a, b)}
     assert got == {
         "+ kind system/brand_new: system/brand_new",  # its fields are not listed again
@@ -139,9 +177,18 @@ def test_new_kinds_values_and_vanished_ones() -> None:
 
 
 def test_open_maps_are_one_field() -> None:
-    v = drift.vocabulary(transcript(("stdout", {
-        "type": "result", "subtype": "success",
-        "modelUsage": {"claude-x": {"inputTokens": 1}}})))
+    v = drift.vocabulary(
+        transcript(
+            (
+                "stdout",
+                {
+                    "type": "result",
+                    "subtype": "success",
+                    "modelUsage": {"claude-x": {"inputTokens": 1}},
+                },
+            )
+        )
+    )
     assert v.fields["result/success"] == {"type", "subtype", "modelUsage"}
 
 

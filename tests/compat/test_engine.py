@@ -28,8 +28,9 @@ ODD = (
 def test_untouched_frames_are_byte_identical(profile: str) -> None:
     # result-shape completes every cbc-shaped result (usage, stop_reason...), frame-fields
     # stamps assistant/user frames: off here
-    eng = engine_for(profile, rules=["result-shape=off", "frame-fields=off"]
-                     if profile != "identity" else ())
+    eng = engine_for(
+        profile, rules=["result-shape=off", "frame-fields=off"] if profile != "identity" else ()
+    )
     out = written(eng.feed("backend", ODD, 0.0))
     assert out == ODD
 
@@ -100,15 +101,15 @@ class Later(Stage):
 def test_counts_rewrites_syntheses_drops_and_timers_fire_at_exact_times() -> None:
     later = Later()
     eng = Engine([], [Doubler(), later], det_env(), strict=True)
-    cmds = eng.feed("backend", line({"type": "assistant"}) + line({"type": "assistant",
-                                                                   "drop": 1}), 10.0)
+    cmds = eng.feed(
+        "backend", line({"type": "assistant"}) + line({"type": "assistant", "drop": 1}), 10.0
+    )
     out = frames_out(cmds)
     assert out == [{"type": "assistant", "seen": True}, {"type": "system", "subtype": "status"}]
     assert len(later.seen) == 1  # the synthesized frame ran through the later stage
     assert eng.next_deadline() == 15.0
     assert frames_out(eng.advance(14.999)) == []
-    assert frames_out(eng.advance(15.0)) == [{"type": "system", "subtype": "status",
-                                              "late": 15.0}]
+    assert frames_out(eng.advance(15.0)) == [{"type": "system", "subtype": "status", "late": 15.0}]
     rules = eng.statistics()["rules"]
     assert rules["test-doubler"] == {"rewritten": 1, "synthesized": 1, "dropped": 1}
     assert rules["test-later"] == {"synthesized": 1}

@@ -54,14 +54,21 @@ def raw_frames(scenario: str, side: str = "cbc-raw") -> list[dict[str, Any]]:
 
 
 def of(frames: list[dict[str, Any]], type_: str, subtype: str | None = None) -> list[Any]:
-    return [f for f in frames if f.get("type") == type_
-            and (subtype is None or f.get("subtype") == subtype)]  # fmt: skip
+    return [
+        f
+        for f in frames
+        if f.get("type") == type_ and (subtype is None or f.get("subtype") == subtype)
+    ]
 
 
 # -- init-shape ----------------------------------------------------------------------------
 
-INIT_FEATURES = ("analytics_disabled", "product_feedback_disabled", "fast_mode_state",
-                 "fast_mode_disabled_reason")
+INIT_FEATURES = (
+    "analytics_disabled",
+    "product_feedback_disabled",
+    "fast_mode_state",
+    "fast_mode_disabled_reason",
+)
 
 
 @pytest.mark.parametrize("scenario", ["simple-success", "bg-agent"])
@@ -85,21 +92,40 @@ def test_initialize_reply_has_claudes_keys_only() -> None:
     [want] = of(claude("simple-success"), "control_response")
     body, claudes = mine["response"]["response"], want["response"]["response"]
     assert list(body) == list(claudes)
-    for key in ("remote_control_auto_enable", "remote_control_auto_on_by_default",
-                "ide_rc_auto_enable_gate", "fast_mode_state", "fast_mode_disabled_reason"):
+    for key in (
+        "remote_control_auto_enable",
+        "remote_control_auto_on_by_default",
+        "ide_rc_auto_enable_gate",
+        "fast_mode_state",
+        "fast_mode_disabled_reason",
+    ):
         assert body[key] == claudes[key]
     assert eng.state.control.default_model == "default-model"  # cbc's currentModelId, kept
 
 
 # -- result-shape --------------------------------------------------------------------------
 
-RESULT_KEYS = ("num_turns", "stop_reason", "origin", "fast_mode_state",
-               "fast_mode_disabled_reason", "api_error_status")
+RESULT_KEYS = (
+    "num_turns",
+    "stop_reason",
+    "origin",
+    "fast_mode_state",
+    "fast_mode_disabled_reason",
+    "api_error_status",
+)
 
 
-@pytest.mark.parametrize("scenario", ["simple-success", "bg-bash", "permission-allow",
-                                      "workflow-inline", "stop-task-control",
-                                      "interrupt-midturn-workflow"])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        "simple-success",
+        "bg-bash",
+        "permission-allow",
+        "workflow-inline",
+        "stop-task-control",
+        "interrupt-midturn-workflow",
+    ],
+)
 def test_results_say_what_claudes_say(scenario: str) -> None:
     """num_turns: 1 + the turn's main-thread user messages (cbc: 2 per model call, across
     the session; 3 for the turn interrupted in its tool call); stop_reason end_turn after a
@@ -125,8 +151,11 @@ def test_an_interrupted_result_keeps_the_tool_use_stop_reason() -> None:
 
 def test_assistant_and_user_frames_get_cbcs_stamp_as_claudes_timestamp() -> None:
     got, _ = bridged("permission-allow")
-    stamps = [f["__timestamp"] for f in raw_frames("permission-allow")
-              if f.get("type") in ("assistant", "user")]
+    stamps = [
+        f["__timestamp"]
+        for f in raw_frames("permission-allow")
+        if f.get("type") in ("assistant", "user")
+    ]
     mine = of(got, "assistant") + of(got, "user")
     assert mine
     assert sorted(f["timestamp"] for f in mine) == sorted(stamps)
@@ -137,15 +166,27 @@ def test_assistant_and_user_frames_get_cbcs_stamp_as_claudes_timestamp() -> None
         assert f["message"]["context_management"] is None
 
 
-def cbc_message(*blocks: dict[str, Any], stop_reason: str | None = "tool_use",
-                model: str = "default-model") -> dict[str, Any]:
+def cbc_message(
+    *blocks: dict[str, Any], stop_reason: str | None = "tool_use", model: str = "default-model"
+) -> dict[str, Any]:
     """One cbc 2.163.0 assistant frame holding a whole message (twins ``*.cbc-raw``)."""
-    return {"type": "assistant", "uuid": "cbc-uuid", "session_id": "s",
-            "message": {"id": "m1", "content": list(blocks), "model": model,
-                        "role": "assistant", "stop_reason": stop_reason,
-                        "stop_sequence": None, "type": "message",
-                        "usage": {"input_tokens": 12, "output_tokens": 3}},
-            "parent_tool_use_id": None, "__timestamp": "2026-11-29T12:56:47.374Z"}
+    return {
+        "type": "assistant",
+        "uuid": "cbc-uuid",
+        "session_id": "s",
+        "message": {
+            "id": "m1",
+            "content": list(blocks),
+            "model": model,
+            "role": "assistant",
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "type": "message",
+            "usage": {"input_tokens": 12, "output_tokens": 3},
+        },
+        "parent_tool_use_id": None,
+        "__timestamp": "2026-11-29T12:56:47.374Z",
+    }
 
 
 THINK = {"type": "thinking", "thinking": "hm", "signature": "x"}
@@ -158,8 +199,11 @@ def test_a_message_of_several_blocks_becomes_one_frame_per_block() -> None:
     text, tool_use of one message id, three frames, stop_reason null on each, the same
     usage, one uuid each)."""
     eng = full()
-    got = [f for f in drive(eng, [(0.0, "backend", line(cbc_message(THINK, TEXT, CALL)))]).frames()
-           if f["type"] == "assistant"]
+    got = [
+        f
+        for f in drive(eng, [(0.0, "backend", line(cbc_message(THINK, TEXT, CALL)))]).frames()
+        if f["type"] == "assistant"
+    ]
     assert [f["message"]["content"] for f in got] == [[THINK], [TEXT], [CALL]]
     for f in got:
         assert f["message"]["id"] == "m1"
@@ -179,21 +223,30 @@ def test_a_message_of_several_blocks_becomes_one_frame_per_block() -> None:
 
 
 def test_one_block_message_gets_claudes_null_stop_reason() -> None:
-    [got] = [f for f in drive(full(), [(0.0, "backend", line(cbc_message(CALL)))]).frames()
-             if f["type"] == "assistant"]
+    [got] = [
+        f
+        for f in drive(full(), [(0.0, "backend", line(cbc_message(CALL)))]).frames()
+        if f["type"] == "assistant"
+    ]
     assert got["message"]["stop_reason"] is None
     assert got["uuid"] == "cbc-uuid"
 
 
 def test_split_off_keeps_one_frame_and_claudes_synthetic_messages_keep_their_reason() -> None:
     eng = full(["frame-fields.split=false"])
-    got = [f for f in drive(eng, [(0.0, "backend", line(cbc_message(TEXT, CALL)))]).frames()
-           if f["type"] == "assistant"]
+    got = [
+        f
+        for f in drive(eng, [(0.0, "backend", line(cbc_message(TEXT, CALL)))]).frames()
+        if f["type"] == "assistant"
+    ]
     assert [f["message"]["content"] for f in got] == [[TEXT, CALL]]
     assert got[0]["message"]["stop_reason"] is None
     synthetic = cbc_message(TEXT, stop_reason="stop_sequence", model="<synthetic>")
-    [got1] = [f for f in drive(full(), [(0.0, "backend", line(synthetic))]).frames()
-              if f["type"] == "assistant"]
+    [got1] = [
+        f
+        for f in drive(full(), [(0.0, "backend", line(synthetic))]).frames()
+        if f["type"] == "assistant"
+    ]
     assert got1["message"]["stop_reason"] == "stop_sequence"
 
 
@@ -201,8 +254,16 @@ def test_the_result_keeps_the_split_messages_stop_reason() -> None:
     """result-shape reads the stop_reason cbc gave the message from the wire frame, and
     counts the turn Claude's way (the split frames are one message)."""
     wire = cbc_message(TEXT, CALL, stop_reason="max_tokens")
-    res = {"type": "result", "subtype": "success", "is_error": False, "result": "",
-           "session_id": "s", "uuid": "r", "num_turns": 7, "usage": {}}
+    res = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "",
+        "session_id": "s",
+        "uuid": "r",
+        "num_turns": 7,
+        "usage": {},
+    }
     got = drive(full(), [(0.0, "backend", line(wire) + line(res))]).frames()
     [result] = [f for f in got if f["type"] == "result"]
     assert result["stop_reason"] == "max_tokens"
@@ -228,9 +289,15 @@ def test_wire_timestamp_is_read_from_the_line_private_fields_cut() -> None:
 @pytest.mark.parametrize(("scenario", "claude_has"), [("bg-agent", False), ("bg-bash", True)])
 def test_is_error_false_only_where_claude_writes_it(scenario: str, claude_has: bool) -> None:
     """Claude omits is_error on an Agent call's result, writes false on a Bash one's."""
+
     def results(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return [b for f in of(frames, "user") if f.get("parent_tool_use_id") is None
-                for b in f["message"]["content"] if b.get("type") == "tool_result"]
+        return [
+            b
+            for f in of(frames, "user")
+            if f.get("parent_tool_use_id") is None
+            for b in f["message"]["content"]
+            if b.get("type") == "tool_result"
+        ]
 
     got, _ = bridged(scenario)
     [mine], [want] = results(got), results(claude(scenario))
@@ -244,11 +311,19 @@ def test_is_error_false_only_where_claude_writes_it(scenario: str, claude_has: b
 @pytest.mark.parametrize("scenario", ["permission-allow", "user-line-during-first-turn"])
 def test_no_private_meta_inside_tool_results(scenario: str) -> None:
     """(cbc's stdout as recorded in the bridged twin: the raw run's differ)"""
-    assert any("_meta" in b for f in of(raw_frames(scenario, "cbc-bridged"), "user")
-               for b in f["message"]["content"] if isinstance(b, dict))  # fmt: skip
+    assert any(
+        "_meta" in b
+        for f in of(raw_frames(scenario, "cbc-bridged"), "user")
+        for b in f["message"]["content"]
+        if isinstance(b, dict)
+    )
     got, _ = bridged(scenario, "cbc-bridged")
-    assert not any("_meta" in b for f in of(got, "user")
-                   for b in f["message"]["content"] if isinstance(b, dict))  # fmt: skip
+    assert not any(
+        "_meta" in b
+        for f in of(got, "user")
+        for b in f["message"]["content"]
+        if isinstance(b, dict)
+    )
 
 
 @pytest.mark.parametrize("scenario", ["simple-success", "bg-bash", "interrupt-midturn-workflow"])
@@ -259,8 +334,11 @@ def test_null_status_frames_are_dropped_and_the_turns_keep_claudes_order(scenari
     assert of(got, "system", "status") == of(claude(scenario), "system", "status") == []
     assert eng.statistics()["rules"]["vocabulary"]["dropped:system/status-null"] == len(nulls)
     # init-once still releases each turn's init before the turn (the null status was its cue)
-    turn = [f["type"] if f["type"] != "system" else f["subtype"] for f in got
-            if f["type"] in ("assistant", "result") or f.get("subtype") == "init"]
+    turn = [
+        f["type"] if f["type"] != "system" else f["subtype"]
+        for f in got
+        if f["type"] in ("assistant", "result") or f.get("subtype") == "init"
+    ]
     for i, label in enumerate(turn):
         if label == "assistant" and (i == 0 or turn[i - 1] == "result"):
             pytest.fail(f"an assistant frame before its turn's init: {turn}")

@@ -95,11 +95,37 @@ def _other_value(rng: random.Random, old: Any) -> Any:
     for i in range(300):
         deep = [deep] if i % 2 else {"k": deep}
     choices: list[Any] = [
-        None, True, False, 0, -1, 2**70, -(2**65), 1.5, 1e300, "", "\ud83d", "x\udc00y",
-        [], [None], {}, {"type": None}, {"subtype": 7}, "running", "completed", "killed",
-        "local_agent", "local_workflow", "success", "task-1", deep, [[[[{}]]]], old,
-        {"a": old}, [old], str(old),
-    ]  # fmt: skip
+        None,
+        True,
+        False,
+        0,
+        -1,
+        2**70,
+        -(2**65),
+        1.5,
+        1e300,
+        "",
+        "\ud83d",
+        "x\udc00y",
+        [],
+        [None],
+        {},
+        {"type": None},
+        {"subtype": 7},
+        "running",
+        "completed",
+        "killed",
+        "local_agent",
+        "local_workflow",
+        "success",
+        "task-1",
+        deep,
+        [[[[{}]]]],
+        old,
+        {"a": old},
+        [old],
+        str(old),
+    ]
     return rng.choice(choices)
 
 
@@ -144,8 +170,21 @@ def _mutate_line(rng: random.Random, line: bytes) -> bytes:
         junk = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 6))).replace(b"\n", b"")
         body = body[:at] + junk + body[at:]
     else:  # not JSON at all, or not an object
-        body = rng.choice([b"", b"null", b"[]", b'"x"', b"42", b"{", b"{}", b'{"type":1}',
-                           b'{"type":"system"}', b'{"type":"result"}', b"\xff\xfe"])  # fmt: skip
+        body = rng.choice(
+            [
+                b"",
+                b"null",
+                b"[]",
+                b'"x"',
+                b"42",
+                b"{",
+                b"{}",
+                b'{"type":1}',
+                b'{"type":"system"}',
+                b'{"type":"result"}',
+                b"\xff\xfe",
+            ]
+        )
     return body + (b"\n" if nl else b"")
 
 
@@ -237,8 +276,10 @@ def check(eng: Engine, events: list[Event], written: dict[str, bytes]) -> None:
     frames = stats["frames"]
     f_in = frames["up"].get("in", 0) + frames["down"].get("in", 0)
     f_out = frames["up"].get("out", 0) + frames["down"].get("out", 0)
-    total = {what: sum(c.get(what, 0) for c in rules.values())
-             for what in ("synthesized", "dropped", "held", "released")}  # fmt: skip
+    total = {
+        what: sum(c.get(what, 0) for c in rules.values())
+        for what in ("synthesized", "dropped", "held", "released")
+    }
     partial = sum(c for k, c in rules.get("framing", {}).items() if k.startswith("partial-"))
     assert lines_out == f_out + partial, (lines_out, f_out, partial)
     assert f_in + total["synthesized"] == (
@@ -250,8 +291,9 @@ def check(eng: Engine, events: list[Event], written: dict[str, bytes]) -> None:
 
 OPS = st.lists(
     st.tuples(st.integers(0, 9), st.integers(0, 2**20), st.integers(0, 2**20)),
-    min_size=1, max_size=6,
-)  # fmt: skip
+    min_size=1,
+    max_size=6,
+)
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
@@ -288,8 +330,10 @@ def test_the_mutator_makes_what_it_says() -> None:
     """(The fuzzer would pass vacuously if the mutations did nothing.)"""
     _, events = SOURCES[0]
     rng = random.Random(1)
-    made = {_mutate_line(random.Random(i), events[-3][2] if events[-3][1] != "eof" else b"{}")
-            for i in range(200)}  # fmt: skip
+    made = {
+        _mutate_line(random.Random(i), events[-3][2] if events[-3][1] != "eof" else b"{}")
+        for i in range(200)
+    }
     assert any(b"\\ud83d" in m for m in made)
     assert any(b"123456789012345678901234567890" in m for m in made)
     assert any(m.count(b"[") + m.count(b"{") >= 300 for m in made)

@@ -40,7 +40,7 @@ def render(mode: Mode, data: bytes, seed: int = 0) -> tuple[bytes, bytes, bytes,
     r, rng, now, i = Renderer(mode), random.Random(seed), b"", 0
     while i < len(data):
         n = rng.randint(1, 700)
-        now += r.feed(data[i:i + n])
+        now += r.feed(data[i : i + n])
         i += n
     done = r.finish()
     return now, done.stdout, done.stderr, done.status
@@ -55,17 +55,35 @@ def sessions(text: str) -> str:
 # -- the command line --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["arg-stream-json-no-verbose", "bad-output-format",
-                                  "bad-input-format", "stream-input-text-output"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "arg-stream-json-no-verbose",
+        "bad-output-format",
+        "bad-input-format",
+        "stream-input-text-output",
+    ],
+)
 def test_usage_errors_are_claudes_words(name: str) -> None:
     p = probe(name)
     assert p["status"] == 1
     assert mode_of(p["argv"]).usage_error() == p["stderr"].rstrip("\n")
 
 
-@pytest.mark.parametrize("name", ["arg-text", "arg-json", "arg-json-verbose", "arg-partial",
-                                  "arg-json-schema", "continue-second", "dashdash-prompt",
-                                  "two-positionals", "no-prompt"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "arg-text",
+        "arg-json",
+        "arg-json-verbose",
+        "arg-partial",
+        "arg-json-schema",
+        "continue-second",
+        "dashdash-prompt",
+        "two-positionals",
+        "no-prompt",
+    ],
+)
 def test_accepted_command_lines(name: str) -> None:
     assert mode_of(probe(name)["argv"]).usage_error() is None
 
@@ -73,11 +91,16 @@ def test_accepted_command_lines(name: str) -> None:
 def test_modes() -> None:
     m = mode_of(["-p", "hi", "--output-format=json", "--verbose", "--max-turns", "3"])
     assert (m.output, m.input, m.verbose, m.print_mode, m.prompt, m.max_turns) == (
-        "json", "text", True, True, "hi", "3")
+        "json",
+        "text",
+        True,
+        True,
+        "hi",
+        "3",
+    )
     assert not m.passthrough
     assert m.renders
-    sdk = mode_of(["--output-format", "stream-json", "--verbose", "--input-format",
-                   "stream-json"])
+    sdk = mode_of(["--output-format", "stream-json", "--verbose", "--input-format", "stream-json"])
     assert sdk.passthrough
     assert sdk.prompt is None
     assert sdk.usage_error() is None
@@ -105,8 +128,7 @@ def test_user_line_is_a_stream_json_user_message() -> None:
     assert line.count(b"\n") == 1
     obj = json.loads(line)
     assert obj["type"] == "user"
-    assert obj["message"] == {"role": "user",
-                                                         "content": 'say "hi"\nnow'}
+    assert obj["message"] == {"role": "user", "content": 'say "hi"\nnow'}
 
 
 # -- rendering Claude's own stream as Claude does -------------------------------------------
@@ -122,8 +144,7 @@ def test_text_and_json_from_claudes_stream() -> None:
     assert status == 0
     # Claude's json output is its stream-json result frame, key for key
     assert list(json.loads(out)) == list(json.loads(probe("arg-json")["stdout"]))
-    _, out, _, _ = render(mode_of(["-p", "x", "--output-format", "json", "--verbose"]),
-                          stream, 5)
+    _, out, _, _ = render(mode_of(["-p", "x", "--output-format", "json", "--verbose"]), stream, 5)
     assert sessions(out.decode()) == sessions(probe("arg-json-verbose")["stdout"])
 
 
@@ -153,8 +174,10 @@ def test_no_result_is_an_error_on_stderr() -> None:
         _, out, err, status = render(mode_of(["-p", "x", "--output-format", fmt]), init)
         assert (out, err, status) == (b"", NO_RESULT.encode() + b"\n", 1)
     # a task frame after the result is not a message: the result is still the last one
-    tail = (b'{"type":"result","subtype":"success","is_error":false,"result":"fine"}\n'
-            b'{"type":"system","subtype":"task_notification","task_id":"t"}\n')
+    tail = (
+        b'{"type":"result","subtype":"success","is_error":false,"result":"fine"}\n'
+        b'{"type":"system","subtype":"task_notification","task_id":"t"}\n'
+    )
     assert render(mode_of(["-p", "x"]), init + tail)[1:] == (b"fine\n", b"", 0)
     # an error success (an API error) prints its text and exits 1
     err_result = b'{"type":"result","subtype":"success","is_error":true,"result":"API down\\n"}'
@@ -165,11 +188,17 @@ def test_an_incomplete_answer_is_printed_after_the_one_before_it() -> None:
     inc = "The response above may be incomplete."
 
     def assistant(text: str) -> bytes:
-        return json.dumps({"type": "assistant", "parent_tool_use_id": None,
-                           "message": {"content": [{"type": "text", "text": text}]}}).encode()
+        return json.dumps(
+            {
+                "type": "assistant",
+                "parent_tool_use_id": None,
+                "message": {"content": [{"type": "text", "text": text}]},
+            }
+        ).encode()
 
-    result = json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                         "result": inc}).encode()
+    result = json.dumps(
+        {"type": "result", "subtype": "success", "is_error": True, "result": inc}
+    ).encode()
     stream = b"\n".join([assistant("first part"), assistant(inc), result]) + b"\n"
     assert render(mode_of(["-p", "x"]), stream)[1] == f"first part\n{inc}\n".encode()
 
@@ -183,8 +212,11 @@ def bridged(name: str) -> bytes:
     eng = Engine(up, down, det_env())
     out = b""
     data = probe(name, "cbc-2.163.0")["stdout"].encode()
-    cmds = [*eng.feed("client", user_line("x"), 0.0), *eng.feed("backend", data, 0.1),
-            *eng.backend_exited(0, 0.2)]
+    cmds = [
+        *eng.feed("client", user_line("x"), 0.0),
+        *eng.feed("backend", data, 0.1),
+        *eng.backend_exited(0, 0.2),
+    ]
     for c in cmds:
         if isinstance(c, Write) and c.side == "client":
             out += c.data
@@ -198,8 +230,7 @@ def test_cbc_max_turns_is_claudes_error_max_turns() -> None:
     assert (out, status) == (b"Error: Reached max turns (1)", 1)
     _, out, _, _ = render(mode_of(["-p", "x", "--output-format", "json"]), stream)
     got = json.loads(out)
-    for key in ("subtype", "is_error", "errors", "terminal_reason", "stop_reason",
-                "num_turns"):
+    for key in ("subtype", "is_error", "errors", "terminal_reason", "stop_reason", "num_turns"):
         assert got[key] == claude[key], key
 
 

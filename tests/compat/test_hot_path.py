@@ -34,16 +34,20 @@ def stripped(raw: bytes) -> bytes:
     """What private-fields did before the byte path: parse, filter, re-serialize."""
     obj = orjson.loads(raw)
     content = (obj.get("message") or {}).get("content") if obj.get("type") == "user" else None
-    inner = isinstance(content, list) and any(isinstance(b, dict) and "_meta" in b
-                                              for b in content)  # fmt: skip
+    inner = isinstance(content, list) and any(isinstance(b, dict) and "_meta" in b for b in content)
     if not any(k in obj for k in PRIVATE_FIELDS) and not inner:
         return raw
     out = {k: v for k, v in obj.items() if k not in PRIVATE_FIELDS}
     if inner:  # cbc's _meta inside tool_result blocks (private-fields strips it too)
-        out["message"] = {**obj["message"], "content": [
-            {k: v for k, v in b.items() if k != "_meta"}
-            if isinstance(b, dict) and b.get("type") == "tool_result" else b
-            for b in content]}  # fmt: skip
+        out["message"] = {
+            **obj["message"],
+            "content": [
+                {k: v for k, v in b.items() if k != "_meta"}
+                if isinstance(b, dict) and b.get("type") == "tool_result"
+                else b
+                for b in content
+            ],
+        }
     return orjson.dumps(out)
 
 
@@ -64,7 +68,8 @@ def test_frames_of_one_message_share_the_run_and_still_all_lose_it() -> None:
     eng = engine_for("identity", down=[make_stage("private-fields", {})])
     run = b',"_requestId":"r1","_messageId":"m1","_meta":{"a":"b"}'
     lines = [
-        b'{"type":"stream_event","event":{"i":%d}' % i + run
+        b'{"type":"stream_event","event":{"i":%d}' % i
+        + run
         + b',"__timestamp":"2026-11-29T10:53:11.%03dZ"}' % i
         for i in range(3)
     ]
@@ -120,8 +125,12 @@ def test_broken_lines_pass_verbatim_and_are_logged() -> None:
 
 def test_session_still_sees_tool_calls_spelled_with_escapes() -> None:
     eng = engine_for()
-    eng.feed("backend", b'{"type":"assistant","message":{"content":[{"type":"tool\\u005fuse",'
-             b'"id":"c1","name":"Agent","input":{}}]}}\n', 0.0)  # fmt: skip
+    eng.feed(
+        "backend",
+        b'{"type":"assistant","message":{"content":[{"type":"tool\\u005fuse",'
+        b'"id":"c1","name":"Agent","input":{}}]}}\n',
+        0.0,
+    )
     assert "c1" in eng.state.tool_uses
 
 
@@ -133,15 +142,21 @@ def test_tool_calls_keep_only_the_input_fields_rules_read() -> None:
 
     state = SessionState()
     state.remember_tool_use(ToolUse("w", "Write", {"file_path": "a", "content": "x" * 10**5}))
-    state.remember_tool_use(ToolUse("a", "Agent", {"description": "d", "prompt": "p",
-                                                   "subagent_type": "s", "model": "m"}))
-    state.remember_tool_use(ToolUse("x", "DeferExecuteTool", {"toolName": "Workflow",
-                                    "params": {"scriptPath": "w.js", "blob": "y" * 999}}))
+    state.remember_tool_use(
+        ToolUse(
+            "a", "Agent", {"description": "d", "prompt": "p", "subagent_type": "s", "model": "m"}
+        )
+    )
+    state.remember_tool_use(
+        ToolUse(
+            "x",
+            "DeferExecuteTool",
+            {"toolName": "Workflow", "params": {"scriptPath": "w.js", "blob": "y" * 999}},
+        )
+    )
     assert state.tool_uses["w"].input == {}
-    assert state.tool_uses["a"].input == {"description": "d", "prompt": "p",
-                                          "subagent_type": "s"}
-    assert state.tool_uses["x"].input == {"toolName": "Workflow",
-                                          "params": {"scriptPath": "w.js"}}
+    assert state.tool_uses["a"].input == {"description": "d", "prompt": "p", "subagent_type": "s"}
+    assert state.tool_uses["x"].input == {"toolName": "Workflow", "params": {"scriptPath": "w.js"}}
     for i in range(MAX_TOOL_USES + 5):
         state.remember_tool_use(ToolUse(f"c{i}", "Bash", {"command": "ls"}))
     assert len(state.tool_uses) == MAX_TOOL_USES
@@ -291,7 +306,8 @@ def stream_events(n: int) -> list[bytes]:
     return [
         b'{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":'
         b'{"type":"text_delta","text":"word %d "}},"session_id":"bfdd0200","parent_tool_use_id"'
-        b':null,"uuid":"4a1226f9-%d"' % (i, i)
+        b':null,"uuid":"4a1226f9-%d"'
+        % (i, i)
         + _RUN
         + b',"__timestamp":"2026-11-29T10:00:00.%03dZ"}' % (i % 1000)
         for i in range(n)

@@ -10,15 +10,35 @@ SID = "01a226f1-054d-775d-a993-0bab94fddfcb"
 
 
 def init(sid: str = SID, tools: list[str] | None = None, model: str = "default-model") -> bytes:
-    return line({"type": "system", "subtype": "init", "session_id": sid, "cwd": "/w",
-                 "tools": ["Bash"] if tools is None else tools, "model": model})
+    return line(
+        {
+            "type": "system",
+            "subtype": "init",
+            "session_id": sid,
+            "cwd": "/w",
+            "tools": ["Bash"] if tools is None else tools,
+            "model": model,
+        }
+    )
 
 
 def test_private_fields_stripped_only_at_top_level() -> None:
     eng = engine_for("identity", down=[make_stage("private-fields", {})])
-    out = frames_out(eng.feed("backend", line({
-        "type": "assistant", "_requestId": "r", "__timestamp": "t", "_meta": {"a": 1},
-        "message": {"_meta": "kept"}}), 0.0))
+    out = frames_out(
+        eng.feed(
+            "backend",
+            line(
+                {
+                    "type": "assistant",
+                    "_requestId": "r",
+                    "__timestamp": "t",
+                    "_meta": {"a": 1},
+                    "message": {"_meta": "kept"},
+                }
+            ),
+            0.0,
+        )
+    )
     assert out == [{"type": "assistant", "message": {"_meta": "kept"}}]
 
 
@@ -30,16 +50,21 @@ def test_private_fields_keep_mode() -> None:
 
 def test_vocabulary_drops_foreign_types_and_logs_error_frames() -> None:
     eng = engine_for("identity", down=[make_stage("vocabulary", {})])
-    cmds = eng.feed("backend", b"".join([
-        line({"type": "file-history-snapshot"}),
-        line({"type": "system", "subtype": "keepalive"}),
-        line({"type": "error", "error": "boom"}),
-        line({"type": "end"}),
-        line({"type": "system", "subtype": "task_started"}),
-        line({"type": "assistant"}),
-    ]), 0.0)
-    assert [f.get("subtype", f["type"]) for f in frames_out(cmds)] == ["task_started",
-                                                                       "assistant"]
+    cmds = eng.feed(
+        "backend",
+        b"".join(
+            [
+                line({"type": "file-history-snapshot"}),
+                line({"type": "system", "subtype": "keepalive"}),
+                line({"type": "error", "error": "boom"}),
+                line({"type": "end"}),
+                line({"type": "system", "subtype": "task_started"}),
+                line({"type": "assistant"}),
+            ]
+        ),
+        0.0,
+    )
+    assert [f.get("subtype", f["type"]) for f in frames_out(cmds)] == ["task_started", "assistant"]
     assert any(getattr(c, "level", "") == "warning" and "boom" in c.message for c in cmds)
     counts = engine_stats = eng.statistics()["rules"]["vocabulary"]
     assert engine_stats["dropped"] == 4
@@ -47,21 +72,32 @@ def test_vocabulary_drops_foreign_types_and_logs_error_frames() -> None:
 
 
 def test_one_init_per_turn_fullest_copy_and_trailing_stub_dropped() -> None:
-    eng = engine_for("identity", down=[make_stage("session", {}), make_stage("foreign-init", {}),
-                                        make_stage("init-once", {})])
-    stream = b"".join([
-        init(tools=[], model="unknown"),  # a stub first
-        init(),  # the full copy replaces it
-        init("another-session"),  # a sub-agent's
-        line({"type": "assistant", "session_id": SID}),
-        init(),  # a second copy inside the turn
-        line({"type": "result", "subtype": "success", "session_id": SID}),
-        init(),  # trailing copy after the result: nothing follows
-    ])
+    eng = engine_for(
+        "identity",
+        down=[
+            make_stage("session", {}),
+            make_stage("foreign-init", {}),
+            make_stage("init-once", {}),
+        ],
+    )
+    stream = b"".join(
+        [
+            init(tools=[], model="unknown"),  # a stub first
+            init(),  # the full copy replaces it
+            init("another-session"),  # a sub-agent's
+            line({"type": "assistant", "session_id": SID}),
+            init(),  # a second copy inside the turn
+            line({"type": "result", "subtype": "success", "session_id": SID}),
+            init(),  # trailing copy after the result: nothing follows
+        ]
+    )
     out = frames_out(eng.feed("backend", stream, 0.0))
     out += frames_out(eng.backend_exited(0, 1.0))
     assert [(f["type"], f.get("subtype")) for f in out] == [
-        ("system", "init"), ("assistant", None), ("result", "success")]
+        ("system", "init"),
+        ("assistant", None),
+        ("result", "success"),
+    ]
     assert out[0]["tools"] == ["Bash"]
     rules = eng.statistics()["rules"]
     assert rules["foreign-init"]["dropped"] == 1
@@ -70,10 +106,22 @@ def test_one_init_per_turn_fullest_copy_and_trailing_stub_dropped() -> None:
 
 def test_init_of_a_later_turn_comes_before_that_turn() -> None:
     eng = engine_for("identity", down=[make_stage("session", {}), make_stage("init-once", {})])
-    out = frames_out(eng.feed("backend", b"".join([
-        init(), line({"type": "result"}),
-        init(), line({"type": "system", "subtype": "task_notification"}),
-        line({"type": "assistant"}), line({"type": "result"})]), 0.0))
+    out = frames_out(
+        eng.feed(
+            "backend",
+            b"".join(
+                [
+                    init(),
+                    line({"type": "result"}),
+                    init(),
+                    line({"type": "system", "subtype": "task_notification"}),
+                    line({"type": "assistant"}),
+                    line({"type": "result"}),
+                ]
+            ),
+            0.0,
+        )
+    )
     kinds = [f.get("subtype") or f["type"] for f in out]
     assert kinds == ["init", "result", "task_notification", "init", "assistant", "result"]
 
@@ -91,17 +139,38 @@ def test_line_separators_reach_the_client_escaped_as_claude_writes_them() -> Non
 
     text = "one\u2028two\u2029three"
     lines = [
-        json.dumps({"type": "stream_event", "uuid": "u", "session_id": "s",
-                    "parent_tool_use_id": None, "event": {"delta": {"text": text}}},
-                   ensure_ascii=False, separators=(",", ":")),
-        json.dumps({"type": "assistant", "session_id": "s", "parent_tool_use_id": None,
-                    "message": {"id": "m", "role": "assistant", "model": "m",
-                                "content": [{"type": "text", "text": text}]}},
-                   ensure_ascii=False),
+        json.dumps(
+            {
+                "type": "stream_event",
+                "uuid": "u",
+                "session_id": "s",
+                "parent_tool_use_id": None,
+                "event": {"delta": {"text": text}},
+            },
+            ensure_ascii=False,
+            separators=(",", ":"),
+        ),
+        json.dumps(
+            {
+                "type": "assistant",
+                "session_id": "s",
+                "parent_tool_use_id": None,
+                "message": {
+                    "id": "m",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [{"type": "text", "text": text}],
+                },
+            },
+            ensure_ascii=False,
+        ),
     ]
     eng = Engine(*build("cbc-to-claude", {}), det_env())
-    out = b"".join(c.data for c in eng.feed("backend", "\n".join(lines).encode() + b"\n", 0.0)
-                   if isinstance(c, Write) and c.side == "client")
+    out = b"".join(
+        c.data
+        for c in eng.feed("backend", "\n".join(lines).encode() + b"\n", 0.0)
+        if isinstance(c, Write) and c.side == "client"
+    )
     assert "\u2028".encode() not in out
     assert "\u2029".encode() not in out
     got = out.decode().splitlines()

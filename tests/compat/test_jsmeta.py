@@ -21,8 +21,10 @@ def test_capture_script() -> None:
     assert meta == {
         "name": "mock-flow",
         "description": "Mock two-phase workflow",
-        "phases": [{"title": "Scan", "detail": "one agent"},
-                   {"title": "Sum", "detail": "one agent"}],
+        "phases": [
+            {"title": "Scan", "detail": "one agent"},
+            {"title": "Sum", "detail": "one agent"},
+        ],
     }
     assert meta_summary(meta) == ("mock-flow", "Mock two-phase workflow", ["Scan", "Sum"])
 
@@ -43,8 +45,10 @@ line`,
     assert meta["name"] == 'a"b!A\U0001f600'
     assert meta["description"] == "multi\nline"
     assert meta["esc"] == "tab\there\nnew\\line'q' \0"
-    assert meta["phases"] == [{"title": "P1"}, {"title": "P2", "n": 31, "f": -150.0,
-                                                "t": True, "u": None}]
+    assert meta["phases"] == [
+        {"title": "P1"},
+        {"title": "P2", "n": 31, "f": -150.0, "t": True, "u": None},
+    ]
 
 
 def test_computed_values_are_left_out_not_evaluated() -> None:
@@ -87,5 +91,8 @@ def test_malformed_meta_raises(src: str) -> None:
 
 def test_summary_ignores_non_string_fields() -> None:
     assert meta_summary({"name": 3, "description": "", "phases": [{"title": 1}]}) == (
-        None, None, None)
+        None,
+        None,
+        None,
+    )
     assert meta_summary({"phases": ["A", {"title": "B"}]}) == (None, None, ["A", "B"])

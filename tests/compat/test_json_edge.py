@@ -84,9 +84,17 @@ def test_duplicate_keys_last_one_wins_like_json_parse() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [b"[NaN]", b"[Infinity]", b'["\xff"]', b'["\xed\xa0\x80"]', b"\xef\xbb\xbf[1]", b"[1,]",
-     b'{"a":1', b"[" * 5000 + b"]" * 5000],
-)  # fmt: skip
+    [
+        b"[NaN]",
+        b"[Infinity]",
+        b'["\xff"]',
+        b'["\xed\xa0\x80"]',
+        b"\xef\xbb\xbf[1]",
+        b"[1,]",
+        b'{"a":1',
+        b"[" * 5000 + b"]" * 5000,
+    ],
+)
 def test_what_is_not_json_is_not_read(raw: bytes) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 (the module's one error type)
         loads(raw)
@@ -109,19 +117,23 @@ def test_the_slow_writer_is_orjson_for_what_orjson_writes() -> None:
     from compat.frames import _dumps_slow
 
     doc: dict[str, Any] = {
-        "a": [1, -2.5, 1e-7, 1e20, True, None, "é\u2028\x00\x7f\"\\/", {}, []],
+        "a": [1, -2.5, 1e-7, 1e20, True, None, 'é\u2028\x00\x7f"\\/', {}, []],
         "": {"x": 0},
     }
     assert _dumps_slow(doc) == orjson.dumps(doc)
 
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70)
-    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda kids: st.lists(kids, max_size=4)
-    | st.dictionaries(st.text(max_size=5), kids, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda kids: (
+        st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=5), kids, max_size=4)
+    ),
     max_leaves=30,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=300, deadline=None)
@@ -244,10 +256,12 @@ def test_an_encode_failure_escapes_a_strict_engine() -> None:
 
 def test_duplicate_type_keys_are_read_as_the_client_reads_them() -> None:
     eng = engine_for()
-    line = (b'{"type":"stream_event","session_id":"s","type":"assistant","message":{"id":"m",'
-            b'"role":"assistant","content":[{"type":"text","text":"hi"}]},'
-            b'"parent_tool_use_id":null,"uuid":"u1",'
-            b'"__timestamp":"2026-01-01T00:00:00.000Z"}\n')  # fmt: skip
+    line = (
+        b'{"type":"stream_event","session_id":"s","type":"assistant","message":{"id":"m",'
+        b'"role":"assistant","content":[{"type":"text","text":"hi"}]},'
+        b'"parent_tool_use_id":null,"uuid":"u1",'
+        b'"__timestamp":"2026-01-01T00:00:00.000Z"}\n'
+    )
     out = json.loads(written(eng.feed("backend", line, 0.0)))
     assert out["type"] == "assistant"
     assert out["timestamp"] == "2026-01-01T00:00:00.000Z"  # frame-fields saw an assistant
@@ -256,8 +270,10 @@ def test_duplicate_type_keys_are_read_as_the_client_reads_them() -> None:
 
 def test_a_duplicate_subtype_is_read_as_the_client_reads_it() -> None:
     eng = engine_for()
-    line = (b'{"type":"system","subtype":"status","status":"requesting","uuid":"u",'
-            b'"session_id":"s","subtype":"bogus_subtype"}\n')  # fmt: skip
+    line = (
+        b'{"type":"system","subtype":"status","status":"requesting","uuid":"u",'
+        b'"session_id":"s","subtype":"bogus_subtype"}\n'
+    )
     cmds = eng.feed("backend", line, 0.0)
     assert written(cmds) == b""  # a system/bogus_subtype: not in the vocabulary, dropped
     assert eng.statistics()["rules"]["vocabulary"]["dropped:system/bogus_subtype"] == 1
@@ -285,4 +301,3 @@ def test_private_fields_still_cut_a_line_with_a_lone_surrogate() -> None:
     line = b'{"type":"stream_event","event":{"t":"\\ud83d"},"__timestamp":"2026-01-01T00:00:00Z"}'
     out = written(eng.feed("backend", line + b"\n", 0.0))
     assert out == b'{"type":"stream_event","event":{"t":"\\ud83d"}}\n'
-

@@ -24,16 +24,22 @@ from tests.compat.tasks_support import (
     updated,
 )
 
-CLAUDE = [json.loads(x) for x in
-          (DATA / "claude-2.1.220_task-frames.jsonl").read_text().splitlines()]
+CLAUDE = [
+    json.loads(x) for x in (DATA / "claude-2.1.220_task-frames.jsonl").read_text().splitlines()
+]
 
 
 def claude_frames(capture: str) -> list[dict[str, object]]:
     return [r["frame"] for r in CLAUDE if r["capture"].endswith(capture)]
 
 
-def open_task(eng: object, tid: str = "b1", ttype: str = "local_bash", desc: str = "Sleep",
-              use: str = "call_b") -> None:  # fmt: skip
+def open_task(
+    eng: object,
+    tid: str = "b1",
+    ttype: str = "local_bash",
+    desc: str = "Sleep",
+    use: str = "call_b",
+) -> None:
     eng.feed("backend", lines(init(), started(tid, ttype, desc, use)), 0.0)  # type: ignore[attr-defined]
 
 
@@ -44,13 +50,24 @@ def test_missing_notification_synthesized_after_exactly_grace() -> None:
     eng = engine("terminal-guarantee")
     open_task(eng)
     assert tags(out(eng.feed("backend", line(updated("b1", "killed", 42)), 10.0))) == [
-        "task_updated:killed"]
+        "task_updated:killed"
+    ]
     assert eng.next_deadline() == 15.0
     assert out(eng.advance(14.999)) == []
     got = out(eng.advance(15.0))
-    assert got == [{"type": "system", "subtype": "task_notification", "task_id": "b1",
-                    "tool_use_id": "call_b", "status": "stopped", "output_file": "",
-                    "summary": "Sleep", "uuid": "uuid-1", "session_id": SID}]  # fmt: skip
+    assert got == [
+        {
+            "type": "system",
+            "subtype": "task_notification",
+            "task_id": "b1",
+            "tool_use_id": "call_b",
+            "status": "stopped",
+            "output_file": "",
+            "summary": "Sleep",
+            "uuid": "uuid-1",
+            "session_id": SID,
+        }
+    ]
     info = eng.state.tasks["b1"]
     assert info.started
     assert info.terminal
@@ -84,11 +101,21 @@ def test_duplicates_and_frames_after_the_end_are_dropped() -> None:
     # what cbc sends up to 30 s after an interrupt already ended the task (interrupt-terminal)
     eng = engine("terminal-guarantee")
     open_task(eng)
-    got = out(eng.feed("backend", lines(
-        updated("b1", "killed", 1), updated("b1", "killed", 2), updated("b1", "running"),
-        notification("b1", "stopped", "a"), updated("b1", "killed", 3),
-        notification("b1", "stopped", "b"), started("b1", "local_bash", "Sleep", "call_b"),
-    ), 1.0))  # fmt: skip
+    got = out(
+        eng.feed(
+            "backend",
+            lines(
+                updated("b1", "killed", 1),
+                updated("b1", "killed", 2),
+                updated("b1", "running"),
+                notification("b1", "stopped", "a"),
+                updated("b1", "killed", 3),
+                notification("b1", "stopped", "b"),
+                started("b1", "local_bash", "Sleep", "call_b"),
+            ),
+            1.0,
+        )
+    )
     assert tags(got) == ["task_updated:killed", "task_notification:stopped"]
     assert got[0]["patch"]["end_time"] == 1
     assert got[1]["summary"] == "a"
@@ -109,12 +136,17 @@ def test_backend_exit_ends_every_open_task_once() -> None:
     open_task(eng, "w1", "local_workflow", "Flow", "call_w")
     eng.feed("backend", lines(updated("w1", "completed", 5)), 4.0)  # ended, not notified
     open_task(eng, "b2")
-    eng.feed("backend", lines(updated("b2", "completed", 6),
-                              notification("b2", "completed", "ok")), 5.0)
+    eng.feed(
+        "backend", lines(updated("b2", "completed", 6), notification("b2", "completed", "ok")), 5.0
+    )
     got = out(eng.backend_exited(0, 7.0))
-    assert tags(got) == ["task_updated:killed", "task_notification:stopped",
-                         "task_updated:killed", "task_notification:stopped",
-                         "task_notification:completed"]  # fmt: skip
+    assert tags(got) == [
+        "task_updated:killed",
+        "task_notification:stopped",
+        "task_updated:killed",
+        "task_notification:stopped",
+        "task_notification:completed",
+    ]
     assert [f["task_id"] for f in got] == ["a1", "a1", "b1", "b1", "w1"]
     assert got[0]["patch"] == {"status": "killed", "end_time": EPOCH_MS + 7000}
     assert got[1]["summary"] == "Agent job"
@@ -203,9 +235,11 @@ def test_snapshots_match_claude_interrupt_capture() -> None:
         started(wf, "local_workflow", "Slow mock workflow", "c1", workflow_name="slow-flow"),
         progress(wf, [agent(1, "waiter")]),
         started(sh, "local_bash", "Slow background sleep", "c2"),
-        updated(wf, "killed", 1), notification(wf, "stopped", "Slow mock workflow"),
-        updated(sh, "completed", 2), notification(sh, "completed", "x"),
-    ]  # fmt: skip
+        updated(wf, "killed", 1),
+        notification(wf, "stopped", "Slow mock workflow"),
+        updated(sh, "completed", 2),
+        notification(sh, "completed", "x"),
+    ]
     got = out(eng.feed("backend", lines(*stream), 0))
     ours = [f for f in got if f.get("subtype") not in ("task_progress", "init")]
     theirs = [f for f in claude if f.get("subtype") != "task_progress"]
@@ -219,19 +253,34 @@ def test_snapshots_match_claude_interrupt_capture() -> None:
 
 def test_snapshot_on_notification_without_update_and_untracked_tasks() -> None:
     eng = engine("tasks-snapshot")
-    got = out(eng.feed("backend", lines(
-        init(), updated("ghost", "completed", 1),
-        started("a1", "local_agent", "Job", "c"), notification("a1", "completed", "ok"),
-        notification("a1", "completed", "ok")), 0))  # fmt: skip
-    assert tags(got)[1:] == ["task_updated:completed", "background_tasks_changed:1",
-                             "task_started:local_agent", "background_tasks_changed:0",
-                             "task_notification:completed", "task_notification:completed"]
+    got = out(
+        eng.feed(
+            "backend",
+            lines(
+                init(),
+                updated("ghost", "completed", 1),
+                started("a1", "local_agent", "Job", "c"),
+                notification("a1", "completed", "ok"),
+                notification("a1", "completed", "ok"),
+            ),
+            0,
+        )
+    )
+    assert tags(got)[1:] == [
+        "task_updated:completed",
+        "background_tasks_changed:1",
+        "task_started:local_agent",
+        "background_tasks_changed:0",
+        "task_notification:completed",
+        "task_notification:completed",
+    ]
 
 
 @pytest.mark.parametrize("rule", ["terminal-guarantee", "late-progress", "tasks-snapshot"])
 def test_lifecycle_rules_ignore_other_frames(rule: str) -> None:
     eng = engine(rule)
-    raw = lines(init(), tool_result("c", "task_id: x"),
-                {"type": "assistant", "message": {"content": []}})
+    raw = lines(
+        init(), tool_result("c", "task_id: x"), {"type": "assistant", "message": {"content": []}}
+    )
     data = b"".join(c.data for c in eng.feed("backend", raw, 0) if hasattr(c, "data"))
     assert data == raw

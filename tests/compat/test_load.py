@@ -26,8 +26,19 @@ def _stream(n: int) -> list[bytes]:
     out = [line(init())]
     for i in range(n):
         use = f"toolu_{i:06d}"
-        out.append(line(tool_use(use, "Bash", {"command": f"sleep {i}", "run_in_background": True,
-                                                "description": f"shell {i}"})))  # fmt: skip
+        out.append(
+            line(
+                tool_use(
+                    use,
+                    "Bash",
+                    {
+                        "command": f"sleep {i}",
+                        "run_in_background": True,
+                        "description": f"shell {i}",
+                    },
+                )
+            )
+        )
         out.append(line(started(f"b{i:06d}", "Bash", f"shell {i}", use_id=use)))
         out.append(line(tool_result(use, f"Command running in background with ID: b{i:06d}")))
     for i in range(n):
@@ -67,9 +78,11 @@ def _run(n: int, rules: tuple[str, ...] = ()) -> tuple[int, int, list[dict[str, 
 
 def test_ten_thousand_live_tasks_bound_the_output_and_no_snapshot_leaves_one_out() -> None:
     size_in, size_out, snapshots, (stats, logs), peak = _run(N)
-    print(f"\n{N} live tasks: in {size_in:,} B, out {size_out:,} B "
-          f"({size_out / size_in:.2f}x), {len(snapshots)} snapshots, "
-          f"tracemalloc peak {peak / 2**20:.1f} MiB")  # fmt: skip
+    print(
+        f"\n{N} live tasks: in {size_in:,} B, out {size_out:,} B "
+        f"({size_out / size_in:.2f}x), {len(snapshots)} snapshots, "
+        f"tracemalloc peak {peak / 2**20:.1f} MiB"
+    )
     # (before: ~920 MB out of ~2.6 MB, peak ~547 MB)
     assert size_out < 12 * size_in
     assert peak < 64 * 2**20
@@ -112,8 +125,7 @@ def test_a_session_id_is_on_every_snapshot() -> None:
     assert all(s["session_id"] == SID for s in snapshots)
 
 
-def test_live_tasks_past_the_session_cap_are_counted_and_logged(
-        monkeypatch: Any) -> None:  # fmt: skip
+def test_live_tasks_past_the_session_cap_are_counted_and_logged(monkeypatch: Any) -> None:
     """The session's task registry has a cap (16,384); past it the oldest live task is
     forgotten, and that is never silent: counted (session forgotten-live-tasks) and logged
     once."""

@@ -25,8 +25,9 @@ def test_cbcs_max_turns_notice_is_dropped_and_the_result_is_claudes() -> None:
     run = drive(eng, [*events, (9.0, "exit", b"0")])
     got = [(f["type"], f.get("subtype")) for f in run.frames()]
     want = [(f["type"], f.get("subtype")) for f in frames_of("claude-2.1.220")]
-    assert [k for k in got if k[0] in ("assistant", "result")] == \
-        [k for k in want if k[0] in ("assistant", "result")]  # fmt: skip
+    assert [k for k in got if k[0] in ("assistant", "result")] == [
+        k for k in want if k[0] in ("assistant", "result")
+    ]
     assert not any("Max turns" in json.dumps(f) for f in run.frames() if f["type"] == "assistant")
     result = run.frames()[-1]
     assert result["errors"] == ["Reached maximum number of turns (1)"]
@@ -38,17 +39,50 @@ def test_the_same_words_from_the_model_are_kept() -> None:
     """A model that answers "Max turns (2) exceeded" in a successful turn: held for a
     moment, then released before the result, in order."""
     eng = full()
-    answer = {"type": "assistant", "uuid": "a1", "session_id": SID, "parent_tool_use_id": None,
-              "message": {"id": "m1", "role": "assistant", "model": "m",
-                          "content": [{"type": "text", "text": "Max turns (2) exceeded"}]}}
-    result = {"type": "result", "subtype": "success", "is_error": False,
-              "result": "Max turns (2) exceeded", "uuid": "r1", "session_id": SID,
-              "duration_ms": 1, "duration_api_ms": 1, "num_turns": 1, "total_cost_usd": 0,
-              "usage": {}, "modelUsage": {}, "permission_denials": []}
-    init = {"type": "system", "subtype": "init", "uuid": SID, "session_id": SID, "cwd": "/w",
-            "tools": [], "model": "m"}
-    run = drive(eng, [(0.0, "backend", line(init)), (0.1, "backend", line(answer)),
-                      (0.2, "backend", line(result))])
+    answer = {
+        "type": "assistant",
+        "uuid": "a1",
+        "session_id": SID,
+        "parent_tool_use_id": None,
+        "message": {
+            "id": "m1",
+            "role": "assistant",
+            "model": "m",
+            "content": [{"type": "text", "text": "Max turns (2) exceeded"}],
+        },
+    }
+    result = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "Max turns (2) exceeded",
+        "uuid": "r1",
+        "session_id": SID,
+        "duration_ms": 1,
+        "duration_api_ms": 1,
+        "num_turns": 1,
+        "total_cost_usd": 0,
+        "usage": {},
+        "modelUsage": {},
+        "permission_denials": [],
+    }
+    init = {
+        "type": "system",
+        "subtype": "init",
+        "uuid": SID,
+        "session_id": SID,
+        "cwd": "/w",
+        "tools": [],
+        "model": "m",
+    }
+    run = drive(
+        eng,
+        [
+            (0.0, "backend", line(init)),
+            (0.1, "backend", line(answer)),
+            (0.2, "backend", line(result)),
+        ],
+    )
     kinds = [f["type"] for f in run.frames()]
     assert kinds[-2:] == ["assistant", "result"]
     assert run.frames()[-2]["message"]["content"][0]["text"] == "Max turns (2) exceeded"

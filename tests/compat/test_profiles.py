@@ -25,16 +25,25 @@ def test_stage_order_matches_the_profile_lists() -> None:
     up, down = build("cbc-to-claude")
     assert [s.rule for s in down] == list(PROFILES["cbc-to-claude"]["down"])
     assert [s.rule for s in up] == list(PROFILES["cbc-to-claude"]["up"])
-    assert [s.rule for s in down][:6] == ["session", "foreign-init", "init-once",
-                                         "private-fields", "vocabulary", "frame-fields"]
+    assert [s.rule for s in down][:6] == [
+        "session",
+        "foreign-init",
+        "init-once",
+        "private-fields",
+        "vocabulary",
+        "frame-fields",
+    ]
     assert build("identity") == ([], [])
 
 
 def test_settings_parse_switch_modes_and_options() -> None:
-    settings = parse_rule_settings(["late-progress=fold, tasks-snapshot=off",
-                                    "late-progress.grace=2.5"])
-    assert settings == {"late-progress": {"mode": "fold", "grace": "2.5"},
-                        "tasks-snapshot": {"mode": "off"}}
+    settings = parse_rule_settings(
+        ["late-progress=fold, tasks-snapshot=off", "late-progress.grace=2.5"]
+    )
+    assert settings == {
+        "late-progress": {"mode": "fold", "grace": "2.5"},
+        "tasks-snapshot": {"mode": "off"},
+    }
     up, down = build("cbc-to-claude", settings)
     rules = [s.rule for s in down]
     assert "tasks-snapshot" not in rules
@@ -43,14 +52,17 @@ def test_settings_parse_switch_modes_and_options() -> None:
     assert late.grace == 2.5  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("items", "message"), [
-    (["nope=on"], "unknown rule"),
-    (["late-progress=sideways"], "unknown mode"),
-    (["late-progress.colour=red"], "no option"),
-    (["late-progress.grace=soon"], "late-progress"),
-    (["session=off"], "cannot be switched off"),
-    (["late-progress"], "not ID=VALUE"),
-])
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (["nope=on"], "unknown rule"),
+        (["late-progress=sideways"], "unknown mode"),
+        (["late-progress.colour=red"], "no option"),
+        (["late-progress.grace=soon"], "late-progress"),
+        (["session=off"], "cannot be switched off"),
+        (["late-progress"], "not ID=VALUE"),
+    ],
+)
 def test_bad_settings_are_errors_that_say_why(items: list[str], message: str) -> None:
     with pytest.raises(RuleError, match=message):
         build("cbc-to-claude", parse_rule_settings(items))

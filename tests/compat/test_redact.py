@@ -32,24 +32,85 @@ from tests.conftest import CAPTURES
 
 #: names that reached the client or a capture with the exact, case-sensitive key list
 LEAKING = [
-    "x-api-key", "X-Api-Key", "X_API_KEY", "apikey", "APIKey", "api-key", "bearer",
-    "credentials", "Credentials", "jwt", "JWT", "privateKey", "private_key", "PRIVATE-KEY",
-    "secretKey", "aws_secret_access_key", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "GH_TOKEN",
-    "client_secret", "clientSecret", "password", "Password", "passwd", "db_password",
-    "set-cookie", "Set-Cookie", "cookie", "refresh_token", "csrfToken", "accessToken",
-    "webhook_secret", "OPENAI_API_KEY", "stripe_api_key", "authorization",
-    "Proxy-Authorization", "passphrase", "id_token", "sessionToken", "auth",
-]  # fmt: skip
+    "x-api-key",
+    "X-Api-Key",
+    "X_API_KEY",
+    "apikey",
+    "APIKey",
+    "api-key",
+    "bearer",
+    "credentials",
+    "Credentials",
+    "jwt",
+    "JWT",
+    "privateKey",
+    "private_key",
+    "PRIVATE-KEY",
+    "secretKey",
+    "aws_secret_access_key",
+    "AWS_SECRET_ACCESS_KEY",
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "client_secret",
+    "clientSecret",
+    "password",
+    "Password",
+    "passwd",
+    "db_password",
+    "set-cookie",
+    "Set-Cookie",
+    "cookie",
+    "refresh_token",
+    "csrfToken",
+    "accessToken",
+    "webhook_secret",
+    "OPENAI_API_KEY",
+    "stripe_api_key",
+    "authorization",
+    "Proxy-Authorization",
+    "passphrase",
+    "id_token",
+    "sessionToken",
+    "auth",
+]
 #: ordinary keys that look like credentials: counters, cursors, descriptive names
 ORDINARY = [
-    "input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
-    "max_tokens", "maxThinkingTokens", "max_thinking_tokens", "totalTokens", "total_tokens",
-    "token_count", "tokenCount", "tokens", "max_token", "maxOutputToken", "authMethod",
-    "auth_method", "apiKeySource", "tokenSource", "tokenType", "token_type", "apiKeyHelper",
-    "nextPageToken", "page_token", "secretName", "passwordPolicy", "cookiesEnabled",
-    "session_id", "signature", "keys", "primaryKey", "key", "author", "credits",
-    "truncatedByTokenCap", "output_tokens_details",
-]  # fmt: skip
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+    "max_tokens",
+    "maxThinkingTokens",
+    "max_thinking_tokens",
+    "totalTokens",
+    "total_tokens",
+    "token_count",
+    "tokenCount",
+    "tokens",
+    "max_token",
+    "maxOutputToken",
+    "authMethod",
+    "auth_method",
+    "apiKeySource",
+    "tokenSource",
+    "tokenType",
+    "token_type",
+    "apiKeyHelper",
+    "nextPageToken",
+    "page_token",
+    "secretName",
+    "passwordPolicy",
+    "cookiesEnabled",
+    "session_id",
+    "signature",
+    "keys",
+    "primaryKey",
+    "key",
+    "author",
+    "credits",
+    "truncatedByTokenCap",
+    "output_tokens_details",
+]
 #: the credential keys the reference captures hold (all dummy values)
 CAPTURE_CREDENTIAL_KEYS = {"token", "ANTHROPIC_API_KEY", "CODEBUDDY_API_KEY"}
 
@@ -150,17 +211,34 @@ def _sources(obj: Any) -> Iterator[Any]:
 
 
 def test_a_credential_object_or_list_is_redacted_whole() -> None:
-    obj = {"credentials": {"user": "u", "pw": "p"}, "tokens": [1, 2],
-           "headers": {"Authorization": ["Bearer abc", "x"]}, "auth": {"a": 1},
-           "cookie": [], "password": None, "secret": True}  # fmt: skip
+    obj = {
+        "credentials": {"user": "u", "pw": "p"},
+        "tokens": [1, 2],
+        "headers": {"Authorization": ["Bearer abc", "x"]},
+        "auth": {"a": 1},
+        "cookie": [],
+        "password": None,
+        "secret": True,
+    }
     red, n = redact_obj(obj)
-    assert red == {"credentials": REDACTED, "tokens": [1, 2],
-                   "headers": {"Authorization": REDACTED}, "auth": REDACTED, "cookie": [],
-                   "password": None, "secret": True}  # fmt: skip
+    assert red == {
+        "credentials": REDACTED,
+        "tokens": [1, 2],
+        "headers": {"Authorization": REDACTED},
+        "auth": REDACTED,
+        "cookie": [],
+        "password": None,
+        "secret": True,
+    }
     assert n == 3
     stripped, m = strip_obj(obj)
-    assert stripped == {"tokens": [1, 2], "headers": {}, "cookie": [], "password": None,
-                        "secret": True}  # fmt: skip
+    assert stripped == {
+        "tokens": [1, 2],
+        "headers": {},
+        "cookie": [],
+        "password": None,
+        "secret": True,
+    }
     assert m == 3
 
 
@@ -230,18 +308,49 @@ def test_text_redaction_finds_the_value_after_a_credential_key(text: str, secret
 
 
 def test_text_redaction_leaves_ordinary_text_alone() -> None:
-    for text in ("usage: total_tokens=5, 3 tokens", "max_tokens: 4096 input_tokens=3",
-                 "apiKeySource: none", "authMethod: oauth", "the secret is safe",
-                 "token counting", "Bearer", "password: true", "task-started sk-1",
-                 "ERROR: no api key configured", "tokenSource=none"):  # fmt: skip
+    for text in (
+        "usage: total_tokens=5, 3 tokens",
+        "max_tokens: 4096 input_tokens=3",
+        "apiKeySource: none",
+        "authMethod: oauth",
+        "the secret is safe",
+        "token counting",
+        "Bearer",
+        "password: true",
+        "task-started sk-1",
+        "ERROR: no api key configured",
+        "tokenSource=none",
+    ):
         assert redact_text(text) is text
 
 
 def test_argv_and_env_are_redacted_option_by_option() -> None:
-    mcp = json.dumps({"mcpServers": {"x": {"url": "https://u:pw1@h/mcp",
-                                           "headers": {"Authorization": "Bearer abcdefghij"}}}})
-    argv = ["cbc", "--api-key", "V1", "--api-key=V2", "--mcp-config", mcp, "--token", "V3",
-            "-p", "--max-tokens", "5", "--settings", '{"apiKey":"V4"}', "say hi"]  # fmt: skip
+    mcp = json.dumps(
+        {
+            "mcpServers": {
+                "x": {
+                    "url": "https://u:pw1@h/mcp",
+                    "headers": {"Authorization": "Bearer abcdefghij"},
+                }
+            }
+        }
+    )
+    argv = [
+        "cbc",
+        "--api-key",
+        "V1",
+        "--api-key=V2",
+        "--mcp-config",
+        mcp,
+        "--token",
+        "V3",
+        "-p",
+        "--max-tokens",
+        "5",
+        "--settings",
+        '{"apiKey":"V4"}',
+        "say hi",
+    ]
     out = redact_argv(argv)
     text = json.dumps(out)
     for secret in ("V1", "V2", "V3", "V4", "abcdefghij", "pw1"):
@@ -249,16 +358,26 @@ def test_argv_and_env_are_redacted_option_by_option() -> None:
     assert out[:2] == ["cbc", "--api-key"]
     assert out[8:11] == ["-p", "--max-tokens", "5"]
     assert out[-1] == "say hi"
-    env = redact_env({"CODEBUDDY_API_KEY": "a", "ANTHROPIC_AUTH_TOKEN": "b",
-                      "MY_SERVICE_KEY": "c", "ANTHROPIC_BASE_URL": "http://u:pw2@h",
-                      "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000", "CCBRIDGE_PROFILE": "identity",
-                      "CCBRIDGE_BACKEND": "cbc --api-key pw3"})  # fmt: skip
+    env = redact_env(
+        {
+            "CODEBUDDY_API_KEY": "a",
+            "ANTHROPIC_AUTH_TOKEN": "b",
+            "MY_SERVICE_KEY": "c",
+            "ANTHROPIC_BASE_URL": "http://u:pw2@h",
+            "CLAUDE_CODE_MAX_OUTPUT_TOKENS": "8000",
+            "CCBRIDGE_PROFILE": "identity",
+            "CCBRIDGE_BACKEND": "cbc --api-key pw3",
+        }
+    )
     assert env["CLAUDE_CODE_MAX_OUTPUT_TOKENS"] == "8000"
     assert env["CCBRIDGE_PROFILE"] == "identity"
     for secret in ("pw2", "pw3"):
         assert secret not in json.dumps(env)
     assert [k for k, v in env.items() if v == REDACTED] == [
-        "CODEBUDDY_API_KEY", "ANTHROPIC_AUTH_TOKEN", "MY_SERVICE_KEY"]
+        "CODEBUDDY_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "MY_SERVICE_KEY",
+    ]
     assert is_secret_env("NPM_TOKEN")
     assert not is_secret_env("CODEBUDDY_DISABLE_AUTO_MEMORY")
 
@@ -278,9 +397,11 @@ def test_lines_that_structural_redaction_cannot_rewrite_fall_back_to_text() -> N
 BIG_INT_LINE = b'{"n":123456789012345678901234567890,"apiKey":"s3cret-big"}'
 
 
-@pytest.mark.skipif(not isinstance(frames.loads(b"123456789012345678901234567890"), int),
-                    reason="compat.frames.loads reads integers above 2**64 as floats (its "
-                    "robust version is another item of issue 8)")  # fmt: skip
+@pytest.mark.skipif(
+    not isinstance(frames.loads(b"123456789012345678901234567890"), int),
+    reason="compat.frames.loads reads integers above 2**64 as floats (its "
+    "robust version is another item of issue 8)",
+)
 def test_a_redacted_line_keeps_the_digits_of_big_integers() -> None:
     assert b"123456789012345678901234567890" in redact_line(BIG_INT_LINE)
 
@@ -288,18 +409,31 @@ def test_a_redacted_line_keeps_the_digits_of_big_integers() -> None:
 def test_the_initialize_reply_is_redacted_by_pattern() -> None:
     """The stream (rule ``initialize-reply``): credential names beyond ``account.token``
     and token shapes in any string of the reply."""
-    raw = stdout_frame("mockoai_can-use-tool-allow", lambda f: f.get("type") ==
-                       "control_response" and "commands" in (f["response"].get("response")
-                                                             or {}))  # fmt: skip
+    raw = stdout_frame(
+        "mockoai_can-use-tool-allow",
+        lambda f: (
+            f.get("type") == "control_response"
+            and "commands" in (f["response"].get("response") or {})
+        ),
+    )
     body = raw["response"]["response"]
-    acc = {**body["account"], "GITHUB_TOKEN": "ghx-1", "credentials": {"k": "v-2"},
-           "x-api-key": "k-3", "apiKeySource": "none"}  # fmt: skip
-    body = {**body, "account": acc, "mcp": {"url": "https://u:pw-4@h/x",
-                                            "note": "Bearer abcdefghij5"}}  # fmt: skip
+    acc = {
+        **body["account"],
+        "GITHUB_TOKEN": "ghx-1",
+        "credentials": {"k": "v-2"},
+        "x-api-key": "k-3",
+        "apiKeySource": "none",
+    }
+    body = {
+        **body,
+        "account": acc,
+        "mcp": {"url": "https://u:pw-4@h/x", "note": "Bearer abcdefghij5"},
+    }
     raw = {**raw, "response": {**raw["response"], "response": body}}
     eng = engine()
-    run = replay(eng, extra=[(0.0, "client", cr("init", subtype="initialize")),
-                             (1.0, "backend", raw)])  # fmt: skip
+    run = replay(
+        eng, extra=[(0.0, "client", cr("init", subtype="initialize")), (1.0, "backend", raw)]
+    )
     [reply] = run.frames()
     text = json.dumps(reply)
     for secret in ("ghx-1", "v-2", "k-3", "pw-4", "abcdefghij5"):
@@ -316,8 +450,12 @@ def test_redaction_never_raises_on_mutated_lines(reference: Path) -> None:
     rng = random.Random(8)
     lines = [ln for ln in _capture_lines(reference) if 20 < len(ln) < 20_000]
     rng.shuffle(lines)
-    splices = [b'"GITHUB_TOKEN":"LEAK1234",', b'"x-api-key":{"a":"LEAK1234"},',
-               b" Authorization: Token LEAK1234 ", b'"u":"https://a:LEAK1234@h",']
+    splices = [
+        b'"GITHUB_TOKEN":"LEAK1234",',
+        b'"x-api-key":{"a":"LEAK1234"},',
+        b" Authorization: Token LEAK1234 ",
+        b'"u":"https://a:LEAK1234@h",',
+    ]
     for raw in lines[:1500]:
         op = rng.randrange(4)
         if op == 0:

@@ -24,8 +24,13 @@ REF = Path(__file__).resolve().parents[2] / "captures/reference"
 CLAUDE = REF / "claude-2.1.220"
 CBC = REF / "cbc-2.163.0"
 #: what codebuddy-agent-sdk 0.3.274 launches (transport/subprocess.py, read in its source)
-PY_SDK_ARGV = ["--input-format=stream-json", "--output-format=stream-json", "--verbose",
-               "--setting-sources", "none"]
+PY_SDK_ARGV = [
+    "--input-format=stream-json",
+    "--output-format=stream-json",
+    "--verbose",
+    "--setting-sources",
+    "none",
+]
 
 
 def transcript(path: Path) -> list[tuple[str, dict[str, Any]]]:
@@ -84,10 +89,19 @@ def replay(name: str, **kw: Any) -> Run:
 
 def test_setting_sources_none_becomes_the_empty_list_and_prompts_go_over_stdio() -> None:
     tr = translate_to_claude(PY_SDK_ARGV)
-    assert tr.argv == ["--input-format=stream-json", "--output-format=stream-json", "--verbose",
-                       "--setting-sources", "", "--permission-prompt-tool", "stdio"]
+    assert tr.argv == [
+        "--input-format=stream-json",
+        "--output-format=stream-json",
+        "--verbose",
+        "--setting-sources",
+        "",
+        "--permission-prompt-tool",
+        "stdio",
+    ]
     assert translate_to_claude(["--setting-sources=user,none"]).argv[:2] == [
-        "--setting-sources", "user"]
+        "--setting-sources",
+        "user",
+    ]
     given = translate_to_claude(["--permission-prompt-tool", "mcp__x__y"]).argv
     assert given == ["--permission-prompt-tool", "mcp__x__y"]
 
@@ -108,10 +122,10 @@ def test_a_session_id_that_is_not_a_uuid_is_mapped_to_a_stable_uuid() -> None:
 
 def test_js_resume_session_drops_the_session_id_and_the_request_timeout() -> None:
     sid = "6d5bf93c-ad89-4c9d-b3a8-9572090303cd"
-    tr = translate_to_claude(["--session-id", sid, "--resume", sid,
-                              "--request-timeout-ms", "60000", "--model", "sonnet"])
-    assert tr.argv == ["--resume", sid, "--model", "sonnet", "--permission-prompt-tool",
-                       "stdio"]
+    tr = translate_to_claude(
+        ["--session-id", sid, "--resume", sid, "--request-timeout-ms", "60000", "--model", "sonnet"]
+    )
+    assert tr.argv == ["--resume", sid, "--model", "sonnet", "--permission-prompt-tool", "stdio"]
     assert len(tr.warnings) == 2
     assert tr.model == "sonnet"
     assert tr.resuming
@@ -127,11 +141,15 @@ def test_bypass_as_root_gets_is_sandbox() -> None:
 
 
 def test_codebuddy_variables_reach_their_claude_twins() -> None:
-    env = translate_env_to_claude({"CODEBUDDY_CODE_DISABLE_BACKGROUND_TASKS": "1",
-                                   "CODEBUDDY_CODE_ENTRYPOINT": "sdk-py",
-                                   "CODEBUDDY_DISABLE_AUTO_MEMORY": "1",
-                                   "CODEBUDDY_IS_SANDBOX": "1",
-                                   "CLAUDE_CODE_ENTRYPOINT": "mine"})
+    env = translate_env_to_claude(
+        {
+            "CODEBUDDY_CODE_DISABLE_BACKGROUND_TASKS": "1",
+            "CODEBUDDY_CODE_ENTRYPOINT": "sdk-py",
+            "CODEBUDDY_DISABLE_AUTO_MEMORY": "1",
+            "CODEBUDDY_IS_SANDBOX": "1",
+            "CLAUDE_CODE_ENTRYPOINT": "mine",
+        }
+    )
     assert env["CLAUDE_CODE_DISABLE_BACKGROUND_TASKS"] == "1"
     assert env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
     assert env["IS_SANDBOX"] == "1"
@@ -145,8 +163,11 @@ ALLOW = "mockapi_permission-prompt-stdio_can-use-tool_allow"
 
 def _permission_run() -> tuple[Run, str, dict[str, Any]]:
     run = Run(engine())
-    [req] = [o for k, o in transcript(CLAUDE / f"{ALLOW}.transcript.jsonl")
-             if k == "stdout" and o.get("type") == "control_request"]
+    [req] = [
+        o
+        for k, o in transcript(CLAUDE / f"{ALLOW}.transcript.jsonl")
+        if k == "stdout" and o.get("type") == "control_request"
+    ]
     run.claude_says(req)
     assert run.client == [req]  # Claude's extra fields are a superset: passed as they are
     return run, req["request_id"], req["request"]["input"]
@@ -154,27 +175,46 @@ def _permission_run() -> tuple[Run, str, dict[str, Any]]:
 
 def test_a_cbc_allow_becomes_claudes_allow_with_the_input() -> None:
     run, rid, inp = _permission_run()
-    run.client_says(ck.success(rid, {"allowed": True, "updatedInput": None,
-                                     "tool_use_id": "toolu_x"}))
+    run.client_says(
+        ck.success(rid, {"allowed": True, "updatedInput": None, "tool_use_id": "toolu_x"})
+    )
     assert run.backend == [ck.success(rid, {"behavior": "allow", "updatedInput": inp})]
 
 
 def test_an_allow_with_permission_updates_keeps_them() -> None:
     run, rid, _ = _permission_run()
-    rules = [{"type": "addRules", "rules": [{"toolName": "Bash"}], "behavior": "allow",
-              "destination": "session"}]
-    run.client_says(ck.success(rid, {"allowed": True, "updatedInput": {"command": "ls"},
-                                     "updatedPermissions": rules}))
-    assert run.backend == [ck.success(rid, {"behavior": "allow", "updatedInput":
-                                            {"command": "ls"}, "updatedPermissions": rules})]
+    rules = [
+        {
+            "type": "addRules",
+            "rules": [{"toolName": "Bash"}],
+            "behavior": "allow",
+            "destination": "session",
+        }
+    ]
+    run.client_says(
+        ck.success(
+            rid, {"allowed": True, "updatedInput": {"command": "ls"}, "updatedPermissions": rules}
+        )
+    )
+    assert run.backend == [
+        ck.success(
+            rid,
+            {"behavior": "allow", "updatedInput": {"command": "ls"}, "updatedPermissions": rules},
+        )
+    ]
 
 
 def test_a_cbc_deny_becomes_claudes_deny_with_the_reason() -> None:
     run, rid, _ = _permission_run()
-    run.client_says(ck.success(rid, {"allowed": False, "reason": "not today",
-                                     "interrupt": True, "tool_use_id": "toolu_x"}))
-    assert run.backend == [ck.success(rid, {"behavior": "deny", "message": "not today",
-                                            "interrupt": True})]
+    run.client_says(
+        ck.success(
+            rid,
+            {"allowed": False, "reason": "not today", "interrupt": True, "tool_use_id": "toolu_x"},
+        )
+    )
+    assert run.backend == [
+        ck.success(rid, {"behavior": "deny", "message": "not today", "interrupt": True})
+    ]
 
 
 def test_claudes_control_cancel_request_is_not_passed() -> None:
@@ -185,17 +225,23 @@ def test_claudes_control_cancel_request_is_not_passed() -> None:
 
 def _initialize(run: Run, rid: str = "init") -> dict[str, Any]:
     run.client_says(ck.request(rid, {"subtype": "initialize", "hooks": {}, "hasPrompt": True}))
-    [(_, reply)] = [(k, o) for k, o in transcript(
-        CLAUDE / "mockapi_simple-success_then-eof-exit0.transcript.jsonl")
-        if k == "stdout" and o.get("type") == "control_response"][:1]
+    [(_, reply)] = [
+        (k, o)
+        for k, o in transcript(CLAUDE / "mockapi_simple-success_then-eof-exit0.transcript.jsonl")
+        if k == "stdout" and o.get("type") == "control_response"
+    ][:1]
     run.claude_says(reply)
     return run.client[-1]["response"]["response"]  # type: ignore[no-any-return]
 
 
 def test_initialize_reply_in_cbcs_shape() -> None:
     body = _initialize(Run(engine()))
-    cbc = {k for _, o in transcript(CBC / "mockoai_bg-bash.transcript.jsonl")
-           if o.get("type") == "control_response" for k in o["response"]["response"]}
+    cbc = {
+        k
+        for _, o in transcript(CBC / "mockoai_bg-bash.transcript.jsonl")
+        if o.get("type") == "control_response"
+        for k in o["response"]["response"]
+    }
     assert {"currentModelId", "models", "account", "commands"} <= cbc
     assert body["currentModelId"] == "claude-opus-5[1m]"  # the default's resolved model
     assert body["models"][0]["id"] == "default"
@@ -211,8 +257,9 @@ def test_initialize_reply_in_cbcs_shape() -> None:
 def test_no_credential_no_account_a_cbc_sdk_reads_as_logged_in() -> None:
     run = Run(engine())
     run.client_says(ck.request("i", {"subtype": "initialize"}))
-    run.claude_says(ck.success("i", {"models": [], "account": {"tokenSource": "none",
-                                                               "apiKeySource": "none"}}))
+    run.claude_says(
+        ck.success("i", {"models": [], "account": {"tokenSource": "none", "apiKeySource": "none"}})
+    )
     assert "userId" not in run.client[-1]["response"]["response"]["account"]
     run.client_says(ck.request("a", {"subtype": "authenticate", "methodId": None}))
     subtypes = [f["request"]["subtype"] for f in run.client if f["type"] == "control_request"]
@@ -232,8 +279,9 @@ def test_authenticate_when_claude_has_a_credential_succeeds_at_once() -> None:
     run = Run(engine())
     _initialize(run)
     run.client_says(ck.request("a", {"subtype": "authenticate"}))
-    [done] = [f for f in run.client if f.get("request", {}).get("subtype")
-              == "auth_result_callback"]
+    [done] = [
+        f for f in run.client if f.get("request", {}).get("subtype") == "auth_result_callback"
+    ]
     assert done["request"]["success"] is True
     assert done["request"]["userinfo"]["userId"]
     assert run.client[-1] == ck.success("a", {})
@@ -257,9 +305,11 @@ def test_js_session_controls_answered_locally() -> None:
     assert {m["id"] for m in modes} >= {"default", "acceptEdits", "plan", "bypassPermissions"}
     run.client_says(ck.request("ms", {"subtype": "get_available_models"}))
     models = run.client[-1]["response"]["response"]
-    assert models["availableModels"][0] == {"modelId": "default",
-                                            "name": "Default (recommended)",
-                                            "description": models["rawModels"][0]["description"]}
+    assert models["availableModels"][0] == {
+        "modelId": "default",
+        "name": "Default (recommended)",
+        "description": models["rawModels"][0]["description"],
+    }
     run.client_says(ck.request("s", {"subtype": "subscribe", "channel": "commands"}))
     reply, note = run.client[-2:]
     assert reply == ck.success("s", {"subscribed": True, "channel": "commands"})
@@ -275,8 +325,9 @@ def test_set_config_model_is_claudes_set_model_and_other_keys_an_error() -> None
     assert run.backend == [ck.request("c", {"subtype": "set_model", "model": "sonnet"})]
     run.claude_says(ck.success("c", {}))
     assert run.client[-1]["response"]["response"]["model"] == "sonnet"
-    run.client_says(ck.request("j", {"subtype": "set_config", "session_id": "s",
-                                     "config": {"model": "haiku"}}))  # the JS SDK's shape
+    run.client_says(
+        ck.request("j", {"subtype": "set_config", "session_id": "s", "config": {"model": "haiku"}})
+    )  # the JS SDK's shape
     assert run.backend[-1] == ck.request("j", {"subtype": "set_model", "model": "haiku"})
     run.client_says(ck.request("d", {"subtype": "set_config", "config": {"theme": "dark"}}))
     assert run.client[-1]["response"]["subtype"] == "error"
@@ -296,14 +347,24 @@ def test_mcp_status_gets_the_key_the_sdks_read() -> None:
 
 def test_set_model_and_permission_mode_replies_carry_cbcs_bodies() -> None:
     run = Run(engine(argv=["--session-id", "bot-1"]))
-    run.claude_says({"type": "system", "subtype": "init", "session_id":
-                     claude_session_id("bot-1"), "model": "claude-opus-5"})
-    run.client_says(ck.request("p", {"subtype": "set_permission_mode", "mode": "plan",
-                                     "session_id": "bot-1"}))
+    run.claude_says(
+        {
+            "type": "system",
+            "subtype": "init",
+            "session_id": claude_session_id("bot-1"),
+            "model": "claude-opus-5",
+        }
+    )
+    run.client_says(
+        ck.request("p", {"subtype": "set_permission_mode", "mode": "plan", "session_id": "bot-1"})
+    )
     assert run.backend[-1]["request"]["session_id"] == claude_session_id("bot-1")
     run.claude_says(ck.success("p", {"mode": "plan"}))
     assert run.client[-1]["response"]["response"] == {
-        "mode": "plan", "session_id": "bot-1", "previous_mode": "default"}
+        "mode": "plan",
+        "session_id": "bot-1",
+        "previous_mode": "default",
+    }
 
 
 # -- the stream ---------------------------------------------------------------------------
@@ -318,12 +379,18 @@ def test_an_interrupted_turn_ends_as_cbc_ends_it_and_the_receipt_is_cbcs() -> No
     assert "errors" not in first
     assert first["terminal_reason"].startswith("aborted")
     assert second["result"] == "done."  # the next turn is untouched
-    said = [f["message"]["content"][0].get("text") for f in run.client
-            if f.get("type") in ("user", "assistant")]
+    said = [
+        f["message"]["content"][0].get("text")
+        for f in run.client
+        if f.get("type") in ("user", "assistant")
+    ]
     assert "Interrupted by user" in said  # cbc's words, as the assistant
     assert "[Request interrupted by user for tool use]" not in said
-    [receipt] = [f for f in run.client if f.get("type") == "control_response"
-                 and f["response"]["request_id"] == "stop-1"]
+    [receipt] = [
+        f
+        for f in run.client
+        if f.get("type") == "control_response" and f["response"]["request_id"] == "stop-1"
+    ]
     body = receipt["response"]["response"]
     assert body["interrupted"] is True
     assert body["reason"] == "SDK request"
@@ -333,8 +400,13 @@ def test_an_interrupted_turn_ends_as_cbc_ends_it_and_the_receipt_is_cbcs() -> No
 
 def test_an_error_result_without_an_interrupt_stays_an_error() -> None:
     run = Run(engine())
-    err = {"type": "result", "subtype": "error_during_execution", "is_error": True,
-           "errors": ["boom"], "result": ""}
+    err = {
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": True,
+        "errors": ["boom"],
+        "result": "",
+    }
     run.claude_says(err)
     assert run.client == [err]
 
@@ -345,9 +417,11 @@ def test_background_agent_frames() -> None:
     assert ("system", "background_tasks_changed") not in types
     [started] = [f for f in run.client if f.get("subtype") == "task_started"]
     assert started["task_type"] == "Agent"
-    texts = [(f.get("parent_tool_use_id"), f["message"]["content"][0].get("text"))
-             for f in run.client if f.get("type") == "assistant"
-             and f["message"]["content"][0]["type"] == "text"]
+    texts = [
+        (f.get("parent_tool_use_id"), f["message"]["content"][0].get("text"))
+        for f in run.client
+        if f.get("type") == "assistant" and f["message"]["content"][0]["type"] == "text"
+    ]
     assert texts == [(None, "done."), (None, "ok")]  # the agent's own "ok" is not shown
     [note] = [f for f in run.client if f.get("subtype") == "task_notification"]
     assert note["summary"] == 'Background agent "Mock subagent" completed'
@@ -358,11 +432,27 @@ def test_background_agent_frames() -> None:
 
 def test_a_foreground_agents_frames_pass() -> None:
     run = Run(engine())
-    run.claude_says({"type": "assistant", "message": {"content": [
-        {"type": "tool_use", "id": "toolu_fg", "name": "Agent",
-         "input": {"description": "d", "prompt": "p"}}]}, "parent_tool_use_id": None})
-    child = {"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]},
-             "parent_tool_use_id": "toolu_fg"}
+    run.claude_says(
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {
+                        "type": "tool_use",
+                        "id": "toolu_fg",
+                        "name": "Agent",
+                        "input": {"description": "d", "prompt": "p"},
+                    }
+                ]
+            },
+            "parent_tool_use_id": None,
+        }
+    )
+    child = {
+        "type": "assistant",
+        "message": {"content": [{"type": "text", "text": "hi"}]},
+        "parent_tool_use_id": "toolu_fg",
+    }
     run.claude_says(child)
     assert run.client[-1] == child
 
@@ -376,9 +466,17 @@ def test_background_bash_task_type_and_status() -> None:
 
 
 def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
-    frame = {"type": "user", "message": {"role": "user", "content":
-             "<local-command-stdout>Set model to claude-sonnet-4-5</local-command-stdout>"},
-             "session_id": "s", "isReplay": True}
+    frame = {
+        "type": "user",
+        "message": {
+            "role": "user",
+            "content": (
+                "<local-command-stdout>Set model to claude-sonnet-4-5</local-command-stdout>"
+            ),
+        },
+        "session_id": "s",
+        "isReplay": True,
+    }
     run = Run(engine())
     run.claude_says(frame)
     assert run.client == []
@@ -390,12 +488,18 @@ def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
 def test_session_ids_are_the_clients_own_in_every_frame() -> None:
     run = Run(engine(argv=["--session-id", "bot-1"]))
     uid = claude_session_id("bot-1")
-    frame = {"type": "system", "subtype": "init", "session_id": uid, "cwd": "/w",
-             "transcript_path": f"/h/.claude/projects/-w/{uid}.jsonl"}
+    frame = {
+        "type": "system",
+        "subtype": "init",
+        "session_id": uid,
+        "cwd": "/w",
+        "transcript_path": f"/h/.claude/projects/-w/{uid}.jsonl",
+    }
     run.claude_says(frame)
     assert run.client == [{**frame, "session_id": "bot-1"}]  # the path is a real file
-    run.client_says({"type": "user", "message": {"role": "user", "content": "hi"},
-                     "session_id": "bot-1"})
+    run.client_says(
+        {"type": "user", "message": {"role": "user", "content": "hi"}, "session_id": "bot-1"}
+    )
     assert run.backend[-1]["session_id"] == uid
 
 
@@ -429,12 +533,20 @@ def test_rules_are_switchable_and_bookkeeping_is_not() -> None:
 
 HISTORY: list[dict[str, Any]] = [
     {"type": "queue-operation", "operation": "enqueue", "content": "first question"},
-    {"type": "user", "isSidechain": False, "uuid": "u1",
-     "message": {"role": "user", "content": "first question"}},
+    {
+        "type": "user",
+        "isSidechain": False,
+        "uuid": "u1",
+        "message": {"role": "user", "content": "first question"},
+    },
     {"type": "attachment", "attachment": {"type": "skill_listing"}},
     {"type": "user", "isSidechain": True, "message": {"role": "user", "content": "sub"}},
-    {"type": "assistant", "isSidechain": False, "uuid": "a1",
-     "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]}},
+    {
+        "type": "assistant",
+        "isSidechain": False,
+        "uuid": "a1",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+    },
 ]
 
 
@@ -450,8 +562,13 @@ def _resumed(has_prompt: bool) -> Run:
 def test_resume_without_a_prompt_replays_the_history_as_cbc_does() -> None:
     run = _resumed(False)
     kinds = [(f["type"], f.get("subtype")) for f in run.client]
-    assert kinds == [("control_response", None), ("system", "init"), ("user", None),
-                     ("assistant", None), ("result", "success")]
+    assert kinds == [
+        ("control_response", None),
+        ("system", "init"),
+        ("user", None),
+        ("assistant", None),
+        ("result", "success"),
+    ]
     assert {f["session_id"] for f in run.client[1:]} == {"bot:2"}  # the client's own id
     assert run.client[2]["message"]["content"] == "first question"
     assert run.client[2]["isReplay"] is True
@@ -472,10 +589,13 @@ def test_every_claude_capture_passes_the_profile_and_the_counts_add_up(path: Pat
     frames, rules = stats["frames"], stats["rules"]
     f_in = frames["up"].get("in", 0) + frames["down"].get("in", 0)
     f_out = frames["up"].get("out", 0) + frames["down"].get("out", 0)
-    total = {w: sum(c.get(w, 0) for c in rules.values())
-             for w in ("synthesized", "dropped", "held", "released")}
-    assert f_in + total["synthesized"] == f_out + total["dropped"] + total["held"] - total[
-        "released"], (frames, rules)
+    total = {
+        w: sum(c.get(w, 0) for c in rules.values())
+        for w in ("synthesized", "dropped", "held", "released")
+    }
+    assert (
+        f_in + total["synthesized"] == f_out + total["dropped"] + total["held"] - total["released"]
+    ), (frames, rules)
     assert f_out == len(run.client) + len(run.backend)
     assert not any(c.get("errors") for c in rules.values())
 
@@ -486,9 +606,9 @@ def test_command_lifecycle_receipts_are_not_passed() -> None:
     assert run.eng.statistics()["rules"]["rev-command-lifecycle"]["dropped"] >= 2
 
 
-@pytest.mark.parametrize("rule", [r for d in ("up", "down")
-                                  for r in PROFILES["claude-to-cbc"][d]
-                                  if r not in ALWAYS_ON])
+@pytest.mark.parametrize(
+    "rule", [r for d in ("up", "down") for r in PROFILES["claude-to-cbc"][d] if r not in ALWAYS_ON]
+)
 def test_every_reverse_rule_switches_off(rule: str) -> None:
     up, down = build("claude-to-cbc", parse_rule_settings([f"{rule}=off"]))
     assert rule not in [s.rule for s in [*up, *down]]

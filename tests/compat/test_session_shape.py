@@ -36,13 +36,29 @@ def engine(*rules: str, **opts: dict[str, str]) -> Engine:
 
 def cbc_result(**over: Any) -> dict[str, Any]:
     """A cbc 2.163.0 result (``mockoai_interrupt-during-slow-fg-bash-with-session-id``)."""
-    r = {"type": "result", "subtype": "success", "is_error": False, "result": "done.",
-         "uuid": "r-1", "session_id": SID, "duration_ms": 168, "duration_api_ms": 3383,
-         "num_turns": 5, "total_cost_usd": 0,
-         "usage": {"input_tokens": 24, "output_tokens": 6, "cache_creation_input_tokens": 0,
-                   "cache_read_input_tokens": 0, "cache_creation": None,
-                   "server_tool_use": None, "service_tier": None},
-         "permission_denials": [], "modelUsage": {"default-model": {"inputTokens": 24}}}
+    r = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "done.",
+        "uuid": "r-1",
+        "session_id": SID,
+        "duration_ms": 168,
+        "duration_api_ms": 3383,
+        "num_turns": 5,
+        "total_cost_usd": 0,
+        "usage": {
+            "input_tokens": 24,
+            "output_tokens": 6,
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0,
+            "cache_creation": None,
+            "server_tool_use": None,
+            "service_tier": None,
+        },
+        "permission_denials": [],
+        "modelUsage": {"default-model": {"inputTokens": 24}},
+    }
     r.update(over)
     return r
 
@@ -56,8 +72,14 @@ def text(obj: dict[str, Any]) -> str:
 
 
 def test_init_gets_claudes_keys_and_a_fresh_uuid() -> None:
-    cbc = {**init(), "apiKeySource": "www.codebuddy.ai", "slash_commands": ["clear"],
-           "mcp_servers": [], "permissionMode": "default", "output_style": "default"}
+    cbc = {
+        **init(),
+        "apiKeySource": "www.codebuddy.ai",
+        "slash_commands": ["clear"],
+        "mcp_servers": [],
+        "permissionMode": "default",
+        "output_style": "default",
+    }
     [got] = out(engine("init-shape").feed("backend", line(cbc), 0.0))
     assert got["claude_code_version"] == "2.1.220"
     assert got["apiKeySource"] == "none"
@@ -69,20 +91,24 @@ def test_init_gets_claudes_keys_and_a_fresh_uuid() -> None:
 
 
 def test_init_shape_options() -> None:
-    eng = engine("init-shape", init_shape={"capabilities": "a_v1, b_v1",
-                                           "api_key_source": "apiKeyHelper"})
+    eng = engine(
+        "init-shape", init_shape={"capabilities": "a_v1, b_v1", "api_key_source": "apiKeyHelper"}
+    )
     [got] = out(eng.feed("backend", line({**init(), "apiKeySource": "host"}), 0.0))
     assert got["capabilities"] == ["a_v1", "b_v1"]
     assert got["apiKeySource"] == "apiKeyHelper"
 
 
-@pytest.mark.parametrize("path", params_or_skip(reference_files("claude-2.1.220/mockapi_simple*"
-                                                                ".jsonl")))  # fmt: skip
+@pytest.mark.parametrize(
+    "path", params_or_skip(reference_files("claude-2.1.220/mockapi_simple*.jsonl"))
+)
 def test_claude_frames_pass_untouched(path: Path | None) -> None:
     assert path is not None
-    raw = b"".join(x + b"\n" for x in path.read_bytes().splitlines()
-                   if b'"subtype":"init"' in x or x.startswith(b'{"is_error"')
-                   or b'"type":"user"' in x)  # fmt: skip
+    raw = b"".join(
+        x + b"\n"
+        for x in path.read_bytes().splitlines()
+        if b'"subtype":"init"' in x or x.startswith(b'{"is_error"') or b'"type":"user"' in x
+    )
     eng = engine(*SESSION_RULES)
     got = b"".join(c.data for c in eng.feed("backend", raw, 0.0) if hasattr(c, "data"))
     assert got == raw
@@ -93,9 +119,11 @@ def test_claude_frames_pass_untouched(path: Path | None) -> None:
 
 def test_result_usage_nulls_become_claudes_zeros_and_missing_fields_are_filled() -> None:
     eng = engine("result-shape")
-    frames = [tool_use("t1", "Bash", {"command": "ls"}),
-              {**tool_use("t2", "Bash", {}), "parent_tool_use_id": "agent-1"},  # not main
-              cbc_result()]
+    frames = [
+        tool_use("t1", "Bash", {"command": "ls"}),
+        {**tool_use("t2", "Bash", {}), "parent_tool_use_id": "agent-1"},  # not main
+        cbc_result(),
+    ]
     frames[0]["message"]["stop_reason"] = "end_turn"
     got = out(eng.feed("backend", b"".join(line(f) for f in frames), 0.0))[-1]
     assert got["usage"]["cache_creation"] == ZERO_USAGE["cache_creation"]
@@ -109,8 +137,16 @@ def test_result_usage_nulls_become_claudes_zeros_and_missing_fields_are_filled()
 
 def test_result_numbers_and_lists_never_null() -> None:
     eng = engine("result-shape")
-    bare = {"type": "result", "subtype": "success", "is_error": False, "session_id": SID,
-            "uuid": "r", "usage": None, "duration_ms": None, "permission_denials": None}
+    bare = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "session_id": SID,
+        "uuid": "r",
+        "usage": None,
+        "duration_ms": None,
+        "permission_denials": None,
+    }
     [got] = out(eng.feed("backend", line(bare), 0.0))
     assert got["usage"] == ZERO_USAGE
     assert got["duration_ms"] == got["duration_api_ms"] == 0
@@ -124,10 +160,13 @@ def test_result_numbers_and_lists_never_null() -> None:
 @pytest.mark.parametrize(("mode", "with_errors"), [("claude", False), ("all-errors", True)])
 def test_errors_on_error_results(mode: str, with_errors: bool) -> None:
     eng = engine("result-shape", result_shape={"mode": mode})
-    frames = [cbc_result(subtype="error_max_turns", is_error=True, result=None),
-              cbc_result(subtype="error_during_execution", is_error=True,
-                         errors=["Authentication required"]),
-              cbc_result(subtype="success", is_error=True, result="API Error: 500")]
+    frames = [
+        cbc_result(subtype="error_max_turns", is_error=True, result=None),
+        cbc_result(
+            subtype="error_during_execution", is_error=True, errors=["Authentication required"]
+        ),
+        cbc_result(subtype="success", is_error=True, result="API Error: 500"),
+    ]
     a, b, c = out(eng.feed("backend", b"".join(line(f) for f in frames), 0.0))
     assert a["errors"] == ["error_max_turns"]
     assert a["is_error"] is True
@@ -140,9 +179,20 @@ def test_errors_on_error_results(mode: str, with_errors: bool) -> None:
 
 
 def test_terminal_reason_is_kept() -> None:
-    [got] = out(engine("result-shape").feed("backend", line(cbc_result(
-        subtype="error_during_execution", is_error=True, errors=["x"],
-        terminal_reason="aborted_streaming")), 0.0))  # fmt: skip
+    [got] = out(
+        engine("result-shape").feed(
+            "backend",
+            line(
+                cbc_result(
+                    subtype="error_during_execution",
+                    is_error=True,
+                    errors=["x"],
+                    terminal_reason="aborted_streaming",
+                )
+            ),
+            0.0,
+        )
+    )
     assert got["terminal_reason"] == "aborted_streaming"
 
 
@@ -152,14 +202,24 @@ def test_permission_denials_recorded_by_permission_routing_are_added_once() -> N
     if control is None or not hasattr(control, "permission_denials"):
         pytest.skip("the control-protocol state (permission-routing) is not installed")
     listed = {"tool_name": "Bash", "tool_use_id": "t1", "tool_input": {"command": "x"}}
-    control.permission_denials.extend([
-        {**listed, "turn": 1},
-        {"tool_name": "Write", "tool_use_id": "t2", "tool_input": {"file_path": "/a"},
-         "turn": 1}])  # fmt: skip
-    first, second = out(eng.feed("backend", line(cbc_result(permission_denials=[listed]))
-                                 + line(cbc_result()), 0.0))  # fmt: skip
+    control.permission_denials.extend(
+        [
+            {**listed, "turn": 1},
+            {
+                "tool_name": "Write",
+                "tool_use_id": "t2",
+                "tool_input": {"file_path": "/a"},
+                "turn": 1,
+            },
+        ]
+    )
+    first, second = out(
+        eng.feed("backend", line(cbc_result(permission_denials=[listed])) + line(cbc_result()), 0.0)
+    )
     assert first["permission_denials"] == [
-        listed, {"tool_name": "Write", "tool_use_id": "t2", "tool_input": {"file_path": "/a"}}]
+        listed,
+        {"tool_name": "Write", "tool_use_id": "t2", "tool_input": {"file_path": "/a"}},
+    ]
     assert second["permission_denials"] == []
     assert isinstance(control.permission_denials, deque)
 
@@ -184,8 +244,14 @@ def test_a_main_thread_tool_result_never_names_itself_as_parent() -> None:
 
 
 def receipt(rid: str = "stop-1") -> dict[str, Any]:
-    return {"type": "control_response", "response": {"subtype": "success", "request_id": rid,
-            "response": {"session_id": SID, "interrupted": True, "reason": "SDK request"}}}
+    return {
+        "type": "control_response",
+        "response": {
+            "subtype": "success",
+            "request_id": rid,
+            "response": {"session_id": SID, "interrupted": True, "reason": "SDK request"},
+        },
+    }
 
 
 def notice() -> dict[str, Any]:
@@ -198,15 +264,24 @@ def test_cbc_interrupted_tool_turn_becomes_claudes() -> None:
     """``mockoai_interrupt-during-slow-fg-bash-with-session-id``: a running Bash, the
     receipt, cbc's notice, and a success result with ``result: ""``."""
     eng = engine("interrupted-turn", "result-shape")
-    frames = [init(), tool_use("t1", "Bash", {"command": "sleep 20"}), receipt(), notice(),
-              cbc_result(result="", terminal_reason="aborted_tools")]
+    frames = [
+        init(),
+        tool_use("t1", "Bash", {"command": "sleep 20"}),
+        receipt(),
+        notice(),
+        cbc_result(result="", terminal_reason="aborted_tools"),
+    ]
     got = out(eng.feed("backend", b"".join(line(f) for f in frames), 1.5))
     kinds = [f["type"] for f in got]
     assert kinds == ["system", "assistant", "control_response", "user", "user", "result"]
     rejection, mark, result = got[3:]
     block = rejection["message"]["content"][0]
-    assert block == {"type": "tool_result", "content": REJECTED, "is_error": True,
-                     "tool_use_id": "t1"}
+    assert block == {
+        "type": "tool_result",
+        "content": REJECTED,
+        "is_error": True,
+        "tool_use_id": "t1",
+    }
     assert rejection["tool_use_result"] == "User rejected tool use"
     # twins interrupt-midturn-workflow.claude.jsonl, the rejection's keys and marker
     assert list(rejection)[-3:] == ["timestamp", "tool_use_result", "tool_result_meta"]
@@ -220,7 +295,8 @@ def test_cbc_interrupted_tool_turn_becomes_claudes() -> None:
     assert result["terminal_reason"] == "aborted_tools"
     assert result["stop_reason"] == "tool_use"
     assert result["errors"] == [
-        "[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=tool_use"]
+        "[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=tool_use"
+    ]
     assert "result" not in result
     # cbc's late result for the rejected call is not shown
     assert out(eng.feed("backend", line(tool_result("t1", "slow-done")), 30.0)) == []
@@ -232,8 +308,12 @@ def test_num_turns_counts_the_turns_user_messages_as_claude_does() -> None:
     (mockapi_interrupt-during-foreground-bash_aborted-tools: tool_use, rejection, marker),
     2 for one interrupted while streaming (dummykey_sigint-midturn: the marker only)."""
     eng = engine("interrupted-turn", "result-shape")
-    frames = [init(), tool_use("t1", "Bash", {"command": "sleep 20"}), receipt(),
-              cbc_result(result="done.", num_turns=6)]
+    frames = [
+        init(),
+        tool_use("t1", "Bash", {"command": "sleep 20"}),
+        receipt(),
+        cbc_result(result="done.", num_turns=6),
+    ]
     got = out(eng.feed("backend", b"".join(line(f) for f in frames), 1.5))
     assert got[-1]["num_turns"] == 3
     frames = [init(), receipt(), cbc_result(result="", num_turns=4)]
@@ -244,8 +324,10 @@ def test_num_turns_counts_the_turns_user_messages_as_claude_does() -> None:
     # two tool results in one cbc frame are two of Claude's messages; a replay is none
     eng = engine("result-shape")
     both = tool_result("t1", "a")
-    both["message"]["content"] = [*both["message"]["content"], *tool_result("t2", "b")[
-        "message"]["content"]]
+    both["message"]["content"] = [
+        *both["message"]["content"],
+        *tool_result("t2", "b")["message"]["content"],
+    ]
     replay = {**tool_result("t3", "c"), "isReplay": True}
     frames = [tool_use("t1", "Bash", {}), both, replay, cbc_result(num_turns=9)]
     got = out(eng.feed("backend", b"".join(line(f) for f in frames), 0.0))
@@ -274,13 +356,30 @@ def test_model_output_after_the_receipt_is_dropped_but_cbcs_own_rejection_kept()
     reject["message"]["content"][0]["is_error"] = True
     after = tool_use("late", "Bash", {})
     after["message"]["content"] = [{"type": "text", "text": "done."}]
-    frames = [init(), tool_use("t1", "Bash", {}), receipt(), reject, after,
-              {"type": "stream_event", "event": {}, "session_id": SID, "uuid": "e",
-               "parent_tool_use_id": None},
-              cbc_result(result="done.")]
+    frames = [
+        init(),
+        tool_use("t1", "Bash", {}),
+        receipt(),
+        reject,
+        after,
+        {
+            "type": "stream_event",
+            "event": {},
+            "session_id": SID,
+            "uuid": "e",
+            "parent_tool_use_id": None,
+        },
+        cbc_result(result="done."),
+    ]
     got = out(eng.feed("backend", b"".join(line(f) for f in frames), 0.0))
-    assert [f["type"] for f in got] == ["system", "assistant", "control_response", "user",
-                                       "user", "result"]
+    assert [f["type"] for f in got] == [
+        "system",
+        "assistant",
+        "control_response",
+        "user",
+        "user",
+        "result",
+    ]
     assert got[3] == reject  # cbc's own, untouched
     assert text(got[4]) == MARK_TOOL
     assert eng.statistics()["rules"]["interrupted-turn"]["dropped-after-interrupt"] == 2
@@ -292,8 +391,13 @@ def test_keep_output_mode_and_turns_that_were_not_interrupted() -> None:
     got = out(eng.feed("backend", b"".join(line(f) for f in frames), 0.0))
     assert [f["type"] for f in got].count("assistant") == 2
     # an idle receipt (no turn running) leaves the next turn alone
-    later = [receipt("stop-2"), init(), tool_use("t9", "Read", {}), tool_result("t9", "x"),
-             cbc_result()]
+    later = [
+        receipt("stop-2"),
+        init(),
+        tool_use("t9", "Read", {}),
+        tool_result("t9", "x"),
+        cbc_result(),
+    ]
     got = out(eng.feed("backend", b"".join(line(f) for f in later), 5.0))
     assert got[-1]["subtype"] == "success"
     assert [f["type"] for f in got].count("user") == 1
@@ -309,8 +413,11 @@ def test_an_aborted_result_is_rewritten_even_without_a_receipt() -> None:
 
 # -- whole sessions --------------------------------------------------------------------------
 
-CBC_SESSIONS = [p for p in reference_files("cbc-2.163.0/mockoai_*.transcript.jsonl")
-                + reference_files("cbc-2.163.0/nomodel_*.transcript.jsonl")]  # fmt: skip
+CBC_SESSIONS = [
+    p
+    for p in reference_files("cbc-2.163.0/mockoai_*.transcript.jsonl")
+    + reference_files("cbc-2.163.0/nomodel_*.transcript.jsonl")
+]
 
 
 @pytest.mark.parametrize("path", params_or_skip(CBC_SESSIONS))
@@ -321,9 +428,11 @@ def test_replayed_cbc_sessions_keep_the_session_contract(path: Path | None) -> N
     assert bad == [], [(v.rule, v.message) for v in bad]
 
 
-INTERRUPTED = ["mockoai_interrupt-during-slow-fg-bash-with-session-id",
-               "mockoai_interrupt-midturn-workflow-2-running-agents",
-               "mockoai_can-use-tool-then-interrupt"]  # fmt: skip
+INTERRUPTED = [
+    "mockoai_interrupt-during-slow-fg-bash-with-session-id",
+    "mockoai_interrupt-midturn-workflow-2-running-agents",
+    "mockoai_can-use-tool-then-interrupt",
+]
 
 
 @pytest.mark.parametrize("name", INTERRUPTED)
@@ -333,8 +442,12 @@ def test_interrupted_cbc_sessions_end_their_turn_claudes_way(name: str) -> None:
         pytest.skip("reference captures not found (set CCBRIDGE_SHARED)")
     run = drive(full(), transcript_events(paths[0]), until=1e6)
     fs = run.frames()
-    i = next(k for k, f in enumerate(fs) if f.get("type") == "control_response"
-             and f["response"].get("request_id", "").startswith("stop"))  # fmt: skip
+    i = next(
+        k
+        for k, f in enumerate(fs)
+        if f.get("type") == "control_response"
+        and f["response"].get("request_id", "").startswith("stop")
+    )
     j = next(k for k in range(i, len(fs)) if fs[k]["type"] == "result")
     between = fs[i + 1 : j]
     assert between, "no marker before the result"
@@ -345,8 +458,9 @@ def test_interrupted_cbc_sessions_end_their_turn_claudes_way(name: str) -> None:
 
 
 def test_claudes_own_interrupted_turn_is_not_touched() -> None:
-    paths = reference_files("claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-"
-                            "tools.transcript.jsonl")
+    paths = reference_files(
+        "claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-tools.transcript.jsonl"
+    )
     if not paths:
         pytest.skip("reference captures not found (set CCBRIDGE_SHARED)")
     events = [e for e in transcript_events(paths[0]) if e[1] == "backend"]

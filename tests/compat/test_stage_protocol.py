@@ -43,9 +43,10 @@ def test_every_registered_stage_declares_consistently() -> None:
     assert {"eof-wind-down", "private-fields"} <= in_profiles
 
 
-@pytest.mark.parametrize(("start", "to"), [(Phase.CLOSING, Phase.WAITING),
-                                           (Phase.DONE, Phase.OPEN),
-                                           (Phase.OPEN, Phase.CLOSING)])
+@pytest.mark.parametrize(
+    ("start", "to"),
+    [(Phase.CLOSING, Phase.WAITING), (Phase.DONE, Phase.OPEN), (Phase.OPEN, Phase.CLOSING)],
+)
 def test_the_wind_down_refuses_an_impossible_transition(start: Phase, to: Phase) -> None:
     with pytest.raises(ValueError, match="no transition"):
         start.to(to)

@@ -33,11 +33,21 @@ MOCK_FLOW = """export const meta = { name: 'mock-flow', description: 'Mock two-p
 """
 SCRIPTS = {"flows/par-slow-flow.js": PAR_SLOW, "flows/mock-flow.js": MOCK_FLOW}
 #: the rules this suite is about (the contract checker also reports other engineers')
-TASK_RULES = frozenset({"task-type", "task-status", "task-fields", "task-noise",
-                        "task-correlation", "terminal-guarantee", "late-progress",
-                        "progress-final"})  # fmt: skip
-CLAUDE = [json.loads(x) for x in
-          (DATA / "claude-2.1.220_task-frames.jsonl").read_text().splitlines()]
+TASK_RULES = frozenset(
+    {
+        "task-type",
+        "task-status",
+        "task-fields",
+        "task-noise",
+        "task-correlation",
+        "terminal-guarantee",
+        "late-progress",
+        "progress-final",
+    }
+)
+CLAUDE = [
+    json.loads(x) for x in (DATA / "claude-2.1.220_task-frames.jsonl").read_text().splitlines()
+]
 
 
 def run(
@@ -94,24 +104,48 @@ def test_inline_workflow_claude_lifecycle() -> None:
     after = fs[fs.index(note) + 1 :]
     assert not [f for f in after if f.get("task_id") == WF]
     # the same lifecycle as Claude's twin
-    assert lifecycle(fs, WF) == lifecycle(twin, twin[1]["task_id"]) == [
-        "background_tasks_changed:1", "task_started:local_workflow", "task_progress",
-        "background_tasks_changed:0", "task_updated:completed", "task_notification:completed"]
+    assert (
+        lifecycle(fs, WF)
+        == lifecycle(twin, twin[1]["task_id"])
+        == [
+            "background_tasks_changed:1",
+            "task_started:local_workflow",
+            "task_progress",
+            "background_tasks_changed:0",
+            "task_updated:completed",
+            "task_notification:completed",
+        ]
+    )
     # the last snapshot before the end: scanner done, every declared phase listed
     last = only(fs, "task_progress", WF)[-1]
     assert [e.get("title") or e.get("state") for e in last["workflow_progress"]] == [
-        "Scan", "Sum", "done"]
+        "Scan",
+        "Sum",
+        "done",
+    ]
     assert fs.index(last) < fs.index(only(fs, "task_updated", WF)[-1])
     assert task_violations(fs) == []
 
 
 def test_inline_workflow_raw_cbc_breaks_the_contract() -> None:
     # the oracle is not blind: the same capture without the task rules fails it
-    off = tuple(f"{r}=off" for r in ("task-correlation", "task-type", "workflow-name",
-                                     "workflow-prompt", "task-noise", "task-status",
-                                     "progress-snapshot", "progress-final",
-                                     "terminal-guarantee", "late-progress", "tasks-snapshot",
-                                     "task-fields"))  # fmt: skip
+    off = tuple(
+        f"{r}=off"
+        for r in (
+            "task-correlation",
+            "task-type",
+            "workflow-name",
+            "workflow-prompt",
+            "task-noise",
+            "task-status",
+            "progress-snapshot",
+            "progress-final",
+            "terminal-guarantee",
+            "late-progress",
+            "tasks-snapshot",
+            "task-fields",
+        )
+    )
     fs = frames(run("mockoai_workflow-inline", off))
     rules = {v.split(":")[0] for v in task_violations(fs)}
     assert {"task-noise", "task-status", "progress-final"} <= rules
@@ -137,15 +171,30 @@ def test_workflow_via_deferexecutetool(scripts: dict[str, str]) -> None:
 IWF = "3a597ff3-a2a0-478f-b80d-49c27071fb78"
 # seed 000 §delivery: cbc "may send more task_progress flipping in-flight agents start->error"
 # after the stopped notification. This run's capture shows none, so one is added at 34.5 s.
-LATE = {"type": "system", "subtype": "task_progress", "task_id": IWF,
-        "tool_use_id": "call_mock_9cf269b19be5", "description": "path:par-slow-flow.js",
-        "usage": {"total_tokens": 0, "tool_uses": 0, "duration_ms": 3400},
-        "workflow_progress": [
-            {"type": "workflow_phase", "index": 1, "title": "Fan"},
-            {"type": "workflow_agent", "index": 1, "agentId": "v2:a", "state": "error",
-             "startedAt": 1795949562365, "label": "slow-a", "phaseTitle": "Fan",
-             "phaseIndex": 1, "error": "subagent aborted: interrupted"}],
-        "uuid": "late-1", "session_id": "01a226ef-85a9-7f4e-a45d-9189913b211f"}  # fmt: skip
+LATE = {
+    "type": "system",
+    "subtype": "task_progress",
+    "task_id": IWF,
+    "tool_use_id": "call_mock_9cf269b19be5",
+    "description": "path:par-slow-flow.js",
+    "usage": {"total_tokens": 0, "tool_uses": 0, "duration_ms": 3400},
+    "workflow_progress": [
+        {"type": "workflow_phase", "index": 1, "title": "Fan"},
+        {
+            "type": "workflow_agent",
+            "index": 1,
+            "agentId": "v2:a",
+            "state": "error",
+            "startedAt": 1795949562365,
+            "label": "slow-a",
+            "phaseTitle": "Fan",
+            "phaseIndex": 1,
+            "error": "subagent aborted: interrupted",
+        },
+    ],
+    "uuid": "late-1",
+    "session_id": "01a226ef-85a9-7f4e-a45d-9189913b211f",
+}
 
 
 def test_interrupted_workflow_stopped_final_snapshot_and_late_progress_dropped() -> None:
@@ -157,8 +206,13 @@ def test_interrupted_workflow_stopped_final_snapshot_and_late_progress_dropped()
     (st,) = only(fs, "task_started", IWF)
     assert st["workflow_name"] == "par-slow-flow"
     assert lifecycle(fs, IWF) == [
-        "background_tasks_changed:1", "task_started:local_workflow", "task_progress",
-        "background_tasks_changed:0", "task_updated:killed", "task_notification:stopped"]
+        "background_tasks_changed:1",
+        "task_started:local_workflow",
+        "task_progress",
+        "background_tasks_changed:0",
+        "task_updated:killed",
+        "task_notification:stopped",
+    ]
     # the corrected snapshot: both running agents ended in error
     final = only(fs, "task_progress", IWF)[-1]
     agents = [e for e in final["workflow_progress"] if e["type"] == "workflow_agent"]
@@ -171,16 +225,22 @@ def test_interrupted_workflow_stopped_final_snapshot_and_late_progress_dropped()
 
 
 def test_interrupted_workflow_late_progress_fold_and_completed_only() -> None:
-    got = run("mockoai_interrupt-idle-workflow-2-running-agents",
-              ("late-progress=fold", "progress-final=completed-only"),
-              extra=[(34.5, line(LATE))])  # fmt: skip
+    got = run(
+        "mockoai_interrupt-idle-workflow-2-running-agents",
+        ("late-progress=fold", "progress-final=completed-only"),
+        extra=[(34.5, line(LATE))],
+    )
     fs = frames(got)
     # completed-only: no corrected snapshot for a killed workflow (Claude 2.1.220 leaves its
     # agents at "start"); cbc's stale one between update and notification is folded away;
     # the notification waited, and the late progress went out before it
-    assert lifecycle(fs, IWF)[-4:] == ["background_tasks_changed:0", "task_updated:killed",
-                                       "task_progress", "task_notification:stopped"]
-    (t_note, note), = [(t, f) for t, f in got if f.get("subtype") == "task_notification"]
+    assert lifecycle(fs, IWF)[-4:] == [
+        "background_tasks_changed:0",
+        "task_updated:killed",
+        "task_progress",
+        "task_notification:stopped",
+    ]
+    ((t_note, note),) = [(t, f) for t, f in got if f.get("subtype") == "task_notification"]
     # released by the next turn's first frame (34.544 s), before the 5 s window (39.412 s)
     assert t_note == 34.544
     late = [f for f in fs if f.get("uuid") == "late-1"]
@@ -199,8 +259,11 @@ def test_background_agent_like_claude() -> None:
     assert ours == lifecycle(twin, twin[1]["task_id"])
     (st,) = only(fs, "task_started", tid)
     assert {k: st[k] for k in ("tool_use_id", "task_type", "prompt", "subagent_type")} == {
-        "tool_use_id": "call_mock_c22a94538e1e", "task_type": "local_agent",
-        "prompt": "say hi from subagent", "subagent_type": "general-purpose"}
+        "tool_use_id": "call_mock_c22a94538e1e",
+        "task_type": "local_agent",
+        "prompt": "say hi from subagent",
+        "subagent_type": "general-purpose",
+    }
     assert [k for k in st if not k.startswith("_")] == [k for k in twin[1]]
     (note,) = only(fs, "task_notification", tid)
     assert note["output_file"] == ""
@@ -210,8 +273,10 @@ def test_background_agent_like_claude() -> None:
 
 @pytest.mark.parametrize(
     ("name", "twin"),
-    [("mockoai_bg-bash", "mockapi_background-bash_task-started-updated-notification"),
-     ("mockoai_taskstop-bg-bash", "mockapi_taskstop-background-bash_killed-stopped")],
+    [
+        ("mockoai_bg-bash", "mockapi_background-bash_task-started-updated-notification"),
+        ("mockoai_taskstop-bg-bash", "mockapi_taskstop-background-bash_killed-stopped"),
+    ],
 )
 def test_background_shell_like_claude(name: str, twin: str) -> None:
     fs = frames(run(name))
@@ -231,8 +296,11 @@ def test_backend_exit_with_a_workflow_running_ends_it() -> None:
     got = run("mockoai_eof-with-bg-workflow-running")
     fs = frames(got)
     tid = "d9e6c6d0-c9ac-4a22-8a18-c4ea9868921f"
-    assert lifecycle(fs, tid)[-3:] == ["background_tasks_changed:0", "task_updated:killed",
-                                       "task_notification:stopped"]
+    assert lifecycle(fs, tid)[-3:] == [
+        "background_tasks_changed:0",
+        "task_updated:killed",
+        "task_notification:stopped",
+    ]
     t_end = max(t for t, f in got if f.get("task_id") == tid)
     assert t_end == 55.065  # the exit the transcript recorded (after SIGTERM)
     assert task_violations(fs) == []
@@ -252,8 +320,23 @@ def test_task_rules_order_in_the_profile() -> None:
 
     down = PROFILES["cbc-to-claude"]["down"]
     assert down[:5] == ("session", "foreign-init", "init-once", "private-fields", "vocabulary")
-    task = [r for r in down if r in TASK_RULES | {"workflow-name", "workflow-prompt",
-                                                    "progress-snapshot", "tasks-snapshot"}]
-    assert task == ["task-correlation", "task-type", "workflow-name", "workflow-prompt",
-                    "task-noise", "task-status", "progress-snapshot", "progress-final",
-                    "terminal-guarantee", "late-progress", "tasks-snapshot", "task-fields"]
+    task = [
+        r
+        for r in down
+        if r
+        in TASK_RULES | {"workflow-name", "workflow-prompt", "progress-snapshot", "tasks-snapshot"}
+    ]
+    assert task == [
+        "task-correlation",
+        "task-type",
+        "workflow-name",
+        "workflow-prompt",
+        "task-noise",
+        "task-status",
+        "progress-snapshot",
+        "progress-final",
+        "terminal-guarantee",
+        "late-progress",
+        "tasks-snapshot",
+        "task-fields",
+    ]

@@ -48,7 +48,11 @@ def test_correlation_holds_agent_start_until_its_tool_result() -> None:
     eng = engine("task-correlation")
     frames = bg_launch()
     assert [tags([f])[0] for f in frames[2:6]] == [
-        "task_updated:pending", "task_progress", "task_started:Agent", "task_updated:running"]
+        "task_updated:pending",
+        "task_progress",
+        "task_started:Agent",
+        "task_updated:running",
+    ]
     got = out(eng.feed("backend", lines(*frames[:-1]), 6.46))
     # the pending update and the progress pass; task_started and later frames wait
     assert tags(got, BG_TASK) == ["task_updated:pending", "task_progress"]
@@ -67,8 +71,15 @@ def test_correlation_holds_agent_start_until_its_tool_result() -> None:
 
 def test_correlation_falls_back_to_description_after_wait() -> None:
     eng = engine(("task-correlation", {"wait": "2.5"}))
-    eng.feed("backend", lines(init(), tool_use("call_other", "Agent", {"description": "other"}),
-                              tool_use("call_x", "Agent", {"description": "Scan it"})), 0.0)
+    eng.feed(
+        "backend",
+        lines(
+            init(),
+            tool_use("call_other", "Agent", {"description": "other"}),
+            tool_use("call_x", "Agent", {"description": "Scan it"}),
+        ),
+        0.0,
+    )
     assert out(eng.feed("backend", line(started("agent-1", "Agent", "Scan it")), 1.0)) == []
     assert out(eng.feed("backend", line(updated("agent-1", "running")), 1.1)) == []
     assert eng.next_deadline() == 3.5
@@ -101,8 +112,11 @@ def test_correlation_keeps_the_deferexecutetool_call_id() -> None:
     # mockoai_workflow-by-path-via-deferexecutetool: the task carries the wrapper's id,
     # which is the tool call the client saw
     eng = engine("task-correlation")
-    call = tool_use("call_d", "DeferExecuteTool",
-                    {"toolName": "Workflow", "params": {"scriptPath": "flows/f.js"}})
+    call = tool_use(
+        "call_d",
+        "DeferExecuteTool",
+        {"toolName": "Workflow", "params": {"scriptPath": "flows/f.js"}},
+    )
     raw = line(started("wf-1", "local_workflow", "path:f.js", "call_d"))
     got = eng.feed("backend", lines(init(), call) + raw, 0.0)
     assert b"".join(c.data for c in got if isinstance(c, Write)).endswith(raw)
@@ -114,8 +128,13 @@ def test_correlation_keeps_the_deferexecutetool_call_id() -> None:
 
 @pytest.mark.parametrize(
     ("cbc", "claude"),
-    [("Agent", "local_agent"), ("Bash", "local_bash"), ("PowerShell", "local_bash"),
-     ("Monitor", "local_bash"), ("local_workflow", "local_workflow")],
+    [
+        ("Agent", "local_agent"),
+        ("Bash", "local_bash"),
+        ("PowerShell", "local_bash"),
+        ("Monitor", "local_bash"),
+        ("local_workflow", "local_workflow"),
+    ],
 )
 def test_task_type_mapping(cbc: str, claude: str) -> None:
     eng = engine("task-type")
@@ -176,9 +195,19 @@ def test_noise_keeps_other_patch_fields() -> None:
 
 def test_noise_running_after_paused_is_a_real_transition() -> None:
     eng = engine("task-noise")
-    got = out(eng.feed("backend", lines(
-        started("t", "Bash", "d", "c"), updated("t", "running"), updated("t", "paused"),
-        updated("t", "running"), updated("t", "running")), 0.0))  # fmt: skip
+    got = out(
+        eng.feed(
+            "backend",
+            lines(
+                started("t", "Bash", "d", "c"),
+                updated("t", "running"),
+                updated("t", "paused"),
+                updated("t", "running"),
+                updated("t", "running"),
+            ),
+            0.0,
+        )
+    )
     assert tags(got) == ["task_started:Bash", "task_updated:paused", "task_updated:running"]
 
 
@@ -203,8 +232,15 @@ def test_status_cancelled_and_duplicate_top_level_status() -> None:
     assert "status" not in got[1]
 
 
-@pytest.mark.parametrize(("cbc", "claude"), [("killed", "stopped"), ("cancelled", "stopped"),
-                                             ("completed", "completed"), ("failed", "failed")])
+@pytest.mark.parametrize(
+    ("cbc", "claude"),
+    [
+        ("killed", "stopped"),
+        ("cancelled", "stopped"),
+        ("completed", "completed"),
+        ("failed", "failed"),
+    ],
+)
 def test_status_in_notifications(cbc: str, claude: str) -> None:
     eng = engine("task-status")
     assert out(eng.feed("backend", line(notification("t", cbc, "s")), 0))[0]["status"] == claude
@@ -212,8 +248,18 @@ def test_status_in_notifications(cbc: str, claude: str) -> None:
 
 def test_status_unknown_values_pass_and_log() -> None:
     eng = engine("task-status")
-    cmds = eng.feed("backend", line({"type": "system", "subtype": "task_updated",
-                                     "task_id": "t", "patch": {"status": "zombie"}}), 0)
+    cmds = eng.feed(
+        "backend",
+        line(
+            {
+                "type": "system",
+                "subtype": "task_updated",
+                "task_id": "t",
+                "patch": {"status": "zombie"},
+            }
+        ),
+        0,
+    )
     assert out(cmds)[0]["patch"] == {"status": "zombie"}
     assert any("zombie" in lg.message for lg in logs(cmds))
 
@@ -228,8 +274,16 @@ def test_fields_real_agent_notification_gets_what_the_sdk_requires() -> None:
     assert "output_file" not in done  # cbc 2.163.0 leaves it out: the Python SDK raises
     got = out(eng.feed("backend", line(done), 25.04))[0]
     # Claude's key order (mockapi_background-agent_local-agent-frames), cbc extras after
-    assert list(got)[:8] == ["type", "subtype", "task_id", "tool_use_id", "status",
-                             "output_file", "summary", "usage"]
+    assert list(got)[:8] == [
+        "type",
+        "subtype",
+        "task_id",
+        "tool_use_id",
+        "status",
+        "output_file",
+        "summary",
+        "usage",
+    ]
     assert list(got)[-2:] == ["uuid", "session_id"]
     assert got["output_file"] == ""
     assert got["tool_use_id"] == BG_CALL
@@ -241,12 +295,22 @@ def test_fields_real_agent_notification_gets_what_the_sdk_requires() -> None:
 def test_fields_fill_missing_uuid_session_usage_and_summary() -> None:
     eng = engine("task-fields")
     eng.feed("backend", line(init()), 0)
-    bare = [{"type": "system", "subtype": "task_started", "task_id": "b1",
-             "task_type": "local_bash", "description": "Sleep"},
-            {"type": "system", "subtype": "task_progress", "task_id": "b1",
-             "usage": {"total_tokens": 3}},
-            {"type": "system", "subtype": "task_notification", "task_id": "b1",
-             "status": "completed"}]  # fmt: skip
+    bare = [
+        {
+            "type": "system",
+            "subtype": "task_started",
+            "task_id": "b1",
+            "task_type": "local_bash",
+            "description": "Sleep",
+        },
+        {
+            "type": "system",
+            "subtype": "task_progress",
+            "task_id": "b1",
+            "usage": {"total_tokens": 3},
+        },
+        {"type": "system", "subtype": "task_notification", "task_id": "b1", "status": "completed"},
+    ]
     got = out(eng.feed("backend", lines(*bare), 0))
     for f in got:
         assert f["uuid"].startswith("uuid-")
@@ -261,19 +325,30 @@ def test_fields_fill_missing_uuid_session_usage_and_summary() -> None:
     ("cbc_summary", "status", "claude_summary"),
     [
         # mockoai_bg-bash -> mockapi_background-bash_task-started-updated-notification
-        ('Background command "sleep 3; echo bg-done" completed', "completed",
-         'Background command "Sleep then echo" completed'),
+        (
+            'Background command "sleep 3; echo bg-done" completed',
+            "completed",
+            'Background command "Sleep then echo" completed',
+        ),
         # mockoai_taskstop-bg-bash -> mockapi_taskstop-background-bash_killed-stopped
         ('Background command "sleep 3; echo bg-done" was stopped', "stopped", "Sleep then echo"),
         ("something else entirely", "completed", "something else entirely"),
     ],
 )
-def test_fields_summary_in_claude_wording(cbc_summary: str, status: str,
-                                          claude_summary: str) -> None:  # fmt: skip
+def test_fields_summary_in_claude_wording(
+    cbc_summary: str, status: str, claude_summary: str
+) -> None:
     eng = engine("task-fields")
-    got = out(eng.feed("backend", lines(
-        started("b1", "local_bash", "Sleep then echo", "c1"),
-        notification("b1", status, cbc_summary, "c1", output_file="/o")), 0))
+    got = out(
+        eng.feed(
+            "backend",
+            lines(
+                started("b1", "local_bash", "Sleep then echo", "c1"),
+                notification("b1", status, cbc_summary, "c1", output_file="/o"),
+            ),
+            0,
+        )
+    )
     assert got[1]["summary"] == claude_summary
 
 
@@ -286,14 +361,16 @@ CLAUDE_WF_NOTE = json.loads(
     '-b883-4028-85c7-f6bf6236a493/tasks/wh3w5r4p6.output","summary":"Dynamic workflow \\"Mock'
     ' two-phase workflow\\" completed","usage":{"total_tokens":26,"tool_uses":0,"duration_ms"'
     ':189},"uuid":"5c8b4572-0e17-405a-8ac1-431c40d21bad","session_id":"aca3bcc6-b883-4028-85c7'
-    '-f6bf6236a493"}')
+    '-f6bf6236a493"}'
+)
 CBC_WF_NOTE = json.loads(
     '{"type":"system","subtype":"task_notification","task_id":"477201c4-d796-4a55-a02e-33ecbbf'
     'cd93f","tool_use_id":"call_mock_0002","status":"completed","summary":"Dynamic workflow \\"'
     'inline-7d0e95\\" completed","output_file":"{TMP}/codebuddy-0/{CWD_SLUG}/agent-tasks/47720'
     '1c4-d796-4a55-a02e-33ecbbfcd93f.output","uuid":"01a22760-da88-7ef4-a3c0-3d30b151e181","se'
     'ssion_id":"01a22760-d417-7396-95cd-ef5e44609dc8","__timestamp":"2026-11-29T12:56:28.554Z"'
-    ',"_requestId":"01a22760da7f7cca8efb481150ae708e"}')
+    ',"_requestId":"01a22760da7f7cca8efb481150ae708e"}'
+)
 
 
 def test_fields_completed_workflow_notification_gets_the_last_progress_usage() -> None:
@@ -302,8 +379,11 @@ def test_fields_completed_workflow_notification_gets_the_last_progress_usage() -
     eng = engine("task-fields")
     last = progress(tid, [], "call_mock_0002", "Scan: scanner")
     last["usage"] = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 1042}
-    eng.feed("backend", lines(started(tid, "local_workflow", "Mock two-phase workflow",
-                                      "call_mock_0002"), last), 4.0)  # fmt: skip
+    eng.feed(
+        "backend",
+        lines(started(tid, "local_workflow", "Mock two-phase workflow", "call_mock_0002"), last),
+        4.0,
+    )
     got = out(eng.feed("backend", line(CBC_WF_NOTE), 4.0))[0]
     assert got["usage"] == {"total_tokens": 0, "tool_uses": 0, "duration_ms": 1042}
     assert list(got)[:8] == list(CLAUDE_WF_NOTE)[:8]
@@ -312,19 +392,40 @@ def test_fields_completed_workflow_notification_gets_the_last_progress_usage() -
 def test_fields_no_usage_on_a_stopped_workflow_or_a_shell() -> None:
     # twins interrupt-idle-workflow.claude.jsonl / bg-bash.claude.jsonl: no usage
     eng = engine("task-fields")
-    eng.feed("backend", lines(started("w", "local_workflow", "Two slow agents", "c1"),
-                              progress("w", []), started("b", "local_bash", "Sleep", "c2"),
-                              progress("b")), 0.0)  # fmt: skip
-    got = out(eng.feed("backend", lines(notification("w", "stopped", "s", "c1"),
-                                        notification("b", "completed", "s", "c2")), 1.0))
+    eng.feed(
+        "backend",
+        lines(
+            started("w", "local_workflow", "Two slow agents", "c1"),
+            progress("w", []),
+            started("b", "local_bash", "Sleep", "c2"),
+            progress("b"),
+        ),
+        0.0,
+    )
+    got = out(
+        eng.feed(
+            "backend",
+            lines(
+                notification("w", "stopped", "s", "c1"), notification("b", "completed", "s", "c2")
+            ),
+            1.0,
+        )
+    )
     assert "usage" not in got[0]
     assert "usage" not in got[1]
 
 
 def test_fields_leave_a_complete_frame_byte_identical() -> None:
     eng = engine("task-fields")
-    raw = line({"type": "system", "subtype": "task_updated", "task_id": "t",
-                "patch": {"status": "completed", "end_time": 1}, "uuid": "u",
-                "session_id": SID})  # fmt: skip
+    raw = line(
+        {
+            "type": "system",
+            "subtype": "task_updated",
+            "task_id": "t",
+            "patch": {"status": "completed", "end_time": 1},
+            "uuid": "u",
+            "session_id": SID,
+        }
+    )
     cmds = eng.feed("backend", raw, 0)
     assert [c.data for c in cmds if isinstance(c, Write)] == [raw]

@@ -51,8 +51,9 @@ def test_install_takes_a_version(tmp_path: Path) -> None:
         calls.append(list(argv))
         return 0
 
-    backends.install(tmp_path, ("claude", "cbc"), run=run,
-                     version={"claude": "2.1.332", "cbc": "0.3.280"})
+    backends.install(
+        tmp_path, ("claude", "cbc"), run=run, version={"claude": "2.1.332", "cbc": "0.3.280"}
+    )
     joined = [" ".join(c) for c in calls]
     assert any(c.endswith("@anthropic-ai/claude-code@2.1.332") for c in joined), joined
     assert any(c.endswith("codebuddy-agent-sdk==0.3.280") for c in joined), joined

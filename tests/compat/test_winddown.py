@@ -28,22 +28,34 @@ from .tasks_support import (
     updated,
 )
 
-USER = b'{"type":"user","message":{"role":"user","content":"hi"},"session_id":"",' \
-       b'"parent_tool_use_id":null}\n'  # fmt: skip
+USER = (
+    b'{"type":"user","message":{"role":"user","content":"hi"},"session_id":"",'
+    b'"parent_tool_use_id":null}\n'
+)
 
 
 def result(is_error: bool = False, **over: Any) -> dict[str, Any]:
-    r = {"type": "result", "subtype": "success", "is_error": is_error, "result": "done.",
-         "uuid": f"r-{is_error}", "session_id": SID, "duration_ms": 1, "duration_api_ms": 1,
-         "num_turns": 1, "total_cost_usd": 0, "usage": {"input_tokens": 1, "output_tokens": 1},
-         "permission_denials": [], "modelUsage": {}}
+    r = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": is_error,
+        "result": "done.",
+        "uuid": f"r-{is_error}",
+        "session_id": SID,
+        "duration_ms": 1,
+        "duration_api_ms": 1,
+        "num_turns": 1,
+        "total_cost_usd": 0,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "permission_denials": [],
+        "modelUsage": {},
+    }
     r.update(over)
     return r
 
 
 def status() -> dict[str, Any]:
-    return {"type": "system", "subtype": "status", "status": None, "uuid": "st",
-            "session_id": SID}
+    return {"type": "system", "subtype": "status", "status": None, "uuid": "st", "session_id": SID}
 
 
 def turn(t: float, *frames: dict[str, Any], step: float = 0.01) -> list[tuple[float, str, bytes]]:
@@ -51,8 +63,9 @@ def turn(t: float, *frames: dict[str, Any], step: float = 0.01) -> list[tuple[fl
 
 
 def first_turn(t: float = 1.0) -> list[tuple[float, str, bytes]]:
-    return turn(t, init(), tool_use("u1", "Bash", {"command": "ls"}), tool_result("u1", "ok"),
-                result())
+    return turn(
+        t, init(), tool_use("u1", "Bash", {"command": "ls"}), tool_result("u1", "ok"), result()
+    )
 
 
 def at(run: Run, kind: type) -> list[float]:
@@ -83,9 +96,12 @@ def test_eof_after_the_last_result_closes_at_once_and_terminates_an_idle_cbc() -
 
 def test_eof_during_a_turn_lets_it_finish_and_exits_1_after_an_error() -> None:
     eng = full()
-    events = [(0.0, "client", USER), (0.3, "eof", b""),
-              *turn(1.0, init(), status()),
-              *turn(4.0, result(True, result="API Error"))]  # fmt: skip
+    events = [
+        (0.0, "client", USER),
+        (0.3, "eof", b""),
+        *turn(1.0, init(), status()),
+        *turn(4.0, result(True, result="API Error")),
+    ]
     run = drive(eng, events[:-1], until=3.9)
     assert at(run, CloseBackendInput) == []  # the turn runs
     run = drive(eng, events[-1:], run=run, until=4.5)
@@ -125,8 +141,7 @@ def test_a_line_cbc_may_have_folded_is_given_up_after_idle_wait() -> None:
     """Two lines during a turn; cbc answers both in one turn: the second stays pending
     after that turn's result, and is waited for only idle_wait (10 s) of silence."""
     eng = full(["eof-wind-down.idle_wait=10"])
-    events = [(0.0, "client", USER), (0.1, "client", USER), (0.2, "eof", b""),
-              *first_turn(1.0)]
+    events = [(0.0, "client", USER), (0.1, "client", USER), (0.2, "eof", b""), *first_turn(1.0)]
     run = drive(eng, events, until=100)
     assert at(run, CloseBackendInput) == [11.03]
 
@@ -134,19 +149,31 @@ def test_a_line_cbc_may_have_folded_is_given_up_after_idle_wait() -> None:
 def test_background_shells_get_5s_then_are_killed_like_claude() -> None:
     """The Claude twin: result 1.878, EOF 1.923, killed at 6.923 (Claude: 7.053)."""
     eng = full()
-    events = [*turn(1.0, init(), tool_use("u1", "Bash", {"command": "sleep 20",
-                                                          "run_in_background": True}),
-                    started("bx1", "Bash", "Slow background sleep", "u1"),
-                    updated("bx1", "running"), tool_result("u1", "running in background"),
-                    result()),
-              (1.923, "eof", b"")]  # fmt: skip
+    events = [
+        *turn(
+            1.0,
+            init(),
+            tool_use("u1", "Bash", {"command": "sleep 20", "run_in_background": True}),
+            started("bx1", "Bash", "Slow background sleep", "u1"),
+            updated("bx1", "running"),
+            tool_result("u1", "running in background"),
+            result(),
+        ),
+        (1.923, "eof", b""),
+    ]
     run = drive(eng, events, until=100)
-    killed = [(t, f) for t, f in run.out if f.get("subtype") in (
-        "background_tasks_changed", "task_updated", "task_notification")]  # fmt: skip
+    killed = [
+        (t, f)
+        for t, f in run.out
+        if f.get("subtype") in ("background_tasks_changed", "task_updated", "task_notification")
+    ]
     assert [round(t, 3) for t, _ in killed][-3:] == [6.923] * 3
-    assert tags([f for _, f in killed]) == ["background_tasks_changed:1",
-                                           "background_tasks_changed:0", "task_updated:killed",
-                                           "task_notification:stopped"]
+    assert tags([f for _, f in killed]) == [
+        "background_tasks_changed:1",
+        "background_tasks_changed:0",
+        "task_updated:killed",
+        "task_notification:stopped",
+    ]
     upd, note = killed[-2][1], killed[-1][1]
     assert upd["patch"] == {"status": "killed", "end_time": EPOCH_MS + 6923}
     assert note["tool_use_id"] == "u1"
@@ -162,26 +189,49 @@ def test_background_shells_get_5s_then_are_killed_like_claude() -> None:
 
 def test_a_shell_that_ends_within_the_grace_is_not_killed() -> None:
     eng = full()
-    events = [*turn(1.0, init(), started("bx1", "Bash", "quick", "u1"), result()),
-              (2.0, "eof", b""),
-              *turn(4.0, status(), updated("bx1", "completed"), notification("bx1", "completed"),
-                    init(), tool_use("u2", "Read", {}), result())]  # fmt: skip
+    events = [
+        *turn(1.0, init(), started("bx1", "Bash", "quick", "u1"), result()),
+        (2.0, "eof", b""),
+        *turn(
+            4.0,
+            status(),
+            updated("bx1", "completed"),
+            notification("bx1", "completed"),
+            init(),
+            tool_use("u2", "Read", {}),
+            result(),
+        ),
+    ]
     run = drive(eng, events, until=100)
-    assert not any(f.get("subtype") == "task_updated" and f["patch"]["status"] == "killed"
-                   for f in run.frames())  # fmt: skip
+    assert not any(
+        f.get("subtype") == "task_updated" and f["patch"]["status"] == "killed"
+        for f in run.frames()
+    )
     assert at(run, CloseBackendInput) == [4.05]  # at the notification's turn's result
 
 
 def test_agents_are_waited_for_and_the_turn_their_notification_starts_runs() -> None:
     eng = full()
-    events = [*turn(1.0, init(), tool_use("a1", "Agent", {"prompt": "p",
-                                                          "run_in_background": True}),
-                    started("ag1", "Agent", "research", "a1"), result()),
-              (2.0, "eof", b""),
-              # cbc starts the follow-up turn itself: status first, init held by init-once
-              *turn(40.0, status(), updated("ag1", "completed"),
-                    notification("ag1", "completed"), init(), tool_use("x", "Read", {}),
-                    result(True))]  # fmt: skip
+    events = [
+        *turn(
+            1.0,
+            init(),
+            tool_use("a1", "Agent", {"prompt": "p", "run_in_background": True}),
+            started("ag1", "Agent", "research", "a1"),
+            result(),
+        ),
+        (2.0, "eof", b""),
+        # cbc starts the follow-up turn itself: status first, init held by init-once
+        *turn(
+            40.0,
+            status(),
+            updated("ag1", "completed"),
+            notification("ag1", "completed"),
+            init(),
+            tool_use("x", "Read", {}),
+            result(True),
+        ),
+    ]
     run = drive(eng, events, until=200)
     assert at(run, CloseBackendInput) == [40.05]
     assert run.frames()[-1]["type"] == "result"
@@ -195,44 +245,80 @@ def test_shells_get_their_grace_after_the_last_turn_once_agents_are_done() -> No
     workflow's (24.74) start turns whose results come at 24.83; the shell is killed at
     29.88, 5 s after that last turn, not 5 s after the EOF. Here: the agent alone."""
     eng = full()
-    events = [*turn(1.0, init(), tool_use("u1", "Bash", {"command": "sleep 60",
-                                                          "run_in_background": True}),
-                    started("bx1", "Bash", "Slow background sleep", "u1"),
-                    tool_result("u1", "running in background"), result()),
-              *turn(2.5, init(), tool_use("a1", "Agent", {"prompt": "p",
-                                                          "run_in_background": True}),
-                    started("ag1", "Agent", "Slow mock subagent", "a1"), result()),
-              (5.0, "eof", b""),
-              *turn(22.61, updated("ag1", "completed"), notification("ag1", "completed"),
-                    status(), init(), tool_use("x", "Read", {}), result(), step=0.0442)]
+    events = [
+        *turn(
+            1.0,
+            init(),
+            tool_use("u1", "Bash", {"command": "sleep 60", "run_in_background": True}),
+            started("bx1", "Bash", "Slow background sleep", "u1"),
+            tool_result("u1", "running in background"),
+            result(),
+        ),
+        *turn(
+            2.5,
+            init(),
+            tool_use("a1", "Agent", {"prompt": "p", "run_in_background": True}),
+            started("ag1", "Agent", "Slow mock subagent", "a1"),
+            result(),
+        ),
+        (5.0, "eof", b""),
+        *turn(
+            22.61,
+            updated("ag1", "completed"),
+            notification("ag1", "completed"),
+            status(),
+            init(),
+            tool_use("x", "Read", {}),
+            result(),
+            step=0.0442,
+        ),
+    ]
     run = drive(eng, events, until=200)
     last = max(t for t, f in run.out if f.get("type") == "result")
     assert round(last, 2) == 22.83
-    killed = [round(t, 2) for t, f in run.out if f.get("subtype") == "task_updated"
-              and f["patch"].get("status") == "killed"]  # fmt: skip
+    killed = [
+        round(t, 2)
+        for t, f in run.out
+        if f.get("subtype") == "task_updated" and f["patch"].get("status") == "killed"
+    ]
     assert killed == [27.83]  # 5 s after the last turn (Claude: 24.83 -> 29.88)
     assert [round(t, 2) for t in at(run, CloseBackendInput)] == [27.83]
 
 
 def test_a_turn_during_the_shell_grace_starts_it_over() -> None:
     eng = full()
-    events = [*turn(1.0, init(), started("bx1", "Bash", "sleep", "u1"), result()),
-              (2.0, "eof", b""),
-              *turn(4.0, status(), init(), tool_use("x", "Read", {}), result())]  # fmt: skip
+    events = [
+        *turn(1.0, init(), started("bx1", "Bash", "sleep", "u1"), result()),
+        (2.0, "eof", b""),
+        *turn(4.0, status(), init(), tool_use("x", "Read", {}), result()),
+    ]
     run = drive(eng, events, until=100)
-    killed = [round(t, 2) for t, f in run.out if f.get("subtype") == "task_updated"
-              and f["patch"].get("status") == "killed"]  # fmt: skip
+    killed = [
+        round(t, 2)
+        for t, f in run.out
+        if f.get("subtype") == "task_updated" and f["patch"].get("status") == "killed"
+    ]
     assert killed == [9.03]  # 5 s after the result at 4.03, not 5 s after the EOF
 
 
-@pytest.mark.parametrize(("rules", "ceiling"), [((), 600.0), (("eof-wind-down.ceiling=30",), 30.0),
-                                                (("eof-wind-down.ceiling=0",), 0.0)])
-def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(rules: tuple[str, ...],
-                                                               ceiling: float) -> None:
+@pytest.mark.parametrize(
+    ("rules", "ceiling"),
+    [((), 600.0), (("eof-wind-down.ceiling=30",), 30.0), (("eof-wind-down.ceiling=0",), 0.0)],
+)
+def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(
+    rules: tuple[str, ...], ceiling: float
+) -> None:
     eng = full(list(rules))
-    events = [*turn(1.0, init(), tool_use("w1", "Workflow", {"script": "x"}),
-                    started("wf1", "local_workflow", "flow", "w1"), result()),
-              (2.0, "eof", b"")]  # fmt: skip
+    events = [
+        *turn(
+            1.0,
+            init(),
+            tool_use("w1", "Workflow", {"script": "x"}),
+            started("wf1", "local_workflow", "flow", "w1"),
+            result(),
+        ),
+        (2.0, "eof", b""),
+    ]
     run = drive(eng, events, until=10_000)
     assert at(run, CloseBackendInput) == [2.0 + ceiling]
     assert at(run, TerminateBackend) == [round(2.0 + ceiling + 0.2, 6)]
@@ -245,8 +331,11 @@ def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(rules: tuple[str, 
 
 def test_a_turn_cut_by_the_ceiling_gets_an_error_result_and_exit_1() -> None:
     eng = full(["eof-wind-down.ceiling=20"])
-    events = [(0.0, "client", USER), *turn(1.0, init(), tool_use("u1", "Bash", {})),
-              (2.0, "eof", b"")]  # fmt: skip
+    events = [
+        (0.0, "client", USER),
+        *turn(1.0, init(), tool_use("u1", "Bash", {})),
+        (2.0, "eof", b""),
+    ]
     run = drive(eng, events, until=200)
     assert at(run, CloseBackendInput) == [22.0]
     assert at(run, TerminateBackend) == [22.2]  # the ceiling: close_wait whatever runs
@@ -265,8 +354,11 @@ def test_what_cbc_writes_after_its_stdin_closed_reaches_the_client() -> None:
     eng = full()
     run = drive(eng, [(0.0, "eof", b"")], until=0.0)
     assert at(run, CloseBackendInput) == [0.0]
-    events = [*turn(0.5, init(), status()), *turn(3.0, tool_use("u1", "Read", {})),
-              *turn(9.0, tool_result("u1", "x"), result())]
+    events = [
+        *turn(0.5, init(), status()),
+        *turn(3.0, tool_use("u1", "Read", {})),
+        *turn(9.0, tool_result("u1", "x"), result()),
+    ]
     run = drive(eng, events, run=run, until=8.9)
     assert at(run, TerminateBackend) == []  # in a turn: never terminated here
     run = drive(eng, [], run=run, until=100)
@@ -332,19 +424,32 @@ def test_requests_the_client_can_no_longer_answer_are_answered_after_the_eof() -
             body.update(tool_name="Bash", input={"command": "touch x"}, tool_use_id="u1")
         return {"type": "control_request", "request_id": rid, "request": body}
 
-    events = [(0.0, "client", USER), *turn(1.0, init(), tool_use("u1", "Bash", {}),
-                                           request("perm-1", "can_use_tool")),
-              (2.0, "eof", b""), *turn(3.0, request("perm-2", "can_use_tool"),
-                                       request("hook-1", "hook_callback"))]  # fmt: skip
+    events = [
+        (0.0, "client", USER),
+        *turn(1.0, init(), tool_use("u1", "Bash", {}), request("perm-1", "can_use_tool")),
+        (2.0, "eof", b""),
+        *turn(3.0, request("perm-2", "can_use_tool"), request("hook-1", "hook_callback")),
+    ]
     run = drive(eng, events)
-    up = [_json.loads(x) for t, c in run.commands if getattr(c, "side", "") == "backend"
-          for x in c.data.splitlines() if b"control_response" in x]  # fmt: skip
+    up = [
+        _json.loads(x)
+        for t, c in run.commands
+        if getattr(c, "side", "") == "backend"
+        for x in c.data.splitlines()
+        if b"control_response" in x
+    ]
     answers = {r["response"]["request_id"]: r["response"] for r in up}
-    assert answers["perm-1"]["response"] == {"allowed": False, "reason": REJECTED,
-                                             "interrupt": False}
+    assert answers["perm-1"]["response"] == {
+        "allowed": False,
+        "reason": REJECTED,
+        "interrupt": False,
+    }
     assert answers["perm-2"]["response"]["allowed"] is False
-    assert answers["hook-1"] == {"subtype": "error", "request_id": "hook-1",
-                                 "error": "Stream closed"}
+    assert answers["hook-1"] == {
+        "subtype": "error",
+        "request_id": "hook-1",
+        "error": "Stream closed",
+    }
     # the client saw the first prompt (before its EOF), not the later ones
     asked = [f["request_id"] for f in run.frames() if f["type"] == "control_request"]
     assert asked == ["perm-1"]

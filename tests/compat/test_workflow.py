@@ -66,8 +66,17 @@ def test_inline_script_gives_claude_name_prompt_and_description() -> None:
     assert s["description"] == "Mock two-phase workflow"
     # Claude's key order (mockapi_workflow_local-workflow-task-progress)
     assert [k for k in s if not k.startswith("_")] == [
-        "type", "subtype", "task_id", "tool_use_id", "description", "task_type",
-        "workflow_name", "prompt", "uuid", "session_id"]
+        "type",
+        "subtype",
+        "task_id",
+        "tool_use_id",
+        "description",
+        "task_type",
+        "workflow_name",
+        "prompt",
+        "uuid",
+        "session_id",
+    ]
 
 
 def test_resolved_name_kept_on_later_frames_that_carry_it() -> None:
@@ -150,8 +159,11 @@ def test_snapshot_lists_declared_phases_first_and_claude_titles() -> None:
     assert got[0]["workflow_progress"] == [phase(1, "Scan"), phase(2, "Sum")]
     assert "last_tool_name" not in got[0]
     p = got[1]
-    assert [e["type"] for e in p["workflow_progress"]] == ["workflow_phase", "workflow_phase",
-                                                           "workflow_agent"]
+    assert [e["type"] for e in p["workflow_progress"]] == [
+        "workflow_phase",
+        "workflow_phase",
+        "workflow_agent",
+    ]
     assert p["workflow_progress"][2] == WF_PROGRESS[1]["workflow_progress"][1]
     assert p["description"] == "Scan: scanner"
     assert p["last_tool_name"] == "scanner"
@@ -160,8 +172,12 @@ def test_snapshot_lists_declared_phases_first_and_claude_titles() -> None:
 
 def test_snapshot_keeps_unknown_entries_cached_and_undeclared_phases() -> None:
     eng, _ = launch("progress-snapshot")
-    odd = [phase(1, "Scan"), {"type": "workflow_note", "text": "x"},
-           agent(1, "a", "cached"), phase(2, "Surprise")]  # fmt: skip
+    odd = [
+        phase(1, "Scan"),
+        {"type": "workflow_note", "text": "x"},
+        agent(1, "a", "cached"),
+        phase(2, "Surprise"),
+    ]
     got = out(eng.feed("backend", line(progress(WF_TASK, odd)), 3.2))[0]
     assert got["workflow_progress"] == odd  # phase 2 disagrees with meta: order untouched
     assert got["description"] == "Scan: a"
@@ -217,11 +233,22 @@ def test_final_snapshot_before_the_terminal_update_from_real_frames() -> None:
 @pytest.mark.parametrize("mode", ["all", "completed-only"])
 def test_final_snapshot_of_a_stopped_workflow(mode: str) -> None:
     eng, _ = launch(("progress-final", {"mode": mode}))
-    entries = [phase(1, "Fan"), agent(1, "slow-a"), agent(2, "slow-b", "cached"),
-               agent(3, "slow-c", "done")]  # fmt: skip
+    entries = [
+        phase(1, "Fan"),
+        agent(1, "slow-a"),
+        agent(2, "slow-b", "cached"),
+        agent(3, "slow-c", "done"),
+    ]
     eng.feed("backend", line(progress(WF_TASK, entries)), 4.0)
-    got = out(eng.feed("backend", lines(updated(WF_TASK, "killed", EPOCH_MS + 5000),
-                                        notification(WF_TASK, "stopped", "s")), 7.0))
+    got = out(
+        eng.feed(
+            "backend",
+            lines(
+                updated(WF_TASK, "killed", EPOCH_MS + 5000), notification(WF_TASK, "stopped", "s")
+            ),
+            7.0,
+        )
+    )
     if mode == "completed-only":  # Claude 2.1.220 leaves killed agents at "start"
         assert tags(got) == ["task_updated:killed", "task_notification:stopped"]
         return
@@ -254,8 +281,13 @@ def test_final_hold_is_bounded_by_wait() -> None:
 def test_final_nothing_to_correct_emits_nothing_extra() -> None:
     eng, _ = launch("progress-final")
     eng.feed("backend", line(progress(WF_TASK, [phase(1, "Scan"), agent(1, "a", "done")])), 3)
-    got = out(eng.feed("backend", lines(updated(WF_TASK, "completed", 9),
-                                        notification(WF_TASK, "completed", "s")), 4))
+    got = out(
+        eng.feed(
+            "backend",
+            lines(updated(WF_TASK, "completed", 9), notification(WF_TASK, "completed", "s")),
+            4,
+        )
+    )
     assert tags(got) == ["task_updated:completed", "task_notification:completed"]
 
 
