@@ -8,8 +8,15 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from compat.engine import Engine, Write
-from compat.profiles import build, parse_rule_settings
+from compat.profiles import build, make_stage, parse_rule_settings
 from compat.stage import Env, Stage
+
+
+def stage_on(rule: str, options: dict[str, str] | None = None) -> Stage:
+    """The stage of ``rule`` with ``options`` (a rule the options leave on)."""
+    stage = make_stage(rule, options or {})
+    assert stage is not None, f"{rule} is off"
+    return stage
 
 
 def det_env(scripts: dict[str, str] | None = None) -> Env:

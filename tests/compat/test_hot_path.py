@@ -10,11 +10,10 @@ import orjson
 import pytest
 
 from compat.engine import Log
-from compat.profiles import make_stage
 from compat.stages.hygiene import PRIVATE_FIELDS
 
 from ..conftest import REFERENCE
-from .helpers import engine_for, written
+from .helpers import engine_for, stage_on, written
 
 DATA = Path(__file__).parent / "data"
 
@@ -52,7 +51,7 @@ def stripped(raw: bytes) -> bytes:
 
 
 def private_only(raw: bytes) -> tuple[bytes, list[Log]]:
-    eng = engine_for("identity", down=[make_stage("private-fields", {})])
+    eng = engine_for("identity", down=[stage_on("private-fields")])
     cmds = eng.feed("backend", raw + b"\n", 0.0)
     return written(cmds).removesuffix(b"\n"), [c for c in cmds if isinstance(c, Log)]
 
@@ -65,7 +64,7 @@ def test_cbc_lines_are_cut_to_what_parsing_gives() -> None:
 
 
 def test_frames_of_one_message_share_the_run_and_still_all_lose_it() -> None:
-    eng = engine_for("identity", down=[make_stage("private-fields", {})])
+    eng = engine_for("identity", down=[stage_on("private-fields")])
     run = b',"_requestId":"r1","_messageId":"m1","_meta":{"a":"b"}'
     lines = [
         b'{"type":"stream_event","event":{"i":%d}' % i
@@ -114,7 +113,7 @@ def test_invalid_json_passes_verbatim_even_when_it_ends_in_a_private_run() -> No
 
 def test_broken_lines_pass_verbatim_and_are_logged() -> None:
     rules = ("session", "foreign-init", "init-once", "private-fields")
-    eng = engine_for("identity", down=[make_stage(r, {}) for r in rules])
+    eng = engine_for("identity", down=[stage_on(r) for r in rules])
     tool_call = b'{"type":"assistant","message":{"content":[{"type":"tool_use",\n'
     delta = b'{"type":"stream_event","event":{\n'  # no rule needs to look inside
     cmds = eng.feed("backend", tool_call + delta, 0.0)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from compat.profiles import make_stage
-
-from .helpers import engine_for, frames_out, line
+from .helpers import engine_for, frames_out, line, stage_on
 
 SID = "01a226f1-054d-775d-a993-0bab94fddfcb"
 
@@ -23,7 +21,7 @@ def init(sid: str = SID, tools: list[str] | None = None, model: str = "default-m
 
 
 def test_private_fields_stripped_only_at_top_level() -> None:
-    eng = engine_for("identity", down=[make_stage("private-fields", {})])
+    eng = engine_for("identity", down=[stage_on("private-fields")])
     out = frames_out(
         eng.feed(
             "backend",
@@ -43,13 +41,13 @@ def test_private_fields_stripped_only_at_top_level() -> None:
 
 
 def test_private_fields_keep_mode() -> None:
-    eng = engine_for("identity", down=[make_stage("private-fields", {"mode": "keep"})])
+    eng = engine_for("identity", down=[stage_on("private-fields", {"mode": "keep"})])
     raw = line({"type": "assistant", "_requestId": "r"})
     assert eng.feed("backend", raw, 0.0)[0].data == raw  # type: ignore[union-attr]
 
 
 def test_vocabulary_drops_foreign_types_and_logs_error_frames() -> None:
-    eng = engine_for("identity", down=[make_stage("vocabulary", {})])
+    eng = engine_for("identity", down=[stage_on("vocabulary")])
     cmds = eng.feed(
         "backend",
         b"".join(
@@ -75,9 +73,9 @@ def test_one_init_per_turn_fullest_copy_and_trailing_stub_dropped() -> None:
     eng = engine_for(
         "identity",
         down=[
-            make_stage("session", {}),
-            make_stage("foreign-init", {}),
-            make_stage("init-once", {}),
+            stage_on("session"),
+            stage_on("foreign-init"),
+            stage_on("init-once"),
         ],
     )
     stream = b"".join(
@@ -105,7 +103,7 @@ def test_one_init_per_turn_fullest_copy_and_trailing_stub_dropped() -> None:
 
 
 def test_init_of_a_later_turn_comes_before_that_turn() -> None:
-    eng = engine_for("identity", down=[make_stage("session", {}), make_stage("init-once", {})])
+    eng = engine_for("identity", down=[stage_on("session"), stage_on("init-once")])
     out = frames_out(
         eng.feed(
             "backend",
