@@ -23,6 +23,8 @@ import attrs
 MAX_TOOL_USES = 1024
 #: tasks remembered; finished ones (notified) are forgotten first, oldest first, and only
 #: then the oldest running one (a long session starts many shells, few run at once)
+#: finished tasks remembered (for their late frames), oldest forgotten first
+MAX_FINISHED = 256
 MAX_TASKS = 16_384  # (as many as the task rules' registries: compat.taskkit.MAX_LIVE_TASKS)
 #: the tool-call input fields rules read (compat.taskkit.starting_call / resolve_workflow,
 #: task-correlation, workflow-prompt); ``params`` (DeferExecuteTool) is trimmed the same way
@@ -167,6 +169,8 @@ class SessionState:
     control: ControlState = attrs.Factory(ControlState)
     #: live tasks forgotten because more than MAX_TASKS were open at once
     forgotten_live: int = 0
+    #: ids of the finished tasks still in ``tasks``, oldest first (``finished``)
+    _finished: dict[str, None] = attrs.Factory(dict)
 
     def remember_tool_use(self, use: ToolUse) -> None:
         use.input = trim_input(use.input)
@@ -182,6 +186,19 @@ class SessionState:
             if len(self.tasks) > MAX_TASKS:
                 self._forget_task()
         return info
+
+    def finished(self, info: TaskInfo) -> None:
+        """[terminal-guarantee] ``info``'s notification went out. Past ``MAX_FINISHED``
+        finished tasks the oldest is forgotten, so memory follows the live tasks, not the
+        session's length."""
+        info.notified = True
+        self._finished[info.task_id] = None
+        while len(self._finished) > MAX_FINISHED:
+            tid = next(iter(self._finished))
+            del self._finished[tid]
+            old = self.tasks.get(tid)
+            if old is not None and old.notified:
+                del self.tasks[tid]
 
     def _forget_task(self) -> None:
         """A finished task first; a live one only when none has finished (counted in

@@ -120,7 +120,7 @@ class TerminalGuarantee(Stage):
         # task_notification
         ctx.cancel_timer(self, tid)
         remember(self._done, tid, None)
-        info.notified = True
+        ctx.state.finished(info)
         if task is None:
             return None
         del self._open[tid]
@@ -148,7 +148,7 @@ class TerminalGuarantee(Stage):
         fields["summary"] = claude_summary(task.task_type, status, task.description)
         remember(self._done, tid, None)
         info = ctx.state.task(tid)
-        info.notified = True
+        ctx.state.finished(info)
         return Frame.synth(system_frame(ctx, "task_notification", fields), self.rule)
 
     def on_timer(self, key: str, ctx: Context) -> Output:

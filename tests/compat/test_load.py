@@ -143,3 +143,29 @@ def test_live_tasks_past_the_session_cap_are_counted_and_logged(monkeypatch: Any
     said = [lg for lg in logs if lg.rule == "session"]
     assert len(said) == 1
     assert said[0].level == "warning"
+
+
+def test_finished_tasks_do_not_pile_up_in_the_session() -> None:
+    """2,000 background shells, each started and ended in turn: the session remembers the
+    last MAX_FINISHED finished ones (for their late frames), not all of them, so memory
+    follows the live tasks, not the session's length."""
+    from compat.session import MAX_FINISHED
+
+    eng = full_engine(())
+    t = 0.0
+    for i in range(2_000):
+        use = f"toolu_{i:06d}"
+        for obj in (
+            tool_use(use, "Bash", {"command": "true", "run_in_background": True}),
+            started(f"b{i:06d}", "Bash", f"shell {i}", use_id=use),
+            updated(f"b{i:06d}", "completed", end_time=1_795_949_100_000 + i),
+        ):
+            t += 0.001
+            eng.feed("backend", line(obj), t)
+        deadline = eng.next_deadline()
+        while deadline is not None and deadline <= t:
+            eng.advance(deadline)
+            deadline = eng.next_deadline()
+    eng.advance(t + 100)
+    assert len(eng.state.tasks) <= MAX_FINISHED + 1
+    assert eng.statistics()["rules"].get("session", {}).get("forgotten-live-tasks", 0) == 0
