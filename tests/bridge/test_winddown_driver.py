@@ -19,7 +19,7 @@ from bridge.log import Logger
 from compat.engine import Engine
 from compat.profiles import build, parse_rule_settings
 
-from ..compat.tasks_support import det_env
+from ..compat.tasks_support import det_env, result
 from .fakes import PY
 from .memory_backend import MemoryBackend
 
@@ -160,23 +160,7 @@ def cbc_like(error: bool, workflow: bool) -> Any:
                         "session_id": SID,
                     }
                 )
-            await out(
-                {
-                    "type": "result",
-                    "subtype": "success",
-                    "is_error": error,
-                    "result": "done.",
-                    "uuid": "r",
-                    "session_id": SID,
-                    "duration_ms": 1,
-                    "duration_api_ms": 1,
-                    "num_turns": 1,
-                    "total_cost_usd": 0,
-                    "usage": {"input_tokens": 1, "output_tokens": 1},
-                    "permission_denials": [],
-                    "modelUsage": {},
-                }
-            )
+            await out(result(error, uuid="r", session_id=SID))
         await b.forever()
         return 0
 
@@ -287,23 +271,7 @@ async def self_starting(b: MemoryBackend) -> int:
                 },
             }
         )
-    await out(
-        {
-            "type": "result",
-            "subtype": "success",
-            "is_error": False,
-            "result": "part 3",
-            "uuid": "r",
-            "session_id": "s-2",
-            "duration_ms": 1,
-            "duration_api_ms": 1,
-            "num_turns": 1,
-            "total_cost_usd": 0,
-            "usage": {"input_tokens": 1, "output_tokens": 1},
-            "permission_denials": [],
-            "modelUsage": {},
-        }
-    )
+    await out(result(False, uuid="r", session_id="s-2", result="part 3"))
     await b.forever()
     return 0
 

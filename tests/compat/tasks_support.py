@@ -127,6 +127,27 @@ def init(sid: str = SID, cwd: str = CWD) -> dict[str, Any]:
     }
 
 
+def result(is_error: bool = False, **over: Any) -> dict[str, Any]:
+    """A cbc turn's ``result`` (``over`` replaces fields)."""
+    r = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": is_error,
+        "result": "done.",
+        "uuid": f"r-{is_error}",
+        "session_id": SID,
+        "duration_ms": 1,
+        "duration_api_ms": 1,
+        "num_turns": 1,
+        "total_cost_usd": 0,
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+        "permission_denials": [],
+        "modelUsage": {},
+    }
+    r.update(over)
+    return r
+
+
 def tool_use(use_id: str, name: str, inp: dict[str, Any]) -> dict[str, Any]:
     return {
         "type": "assistant",

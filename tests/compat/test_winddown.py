@@ -21,6 +21,7 @@ from .tasks_support import (
     SID,
     init,
     notification,
+    result,
     started,
     tags,
     tool_result,
@@ -32,26 +33,6 @@ USER = (
     b'{"type":"user","message":{"role":"user","content":"hi"},"session_id":"",'
     b'"parent_tool_use_id":null}\n'
 )
-
-
-def result(is_error: bool = False, **over: Any) -> dict[str, Any]:
-    r = {
-        "type": "result",
-        "subtype": "success",
-        "is_error": is_error,
-        "result": "done.",
-        "uuid": f"r-{is_error}",
-        "session_id": SID,
-        "duration_ms": 1,
-        "duration_api_ms": 1,
-        "num_turns": 1,
-        "total_cost_usd": 0,
-        "usage": {"input_tokens": 1, "output_tokens": 1},
-        "permission_denials": [],
-        "modelUsage": {},
-    }
-    r.update(over)
-    return r
 
 
 def status() -> dict[str, Any]:
