@@ -80,8 +80,8 @@ BREAKDOWN: dict[str, Callable[[], Engine]] = {
     "no rules": lambda: build_engine("identity", epoch_ms=EPOCH_MS),
     "private-fields only": lambda: Engine(
         [],
-        [make_stage("private-fields", {})],
-        Env(new_uuid=str, epoch_ms=EPOCH_MS),  # type: ignore[list-item]
+        [s for s in [make_stage("private-fields", {})] if s is not None],
+        Env(new_uuid=str, epoch_ms=EPOCH_MS),
     ),
 }
 

@@ -43,6 +43,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from collections.abc import Iterable
 from typing import Any
 
 import attrs
@@ -73,9 +74,13 @@ ABSENT = "(absent)"
 _UNSAFE_JSON = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
+def _names(names: Iterable[str]) -> frozenset[str]:
+    return frozenset(names)
+
+
 @attrs.frozen
 class DiffOptions:
-    ignore: frozenset[str] = attrs.field(default=frozenset(), converter=frozenset)
+    ignore: frozenset[str] = attrs.field(default=frozenset(), converter=_names)
     keep_model: bool = False
     strict: bool = False
     opaque: frozenset[str] = attrs.field(default=DEFAULT_OPAQUE, converter=frozenset)

@@ -26,3 +26,4 @@ SDK_GC_WARNINGS = [
 
 # the SDK's names, imported here (after the skip) so a test module imports them from us
 from claude_agent_sdk import *  # noqa: E402, F403
+from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput  # noqa: E402, F401

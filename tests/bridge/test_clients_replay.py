@@ -14,7 +14,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from .sdk_support import (
     TaskStartedMessage,
     query,
 )
+from .streams import closing
 
 pytestmark = [
     pytest.mark.client,
@@ -190,14 +190,14 @@ async def _interrupt_session(tmp_path: Path, capture: str, midturn: bool) -> lis
                 msgs.append(m)
             if midturn:
                 await client.query("TRIGGER_SLOW_BASH")
-                async with aclosing(client.receive_messages()) as stream:
+                async with closing(client.receive_messages()) as stream:
                     async for m in stream:
                         msgs.append(m)
                         content = getattr(m, "content", None) or []
                         if any(getattr(b, "name", "") == "Bash" for b in content):
                             break  # the slow foreground Bash runs: interrupt mid-turn
             await client.interrupt()
-            async with aclosing(client.receive_messages()) as stream:
+            async with closing(client.receive_messages()) as stream:
                 async for m in stream:
                     msgs.append(m)
                     if isinstance(m, TaskNotificationMessage) and (

@@ -253,7 +253,7 @@ def test_hostile_backend_strings_neither_render_nor_execute() -> None:
     assert "\\u202e" in text
     assert "&amp;amp;" in page  # escaped once more, never decoded
     csp = next(
-        a["content"]
+        a["content"] or ""
         for tag, a in t.tags
         if tag == "meta" and a.get("http-equiv") == "Content-Security-Policy"
     )

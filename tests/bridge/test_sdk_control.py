@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import os
 from collections.abc import AsyncIterator
-from contextlib import aclosing, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,9 @@ from .sdk_support import (
     AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
+    HookContext,
+    HookInput,
+    HookJSONOutput,
     HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
@@ -39,6 +42,7 @@ from .sdk_support import (
     ToolPermissionContext,
     UserMessage,
 )
+from .streams import closing
 
 pytestmark = [
     pytest.mark.client,
@@ -104,7 +108,7 @@ async def session(
 async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:
     await client.query(prompt)
     out: list[Any] = []
-    async with aclosing(client.receive_response()) as stream:
+    async with closing(client.receive_response()) as stream:
         async for m in stream:
             out.append(m)
     return out
@@ -148,7 +152,7 @@ async def test_interrupt_stops_a_running_turn(tmp_path: Path, cbc: list[str]) ->
             await client.interrupt()  # before cbc has a session: Claude succeeds at once
             await client.query("please TRIGGER_SLOW_BASH")
             messages: list[Any] = []
-            async with aclosing(client.receive_messages()) as stream:
+            async with closing(client.receive_messages()) as stream:
                 async for m in stream:
                     messages.append(m)
                     if isinstance(m, AssistantMessage) and any(
@@ -157,7 +161,7 @@ async def test_interrupt_stops_a_running_turn(tmp_path: Path, cbc: list[str]) ->
                         break
             started = trio.current_time()
             await client.interrupt()
-            async with aclosing(client.receive_response()) as stream:
+            async with closing(client.receive_response()) as stream:
                 async for m in stream:
                     messages.append(m)
             waited = trio.current_time() - started
@@ -187,7 +191,7 @@ async def test_idle_interrupt_ends_a_background_agent_and_no_turn_follows(
     turn_over = trio.Event()
 
     async def collect(client: ClaudeSDKClient) -> None:
-        async with aclosing(client.receive_messages()) as stream:
+        async with closing(client.receive_messages()) as stream:
             async for m in stream:
                 got.append((trio.current_time(), m))
                 if isinstance(m, ResultMessage):
@@ -389,11 +393,15 @@ async def test_hooks_see_the_prompt_and_the_tool_call_and_a_deny_holds(
     calls: list[tuple[str, Any]] = []
     deny = False
 
-    async def on_prompt(inp: Any, tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+    async def on_prompt(
+        inp: HookInput, tool_use_id: str | None, ctx: HookContext
+    ) -> HookJSONOutput:
+        assert inp["hook_event_name"] == "UserPromptSubmit"
         calls.append(("prompt", inp["prompt"]))
         return {}
 
-    async def pre(inp: Any, tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+    async def pre(inp: HookInput, tool_use_id: str | None, ctx: HookContext) -> HookJSONOutput:
+        assert inp["hook_event_name"] == "PreToolUse"
         calls.append(("pre", (inp["tool_name"], inp["tool_input"]["command"], tool_use_id)))
         if not deny:
             return {}
@@ -405,7 +413,8 @@ async def test_hooks_see_the_prompt_and_the_tool_call_and_a_deny_holds(
             }
         }
 
-    async def post(inp: Any, tool_use_id: str | None, ctx: Any) -> dict[str, Any]:
+    async def post(inp: HookInput, tool_use_id: str | None, ctx: HookContext) -> HookJSONOutput:
+        assert inp["hook_event_name"] == "PostToolUse"
         calls.append(("post", (inp["tool_name"], tool_use_id)))
         return {}
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 import shlex
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from .sdk_support import (
     TaskStartedMessage,
     query,
 )
+from .streams import closing
 
 pytestmark = [
     pytest.mark.real_backend,
@@ -174,7 +174,7 @@ async def test_sdk_interrupt_stops_the_workflow_on_real_cbc(
                 await trio.sleep(2)
                 await client.interrupt()
                 t_interrupt = trio.current_time()
-                async with aclosing(client.receive_messages()) as stream:
+                async with closing(client.receive_messages()) as stream:
                     async for m in stream:
                         msgs.append(m)
                         if isinstance(m, TaskNotificationMessage):
@@ -182,7 +182,7 @@ async def test_sdk_interrupt_stops_the_workflow_on_real_cbc(
                 latency = trio.current_time() - t_interrupt
                 # anything else about that task (a second notification, late progress)?
                 with trio.move_on_after(3):
-                    async with aclosing(client.receive_messages()) as stream:
+                    async with closing(client.receive_messages()) as stream:
                         async for m in stream:
                             msgs.append(m)
     finally:

@@ -11,7 +11,7 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -21,6 +21,11 @@ from bridge.proxy import build_engine, record_file
 from bridge.recorder import Recorder
 from compat import capture
 from compat.redact import REDACTED
+
+if TYPE_CHECKING:
+    import trio
+
+    from compat.engine import Engine
 from tests.compat.tasks_support import init, lines, logs, out, started, tool_use
 
 SECRETS = (
@@ -171,9 +176,9 @@ def test_stats_output_is_redacted() -> None:
     got: list[bytes] = []
     session = Session(
         SessionConfig(["x"]),
-        Eng(),
-        None,
-        None,  # type: ignore[arg-type]
+        cast("Engine", Eng()),
+        cast("trio.abc.ReceiveStream", None),
+        cast("trio.abc.SendStream", None),
         Logger(io.StringIO()),
         stderr=got.append,
     )

@@ -464,7 +464,7 @@ def test_pin_adds_the_bridge_uuid_and_can_be_switched_off() -> None:
 def test_every_option_of_claude_help_is_in_the_table() -> None:
     if REFERENCE is None:
         pytest.skip("reference captures not found (set CCBRIDGE_SHARED)")
-    names = set()
+    names: set[str] = set()
     for version in ("claude-2.1.197", "claude-2.1.220", "claude-2.1.332"):
         for raw in (REFERENCE / version / "help.txt").read_text().splitlines():
             m = re.match(r"^\s{2}(?:(-\w), )?(--[\w-]+)(?:, (--[\w-]+))?", raw)

@@ -13,6 +13,7 @@ import pytest
 
 from compat import controlkit as ck
 from compat.contract import check_lines
+from compat.engine import Write
 from compat.profiles import PROFILES, RuleError, build, parse_rule_settings
 from compat.redact import REDACTED, redact_text
 from compat.stages.initialize import PROMPT_BOUNDARY, claude_initialize
@@ -617,7 +618,7 @@ def test_input_cbc_would_turn_into_an_empty_turn_is_absorbed() -> None:
         b'{"type":"user","broken":\n',
     ]
     cmds = [c for raw in [*stdin, *odd] for c in eng.feed("client", raw, 0.0)]
-    sent = b"".join(c.data for c in cmds if getattr(c, "side", "") == "backend")
+    sent = b"".join(c.data for c in cmds if isinstance(c, Write) and c.side == "backend")
     assert sent == stdin[0]  # only the initialize request, byte for byte
     counts = eng.statistics()["rules"]["stdin-vocabulary"]
     assert counts["absorbed:bogus_type"] == counts["absorbed:keep_alive"] == 1
@@ -702,7 +703,7 @@ def test_the_clients_eof_releases_a_held_line_before_cbcs_stdin_closes() -> None
     run = replay(eng, extra=[*session(eng), (1.05, "client", user("last"))])
     assert [f["message"]["content"] for f in run.frames("backend") if f["type"] == "user"] == ["hi"]
     cmds = eng.eof("client", 1.06)  # (eof-wind-down closes cbc's stdin after its turn)
-    assert b'"last"' in next(c.data for c in cmds if getattr(c, "side", "") == "backend")
+    assert b'"last"' in next(c.data for c in cmds if isinstance(c, Write) and c.side == "backend")
     assert "settle" not in {key for _, key in eng._timers}
 
 

@@ -5,6 +5,7 @@ equivalent; raw cbc against its Claude twin differs exactly where PROTOCOL.md sa
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -466,7 +467,7 @@ def rerun(text: str, seed: int = 7) -> str:
         (r"\b1[789]\d{11}\b", lambda v: str(int(v) + 98_765)),
     ]
     for pattern, make in subs:
-        text = re.sub(pattern, lambda m, make=make: fresh(m, make), text)
+        text = re.sub(pattern, functools.partial(fresh, make=make), text)
     text = re.sub(
         r'"(duration_ms|duration_api_ms|ttft_ms|durationMs|input_tokens|'
         r'output_tokens|total_tokens|tokens|inputTokens|pid)":(\d+)',

@@ -44,7 +44,7 @@ def stripped(raw: bytes) -> bytes:
                 {k: v for k, v in b.items() if k != "_meta"}
                 if isinstance(b, dict) and b.get("type") == "tool_result"
                 else b
-                for b in content
+                for b in content or ()
             ],
         }
     return orjson.dumps(out)
@@ -256,10 +256,11 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
     stage nor the session state."""
     from compat.frames import Frame
     from compat.pipeline import Pipeline
+    from compat.stage import Context
 
     checked = 0
 
-    def check(pipeline: Pipeline, frame: Frame, ctx: object) -> None:
+    def check(pipeline: Pipeline, frame: Frame, ctx: Context) -> None:
         nonlocal checked
         kind = frame.kind()
         if kind is None or frame.parsed or not frame.raw:
@@ -273,10 +274,12 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
 
     one = Pipeline._one
 
-    def checked_one(self: Pipeline, frame: Frame, start: int, ctx: object, out: list) -> None:  # type: ignore[type-arg]
+    def checked_one(
+        self: Pipeline, frame: Frame, start: int, ctx: Context, out: list[Frame]
+    ) -> None:
         if self.direction == "down":
             check(self, frame, ctx)
-        one(self, frame, start, ctx, out)  # type: ignore[arg-type]
+        one(self, frame, start, ctx, out)
 
     monkeypatch.setattr(Pipeline, "_one", checked_one)
     for path in _capture_streams():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from compat.engine import Log
+
 from .helpers import engine_for, frames_out, line, stage_on
 
 SID = "01a226f1-054d-775d-a993-0bab94fddfcb"
@@ -63,7 +65,7 @@ def test_vocabulary_drops_foreign_types_and_logs_error_frames() -> None:
         0.0,
     )
     assert [f.get("subtype", f["type"]) for f in frames_out(cmds)] == ["task_started", "assistant"]
-    assert any(getattr(c, "level", "") == "warning" and "boom" in c.message for c in cmds)
+    assert any(isinstance(c, Log) and c.level == "warning" and "boom" in c.message for c in cmds)
     counts = engine_stats = eng.statistics()["rules"]["vocabulary"]
     assert engine_stats["dropped"] == 4
     assert counts["dropped:error"] == 1

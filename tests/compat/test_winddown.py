@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from compat.engine import CloseBackendInput, TerminateBackend
+from compat.engine import CloseBackendInput, TerminateBackend, Write
 
 from .session_support import Run, advance, drive, full, line, take
 from .tasks_support import (
@@ -415,7 +415,7 @@ def test_requests_the_client_can_no_longer_answer_are_answered_after_the_eof() -
     up = [
         _json.loads(x)
         for t, c in run.commands
-        if getattr(c, "side", "") == "backend"
+        if isinstance(c, Write) and c.side == "backend"
         for x in c.data.splitlines()
         if b"control_response" in x
     ]
