@@ -43,8 +43,9 @@ from compat.capture import Capture, CaptureError, parse
 from compat.contract import Violation, counts
 from compat.diff import DiffResult, format_text, terminal_safe_json
 from compat.diff import to_json as diff_json
+from compat.exits import Exit
 
-EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
+EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 SCENARIOS = runner.REPO / "scenarios"
 #: 2 cores: three CLIs at once keep them busy without starving the timing-sensitive ones
 DEFAULT_JOBS = 3

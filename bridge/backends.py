@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bridge.cli import Parser
 from compat import versions
+from compat.exits import Exit
 
 #: the verified versions (compat.versions): what ``install`` installs unless told otherwise
 CLAUDE_PACKAGE = versions.CLAUDE.spec
@@ -145,7 +146,7 @@ def _run(argv: Sequence[str]) -> int:
         return subprocess.run(list(argv), check=False).returncode
     except FileNotFoundError:
         print(f"ccbridge backends: {argv[0]} not found", file=sys.stderr)
-        return 127
+        return Exit.NOT_FOUND
 
 
 def install(
@@ -193,7 +194,7 @@ def install(
                 "Node.js >= 18 runs its installer)",
                 file=sys.stderr,
             )
-            return 127
+            return Exit.NOT_FOUND
         rc = run(
             [
                 npm,
@@ -216,7 +217,7 @@ def install(
                 f"ccbridge backends: {name} installed but its binary was not found under {d}",
                 file=sys.stderr,
             )
-            return 1
+            return Exit.FAILED
         print(f"{name}: {found[0]}", file=sys.stderr)
     return 0
 
@@ -248,7 +249,7 @@ def main(argv: list[str]) -> int:
         # a listing the user asked for: stdout is not a protocol channel here
         print(f"{name}\t{' '.join(found) if found else '(not found)'}")
         missing += found is None
-    return 1 if missing else 0
+    return Exit.FAILED if missing else Exit.OK
 
 
 if __name__ == "__main__":

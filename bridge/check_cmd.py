@@ -24,8 +24,9 @@ from bridge.cli import parser
 from compat.capture import Capture, CaptureError, parse
 from compat.contract import RULES, check, format_text, to_json
 from compat.diff import terminal_safe_json
+from compat.exits import Exit
 
-EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 _RULE_TAG = re.compile(r"^((?:line \d+|end of stream): )\[([a-z-]+)\]", re.M)
 
 

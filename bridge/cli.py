@@ -1,5 +1,6 @@
 """``ccbridge``: one module per subcommand, and the one place that turns exceptions into
-exit codes (2 usage/config errors, 127 no backend, 130 interrupted, 141 closed stdout)."""
+exit codes (``compat.exits.Exit``: 2 usage/config errors, 127 no backend, 130 interrupted,
+141 closed stdout)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from collections.abc import Callable, Sequence
 from typing import NoReturn
 
 from compat import TARGET_CLAUDE_VERSION, __version__
+from compat.exits import Exit
 
-EXIT_USAGE = 2
+EXIT_USAGE = Exit.USAGE
 
 
 def _version() -> str:
@@ -90,7 +92,7 @@ def guarded(fn: Callable[[], int]) -> int:
         return fn()
     except KeyboardInterrupt:
         print("ccbridge: interrupted", file=sys.stderr)
-        return 130
+        return Exit.INTERRUPTED
     except BrokenPipeError:
         # stdout closed under us (``ccbridge diff a b | head``): not an error worth a trace
         try:
@@ -98,7 +100,7 @@ def guarded(fn: Callable[[], int]) -> int:
             os.dup2(devnull, sys.stdout.fileno())
         except OSError:
             pass
-        return 141
+        return Exit.CLIENT_GONE
     except Exception as e:  # noqa: BLE001 - the last line of defence, by design
         if _usage_error(e):
             print(f"ccbridge: {e}", file=sys.stderr)
@@ -133,7 +135,7 @@ def _unexpected(e: BaseException) -> int:
         import traceback
 
         traceback.print_exception(e, file=sys.stderr)
-    return 1
+    return Exit.FAILED
 
 
 class Parser(argparse.ArgumentParser):

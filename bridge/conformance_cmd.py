@@ -38,8 +38,9 @@ from bridge.testing.scenario import ScenarioError, load
 from compat import conformance
 from compat import conformance_render as render
 from compat.capture import Capture, CaptureError
+from compat.exits import Exit
 
-EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 TWINS = runner.REPO / "captures" / "twins"
 README = runner.REPO / "README.md"
 #: what each role runs (PROTOCOL.md: Claude directly; cbc as claude-on-cbc runs it; raw cbc)

@@ -15,8 +15,9 @@ import sys
 from bridge.check_cmd import read_capture, use_color
 from bridge.cli import parser
 from compat.diff import DEFAULT_OPAQUE, DiffOptions, diff, format_text, to_json
+from compat.exits import Exit
 
-EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
+EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 
 
 def main(argv: list[str]) -> int:

@@ -43,8 +43,9 @@ from bridge.testing.scenario import ScenarioError, load
 from compat import drift, versions
 from compat.capture import Capture, CaptureError, parse
 from compat.contract import escape
+from compat.exits import Exit
 
-EXIT_OK, EXIT_UNKNOWN, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_UNKNOWN, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 REPO = runner.REPO
 TWINS = REPO / "captures" / "twins"
 REFERENCE = REPO / "captures" / "reference"
@@ -73,7 +74,7 @@ def _command(argv: Sequence[str]) -> tuple[int, str]:
             stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        return 127, str(e)
+        return Exit.NOT_FOUND, str(e)
     return p.returncode, p.stdout
 
 

@@ -50,6 +50,7 @@ from bridge import reaper
 from bridge.log import Logger
 from bridge.recorder import Recorder
 from compat.engine import CloseBackendInput, Command, Engine, Log, Side, TerminateBackend, Write
+from compat.exits import Exit, of_returncode
 
 #: chunks queued per writer before the producer blocks (backpressure)
 WRITE_QUEUE = 16
@@ -60,7 +61,7 @@ KILL_GRACE = 5.0
 STDOUT_LINGER = 0.5
 #: seconds the backend's leftover descendants get between SIGTERM and SIGKILL
 TREE_GRACE = 1.0
-EXIT_CLIENT_GONE = 141  # 128 + SIGPIPE, what a shell reports for a broken pipe
+EXIT_CLIENT_GONE = Exit.CLIENT_GONE
 
 _CLOSE = None  # sentinel on a writer channel: close that side
 
@@ -259,10 +260,10 @@ class Session:
             self.proc = self._make_backend()
         except FileNotFoundError:
             self.log.error(f"backend not found: {self.config.backend_argv[0]}")
-            return 127
+            return Exit.NOT_FOUND
         except PermissionError:
             self.log.error(f"backend is not executable: {self.config.backend_argv[0]}")
-            return 126
+            return Exit.NOT_EXECUTABLE
         self.log.debug("backend started: " + " ".join(self.config.backend_argv), "argv")
         if self.recorder and self.proc.pid is not None:
             self.recorder.note(f"spawned pid {self.proc.pid}")
@@ -422,7 +423,7 @@ class Session:
     async def _wait_backend(self, nursery: trio.Nursery) -> None:
         assert self.proc is not None
         rc = await self.proc.wait()
-        self.exit_status = 128 - rc if rc < 0 else rc
+        self.exit_status = of_returncode(rc)
         # the rest of its output; a descendant that inherited the pipe may hold it open:
         # waited for while it writes, up to KILL_GRACE (it is ended at the reap)
         with trio.move_on_after(KILL_GRACE):
@@ -530,7 +531,7 @@ class Session:
                 await proc.aclose()
             if self.exit_status is None and proc.returncode is not None:
                 rc = proc.returncode
-                self.exit_status = 128 - rc if rc < 0 else rc
+                self.exit_status = of_returncode(rc)
 
     async def _end_backend(self, proc: Backend) -> None:
         pid = proc.pid

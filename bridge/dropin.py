@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 # light on purpose: `--version` and `--help` answer before trio, the config, the proxy or
 # any stage is imported, and a session spawns the backend before they are (bridge.launch)
 from compat import TARGET_CLAUDE_VERSION, __version__
+from compat.exits import Exit
 
 if TYPE_CHECKING:
     from bridge.headless import HeadlessIO
 
-EXIT_NO_BACKEND = 127
+EXIT_NO_BACKEND = Exit.NOT_FOUND
 
 
 def version_text() -> str:

@@ -31,8 +31,9 @@ from bridge.proxy import serve_stdio
 from compat import __version__
 from compat.argv_cbc import DROPPED
 from compat.env_cbc import REVERSE_ENV_TABLE
+from compat.exits import Exit
 
-EXIT_NO_BACKEND = 127
+EXIT_NO_BACKEND = Exit.NOT_FOUND
 PROFILE = "claude-to-cbc"
 #: what ``codebuddy-headless --version`` prints (the cbc the client is made to see)
 TARGET_CBC_VERSION = "2.163.0"

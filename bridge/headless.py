@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import trio
 
+from compat.exits import Exit
 from compat.headless import (
     EXIT_ERROR,
     NO_PROMPT,
@@ -32,7 +33,7 @@ from compat.headless import (
     user_line,
 )
 
-EXIT_CLIENT_GONE = 141
+EXIT_CLIENT_GONE = Exit.CLIENT_GONE
 
 
 class StdinTooBig(Exception):

@@ -11,6 +11,7 @@ import trio
 from bridge.cli import parser
 from bridge.log import Logger
 from bridge.proxy import serve_stdio
+from compat.exits import Exit
 
 
 def main(argv: list[str]) -> int:
@@ -27,7 +28,7 @@ def main(argv: list[str]) -> int:
     cmd = argv[k + 1 :]
     if not cmd:
         print("ccbridge record: no command after --", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     log = Logger.open(os.environ.get("CCBRIDGE_LOG"))
     return trio.run(
         lambda: serve_stdio(

@@ -31,6 +31,7 @@ import trio
 from bridge.cli import Parser
 from bridge.log import Logger
 from compat import capture
+from compat.exits import Exit
 from compat.framing import Line, LineSplitter
 
 
@@ -222,10 +223,10 @@ def main(argv: Sequence[str]) -> int:
             cap = capture.parse(f)
     except OSError as e:
         log.error(f"replay: cannot read {args.file}: {e.strerror}")
-        return 2
+        return Exit.USAGE
     except capture.CaptureError as e:
         log.error(f"replay: {args.file}: {e}")
-        return 2
+        return Exit.USAGE
     cwd = os.getcwd()
     if args.materialize:
         materialize(cap.header, cwd, log)

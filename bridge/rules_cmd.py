@@ -15,6 +15,7 @@ import textwrap
 from typing import Any
 
 from bridge.cli import Parser
+from compat.exits import Exit
 from compat.profiles import PROFILES, describe, options_of
 from compat.stage import REGISTRY, Stage
 
@@ -45,7 +46,7 @@ def main(argv: list[str]) -> int:
             f"(known: {', '.join(sorted(known))})",
             file=sys.stderr,
         )
-        return 2
+        return Exit.USAGE
     width = min(shutil.get_terminal_size((100, 24)).columns, 100)
     for rule, summary, modes in rows:
         if args.ids and rule not in args.ids:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from bridge import config, launch
 from bridge.cli import parser
+from compat.exits import Exit
 
 if TYPE_CHECKING:
     from bridge.headless import HeadlessIO
@@ -61,7 +62,7 @@ def main(argv: list[str]) -> int:
             "ccbridge.toml)",
             file=sys.stderr,
         )
-        return 2
+        return Exit.USAGE
     rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
     headless: HeadlessIO | None = None
     prepared = False

@@ -20,9 +20,10 @@ import trio
 from bridge.cli import Parser
 from bridge.testing import runner
 from bridge.testing.scenario import ScenarioError, load
+from compat.exits import Exit
 
-EXIT_USAGE = 2
-EXIT_NO_BACKEND = 127
+EXIT_USAGE = Exit.USAGE
+EXIT_NO_BACKEND = Exit.NOT_FOUND
 
 
 async def run_scenario(

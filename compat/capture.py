@@ -32,6 +32,7 @@ from typing import Any
 import attrs
 import orjson
 
+from compat.exits import Exit
 from compat.frames import dumps
 from compat.redact import redact_argv, redact_env, redact_line, redact_obj
 
@@ -93,7 +94,7 @@ def parse_exit(text: str) -> int | None:
         except ValueError:
             return None
     if text.startswith("sigterm"):
-        return 143
+        return Exit.TERMINATED
     return None
 
 

@@ -27,6 +27,7 @@ import attrs
 import orjson
 
 from compat.argv import Translation, translate_to_cbc
+from compat.exits import Exit
 
 Format = Literal["text", "json", "stream-json"]
 OUTPUT_FORMATS = ("text", "json", "stream-json")
@@ -35,7 +36,7 @@ INPUT_FORMATS = ("text", "stream-json")
 STDIN_LIMIT = 10 * 1024 * 1024
 #: seconds Claude waits for the first byte on a piped stdin before it goes on without it
 STDIN_WAIT = 3.0
-EXIT_ERROR = 1  # Claude's status for a usage error and an error result
+EXIT_ERROR = Exit.FAILED  # Claude's status for a usage error and an error result
 
 NO_PROMPT = (
     "Error: Input must be provided either through stdin or as a prompt argument when using --print"

@@ -33,18 +33,20 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
 
 from __future__ import annotations
 
+import signal
 from typing import Any, ClassVar
 
 import attrs
 
 from compat import reverse_state as rstate
+from compat.exits import Exit
 from compat.frames import Frame, dict_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
 
 TASK_TYPES = {"local_bash": "Bash", "local_agent": "Agent"}
 LOCAL_COMMAND = "<local-command-stdout>"
 #: Claude's exit status when a signal ended it (SIGHUP, SIGINT, SIGTERM)
-SIGNAL_EXITS = frozenset({129, 130, 143})
+SIGNAL_EXITS = frozenset({128 + signal.SIGHUP, Exit.INTERRUPTED, Exit.TERMINATED})
 
 
 def swap(value: Any, old: str, new: str) -> Any:
@@ -334,5 +336,5 @@ class ReverseExitStatus(Stage):
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
         if status in SIGNAL_EXITS or (status == 1 and self._results):
-            ctx.set_exit_status(0)
+            ctx.set_exit_status(Exit.OK)
         return None

@@ -60,6 +60,7 @@ from typing import Any, ClassVar
 
 import attrs
 
+from compat.exits import Exit
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.shape import ZERO_USAGE
@@ -420,7 +421,7 @@ class EofWindDown(Stage):
             self._active, self._last_error = False, True
             out.append(Frame.synth(self._abandoned_result(ctx), self.rule))
         if closed or status == 0:
-            ctx.set_exit_status(1 if self._last_error else 0)
+            ctx.set_exit_status(Exit.FAILED if self._last_error else Exit.OK)
         self._phase = self._phase.to(Phase.DONE)
         return out or None
 
