@@ -42,6 +42,7 @@ import attrs
 
 from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
+from compat.target import target_of
 from compat.taskkit import (
     AGENT_TOOLS,
     FALLBACK_WORKFLOW_DESCRIPTION,
@@ -383,7 +384,8 @@ class ProgressFinal(Stage):
                     e = {k: v for k, v in e.items() if k != "endedAt"}
                     e["state"] = state
                     if state == "error":
-                        e.setdefault("error", ABORTED[run.status])  # type: ignore[index]
+                        words = target_of(ctx).aborted_agent_error or ABORTED
+                        e.setdefault("error", words[run.status])  # type: ignore[index]
                 fixed.append(e)
             entries = fixed
         if entries == base or not entries:
