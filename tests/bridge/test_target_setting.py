@@ -57,3 +57,37 @@ def test_dropin_version_names_the_target(monkeypatch: pytest.MonkeyPatch) -> Non
     assert dropin.version_text().startswith("2.1.220 (Claude Code;")
     monkeypatch.setenv("CCBRIDGE_TARGET", "2.1.332")
     assert dropin.version_text().startswith("2.1.332 (Claude Code;")
+
+
+def test_conformance_knows_which_claude_and_bridge_a_target_runs(tmp_path: Path) -> None:
+    from bridge import conformance_cmd as cc
+    from bridge.testing import runner
+
+    assert cc.twins_dir("2.1.220") == cc.TWINS
+    assert cc.twins_dir("2.1.332").name == "twins-2.1.332"
+    assert cc.sides("2.1.220") == cc.SIDES
+    with pytest.raises(runner.BackendNotFound, match=r"Claude Code 2\.1\.332 not installed"):
+        cc.sides("2.1.332", tmp_path)
+    exe = tmp_path / "drift/claude-2.1.332/claude/node_modules/@anthropic-ai/claude-code/bin"
+    exe.mkdir(parents=True)
+    (exe / "claude.exe").write_text("#!/bin/sh\n")
+    (exe / "claude.exe").chmod(0o755)
+    run = cc.sides("2.1.332", tmp_path)
+    assert run["claude"].spec == str(exe / "claude.exe")
+    assert run["cbc-bridged"].via == "cbc-to-claude"
+    assert run["cbc-bridged"].bridge_args == ("--target", "2.1.332")
+    assert "cbc-raw" not in run  # the raw cbc run does not depend on the target
+    scenario = {"bg-bash": cc.ab_cmd.SCENARIOS / "bg-bash.toml"}
+    jobs = cc.twin_jobs(tmp_path / "out", scenario, run=run)
+    assert [j.out.name for j in jobs] == ["bg-bash.claude.jsonl", "bg-bash.cbc-bridged.jsonl"]
+
+
+def test_conformance_refuses_an_unknown_target() -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "bridge", "conformance", "--target", "1.0.0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2
+    assert "--target='1.0.0': not a target Claude Code version" in p.stderr
