@@ -165,7 +165,8 @@ V332 = Target(
         ("hook_on_failure_supported", const(True)),
         ("hooks_when_unanswered_kept", const(0)),
         ("other_hook_ask_outranks_host", const(True)),
-        ("feedback_mode", const({"kind": "post"})),
+        ("feedback_mode", const({"kind": "disabled"})),  # no survey goes through the bridge
+        ("analytics_disabled", const(True)),  # nor any of Claude's analytics
         ("sandbox_enabled", const(False)),
         ("remote_control_auto_connect_default", const(False)),
         ("remote_control_available", const(False)),
