@@ -67,6 +67,19 @@ def known_file(target: str) -> Path | None:
     return f if target != TARGET_CLAUDE_VERSION and f.is_file() else None
 
 
+def load_known(target: str, explicit: Path | None = None) -> conformance.Known:
+    """``explicit``, else the target's entries (``known_file``) before the default's."""
+    if explicit is not None:
+        return ab_cmd.load_known_default(explicit)  # type: ignore[no-any-return]
+    default: conformance.Known = ab_cmd.load_known_default()
+    own = known_file(target)
+    if own is None:
+        return default
+    mine: conformance.Known = ab_cmd.load_known_default(own)
+    ids = {e.id for e in mine.entries}
+    return conformance.Known(mine.entries + tuple(e for e in default.entries if e.id not in ids))
+
+
 def sides(target: str, cache: Path | None = None) -> dict[str, ab_cmd.Side]:
     """What each role runs for a target: the default's ``SIDES``; for another version the
     Claude Code ``ccbridge drift`` installed (``<cache>/drift/claude-<version>``) and the
@@ -119,6 +132,10 @@ def load_rows(
     """One row per scenario: those given (missing captures shown as such), else every
     scenario that has a capture in ``d``."""
     files = twin_files(d)
+    if d.resolve() != TWINS.resolve():  # a target's twins: the raw cbc run is the default's
+        for name, raw in twin_files(TWINS).items():
+            if name in files and "cbc-raw" not in files[name] and "cbc-raw" in raw:
+                files[name]["cbc-raw"] = raw["cbc-raw"]
     rows = []
     for name in names if names is not None else sorted(files):
         caps: dict[str, Capture] = {}
@@ -352,7 +369,7 @@ def main(argv: list[str]) -> int:
     if args.captures is None:
         args.captures = twins_dir(target)
     try:
-        known = ab_cmd.load_known_default(args.known or known_file(target))
+        known = load_known(target, args.known)
         all_names = scenario_names()
     except (OSError, conformance.KnownError, ScenarioError) as e:
         _err(str(e))
