@@ -18,14 +18,16 @@ lists the same):
   (1: started by the main thread; cbc's agents start no agents);
 - ``background_tasks_changed`` after a task's end follows its ``task_notification``
   (2.1.220: before the terminal ``task_updated``);
-- a stopped workflow's agents end ``error`` "Stopped because the workflow was stopped";
+- a stopped workflow's agents end ``error`` "Stopped because the workflow was stopped",
+  ``endedWithRun: "stopped"``, in a final snapshot described as the workflow;
 - ``system/init``: 23 ``capabilities`` and eleven keys more; the initialize reply: 8
   ``capabilities``, ``claude_code_version``, the permission mode, hook and feedback
   flags, ``session_state``, empty pending request lists; ``result``: ``subagent_stats``,
   ``safety_stops``, ``queued_turn_count``, ``result_index``, ``user_message_uuids``, the
   usage's ``output_tokens_details``/``fallback_credit``;
 - an unsupported control request's error has ``error_code: "unsupported_request"``;
-- ``set_model`` is answered ``{model}``.
+- ``set_model`` is answered ``{model}``;
+- an interrupted turn's result keeps its ``user_message_uuid`` (2.1.220 drops it).
 
 Not written (nothing honest to put there): timings cbc does not measure
 (``first_content_frame_ms``, ``first_request_*``), Claude's own paths
@@ -93,6 +95,11 @@ class Target:
     #: a stopped/failed workflow's unfinished agents: their ``error`` text, by status; None:
     #: ``progress-final``'s own wording
     aborted_agent_error: Mapping[str, str] | None = None
+    #: a stopped/failed workflow's final snapshot: its agents say how the run ended
+    #: (``endedWithRun``), its description is the workflow's (no ``last_tool_name``)
+    aborted_final_run_state: bool = False
+    #: an interrupted turn's result still names its line (``user_message_uuid``)
+    interrupted_result_names_line: bool = False
     #: the body of a successful ``set_model`` reply: the request's keys kept (None: the
     #: backend's reply passes as it is)
     set_model_reply: tuple[str, ...] | None = None
@@ -203,6 +210,8 @@ V332 = Target(
         "failed": "Stopped because the workflow failed",
     },
     set_model_reply=("model",),
+    interrupted_result_names_line=True,
+    aborted_final_run_state=True,
 )
 
 #: every version a target may name; the first is the default

@@ -313,3 +313,38 @@ def test_an_unknown_env_target_falls_back_to_the_default_stage_side() -> None:
             self.env = e
 
     assert tgt.target_of(Ctx()) is tgt.DEFAULT  # type: ignore[arg-type]
+
+
+def test_an_interrupted_turns_result_keeps_its_line_under_332() -> None:
+    def interrupted(frames: list[dict[str, Any]]) -> dict[str, Any]:
+        return next(r for r in of(frames, "result") if r["subtype"] == "error_during_execution")
+
+    old = interrupted(bridged("interrupt-midturn-workflow", "2.1.220"))
+    new = interrupted(bridged("interrupt-midturn-workflow", "2.1.332"))
+    theirs = interrupted(claude("interrupt-midturn-workflow"))
+    assert "user_message_uuid" not in old
+    assert {"user_message_uuid", "user_message_uuids"} <= set(theirs)
+    assert new["user_message_uuids"] == [new["user_message_uuid"]]
+
+
+def test_a_stopped_workflows_final_snapshot_is_332s() -> None:
+    def final(frames: list[dict[str, Any]]) -> dict[str, Any]:
+        return of(frames, "system/task_progress")[-1]
+
+    old = final(bridged("interrupt-midturn-workflow", "2.1.220"))
+    new = final(bridged("interrupt-midturn-workflow", "2.1.332"))
+    theirs = final(claude("interrupt-midturn-workflow"))
+    assert old["description"] == "Fan: slow-b"
+    assert "last_tool_name" in old
+    # the workflow's own description, as task_started gave it (Claude: its meta.description)
+    mine = of(bridged("interrupt-midturn-workflow", "2.1.332"), "system/task_started")[0]
+    assert new["description"] == mine["description"]
+    claudes = of(claude("interrupt-midturn-workflow"), "system/task_started")[0]
+    assert theirs["description"] == claudes["description"]
+    assert "last_tool_name" not in new
+    assert "last_tool_name" not in theirs
+    ended = [
+        e.get("endedWithRun") for e in new["workflow_progress"] if e["type"] == "workflow_agent"
+    ]
+    assert ended == ["stopped", "stopped"]
+    assert all("endedWithRun" not in e for e in old["workflow_progress"])
