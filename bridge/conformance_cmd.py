@@ -368,6 +368,9 @@ def main(argv: list[str]) -> int:
         return EXIT_ERROR
     if args.captures is None:
         args.captures = twins_dir(target)
+    if args.write_readme and target != TARGET_CLAUDE_VERSION:
+        _err("--write-readme writes the default target's table; use --markdown for --target")
+        return EXIT_ERROR
     try:
         known = load_known(target, args.known)
         all_names = scenario_names()

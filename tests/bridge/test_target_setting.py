@@ -91,3 +91,14 @@ def test_conformance_refuses_an_unknown_target() -> None:
     )
     assert p.returncode == 2
     assert "--target='1.0.0': not a target Claude Code version" in p.stderr
+
+
+def test_conformance_write_readme_is_the_default_targets_only() -> None:
+    p = subprocess.run(
+        [sys.executable, "-m", "bridge", "conformance", "--target", "2.1.332", "--write-readme"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert p.returncode == 2
+    assert "use --markdown for --target" in p.stderr
