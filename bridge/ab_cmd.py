@@ -57,6 +57,7 @@ class Side:
     spec: str  # claude | cbc | a command line
     via: str | None = None  # a bridge profile the backend runs behind
     label: str = ""  # the capture's file stem suffix
+    bridge_args: tuple[str, ...] = ()  # more ``ccbridge run`` options (``--target V``)
 
     def describe(self) -> str:
         return self.spec + (f" via {self.via}" if self.via else "")
@@ -166,6 +167,7 @@ async def _run_one(job: Job, time_limit: float | None) -> Outcome:
             via=job.side.via,
             time_limit=time_limit,
             source=job.path.name,
+            bridge_args=job.side.bridge_args,
         )
         completed = True
     except OSError as e:

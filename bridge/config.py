@@ -27,6 +27,7 @@ import attrs
 import cattrs
 
 from compat.framing import DEFAULT_MAX_LINE
+from compat.versions import TARGET_CLAUDE_VERSION, TARGET_VERSIONS
 
 #: log levels, quietest last; the default shows only what means something is wrong
 LEVELS = ("debug", "info", "warning", "error")
@@ -51,6 +52,7 @@ class Settings:
     eof_grace: float = 60.0
     stats: bool = False
     script_roots: list[str] = attrs.Factory(list)  # extra roots for workflow scripts
+    target: str = TARGET_CLAUDE_VERSION  # the Claude Code version emulated (compat.target)
 
 
 def _strict(expected: type, words: str) -> Any:
@@ -206,6 +208,10 @@ def load(env: Mapping[str, str]) -> Settings:
     settings.log_level = level(
         level_from if level_from != "log_level" else f"{where}: log_level", settings.log_level
     )
+    if env.get("CCBRIDGE_TARGET"):
+        settings.target = target("CCBRIDGE_TARGET", env["CCBRIDGE_TARGET"])
+    else:
+        settings.target = target(f"{where}: target", settings.target)
     if settings.log:
         check_log("CCBRIDGE_LOG" if env.get("CCBRIDGE_LOG") else f"{where}: log", settings.log)
     if settings.record:
@@ -229,6 +235,15 @@ def command_line(setting: str, value: str) -> list[str]:
     if not argv:
         raise ConfigError(f"{setting}: an empty command line")
     return argv
+
+
+def target(setting: str, value: str) -> str:
+    """A Claude Code version the rules can emulate (what each changes: ``compat.target``)."""
+    v = value.strip() if isinstance(value, str) else value
+    if v not in TARGET_VERSIONS:
+        known = ", ".join(TARGET_VERSIONS)
+        raise ConfigError(f"{setting}={value!r}: not a target Claude Code version (one of {known})")
+    return v
 
 
 def level(setting: str, value: str) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 import trio
 
-from bridge import ab_cmd
+from bridge import ab_cmd, config
 from bridge.cli import Parser
 from bridge.progress import Progress as Tracker
 from bridge.testing import runner
@@ -39,6 +39,7 @@ from compat import conformance
 from compat import conformance_render as render
 from compat.capture import Capture, CaptureError
 from compat.exits import Exit
+from compat.versions import TARGET_CLAUDE_VERSION
 
 EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 TWINS = runner.REPO / "captures" / "twins"
@@ -52,6 +53,54 @@ SIDES = {
 REGENERATE = "ccbridge conformance --regenerate --write-readme"
 #: every difference with both values, written next to the captures with --write-readme
 DETAILS = "CONFORMANCE.md"
+
+
+def twins_dir(target: str) -> Path:
+    """Where a target's twins live: ``captures/twins/`` for the default, else
+    ``captures/twins-<version>/``."""
+    return TWINS if target == TARGET_CLAUDE_VERSION else TWINS.with_name(f"twins-{target}")
+
+
+def known_file(target: str) -> Path | None:
+    """The known differences for a target: ``known_differences-<version>.toml`` when there
+    is one, else (None) the default file."""
+    f = ab_cmd.KNOWN_DIFFERENCES.with_name(f"known_differences-{target}.toml")
+    return f if target != TARGET_CLAUDE_VERSION and f.is_file() else None
+
+
+def load_known(target: str, explicit: Path | None = None) -> conformance.Known:
+    """``explicit``, else the target's entries (``known_file``) before the default's."""
+    if explicit is not None:
+        return ab_cmd.load_known_default(explicit)  # type: ignore[no-any-return]
+    default: conformance.Known = ab_cmd.load_known_default()
+    own = known_file(target)
+    if own is None:
+        return default
+    mine: conformance.Known = ab_cmd.load_known_default(own)
+    ids = {e.id for e in mine.entries}
+    return conformance.Known(mine.entries + tuple(e for e in default.entries if e.id not in ids))
+
+
+def sides(target: str, cache: Path | None = None) -> dict[str, ab_cmd.Side]:
+    """What each role runs for a target: the default's ``SIDES``; for another version the
+    Claude Code ``ccbridge drift`` installed (``<cache>/drift/claude-<version>``) and the
+    bridge run with ``--target <version>`` (the raw cbc run is the default twins')."""
+    if target == TARGET_CLAUDE_VERSION:
+        return dict(SIDES)
+    from bridge import backends
+    from bridge.drift_cmd import candidate_dir
+
+    d = candidate_dir("claude", target, cache or backends.cache_dir())
+    exe = backends._claude_in(d)
+    if exe is None:
+        raise runner.BackendNotFound(
+            f"Claude Code {target} not installed in {d}: run `ccbridge drift --only claude "
+            f"--claude-version {target}` (it installs it there)"
+        )
+    return {
+        "claude": ab_cmd.Side(str(exe), None, "claude"),
+        "cbc-bridged": ab_cmd.Side("cbc", "cbc-to-claude", "cbc-bridged", ("--target", target)),
+    }
 
 
 def _err(msg: str) -> None:
@@ -84,6 +133,10 @@ def load_rows(
     """One row per scenario: those given (missing captures shown as such), else every
     scenario that has a capture in ``d``."""
     files = twin_files(d)
+    if d.resolve() != TWINS.resolve():  # a target's twins: the raw cbc run is the default's
+        for name, raw in twin_files(TWINS).items():
+            if name in files and "cbc-raw" not in files[name] and "cbc-raw" in raw:
+                files[name]["cbc-raw"] = raw["cbc-raw"]
     rows = []
     for name in names if names is not None else sorted(files):
         caps: dict[str, Capture] = {}
@@ -94,14 +147,20 @@ def load_rows(
 
 
 def twin_jobs(
-    d: Path, scenarios: dict[str, Path], roles: tuple[str, ...] = conformance.ROLES
+    d: Path,
+    scenarios: dict[str, Path],
+    roles: tuple[str, ...] = conformance.ROLES,
+    run: dict[str, ab_cmd.Side] | None = None,
 ) -> list[ab_cmd.Job]:
-    """One job per scenario and role, capture ``d/<scenario>.<role>.jsonl``."""
+    """One job per scenario and role (those ``run`` has: default ``SIDES``), capture
+    ``d/<scenario>.<role>.jsonl``."""
     d.mkdir(parents=True, exist_ok=True)
+    run = SIDES if run is None else run
     return [
-        ab_cmd.Job(path, load(path), SIDES[role], d / f"{name}.{role}.jsonl")
+        ab_cmd.Job(path, load(path), run[role], d / f"{name}.{role}.jsonl")
         for name, path in scenarios.items()
         for role in roles
+        if role in run
     ]
 
 
@@ -234,11 +293,18 @@ def main(argv: list[str]) -> int:
         "Claude Code 2.1.220, scenario by scenario, and why it is not closer",
     )
     p.add_argument(
+        "--target",
+        default=TARGET_CLAUDE_VERSION,
+        metavar="VERSION",
+        help="the Claude Code version compared with (default %(default)s; 2.1.332: the twins "
+        "in captures/twins-2.1.332/, regenerated with that Claude and the bridge's --target)",
+    )
+    p.add_argument(
         "--captures",
         type=Path,
-        default=TWINS,
+        default=None,
         metavar="DIR",
-        help=f"the twin captures (default {TWINS})",
+        help=f"the twin captures (default {TWINS}, or captures/twins-VERSION/ for --target)",
     )
     p.add_argument(
         "--known",
@@ -297,7 +363,17 @@ def main(argv: list[str]) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     try:
-        known = ab_cmd.load_known_default(args.known)
+        target = config.target("--target", args.target)
+    except config.ConfigError as e:
+        _err(str(e))
+        return EXIT_ERROR
+    if args.captures is None:
+        args.captures = twins_dir(target)
+    if args.write_readme and target != TARGET_CLAUDE_VERSION:
+        _err("--write-readme writes the default target's table; use --markdown for --target")
+        return EXIT_ERROR
+    try:
+        known = load_known(target, args.known)
         all_names = scenario_names()
     except (OSError, conformance.KnownError, ScenarioError) as e:
         _err(str(e))
@@ -310,14 +386,15 @@ def main(argv: list[str]) -> int:
         if args.jobs < 1 or args.deadline <= 0:
             _err("--jobs and --deadline must be positive")
             return EXIT_ERROR
-        for name in ("claude", "cbc"):
-            try:
-                runner.resolve_target(name)
-            except runner.BackendNotFound as e:
-                _err(str(e))
-                return EXIT_ERROR
+        try:
+            run = sides(target)
+            for side in run.values():
+                runner.resolve_target(side.spec)
+        except runner.BackendNotFound as e:
+            _err(str(e))
+            return EXIT_ERROR
         todo = {n: all_names[n] for n in (args.only or all_names)}
-        work = twin_jobs(args.captures, todo)
+        work = twin_jobs(args.captures, todo, run=run)
         tracker = Tracker([(j.scenario.name, j.side.label) for j in work], quiet=args.quiet)
         outcomes = trio.run(
             lambda: regenerate(

@@ -29,8 +29,13 @@ EXIT_NO_BACKEND = Exit.NOT_FOUND
 
 
 def version_text() -> str:
-    # SDKs parse the first "X.Y.Z": the emulated Claude version comes first
-    return f"{TARGET_CLAUDE_VERSION} (Claude Code; ccbridge {__version__} on cbc)"
+    # SDKs parse the first "X.Y.Z": the emulated Claude version comes first (the target
+    # CCBRIDGE_TARGET names; a bad one is reported when a session starts)
+    from compat.versions import TARGET_VERSIONS
+
+    named = os.environ.get("CCBRIDGE_TARGET", "").strip()
+    version = named if named in TARGET_VERSIONS else TARGET_CLAUDE_VERSION
+    return f"{version} (Claude Code; ccbridge {__version__} on cbc)"
 
 
 def bundled_cbc() -> str | None:
@@ -79,7 +84,8 @@ def help_text() -> str:
             + ", ".join(f"{c} -> {b}" for c, b, _ in ENV_TABLE if c != "-" and b != "-"),
             "",
             "Bridge environment: CCBRIDGE_BACKEND, CODEBUDDY_CODE_PATH, CCBRIDGE_RULES,",
-            "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG (see the ccbridge README);",
+            "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG, CCBRIDGE_TARGET (the Claude Code",
+            "version emulated: 2.1.220, the default, or 2.1.332; see the ccbridge README);",
             "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS bounds the wind-down after stdin EOF.",
         ]
     )
@@ -157,5 +163,6 @@ def _run(client_argv: list[str]) -> int:
         max_line=settings.max_line,
         eof_grace=settings.eof_grace,
         script_roots=settings.script_roots,
+        target=settings.target,
         source="claude-on-cbc",
     )

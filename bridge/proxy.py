@@ -42,6 +42,7 @@ def build_engine(
     epoch_ms: int | None = None,
     strict: bool = False,
     cwd: str | None = None,
+    target: str = TARGET_CLAUDE_VERSION,
 ) -> Engine:
     """``cwd``: the directory the backend is started in (default: ours); workflow scripts
     are read only below it (or ``script_roots``), whatever ``cwd`` the backend reports."""
@@ -51,7 +52,7 @@ def build_engine(
         new_uuid=lambda: str(uuid.uuid4()),
         read_script=script_reader(cwd or os.getcwd(), script_roots),
         epoch_ms=epoch_ms if epoch_ms is not None else _epoch_ms_now(),
-        target_version=TARGET_CLAUDE_VERSION,
+        target_version=target,
     )
     kwargs = {"max_line": max_line} if max_line else {}
     return Engine(up, down, env, strict=strict, **kwargs)
@@ -135,11 +136,14 @@ async def serve_stdio(
     client_argv: Sequence[str] | None = None,
     headless: HeadlessIO | None = None,
     backend: BackendFactory | None = None,
+    target: str = TARGET_CLAUDE_VERSION,
 ) -> int:
     """One session on our stdio. ``backend``: the backend already started (``bridge.launch``
     then ``bridge.driver.adopt``); by default the session spawns ``backend_argv``."""
     rules = wind_down_rules(profile, rules, env)
-    engine = build_engine(profile, rules, max_line=max_line, script_roots=script_roots)
+    engine = build_engine(
+        profile, rules, max_line=max_line, script_roots=script_roots, target=target
+    )
     set_launch_facts(engine, profile, client_argv, env)
     path = record_file(record)
     recorder = None

@@ -45,7 +45,16 @@ def main(argv: list[str]) -> int:
         help="seconds the backend may take to exit after the client's EOF",
     )
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--target",
+        metavar="VERSION",
+        default=None,
+        help="the Claude Code version cbc-to-claude emulates: 2.1.220 (default) or 2.1.332 "
+        "(or CCBRIDGE_TARGET / target = in ccbridge.toml)",
+    )
     args = p.parse_args(own)
+    if args.target is not None:
+        config.target("--target", args.target)
     if args.record:
         config.check_out_file("--record", args.record)
     if args.eof_grace is not None:
@@ -109,4 +118,5 @@ def main(argv: list[str]) -> int:
         max_line=args.max_line or settings.max_line,
         eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
         script_roots=settings.script_roots,
+        target=args.target.strip() if args.target else settings.target,
     )

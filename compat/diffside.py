@@ -44,6 +44,8 @@ ID_KEYS = {
     "tool_use_id": "tool_use",
     "parent_tool_use_id": "tool_use",
     "agentId": "agent",
+    "run_id": "run",  # Claude 2.1.332's per-task run id (origin.runId names the same)
+    "runId": "run",
     "request_id": "request",
     "command_uuid": "command",
     "user_message_uuid": "command",

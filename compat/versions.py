@@ -33,6 +33,9 @@ def spec_for(v: Verified, package_version: str) -> str:
 
 #: the Claude Code version the cbc-to-claude profile makes a stream look like by default
 TARGET_CLAUDE_VERSION = "2.1.220"
+#: the versions ``--target`` / ``CCBRIDGE_TARGET`` / ``target =`` may name (what each
+#: changes: ``compat.target``); the first is the default
+TARGET_VERSIONS = (TARGET_CLAUDE_VERSION, "2.1.332")
 #: Claude Code versions a target may name (``--target``); the first is the default
 CLAUDE = Verified(
     "claude", TARGET_CLAUDE_VERSION, "npm", "@anthropic-ai/claude-code", TARGET_CLAUDE_VERSION

@@ -293,6 +293,7 @@ async def run(
     source: str | None = None,
     keep_root: bool = False,
     dump_requests: Path | None = None,
+    bridge_args: tuple[str, ...] = (),
 ) -> RunResult:
     dirs = make_root()
     mark = secrets.token_hex(8)
@@ -327,6 +328,7 @@ async def run(
                     shlex.join(target.argv),
                     "--record",
                     cap,
+                    *bridge_args,
                     "--",
                     *base,
                     *args,

@@ -56,10 +56,34 @@ from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT
+from compat.target import target_of
 from compat.taskkit import remember
 
 #: setters cbc refuses before its first turn; answered at once, sent once it has a session
 _SETTERS = frozenset({"set_permission_mode", "set_model"})
+
+
+def for_target(ctx: Context, reply: dict[str, Any], req: ControlRequest | None) -> dict[str, Any]:
+    """A control reply in the target's shape (compat.target): an error's ``error_code``
+    (2.1.332), a successful ``set_model``'s body (2.1.332: ``{model}``, the model set);
+    ``reply`` itself when nothing changes."""
+    target = target_of(ctx)
+    resp = reply.get("response")
+    if not isinstance(resp, dict):
+        return reply
+    if resp.get("subtype") == "error":
+        message = resp.get("error")
+        code = target.error_code(message) if isinstance(message, str) else None
+        if code is None or "error_code" in resp:
+            return reply
+        return {**reply, "response": {**resp, "error_code": code}}
+    keep = target.set_model_reply
+    if keep is None or req is None or req.subtype != "set_model":
+        return reply
+    body = {k: req.request.get(k) for k in keep}
+    if resp.get("response") == body:
+        return reply
+    return {**reply, "response": {**resp, "response": body}}
 
 
 @register
@@ -226,6 +250,7 @@ class UnsupportedControl(Stage):
     def _answer(self, ctx: Context, reply: dict[str, Any], what: str) -> Output:
         rid = reply["response"]["request_id"]
         req = ctx.state.control.requests.get(rid)
+        reply = for_target(ctx, reply, req)
         if req is not None:
             req.answered = True  # should the backend answer it anyway, that reply is dropped
         ctx.emit("down", Frame.from_obj(reply), self.rule)
@@ -364,15 +389,17 @@ class ControlReply(Stage):
                 return ()
             req.answered = True
         if sub != "error":
-            return None
+            shaped = for_target(ctx, obj, req)
+            return None if shaped is obj else (frame.replace(shaped),)
         message = resp.get("error")
         message = message if isinstance(message, str) else ""
         better = ck.reworded(message)
         if better is not None:
-            return (ck.with_response(frame, {**resp, "error": better}),)
+            fixed = ck.with_response(frame, {**resp, "error": better})
+            return (fixed.replace(for_target(ctx, fixed.obj, req)),)
         if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
             control.deferred.append(req.request)
-            ok = {"subtype": "success", "request_id": rid, "response": {}}
+            ok = for_target(ctx, ck.success(rid, {}), req)["response"]
             return (ck.with_response(frame, ok),)
         return None
 

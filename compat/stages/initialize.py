@@ -50,6 +50,7 @@ from compat import controlkit as ck
 from compat.frames import Frame, list_at, loads
 from compat.redact import redact_obj, strip_obj
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.target import target_of, values
 
 #: Claude's marker between the static and the dynamic system prompt blocks (TS SDK
 #: ``SYSTEM_PROMPT_DYNAMIC_BOUNDARY``)
@@ -239,6 +240,16 @@ class InitializeReply(Stage):
         if isinstance(current, str) and current:
             ctx.state.control.default_model = current
         out = claude_initialize(body, ctx.state.pid)
+        target = target_of(ctx)
+        outer: dict[str, Any] = {}
+        if target.initialize_keys or target.model_keys:  # the target's newer keys
+            mode = body.get("permissionMode", body.get("currentPermissionMode"))
+            facts = {"permission_mode": mode if isinstance(mode, str) and mode else "default"}
+            for key, value in values(target.initialize_keys, facts):
+                out.setdefault(key, value)
+            extra = values(target.model_keys, {})
+            out["models"] = [{**m, **{k: v for k, v in extra if k not in m}} for m in out["models"]]
+            outer = {k: v for k, v in values(target.initialize_outer_keys, {}) if k not in resp}
         scrub = strip_obj if self.mode == "strip" else redact_obj
         out, n = scrub(out)
         if n:
@@ -249,7 +260,7 @@ class InitializeReply(Stage):
                 f"{'removed' if self.mode == 'strip' else 'replaced'}",
                 "info",
             )
-        return (ck.with_response(frame, {**resp, "response": out}),)
+        return (ck.with_response(frame, {**resp, "response": out, **outer}),)
 
 
 def claude_initialize(body: dict[str, Any], pid: int) -> dict[str, Any]:

@@ -38,6 +38,7 @@ import attrs
 
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
+from compat.target import target_of
 from compat.taskkit import (
     MAX_LIVE_TASKS,
     NOTIFICATION_OF,
@@ -259,6 +260,8 @@ class TasksSnapshot(Stage):
     _over: bool = attrs.field(default=False, init=False)
     #: a live task was forgotten (registry full): no snapshot can be complete any more
     _incomplete: bool = attrs.field(default=False, init=False)
+    #: ended tasks whose snapshot follows their notification (compat.target)
+    _owed: dict[str, bool] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -270,11 +273,11 @@ class TasksSnapshot(Stage):
             if tid in self._live:
                 return None
             d = obj.get("description")
-            entry = {
-                "task_id": tid,
-                "task_type": obj.get("task_type"),
-                "description": d if isinstance(d, str) else "",
-            }
+            entry = {"task_id": tid, "task_type": obj.get("task_type")}
+            sub = obj.get("subagent_type")
+            if target_of(ctx).snapshot_subagent_type and isinstance(sub, str):
+                entry["subagent_type"] = sub
+            entry["description"] = d if isinstance(d, str) else ""
             if len(self._live) >= MAX_LIVE_TASKS:
                 del self._live[next(iter(self._live))]
                 ctx.count(self.rule, "forgotten")
@@ -288,15 +291,21 @@ class TasksSnapshot(Stage):
                     )
             self._live[tid] = entry
             return self._with_snapshot(frame, ctx)
+        after = target_of(ctx).snapshot_after_notification
+        if after and st == "task_notification" and self._owed.pop(tid, False):
+            return self._with_snapshot(frame, ctx, after=True)  # 2.1.332: after the end
         if tid not in self._live:
             return None
         if st == "task_updated" and patch_status(obj) not in TERMINAL:
             return None
         # the terminal task_updated (or a notification that came without one)
         del self._live[tid]
-        return self._with_snapshot(frame, ctx)
+        if after and st == "task_updated":
+            remember(self._owed, tid, True)  # sent after the task's notification
+            return None
+        return self._with_snapshot(frame, ctx, after=after)
 
-    def _with_snapshot(self, frame: Frame, ctx: Context) -> Output:
+    def _with_snapshot(self, frame: Frame, ctx: Context, after: bool = False) -> Output:
         """The snapshot and ``frame``; ``frame`` alone when the snapshot would not list every
         live task within ``max_tasks`` (counted, logged once per stretch)."""
         n = len(self._live)
@@ -319,4 +328,4 @@ class TasksSnapshot(Stage):
         snap = Frame.synth(
             system_frame(ctx, "background_tasks_changed", {"tasks": tasks}), self.rule
         )
-        return (snap, frame)
+        return (frame, snap) if after else (snap, frame)

@@ -39,6 +39,7 @@ import attrs
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import TURN_CONTENT, is_interrupt_receipt
+from compat.target import target_of
 
 
 def lifecycle(command_uuid: str, state: str, ctx: Context, session_id: str) -> dict[str, Any]:
@@ -107,7 +108,10 @@ class CommandLifecycle(Stage):
             return (*out, frame) if out else None
         reason = obj.get("terminal_reason")
         if interrupted or (isinstance(reason, str) and reason.startswith("aborted")):
-            if "user_message_uuid" in obj:
+            if target_of(ctx).interrupted_result_names_line:  # 2.1.332 (compat.target)
+                if obj.get("user_message_uuid") != line:
+                    frame = frame.replace({**obj, "user_message_uuid": line})
+            elif "user_message_uuid" in obj:
                 frame = frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
             ctx.count(self.rule, "cancelled")
             return (*out, frame, self._synth(line, "cancelled", ctx, sid))

@@ -63,6 +63,7 @@ import orjson
 
 from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
+from compat.target import run_id, target_of, values
 from compat.wire import Result, fill
 
 #: cbc 2.163.0's error for --max-turns (Claude: error_max_turns)
@@ -137,6 +138,12 @@ class InitShape(Stage):
     #: what apiKeySource says when cbc's value is not one of Claude's
     api_key_source: str = "none"
 
+    @property
+    def _default_caps(self) -> bool:
+        """``capabilities`` left at its default: the target's list applies (2.1.332's 23);
+        a value given with ``--rule init-shape.capabilities=`` always wins."""
+        return self.capabilities == "interrupt_receipt_v1"
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj: dict[str, Any] = frame.obj
         new = dict(obj)
@@ -146,8 +153,11 @@ class InitShape(Stage):
         for key in INIT_LISTS:
             if not isinstance(new.get(key), list):
                 new[key] = []
+        target = target_of(ctx)
         if not isinstance(new.get("capabilities"), list):
-            new["capabilities"] = [c.strip() for c in self.capabilities.split(",") if c.strip()]
+            given = [c.strip() for c in self.capabilities.split(",") if c.strip()]
+            caps = target.init_capabilities
+            new["capabilities"] = list(caps) if caps is not None and self._default_caps else given
         for key in ("output_style", "permissionMode"):
             if not isinstance(new.get(key), str):
                 new[key] = "default"
@@ -157,6 +167,13 @@ class InitShape(Stage):
         for key, value in INIT_FEATURES.items():
             if key not in new:
                 new[key] = dict(value) if isinstance(value, dict) else value
+        if target.init_keys:  # the target's newer keys (compat.target), before none of ours
+            pending = ctx.state.control.pending_user
+            facts: dict[str, Any] = {"cwd": ctx.state.cwd or str_at(new, "cwd") or ""}
+            if pending and pending[0] is not None:
+                facts["turn_line_uuids"] = [pending[0]]
+            for key, value in values(target.init_keys, facts):
+                new.setdefault(key, value)
         if new == obj:
             return None
         return (frame.replace(new),)
@@ -189,7 +206,9 @@ class ResultShape(Stage):
 
     rule: ClassVar[str] = "result-shape"
     modes: ClassVar[tuple[str, ...]] = ("claude", "all-errors")
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"result", "assistant", "user"})
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"result", "assistant", "user", "system/task_started", "system/task_notification"}
+    )
 
     #: the last main-thread message of the turn: seen at all, its id, the stop_reason cbc
     #: gave it (None: none), whether it made a tool call
@@ -203,10 +222,19 @@ class ResultShape(Stage):
     #: cbc's "Max turns (N) exceeded" assistant notice, held until the result says whether
     #: it was cbc's (then dropped: Claude writes no such message) or the model's own text
     _notice: Frame | None = attrs.field(default=None, init=False)
+    #: for a target with ``subagent_stats`` (compat.target): background agents started /
+    #: ended, by type and outcome; the results so far; the last task notified
+    _agents: dict[str, dict[str, int]] = attrs.field(factory=dict, init=False)
+    _results: int = attrs.field(default=0, init=False)
+    _last_notified: str | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj: dict[str, Any] = frame.obj
         t = obj.get("type")
+        if t == "system":
+            if target_of(ctx).result_keys or target_of(ctx).origin_run:
+                self._task_frame(obj)
+            return None
         if t == "result":
             if self._notice is None:
                 return self._result(frame, obj, ctx)
@@ -275,9 +303,79 @@ class ResultShape(Stage):
         self._message, self._message_id, self._wire_stop = False, None, None
         self._tool_call, self._user_messages = False, 0
         new["permission_denials"] = self._denials(new.get("permission_denials"), ctx)
+        self._target_keys(new, ctx)
         if new == obj:
             return None
         return (frame.replace(new),)
+
+    # -- the target's newer result keys (compat.target) ---------------------------------
+    def _task_frame(self, obj: dict[str, Any]) -> None:
+        tid = obj.get("task_id")
+        if not isinstance(tid, str):
+            return
+        if obj.get("subtype") == "task_notification":
+            self._last_notified = tid
+        if obj.get("task_type") == "local_agent" and obj.get("subtype") == "task_started":
+            sub = obj.get("subagent_type")
+            self._agents.setdefault("by_type", {})
+            key = sub if isinstance(sub, str) and sub else "general-purpose"
+            self._agents["by_type"][key] = self._agents["by_type"].get(key, 0) + 1
+            self._agents.setdefault("ids", {})[tid] = 1
+        elif obj.get("subtype") == "task_notification" and tid in self._agents.get("ids", {}):
+            del self._agents["ids"][tid]
+            status = str_at(obj, "status") or ""
+            outcome = {"completed": "completed", "failed": "failed"}.get(status, "killed")
+            self._agents.setdefault("ended", {})
+            self._agents["ended"][outcome] = self._agents["ended"].get(outcome, 0) + 1
+
+    def _subagent_stats(self) -> dict[str, Any]:
+        n = sum(self._agents.get("by_type", {}).values())
+        ended = self._agents.get("ended", {})
+        return {
+            "spawned": n,
+            "requested": {"background": n, "foreground": 0, "unset": 0},
+            "started_in_background": n,
+            "max_depth": 1 if n else 0,
+            "spawned_by_subagents": 0,
+            "completed": ended.get("completed", 0),
+            "failed": ended.get("failed", 0),
+            "killed": {"parent": 0, "user": ended.get("killed", 0), "system": 0},
+            "refused": {"depth_limit": 0, "concurrency_limit": 0, "budget": 0},
+            "by_type": dict(self._agents.get("by_type", {})),
+        }
+
+    def _target_keys(self, new: dict[str, Any], ctx: Context) -> None:
+        target = target_of(ctx)
+        if target.origin_run:
+            origin = new.get("origin")
+            if (
+                isinstance(origin, dict)
+                and origin.get("kind") == "task-notification"
+                and self._last_notified is not None
+                and "runId" not in origin
+            ):
+                new["origin"] = {
+                    **origin,
+                    "producer": "session-task",
+                    "runId": run_id(self._last_notified),
+                }
+        if target.usage_keys and isinstance(new.get("usage"), dict):
+            usage = dict(new["usage"])
+            for key, value in values(target.usage_keys, {}):
+                usage.setdefault(key, value)
+            new["usage"] = usage
+        if not target.result_keys:
+            return
+        facts: dict[str, Any] = {
+            "subagent_stats": self._subagent_stats(),
+            "result_index": self._results,
+        }
+        line = new.get("user_message_uuid")
+        if isinstance(line, str):
+            facts["result_line_uuids"] = [line]
+        self._results += 1
+        for key, value in values(target.result_keys, facts):
+            new.setdefault(key, value)
 
     def _outcome(self, new: dict[str, Any]) -> tuple[Any, bool]:
         """``subtype``, ``is_error``, ``result``, ``terminal_reason`` and ``errors`` as

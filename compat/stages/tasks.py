@@ -41,6 +41,7 @@ import attrs
 from compat.frames import Frame
 from compat.session import TaskInfo
 from compat.stage import Context, Output, Stage, register
+from compat.target import Target, insert_after, run_id, target_of, values
 from compat.taskkit import (
     AGENT_TOOLS,
     NOTIFICATION_OF,
@@ -388,6 +389,29 @@ _SHAPE: dict[str, tuple[Default, ...]] = {
 }
 
 
+def _target_keys(target: Target, new: dict[str, Any], tid: str | None, st: Any) -> dict[str, Any]:
+    """The target's newer task keys (compat.target): ``run_id`` after ``task_id`` (also on
+    every snapshot entry), ``task_started``'s ``is_backgrounded``/``spawn_depth``."""
+    if target.run_id:
+        if tid is not None and "run_id" not in new:
+            new = insert_after(new, "task_id", "run_id", run_id(tid))
+        tasks = new.get("tasks")
+        if st == "background_tasks_changed" and isinstance(tasks, list):
+            new["tasks"] = [
+                insert_after(e, "task_id", "run_id", run_id(e["task_id"]))
+                if isinstance(e, dict) and isinstance(e.get("task_id"), str) and "run_id" not in e
+                else e
+                for e in tasks
+            ]
+    if st == "task_started":
+        keys = target.started_keys.get(str(new.get("task_type")), ())
+        anchor = "subagent_type" if "subagent_type" in new else "description"
+        for key, value in reversed(values(keys, {})):
+            if key not in new:
+                new = insert_after(new, anchor, key, value)
+    return new
+
+
 @register
 @attrs.define
 class TaskFields(Stage):
@@ -429,6 +453,9 @@ class TaskFields(Stage):
         if tid is None and st != "background_tasks_changed":
             return None if new == obj else (frame.replace(new),)
         new = ordered(new)
+        target = target_of(ctx)
+        if target.run_id or target.started_keys:
+            new = _target_keys(target, new, tid, st)
         if new == obj and list(new) == list(obj):
             return None
         return (frame.replace(new),)

@@ -42,6 +42,7 @@ import attrs
 
 from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
+from compat.target import target_of
 from compat.taskkit import (
     AGENT_TOOLS,
     FALLBACK_WORKFLOW_DESCRIPTION,
@@ -383,7 +384,10 @@ class ProgressFinal(Stage):
                     e = {k: v for k, v in e.items() if k != "endedAt"}
                     e["state"] = state
                     if state == "error":
-                        e.setdefault("error", ABORTED[run.status])  # type: ignore[index]
+                        words = target_of(ctx).aborted_agent_error or ABORTED
+                        e.setdefault("error", words[run.status])  # type: ignore[index]
+                        if target_of(ctx).aborted_final_run_state:
+                            e.setdefault("endedWithRun", run.status)
                 fixed.append(e)
             entries = fixed
         if entries == base or not entries:
@@ -391,6 +395,9 @@ class ProgressFinal(Stage):
         if run.last is not None:
             snap = {k: v for k, v in run.last.items() if k not in ("uuid", "session_id")}
             snap["workflow_progress"] = entries
+            if state == "error" and target_of(ctx).aborted_final_run_state and info:
+                snap["description"] = info.description or snap.get("description", "")
+                snap.pop("last_tool_name", None)  # 2.1.332: the workflow's own line
             return system_frame(
                 ctx,
                 "task_progress",
