@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from bridge import ab_cmd
 from bridge import conformance_cmd as cc
 from compat.capture import Capture
 
@@ -43,7 +44,7 @@ def test_core_scenarios_conform_under_332_with_every_difference_explained(name: 
     assert row.bridged is not None
     unexplained = [d.path for d in row.bridged.unexplained] if row.bridged else []
     assert row.unexplained == 0, unexplained
-    caps = {role: cc.ab_cmd.read(p) for role, p in files[name].items()}
+    caps = {role: ab_cmd.read(p) for role, p in files[name].items()}
     assert caps["claude"].header.get("backend_version") == "2.1.332"
     init = next(f for f in frames(caps["cbc-bridged"]) if f.get("subtype") == "init")
     assert init["claude_code_version"] == "2.1.332"  # the bridge ran with --target 2.1.332

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge import config, dropin
+from bridge import ab_cmd, config, dropin
 
 
 def test_default_env_and_config_file(tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_conformance_knows_which_claude_and_bridge_a_target_runs(tmp_path: Path)
     assert run["cbc-bridged"].via == "cbc-to-claude"
     assert run["cbc-bridged"].bridge_args == ("--target", "2.1.332")
     assert "cbc-raw" not in run  # the raw cbc run does not depend on the target
-    scenario = {"bg-bash": cc.ab_cmd.SCENARIOS / "bg-bash.toml"}
+    scenario = {"bg-bash": ab_cmd.SCENARIOS / "bg-bash.toml"}
     jobs = cc.twin_jobs(tmp_path / "out", scenario, run=run)
     assert [j.out.name for j in jobs] == ["bg-bash.claude.jsonl", "bg-bash.cbc-bridged.jsonl"]
 

@@ -12,7 +12,7 @@ import itertools
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 import pytest
@@ -48,7 +48,7 @@ def bridged(name: str, version: str, rules: tuple[str, ...] = ()) -> list[dict[s
     up, down = build("cbc-to-claude", parse_rule_settings(list(rules)))
     eng = Engine(up, down, env(version), strict=True)
     cap = parse((TWINS / f"{name}.cbc-bridged.jsonl").read_bytes().splitlines())
-    events = []
+    events: list[tuple[float, int, Literal["client", "backend", "exit"], bytes]] = []
     for n, r in enumerate(cap.records):
         if r.kind in ("stdout", "client_in"):
             events.append((r.t, n, "backend" if r.kind == "stdout" else "client", r.data))
@@ -299,8 +299,8 @@ def test_set_model_answered_before_the_session_has_the_model_under_332() -> None
     for version, body in (("2.1.220", {}), ("2.1.332", {"model": "kimi"})):
         up, down = build("cbc-to-claude", {})
         eng = Engine(up, down, env(version), strict=True)
-        msg = {"type": "control_request", "request_id": "r1", "request": {"subtype": "set_model"}}
-        msg["request"]["model"] = "kimi"
+        request = {"subtype": "set_model", "model": "kimi"}
+        msg = {"type": "control_request", "request_id": "r1", "request": request}
         got = out(eng.feed("client", json.dumps(msg).encode() + b"\n", 0.0))
         assert got[0]["response"]["response"] == body
 
