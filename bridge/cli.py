@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
 from compat import TARGET_CLAUDE_VERSION, __version__
@@ -20,18 +20,33 @@ def _version() -> str:
     return f"ccbridge {__version__} (emulates Claude Code {TARGET_CLAUDE_VERSION})"
 
 
-def _lazy(module: str) -> Callable[[list[str]], int]:
-    def run(argv: list[str]) -> int:
+#: a subcommand: (its argv, the environment ``main`` was given) -> exit status
+Command = Callable[[list[str], Mapping[str, str]], int]
+
+
+def _lazy(module: str, *, session: bool = False) -> Command:
+    """The command in ``module``, imported when run. ``session``: its ``main`` takes the
+    environment too (the session commands read their settings and the backend's
+    environment from it); the tools read only their argv."""
+
+    def run(argv: list[str], env: Mapping[str, str]) -> int:
         import importlib
 
-        return int(importlib.import_module(module).main(argv))
+        main = importlib.import_module(module).main
+        return int(main(argv, env) if session else main(argv))
 
     return run
 
 
-COMMANDS: dict[str, tuple[str, Callable[[list[str]], int]]] = {
-    "run": ("relay a client and a backend through a profile", _lazy("bridge.run_cmd")),
-    "record": ("run a backend directly and record the session", _lazy("bridge.record_cmd")),
+COMMANDS: dict[str, tuple[str, Command]] = {
+    "run": (
+        "relay a client and a backend through a profile",
+        _lazy("bridge.run_cmd", session=True),
+    ),
+    "record": (
+        "run a backend directly and record the session",
+        _lazy("bridge.record_cmd", session=True),
+    ),
     "replay": ("serve a capture as a backend", _lazy("bridge.replay")),
     "rules": ("list the rules, their modes and profiles", _lazy("bridge.rules_cmd")),
 }
@@ -55,7 +70,7 @@ OPTIONAL = {
 }
 
 
-def _commands() -> dict[str, tuple[str, Callable[[list[str]], int]]]:
+def _commands() -> dict[str, tuple[str, Command]]:
     import importlib.util
 
     cmds = dict(COMMANDS)
@@ -65,8 +80,11 @@ def _commands() -> dict[str, tuple[str, Callable[[list[str]], int]]]:
     return cmds
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """``ccbridge``; ``argv`` defaults to ``sys.argv[1:]``, ``env`` to ``os.environ`` (tests
+    call it in-process with both)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    environ = os.environ if env is None else env
     cmds = _commands()
     if not args or args[0] in ("-h", "--help", "help"):
         lines = [f"usage: ccbridge COMMAND [ARGS...]   ({_version()})", "", "commands:"]
@@ -81,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if name not in cmds:
         print(f"ccbridge: unknown command {name!r} (try ccbridge --help)", file=sys.stderr)
         return EXIT_USAGE
-    return guarded(lambda: cmds[name][1](rest))
+    return guarded(lambda: cmds[name][1](rest, environ))
 
 
 def guarded(fn: Callable[[], int]) -> int:
@@ -114,7 +132,7 @@ def guarded(fn: Callable[[], int]) -> int:
 USAGE_ERRORS = (
     ("bridge.config", "ConfigError"),
     ("compat.capture", "CaptureError"),
-    ("compat.profiles", "RuleError"),
+    ("compat.rulespec", "RuleError"),
 )
 
 

@@ -26,7 +26,9 @@ from typing import Any
 import attrs
 import cattrs
 
+from compat import rulespec
 from compat.framing import DEFAULT_MAX_LINE
+from compat.rulespec import RuleSettings
 from compat.versions import TARGET_CLAUDE_VERSION, TARGET_VERSIONS
 
 #: log levels, quietest last; the default shows only what means something is wrong
@@ -44,7 +46,8 @@ class ConfigError(Exception):
 class Settings:
     backend: str | None = None  # a command line, shlex-split
     profile: str = "cbc-to-claude"
-    rules: dict[str, str] = attrs.Factory(dict)  # {"late-progress": "pass", ...}
+    #: parsed once (``compat.rulespec``): {"late-progress": {"mode": "pass", "grace": "2"}}
+    rules: RuleSettings = attrs.Factory(dict)
     record: str | None = None  # a directory: one capture per session
     log: str | None = None  # a file; default stderr
     log_level: str = DEFAULT_LOG_LEVEL
@@ -139,23 +142,34 @@ def _list_hook(value: Any, _: Any) -> list[str]:
     return list(value)
 
 
-def _rules_hook(value: Any, _: Any) -> dict[str, str]:
+def _rules_hook(value: Any, _: Any) -> RuleSettings:
+    """``[rules]``: ``"late-progress" = "pass"``, ``"late-progress.grace" = 2`` or, TOML's
+    dotted keys, ``late-progress.grace = 2`` (a table per rule)."""
     if not isinstance(value, dict):
         raise ValueError(f"must be a table of rule settings, not {_shown(value)}")
-    out: dict[str, str] = {}
+    items: list[str] = []
     for k, v in value.items():
-        if isinstance(v, bool):
-            v = "on" if v else "off"
-        elif isinstance(v, (int, float)):
-            v = repr(v)
-        if not isinstance(v, str):
-            raise ValueError(f"{k} must be a string or number, not {_shown(v)}")
-        out[str(k)] = v
-    return out
+        for key, one in v.items() if isinstance(v, dict) else [("", v)]:
+            name = f"{k}.{key}" if key and key != "mode" else str(k)
+            items.append(f"{name}={_rule_value(name, one)}")
+    try:
+        return rulespec.parse(items)
+    except rulespec.RuleError as e:
+        raise ValueError(str(e)) from e
+
+
+def _rule_value(name: str, v: Any) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if not isinstance(v, str):
+        raise ValueError(f"{name} must be a string or number, not {_shown(v)}")
+    return v
 
 
 _converter.register_structure_hook_func(lambda t: t == list[str], _list_hook)
-_converter.register_structure_hook_func(lambda t: t == dict[str, str], _rules_hook)
+_converter.register_structure_hook_func(lambda t: t == RuleSettings, _rules_hook)
 
 
 def load(env: Mapping[str, str]) -> Settings:
@@ -182,12 +196,10 @@ def load(env: Mapping[str, str]) -> Settings:
     if env.get("CCBRIDGE_PROFILE"):
         settings.profile = env["CCBRIDGE_PROFILE"]
     if env.get("CCBRIDGE_RULES"):
-        for part in env["CCBRIDGE_RULES"].split(","):
-            if part.strip():
-                k, eq, v = part.partition("=")
-                if not eq or not k.strip():
-                    raise ConfigError(f"CCBRIDGE_RULES: {part.strip()!r} is not ID=VALUE")
-                settings.rules[k.strip()] = v.strip()
+        try:
+            settings.rules = rulespec.parse([env["CCBRIDGE_RULES"]], into=settings.rules)
+        except rulespec.RuleError as e:
+            raise ConfigError(f"CCBRIDGE_RULES: {e}") from e
     if env.get("CCBRIDGE_RECORD"):
         settings.record = env["CCBRIDGE_RECORD"]
     if env.get("CCBRIDGE_LOG"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 # light on purpose: `--version` and `--help` answer before trio, the config, the proxy or
@@ -91,7 +91,9 @@ def help_text() -> str:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """The drop-in; ``argv`` (default ``sys.argv[1:]``) is the client's, ``env`` (default
+    ``os.environ``) the bridge's settings and the backend's environment."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-v", "--version", "-V"):
         print(version_text())
@@ -101,15 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from bridge.cli import guarded
 
-    return guarded(lambda: _run(args))
+    return guarded(lambda: _run(args, dict(os.environ if env is None else env)))
 
 
-def _run(client_argv: list[str]) -> int:
+def _run(client_argv: list[str], env: dict[str, str]) -> int:
     """Settings, the backend, the launch line: then the backend is spawned, and only then
     are trio, the proxy and the stages imported (they load while the backend boots)."""
     from bridge import backends, config, launch
 
-    env = dict(os.environ)
     settings = config.load(env)
     early = launch.DeferredLog()
     headless: HeadlessIO | None = None
@@ -142,27 +143,15 @@ def _run(client_argv: list[str]) -> int:
             "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk."
         )
         return EXIT_NO_BACKEND
-    argv = launch.backend_command(backend, settings.profile, client_argv, early, settings.rules)
-    started = launch.start(
-        argv, launch.backend_env(settings.profile, env, client_argv, settings.rules)
-    )
-    return launch.serve(
-        started,
+    plan = launch.plan(
+        "claude-on-cbc",
+        settings.profile,
+        backend,
+        client_argv,
+        env,
+        settings.rules,
         early,
-        log_path=settings.log,
-        log_level=settings.log_level,
-        profile=settings.profile,
-        client_argv=client_argv,
-        headless=headless,
-        prepared=prepared,
-        backend_argv=argv,
-        rules=settings.rules,
-        env=env,
-        record=settings.record,
-        stats=settings.stats,
-        max_line=settings.max_line,
-        eof_grace=settings.eof_grace,
-        script_roots=settings.script_roots,
-        target=settings.target,
-        source="claude-on-cbc",
+        **launch.options(settings),
     )
+    started = launch.start(plan.backend_argv, plan.backend_env)
+    return launch.serve(started, early, plan, headless=headless, prepared=prepared)

@@ -21,13 +21,8 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 
-import trio
-
-from bridge import backends, config
+from bridge import backends, config, launch
 from bridge.cli import guarded
-from bridge.launch import backend_command
-from bridge.log import Logger
-from bridge.proxy import serve_stdio
 from compat import __version__
 from compat.argv_cbc import DROPPED
 from compat.env_cbc import REVERSE_ENV_TABLE
@@ -82,7 +77,9 @@ def find_claude(env: Mapping[str, str], explicit: str | None) -> tuple[list[str]
     return argv, tried + [t for t in more if "on PATH" not in t]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
+    """The drop-in; ``argv`` (default ``sys.argv[1:]``) is the cbc SDK's, ``env`` (default
+    ``os.environ``) the bridge's settings and the backend's environment."""
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-v", "--version", "-V"):
         print(version_text())
@@ -90,38 +87,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args and args[0] in ("-h", "--help"):
         print(help_text())
         return 0
-    return guarded(lambda: _run(args))
+    return guarded(lambda: _run(args, dict(os.environ if env is None else env)))
 
 
-def _run(client_argv: list[str]) -> int:
-    env = dict(os.environ)
+def _run(client_argv: list[str], env: dict[str, str]) -> int:
+    """As ``claude-on-cbc``: the plan, Claude spawned, then trio, the proxy and the stages
+    imported while it boots (``bridge.launch``)."""
     settings = config.load(env)
     profile = "identity" if env.get("CCBRIDGE_PROFILE") == "identity" else PROFILE
-    log = Logger.open(settings.log, settings.log_level)
     backend, tried = find_claude(env, settings.backend)
     if backend is None:
-        log.error(
+        from bridge.log import Logger
+
+        Logger.open(settings.log, settings.log_level).error(
             "no Claude Code found; tried: "
             + "; ".join(tried)
             + ". Run `ccbridge backends install`, put `claude` on PATH or set "
             "CCBRIDGE_BACKEND."
         )
         return EXIT_NO_BACKEND
-    rules = [f"{k}={v}" for k, v in settings.rules.items()]
-    argv = backend_command(backend, profile, client_argv, log, rules)
-    return trio.run(
-        lambda: serve_stdio(
-            backend_argv=argv,
-            profile=profile,
-            rules=rules,
-            env=env,
-            log=log,
-            record=settings.record,
-            stats=settings.stats,
-            max_line=settings.max_line,
-            eof_grace=settings.eof_grace,
-            script_roots=settings.script_roots,
-            source="cbc-on-claude",
-            client_argv=client_argv,
-        )
+    early = launch.DeferredLog()
+    plan = launch.plan(
+        "cbc-on-claude",
+        profile,
+        backend,
+        client_argv,
+        env,
+        settings.rules,
+        early,
+        **launch.options(settings),
     )
+    started = launch.start(plan.backend_argv, plan.backend_env)
+    return launch.serve(started, early, plan)

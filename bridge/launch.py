@@ -3,18 +3,30 @@ config, the backend lookup, ``compat.argv``/``compat.env``), the process is spaw
 standard library, and trio, the proxy and the stages are imported and built while the
 backend boots; the session then adopts the running process (``bridge.driver.adopt``).
 
-Nothing here imports trio or a stage. The launch translations (rules ``argv``, ``env``,
-``session-pin``, ``compat.profiles.TRANSLATIONS``) are decided without ``compat.profiles``
-(which imports every stage) unless the settings name one of them: then the full parser
-and its errors decide (``launch_translations``; a test checks the two agree)."""
+Everything a session needs is decided once, into a frozen ``Plan`` (``plan``): the rule
+settings parsed once (``compat.rulespec``), the client's argv translated once, the backend's
+command line and environment. Nothing here imports trio or a stage. The launch
+translations (rules ``argv``, ``env``, ``session-pin``, ``rev-argv``, ``rev-env``) are
+decided without ``compat.profiles`` (which imports every stage) unless the settings name
+one of them: then the full parser and its errors decide (``launch_translations``; a test
+checks the two agree)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+from compat import rulespec
+from compat.rulespec import Rules, RuleSettings
+from compat.versions import TARGET_CLAUDE_VERSION
+
+if TYPE_CHECKING:
+    from bridge.config import Settings
+    from compat.argv import Translation as ForwardTranslation
+    from compat.argv_cbc import Translation as ReverseTranslation
 
 #: ``compat.profiles.TRANSLATIONS`` (a test checks the copy): the launch translations per
 #: profile, all on unless the settings switch them
@@ -26,8 +38,6 @@ LAUNCH_RULES = ("argv", "env", "session-pin", "rev-argv", "rev-env")
 #: ``compat.profiles.PROFILES``'s names (a test checks the copy), for ``ccbridge run
 #: --profile`` before the stages are imported
 PROFILE_NAMES = ("cbc-to-claude", "claude-to-cbc", "identity")
-
-Rules = Sequence[str] | Mapping[str, str]
 
 
 class Log(Protocol):
@@ -64,95 +74,154 @@ class _Leveled(Protocol):
     def log(self, level: str, rule: str, message: str) -> None: ...
 
 
-def _items(rules: Rules) -> list[str]:
-    return [f"{k}={v}" for k, v in rules.items()] if isinstance(rules, Mapping) else list(rules)
-
-
-def _names(items: Iterable[str]) -> set[str]:
-    """The rule ids the settings name (``argv=off``, ``argv.x=1``, comma lists)."""
-    return {
-        part.partition("=")[0].strip().partition(".")[0]
-        for item in items
-        for part in item.split(",")
-        if part.strip()
-    }
-
-
 def launch_translations(profile: str, rules: Rules) -> dict[str, bool]:
-    """Which of ``argv``, ``env``, ``session-pin`` apply (``translation_enabled``)."""
-    items = _items(rules)
-    if _names(items) & set(LAUNCH_RULES):
-        from compat.profiles import parse_rule_settings, translation_enabled
+    """Which of ``argv``, ``env``, ``session-pin``, ``rev-argv``, ``rev-env`` apply
+    (``compat.profiles.translation_enabled``, imported only when the settings name one)."""
+    settings = rulespec.settings(rules)
+    if set(settings) & set(LAUNCH_RULES):
+        from compat.profiles import translation_enabled
 
-        settings = parse_rule_settings(items)
         return {r: translation_enabled(profile, settings, r) for r in LAUNCH_RULES}
     own = TRANSLATIONS.get(profile, ())
     return {r: r in own for r in LAUNCH_RULES}
 
 
-def backend_command(
-    backend: Sequence[str],
+class Plan(NamedTuple):
+    """One session, decided once from the command line, the environment and the config
+    file before anything starts; ``start``, ``serve`` and the session only read it. The
+    client's argv is translated once here (``forward``: ``compat.argv`` for cbc,
+    ``reverse``: ``compat.argv_cbc`` for Claude), and the rule settings parsed once."""
+
+    source: str  # what runs the session, for the recorder: "ccbridge run", "claude-on-cbc"
+    profile: str
+    client_argv: tuple[str, ...]
+    backend_argv: tuple[str, ...]
+    backend_env: Mapping[str, str]
+    #: our own environment (the recorder keeps the bridge's variables of it)
+    env: Mapping[str, str]
+    rules: RuleSettings
+    forward: ForwardTranslation | None = None
+    reverse: ReverseTranslation | None = None
+    record: str | None = None
+    log_path: str | None = None
+    log_level: str = "warning"
+    stats: bool = False
+    max_line: int | None = None
+    eof_grace: float | None = 60.0
+    script_roots: tuple[str, ...] = ()
+    #: the Claude Code version the rules emulate (``compat.target``)
+    target: str = TARGET_CLAUDE_VERSION
+
+
+def plan(
+    source: str,
     profile: str,
+    backend: Sequence[str],
     client_argv: Sequence[str],
+    env: Mapping[str, str],
+    rules: Rules,
     log: Log,
-    rules: Rules = (),
+    *,
     new_session_id: Callable[[], str] = lambda: str(uuid.uuid4()),
-) -> list[str]:
-    """The launch line: the backend command plus the client's argv, translated for cbc
-    under ``cbc-to-claude`` (rules ``argv``, ``session-pin``), for Claude under
-    ``claude-to-cbc`` (``rev-argv``), as is otherwise."""
-    on = launch_translations(profile, rules)
-    if on["rev-argv"]:
+    **options: Any,
+) -> Plan:
+    """The launch line and environment: the backend command plus the client's argv,
+    translated for cbc under ``cbc-to-claude`` (rules ``argv``, ``session-pin``, ``env``),
+    for Claude under ``claude-to-cbc`` (``rev-argv``, ``rev-env``), as is otherwise; the
+    ``eof-wind-down`` ceiling from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``. ``options``:
+    the other fields of ``Plan``."""
+    settings = wind_down_ceiling(profile, rulespec.settings(rules), env)
+    on = launch_translations(profile, settings)
+    forward: ForwardTranslation | None = None
+    reverse: ReverseTranslation | None = None
+    if on["rev-argv"] or on["rev-env"]:
         from compat.argv_cbc import translate_to_claude
 
-        rev = translate_to_claude(client_argv, is_root=is_root())
-        for w in rev.warnings:
-            log.warning(w, "rev-argv")
-        argv = [*backend, *rev.argv]
-    elif on["argv"]:
+        reverse = translate_to_claude(client_argv, is_root=is_root())
+    if on["argv"]:
         from compat.argv import translate_to_cbc
 
         pin = on["session-pin"]
-        tr = translate_to_cbc(client_argv, session_id=new_session_id() if pin else None, pin=pin)
-        for w in tr.warnings:
+        forward = translate_to_cbc(
+            client_argv, session_id=new_session_id() if pin else None, pin=pin
+        )
+    if on["rev-argv"] and reverse is not None:
+        for w in reverse.warnings:
+            log.warning(w, "rev-argv")
+        argv = [*backend, *reverse.argv]
+    elif forward is not None:
+        for w in forward.warnings:
             log.warning(w, "argv")
-        for note in tr.notes:
+        for note in forward.notes:
             log.info(note, "argv")
-        if tr.pinned:
-            log.debug(f"cbc started with --session-id {tr.session_id}", "session-pin")
-        argv = [*backend, *tr.argv]
+        if forward.pinned:
+            log.debug(f"cbc started with --session-id {forward.session_id}", "session-pin")
+        argv = [*backend, *forward.argv]
     else:
         argv = [*backend, *client_argv]
     log.debug("launch line: " + " ".join(argv), "argv")
-    return argv
+    return Plan(
+        source,
+        profile,
+        tuple(client_argv),
+        tuple(argv),
+        _backend_env(on, env, forward, reverse),
+        env,
+        settings,
+        forward,
+        reverse,
+        **options,
+    )
 
 
-def backend_env(
-    profile: str,
+def options(settings: Settings) -> dict[str, Any]:
+    """The ``Plan`` fields a drop-in takes from its settings (``bridge.config``) as they are."""
+    return {
+        "log_path": settings.log,
+        "log_level": settings.log_level,
+        "record": settings.record,
+        "stats": settings.stats,
+        "max_line": settings.max_line,
+        "eof_grace": settings.eof_grace,
+        "script_roots": tuple(settings.script_roots),
+        "target": settings.target,
+    }
+
+
+def _backend_env(
+    on: Mapping[str, bool],
     env: Mapping[str, str],
-    client_argv: Sequence[str] | None = None,
-    rules: Rules = (),
+    forward: ForwardTranslation | None,
+    reverse: ReverseTranslation | None,
 ) -> dict[str, str]:
-    """The backend's environment: under ``cbc-to-claude`` (rule ``env``) cbc's variables,
-    plus those the argv translation derives (``--max-thinking-tokens``); under
-    ``claude-to-cbc`` (``rev-env``) Claude's, from the ``CODEBUDDY_*`` ones."""
-    on = launch_translations(profile, rules)
-    if client_argv is not None and on["rev-env"]:
-        from compat.argv_cbc import translate_to_claude
+    """Under ``cbc-to-claude`` (rule ``env``) cbc's variables, plus those the argv
+    translation derives (``--max-thinking-tokens``); under ``claude-to-cbc`` (``rev-env``)
+    Claude's, from the ``CODEBUDDY_*`` ones."""
+    if on["rev-env"] and reverse is not None:
         from compat.env_cbc import translate_env_to_claude
 
-        return translate_env_to_claude(env, translate_to_claude(client_argv, is_root=is_root()).env)
-    extra: dict[str, str] = {}
-    if client_argv is not None and on["argv"]:
-        from compat.argv import translate_to_cbc
-
-        extra = translate_to_cbc(client_argv).env
+        return translate_env_to_claude(env, reverse.env)
+    extra = forward.env if forward is not None else {}
     if on["env"]:
         from compat import __version__
         from compat.env import translate_env_to_cbc
 
         return translate_env_to_cbc(env, extra, bridge_version=__version__)
     return {**env, **extra}
+
+
+def wind_down_ceiling(profile: str, settings: RuleSettings, env: Mapping[str, str]) -> RuleSettings:
+    """``settings`` plus ``eof-wind-down.ceiling`` from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``
+    (the variable the Claude SDKs and CLI share) unless they set it or the rule is off."""
+    from compat.env import winddown_ceiling
+
+    own = settings.get("eof-wind-down", {})
+    ceiling = winddown_ceiling(env)
+    if profile != "cbc-to-claude" or ceiling is None or "ceiling" in own:
+        return settings
+    if own.get("mode") == "off":
+        return settings
+    return {**settings, "eof-wind-down": {**own, "ceiling": f"{ceiling:g}"}}
 
 
 def is_root() -> bool:
@@ -180,16 +249,17 @@ Started = subprocess.Popen[bytes] | OSError
 
 
 def start(
-    argv: Sequence[str], env: dict[str, str] | None = None, *, own_process: bool = True
+    argv: Sequence[str], env: Mapping[str, str] | None = None, *, own_process: bool = True
 ) -> Started:
     """Spawn at once (the subreaper first when this process is the session's alone); an
-    error is kept for the session to report as it reports a failed spawn (127, 126)."""
+    error is kept for the session to report as it reports a failed spawn (127, 126).
+    A session: ``start(plan.backend_argv, plan.backend_env)``."""
     if own_process:
         from bridge import reaper
 
         reaper.become_subreaper()
     try:
-        return spawn(argv, env)
+        return spawn(argv, dict(env) if env is not None else None)
     except OSError as e:
         return e
 
@@ -197,15 +267,11 @@ def start(
 def serve(
     started: Started,
     early: DeferredLog,
+    plan: Plan,
     *,
-    log_path: str | None,
-    log_level: str,
-    profile: str,
-    client_argv: Sequence[str],
-    headless: Any,
-    prepared: bool,
+    headless: Any = None,
+    prepared: bool = False,
     only_print: bool = False,
-    **session: Any,
 ) -> int:
     """The session around a backend ``start`` spawned: the log opened (``early``'s lines
     first), the headless prompt read unless already ``prepared``, then trio, the proxy and
@@ -215,12 +281,12 @@ def serve(
     try:
         from bridge.log import Logger
 
-        log = Logger.open(log_path, log_level)
+        log = Logger.open(plan.log_path, plan.log_level)
         early.replay(log)
-        if profile == "cbc-to-claude" and not prepared:
+        if plan.profile == "cbc-to-claude" and not prepared:
             from bridge.headless import prepare
 
-            headless, status = prepare(client_argv, only_print=only_print)
+            headless, status = prepare(plan.client_argv, only_print=only_print)
             if status is not None:
                 abandon(started)
                 return status
@@ -229,16 +295,7 @@ def serve(
         from bridge.driver import adopt
         from bridge.proxy import serve_stdio
 
-        return trio.run(
-            lambda: serve_stdio(
-                profile=profile,
-                log=log,
-                client_argv=client_argv,
-                headless=headless,
-                backend=adopt(started),
-                **session,
-            )
-        )
+        return trio.run(lambda: serve_stdio(plan, log, headless=headless, backend=adopt(started)))
     except BaseException:
         abandon(started)
         raise

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 
-import trio
-
+from bridge import launch
 from bridge.cli import parser
-from bridge.log import Logger
-from bridge.proxy import serve_stdio
 from compat.exits import Exit
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     p = parser("record", __doc__.split("\n\n")[0])
     p.add_argument("--out", required=True, metavar="FILE")
     p.add_argument("--stats", action="store_true")
@@ -29,17 +27,19 @@ def main(argv: list[str]) -> int:
     if not cmd:
         print("ccbridge record: no command after --", file=sys.stderr)
         return Exit.USAGE
-    log = Logger.open(os.environ.get("CCBRIDGE_LOG"))
-    return trio.run(
-        lambda: serve_stdio(
-            backend_argv=cmd,
-            profile="identity",
-            rules=(),
-            env=dict(os.environ),
-            log=log,
-            record=args.out,
-            stats=args.stats,
-            eof_grace=None,
-            source="ccbridge record",
-        )
+    environ = dict(os.environ if env is None else env)
+    early = launch.DeferredLog()
+    plan = launch.plan(
+        "ccbridge record",
+        "identity",
+        cmd,
+        (),
+        environ,
+        (),
+        early,
+        log_path=environ.get("CCBRIDGE_LOG"),
+        record=args.out,
+        stats=args.stats,
+        eof_grace=None,
     )
+    return launch.serve(launch.start(plan.backend_argv, plan.backend_env), early, plan)

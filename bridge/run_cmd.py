@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from bridge import config, launch
 from bridge.cli import parser
+from compat import rulespec
 from compat.exits import Exit
 
 if TYPE_CHECKING:
     from bridge.headless import HeadlessIO
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     """Parse, compute the launch line, spawn the backend: then import trio, the proxy and
     the stages (``bridge.launch``: they load while the backend boots)."""
     if "--" in argv:
@@ -61,7 +63,7 @@ def main(argv: list[str]) -> int:
         config.seconds("--eof-grace", args.eof_grace)
     if args.max_line is not None:
         config.positive_int("--max-line", args.max_line)
-    env = dict(os.environ)
+    env = dict(os.environ if env is None else env)
     settings = config.load(env)
     profile = args.profile or settings.profile
     backend = args.backend or settings.backend
@@ -72,7 +74,7 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return Exit.USAGE
-    rules = [f"{k}={v}" for k, v in settings.rules.items()] + args.rule
+    rules = rulespec.parse(args.rule, into=settings.rules)  # --rule over the settings
     headless: HeadlessIO | None = None
     prepared = False
     if profile == "cbc-to-claude":  # `-- -p PROMPT --output-format json`: as the drop-in
@@ -92,31 +94,22 @@ def main(argv: list[str]) -> int:
                 return status
             prepared = True
     early = launch.DeferredLog()
-    backend_argv = launch.backend_command(
-        config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
+    plan = launch.plan(
+        "ccbridge run",
         profile,
+        config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
         client_argv,
-        early,
+        env,
         rules,
-    )
-    started = launch.start(backend_argv, launch.backend_env(profile, env, client_argv, rules))
-    return launch.serve(
-        started,
         early,
         log_path=settings.log,
         log_level=args.log_level or settings.log_level,
-        profile=profile,
-        client_argv=client_argv,
-        headless=headless,
-        prepared=prepared,
-        only_print=True,
-        backend_argv=backend_argv,
-        rules=rules,
-        env=env,
         record=args.record or settings.record,
         stats=args.stats or settings.stats,
         max_line=args.max_line or settings.max_line,
         eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
-        script_roots=settings.script_roots,
+        script_roots=tuple(settings.script_roots),
         target=args.target.strip() if args.target else settings.target,
     )
+    started = launch.start(plan.backend_argv, plan.backend_env)
+    return launch.serve(started, early, plan, headless=headless, prepared=prepared, only_print=True)

@@ -15,6 +15,9 @@ from typing import Any
 import attrs
 import cattrs
 
+from compat import rulespec
+from compat.rulespec import RuleError as RuleError
+from compat.rulespec import RuleSettings
 from compat.stage import Stage
 from compat.stages import REGISTRY, reverse_control, reverse_stream  # noqa: F401 (they register)
 
@@ -132,26 +135,10 @@ ALWAYS_ON = frozenset({"session", "control-state", "rev-requests", "rev-track"})
 _converter = cattrs.Converter(forbid_extra_keys=True)
 
 
-class RuleError(ValueError):
-    pass
-
-
-def parse_rule_settings(items: Iterable[str]) -> dict[str, dict[str, str]]:
-    """``["late-progress=fold", "late-progress.grace=2", "tasks-snapshot=off"]`` ->
-    ``{"late-progress": {"mode": "fold", "grace": "2"}, "tasks-snapshot": {"mode": "off"}}``.
-    Items may also be comma-separated lists (``CCBRIDGE_RULES``)."""
-    out: dict[str, dict[str, str]] = {}
-    for item in items:
-        for part in item.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            key, sep, value = part.partition("=")
-            if not sep:
-                raise RuleError(f"rule setting {part!r} is not ID=VALUE")
-            rule, _, option = key.strip().partition(".")
-            out.setdefault(rule, {})[option or "mode"] = value.strip()
-    return out
+def parse_rule_settings(items: Iterable[str]) -> RuleSettings:
+    """``compat.rulespec.parse``: ``["late-progress=fold", "late-progress.grace=2"]`` ->
+    ``{"late-progress": {"mode": "fold", "grace": "2"}}``."""
+    return rulespec.parse(items)
 
 
 def known_rules(profile: str) -> list[str]:
