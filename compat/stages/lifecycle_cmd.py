@@ -106,7 +106,9 @@ class CommandLifecycle(Stage):
         if line is None:
             return (*out, frame) if out else None
         reason = obj.get("terminal_reason")
-        if interrupted or (isinstance(reason, str) and reason.startswith("aborted")):
+        if interrupted or (
+            isinstance(reason, str) and (reason.startswith("aborted") or reason == "api_error")
+        ):
             if "user_message_uuid" in obj:
                 frame = frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
             ctx.count(self.rule, "cancelled")
