@@ -19,7 +19,13 @@ its own notice ``stop_reason: refusal`` (``error: invalid_request``,
 ``terminal_reason: api_error``, ``result`` the notice (twins stop-refusal). The notice's
 words stay cbc's (Claude's name its model and Anthropic's policy page).
 
-Both are recognized by their exact shape (the text pattern and the session id in it, or
+A reply stream cut mid-way: Claude retries the request and shows only the answer (and its
+``system/api_retry``); cbc writes an assistant message ``aborted`` of its own (zero usage, its
+frame uuid the message id), then sends a recovery request and streams the answer in the same
+turn (twins stream-cut). That message is held; when an answer follows in the turn it is
+dropped (counted), otherwise (the turn ends, the backend exits) it is released in place.
+
+All are recognized by their exact shape (the text pattern and the session id in it, or
 the notice's words with zero output tokens), so a model that says the same words keeps
 them. ``command-lifecycle`` then ends the line's command ``cancelled``, as Claude does after
 an ``api_error`` turn.
@@ -79,6 +85,20 @@ def _no_output(obj: dict[str, Any]) -> bool:
     return isinstance(usage, dict) and usage.get("output_tokens") in (0, None)
 
 
+def _is_cut_stream_notice(obj: dict[str, Any]) -> bool:
+    """cbc's own ``aborted`` message after a cut stream: that one word, zero output, on the
+    main thread, its frame uuid its message id (cbc's mark of a message it wrote itself)."""
+    message = obj.get("message")
+    return (
+        obj.get("parent_tool_use_id") is None
+        and isinstance(message, dict)
+        and _only_text(obj) == "aborted"
+        and _no_output(obj)
+        and obj.get("uuid") is not None
+        and obj.get("uuid") == message.get("id")
+    )
+
+
 def parse_api_error(text: str, session_id: Any) -> tuple[int, str] | None:
     """``(status, message)`` of cbc's failed-request text, when it names this session."""
     m = _CBC_API_ERROR.fullmatch(text.strip())
@@ -100,18 +120,35 @@ class ApiError(Stage):
     #: the turn's failed request (status, Claude's text) or refusal notice, once seen
     _error: tuple[int, str] | None = attrs.field(default=None, init=False)
     _refusal: str | None = attrs.field(default=None, init=False)
+    #: cbc's "aborted" message after a cut stream, held until the turn shows what follows
+    _aborted: Frame | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         if not isinstance(obj, dict):
             return None
         if obj.get("type") == "assistant":
-            return self._assistant(frame, obj)
+            if self._aborted is None and _is_cut_stream_notice(obj):
+                self._aborted = frame
+                ctx.hold()
+                return ()
+            if self._aborted is not None and obj.get("parent_tool_use_id") is None:
+                self._aborted = None  # the recovered answer follows: Claude shows only it
+                ctx.drop_held(self.rule)
+            return self._assistant(frame, obj, ctx)
         if obj.get("type") == "result":
-            return self._result(frame, obj)
+            held, self._aborted = self._aborted, None
+            out = self._result(frame, obj)
+            if held is None:
+                return out
+            return (held, *(out if out is not None else (frame,)))
         return None
 
-    def _assistant(self, frame: Frame, obj: dict[str, Any]) -> Output:
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        held, self._aborted = self._aborted, None
+        return (held,) if held is not None else None
+
+    def _assistant(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
         if obj.get("parent_tool_use_id") is not None or not _no_output(obj):
             return None
         text = _only_text(obj)
@@ -125,7 +162,10 @@ class ApiError(Stage):
             return (self._synthetic(frame, obj, claude, "stop_sequence", error_kind(status)),)
         if text.strip() == CBC_REFUSAL:
             self._refusal = text
-            return (self._synthetic(frame, obj, text, "refusal", "invalid_request"),)
+            # Claude's notice is a message of its own; cbc's reuses the refused message's id
+            notice = self._synthetic(frame, obj, text, "refusal", "invalid_request")
+            body = {**notice.obj["message"], "id": ctx.env.new_uuid()}
+            return (notice.replace({**notice.obj, "message": body}),)
         return None
 
     @staticmethod
@@ -133,6 +173,8 @@ class ApiError(Stage):
         message = dict(obj["message"])
         message.update(
             model="<synthetic>",
+            container=None,
+            stop_details=None,
             stop_reason=stop,
             stop_sequence="",
             content=[{"type": "text", "text": text}],

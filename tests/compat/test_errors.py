@@ -40,7 +40,8 @@ def test_a_failed_request_ends_as_claudes_api_error() -> None:
     got, want = run_of("api-error-exhausted"), claude_of("api-error-exhausted")
     res, cres = last(got, "result"), last(want, "result")
     assert {k: res.get(k) for k in RESULT_KEYS} == {k: cres.get(k) for k in RESULT_KEYS}
-    assert "errors" not in res and "user_message_uuid" not in res
+    assert "errors" not in res
+    assert "user_message_uuid" not in res
     assert res["result"] == "API Error: 500 mock internal error"
     assert cres["result"].startswith(res["result"])  # Claude adds a hint about its gateway
     msg, cmsg = last(got, "assistant"), last(want, "assistant")
@@ -141,3 +142,43 @@ def test_off_leaves_cbcs_frames() -> None:
     res = last(run_of("api-error-exhausted", ("api-error=off",)), "result")
     assert res["subtype"] == "error_during_execution"
     assert res.get("terminal_reason") != "api_error"
+
+
+def test_the_refusal_notice_is_a_message_of_its_own() -> None:
+    got = [f for f in run_of("stop-refusal") if f["type"] == "assistant"]
+    assert got[0]["message"]["id"] != got[-1]["message"]["id"]
+    assert (got[-1]["message"]["container"], got[-1]["message"]["stop_details"]) == (None, None)
+
+
+def test_a_max_turns_result_names_no_line() -> None:
+    frames = run_of("max-turns")
+    res = last(frames, "result")
+    assert res["subtype"] == "error_max_turns"
+    assert "user_message_uuid" not in res
+    assert "user_message_uuid" not in last(claude_of("max-turns"), "result")
+    assert [f["state"] for f in frames if f["type"] == "command_lifecycle"][-1] == "completed"
+
+
+def test_cbcs_aborted_message_after_a_cut_stream_is_dropped_when_the_answer_follows() -> None:
+    eng = full()
+    events = transcript_events(TWINS / "stream-cut.cbc-raw.jsonl")
+    frames = drive(eng, events).frames()
+    texts = [f["message"]["content"][0]["text"] for f in frames if f["type"] == "assistant"]
+    assert texts == ["ok"]
+    stats = eng.statistics()["rules"]["api-error"]
+    assert (stats["held"], stats["dropped"]) == (1, 1)
+
+
+def test_an_aborted_message_the_turn_ends_on_is_released() -> None:
+    """No answer after it (the turn ends at once): the message is released in place."""
+    events = transcript_events(TWINS / "stream-cut.cbc-raw.jsonl")
+    cut = [
+        e
+        for e in events
+        if not (e[1] == "backend" and b'"text":"ok"' in e[2] and b'"assistant"' in e[2])
+    ]
+    frames = drive(full(), cut).frames()
+    texts = [f["message"]["content"][0]["text"] for f in frames if f["type"] == "assistant"]
+    assert texts == ["aborted"]
+    kinds = [f["type"] for f in frames if f["type"] in ("assistant", "result")]
+    assert kinds == ["assistant", "result"]
