@@ -159,7 +159,10 @@ class ApiError(Stage):
             status, message = parsed
             claude = f"API Error: {status} {message}"
             self._error = (status, claude)
-            return (self._synthetic(frame, obj, claude, "stop_sequence", error_kind(status)),)
+            notice = self._synthetic(frame, obj, claude, "stop_sequence", error_kind(status))
+            if obj.get("uuid") == obj["message"].get("id"):  # cbc's one id for both
+                notice = notice.replace({**notice.obj, "uuid": ctx.env.new_uuid()})
+            return (notice,)
         if text.strip() == CBC_REFUSAL:
             self._refusal = text
             # Claude's notice is a message of its own; cbc's reuses the refused message's id

@@ -182,3 +182,9 @@ def test_an_aborted_message_the_turn_ends_on_is_released() -> None:
     assert texts == ["aborted"]
     kinds = [f["type"] for f in frames if f["type"] in ("assistant", "result")]
     assert kinds == ["assistant", "result"]
+
+
+def test_the_error_message_gets_a_frame_uuid_of_its_own() -> None:
+    """cbc gives its error message one id as frame uuid and message id; Claude's differ."""
+    msg = last(run_of("api-error-exhausted"), "assistant")
+    assert msg["uuid"] != msg["message"]["id"]
