@@ -17,7 +17,9 @@ ends ``success`` with ``is_error: false`` and the model's text as ``result``; Cl
 its own notice ``stop_reason: refusal`` (``error: invalid_request``,
 ``is_api_error_message``) and ends ``is_error: true``, ``stop_reason: refusal``,
 ``terminal_reason: api_error``, ``result`` the notice (twins stop-refusal). The notice's
-words stay cbc's (Claude's name its model and Anthropic's policy page).
+words stay cbc's (Claude's name its model and Anthropic's policy page). Claude reports the
+refusal first (``system/model_refusal_no_fallback``: the model, the refused line's uuid; no
+request id or refusal category, which cbc's wire lacks): synthesized before the notice.
 
 A reply stream cut mid-way: Claude retries the request and shows only the answer (and its
 ``system/api_retry``); cbc writes an assistant message ``aborted`` of its own (zero usage, its
@@ -115,17 +117,25 @@ class ApiError(Stage):
     api_error_status}`."""
 
     rule: ClassVar[str] = "api-error"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "result"})
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "result", "system/init"})
 
     #: the turn's failed request (status, Claude's text) or refusal notice, once seen
     _error: tuple[int, str] | None = attrs.field(default=None, init=False)
     _refusal: str | None = attrs.field(default=None, init=False)
     #: cbc's "aborted" message after a cut stream, held until the turn shows what follows
     _aborted: Frame | None = attrs.field(default=None, init=False)
+    #: the uuid of the client line the running turn answers (read at the turn's init,
+    #: before control-state takes it off ``pending_user``)
+    _line: str | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         if not isinstance(obj, dict):
+            return None
+        if obj.get("type") == "system":
+            control = ctx.state.control
+            if not control.turn_active:
+                self._line = control.pending_user[0] if control.pending_user else None
             return None
         if obj.get("type") == "assistant":
             if self._aborted is None and _is_cut_stream_notice(obj):
@@ -168,8 +178,29 @@ class ApiError(Stage):
             # Claude's notice is a message of its own; cbc's reuses the refused message's id
             notice = self._synthetic(frame, obj, text, "refusal", "invalid_request")
             body = {**notice.obj["message"], "id": ctx.env.new_uuid()}
-            return (notice.replace({**notice.obj, "message": body}),)
+            return (self._no_fallback(obj, ctx), notice.replace({**notice.obj, "message": body}))
         return None
+
+    def _no_fallback(self, obj: dict[str, Any], ctx: Context) -> Frame:
+        """Claude's report that no fallback model answers the refused line: the session's
+        model and the line's uuid (what the bridge knows); no request id or refusal category,
+        which are not on cbc's wire (null, as Claude writes them when the API gives none)."""
+        line = self._line
+        return Frame.synth(
+            {
+                "type": "system",
+                "subtype": "model_refusal_no_fallback",
+                "original_model": ctx.state.model,
+                "request_id": None,
+                "api_refusal_category": None,
+                "api_refusal_explanation": None,
+                "refused_user_message_uuid": line,
+                "content": "",
+                "session_id": obj.get("session_id"),
+                "uuid": ctx.env.new_uuid(),
+            },
+            self.rule,
+        )
 
     @staticmethod
     def _synthetic(frame: Frame, obj: dict[str, Any], text: str, stop: str, error: str) -> Frame:

@@ -188,3 +188,25 @@ def test_the_error_message_gets_a_frame_uuid_of_its_own() -> None:
     """cbc gives its error message one id as frame uuid and message id; Claude's differ."""
     msg = last(run_of("api-error-exhausted"), "assistant")
     assert msg["uuid"] != msg["message"]["id"]
+
+
+def test_a_refusal_is_reported_before_the_notice_as_claude_reports_it() -> None:
+    got, want = run_of("stop-refusal"), claude_of("stop-refusal")
+
+    def order(frames: list[dict[str, Any]]) -> list[str]:
+        return [
+            f"{f['type']}/{f.get('subtype', '')}"
+            for f in frames
+            if f["type"] in ("assistant", "result")
+            or f.get("subtype") == "model_refusal_no_fallback"
+        ]
+
+    assert order(got) == order(want)
+    [report] = [f for f in got if f.get("subtype") == "model_refusal_no_fallback"]
+    [creport] = [f for f in want if f.get("subtype") == "model_refusal_no_fallback"]
+    assert set(report) == set(creport)
+    events = transcript_events(TWINS / "stop-refusal.cbc-raw.jsonl")
+    lines = [json.loads(e[2]) for e in events if e[1] == "client"]
+    [line] = [x for x in lines if x.get("type") == "user"]
+    assert report["refused_user_message_uuid"] == line["uuid"]
+    assert report["request_id"] is None  # not on cbc's wire
