@@ -17,7 +17,21 @@ side a reason from the *known differences* (a reviewed TOML file, ``load_known``
                                               # ("<null>": JSON null, which TOML lacks)
     a_contains = '"parent_tool_use_id":"<tool_use#'   # optional: a substring of A's / B's
                                               # value as compact JSON (b_contains)
-    scenarios = ["simple-success"]            # optional: only in these scenarios
+    # optional, the behaviour's signature in the frames around the difference (its
+    # "context": the turn it is in, or the task's lifecycle when the path is a task's):
+    a_context_contains = '"origin":{"kind":"task-notification"}'  # a frame of A's context
+                                              # holds this (compact JSON; b_context_contains)
+    b_context_lacks = '"phaseIndex":2'        # no frame of B's context holds it (a_…)
+    a_session_contains = '"task_type":"local_agent"'  # some frame of A's whole run holds
+                                              # it (b_session_contains), e.g. a background
+                                              # agent ran
+    turns = "more-a"                          # the runs' result counts: more-a | more-b |
+                                              # differ | same (one side ran a turn more)
+    delta = [-1, 1]                           # numeric values: B − A is one of these
+    argv = '--include-partial-messages'       # the client's command line (both runs)
+                                              # matches this regex (re.search)
+    scenarios = ["simple-success"]            # optional, discouraged: only in these
+                                              # scenarios (an entry names a behaviour)
     violations = ["init-shape"]               # or: contract violations with these rule ids
     message = "*claude_code_version*"         # optional, with `violations`: message glob
     side = "claude"                           # with `violations`: a violation of the Claude
@@ -33,7 +47,8 @@ side a reason from the *known differences* (a reviewed TOML file, ``load_known``
     evidence = "captures/twins/..., PROTOCOL.md §2"   # required with `cbc` and `checker`
     note = "free text"
 
-The first matching entry wins. Nothing is ever hidden: a difference no entry matches is
+A ``violations`` entry takes the session and ``argv`` conditions (a violation has no
+context). The first matching entry wins. Nothing is ever hidden: a difference no entry matches is
 ``unexplained``; so is a violation of a rule the bridge already implements (a bug) and a
 violation on the Claude side (the checker is wrong) that no ``checker`` entry names. A
 violation of a rule the bridge does not implement yet is explained mechanically as
@@ -65,6 +80,7 @@ ROLES = ("claude", "cbc-bridged", "cbc-raw")
 #: compat/env.py); the stage rules come from the profile
 TRANSLATION_RULES = frozenset({"argv", "env"})
 KINDS = ("changed", "only-a", "only-b")
+TURNS = ("more-a", "more-b", "differ", "same")
 UNEXPLAINED = "unexplained"
 _UNSET: Any = object()
 #: every rule id of PROTOCOL.md, and the contract's own (framing, frame-fields, redact): a
@@ -124,11 +140,23 @@ _ENTRY_KEYS = {
     "a_contains",
     "b_contains",
     "scenarios",
+    "a_context_contains",
+    "b_context_contains",
+    "a_context_lacks",
+    "b_context_lacks",
+    "a_session_contains",
+    "b_session_contains",
+    "turns",
+    "delta",
+    "argv",
     "side",
     *REASONS,
     "evidence",
     "note",
 }
+
+
+_CONTEXT_KEYS = ("a_context_contains", "b_context_contains", "a_context_lacks", "b_context_lacks")
 
 
 class KnownError(ValueError):
@@ -149,6 +177,18 @@ def _glob(pattern: str) -> re.Pattern[str]:
     )
 
 
+def _number(v: Any) -> bool:
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, int | float):
+        return True
+    try:
+        float(v)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _same(expected: Any, actual: Any) -> bool:
     return actual is None if expected == NULL else bool(expected == actual)
 
@@ -158,6 +198,95 @@ def _compact(v: Any) -> str:
 
 
 NULL = "<null>"
+
+
+def _jsons(frames: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(_compact(f.obj) for f in frames if f is not None)
+
+
+@attrs.frozen
+class Where:
+    """What a matcher may know about a difference beyond its path and values: the frames
+    of its context on each side (the turn it is in, or its task's lifecycle), each side's
+    whole run, the runs' result counts and the client's command lines. Frames are the
+    masked objects as compact JSON (what ``a_contains`` sees)."""
+
+    context_a: tuple[str, ...] = ()
+    context_b: tuple[str, ...] = ()
+    session_a: tuple[str, ...] = ()
+    session_b: tuple[str, ...] = ()
+    results: tuple[int, int] = (0, 0)
+    argv: tuple[str, ...] = ()
+
+    def turns(self) -> str:
+        a, b = self.results
+        return "more-a" if a > b else "more-b" if b > a else "same"
+
+
+@attrs.frozen
+class Context:
+    """Per comparison: the ``Where`` of each difference (by index) and the run-wide part."""
+
+    base: Where
+    sections: tuple[str, ...]  # per difference: the key of its context
+    frames_a: dict[str, tuple[str, ...]]
+    frames_b: dict[str, tuple[str, ...]]
+
+    @staticmethod
+    def of(result: DiffResult, a: Capture | None = None, b: Capture | None = None) -> Context:
+        al = result.alignment
+        fa: dict[str, list[str]] = {}
+        fb: dict[str, list[str]] = {}
+        where: dict[int, str] = {}
+        if al is not None:
+            for u in al.units:
+                key = f"turn:{u.section}" if u.label != "lifecycle" and not _is_task(u) else ""
+                if key:
+                    fa.setdefault(key, []).extend(_jsons([u.a]))
+                    fb.setdefault(key, []).extend(_jsons([u.b]))
+                for i in u.diffs:
+                    where.setdefault(i, key or f"task:{u.section}")
+            for name, ta, tb in al.tasks:
+                fa[f"task:{name}"] = list(_jsons(ta.events)) if ta else []
+                fb[f"task:{name}"] = list(_jsons(tb.events)) if tb else []
+        turns = result.summary.get("turns", [0, 0])
+        argv = tuple(_argv(c) for c in (a, b) if c is not None)
+        base = Where(
+            session_a=tuple(x for v in fa.values() for x in v),
+            session_b=tuple(x for v in fb.values() for x in v),
+            results=(int(turns[0]), int(turns[1])),
+            argv=argv,
+        )
+        n = len(result.differences)
+        return Context(
+            base,
+            tuple(where.get(i, "") for i in range(n)),
+            {k: tuple(v) for k, v in fa.items()},
+            {k: tuple(v) for k, v in fb.items()},
+        )
+
+    def at(self, i: int) -> Where:
+        key = self.sections[i] if i < len(self.sections) else ""
+        return attrs.evolve(
+            self.base, context_a=self.frames_a.get(key, ()), context_b=self.frames_b.get(key, ())
+        )
+
+
+def _is_task(u: Any) -> bool:
+    return not (u.section.startswith("turn ") or u.section.startswith("after turn "))
+
+
+def _argv(c: Capture) -> str:
+    import shlex
+
+    argv = c.header.get("argv")
+    if not isinstance(argv, list):
+        return ""
+    return shlex.join(str(x) for x in argv[1:])
+
+
+def _holds(frames: tuple[str, ...], needle: str) -> bool:
+    return any(needle in f for f in frames)
 
 
 @attrs.frozen
@@ -172,6 +301,15 @@ class Entry:
     a_contains: str | None = None
     b_contains: str | None = None
     scenarios: tuple[str, ...] = ()
+    a_context_contains: str | None = None
+    b_context_contains: str | None = None
+    a_context_lacks: str | None = None
+    b_context_lacks: str | None = None
+    a_session_contains: str | None = None
+    b_session_contains: str | None = None
+    turns: str | None = None
+    delta: tuple[float, ...] = ()
+    argv: str | None = None
     side: str = "cbc"
     missing_rule: str | None = None
     cbc: str | None = None
@@ -182,10 +320,49 @@ class Entry:
     note: str = ""
     _res: tuple[re.Pattern[str], ...] = attrs.field(init=False, eq=False, repr=False)
     _msg: re.Pattern[str] | None = attrs.field(init=False, eq=False, repr=False)
+    _argv: re.Pattern[str] | None = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_res", tuple(_glob(p) for p in self.paths))
         object.__setattr__(self, "_msg", _glob(self.message) if self.message else None)
+        object.__setattr__(self, "_argv", re.compile(self.argv) if self.argv else None)
+
+    def _run_matches(self, w: Where | None) -> bool:
+        """The run-wide conditions (session, turns, argv); no ``Where``: only an entry
+        without any of them matches."""
+        if w is None:
+            return not (
+                self.a_session_contains
+                or self.b_session_contains
+                or self.turns
+                or self._argv
+                or self.a_context_contains
+                or self.b_context_contains
+                or self.a_context_lacks
+                or self.b_context_lacks
+            )
+        if self.a_session_contains is not None and not _holds(w.session_a, self.a_session_contains):
+            return False
+        if self.b_session_contains is not None and not _holds(w.session_b, self.b_session_contains):
+            return False
+        if self.turns is not None:
+            t = w.turns()
+            if t != self.turns and not (self.turns == "differ" and t != "same"):
+                return False
+        return self._argv is None or (bool(w.argv) and all(self._argv.search(x) for x in w.argv))
+
+    def _context_matches(self, w: Where | None) -> bool:
+        if w is None:
+            return self._run_matches(None)
+        for needle, frames, want in (
+            (self.a_context_contains, w.context_a, True),
+            (self.b_context_contains, w.context_b, True),
+            (self.a_context_lacks, w.context_a, False),
+            (self.b_context_lacks, w.context_b, False),
+        ):
+            if needle is not None and _holds(frames, needle) != want:
+                return False
+        return self._run_matches(w)
 
     def category(self) -> str:
         return (
@@ -216,7 +393,9 @@ class Entry:
             return f"a race in the scenario: {self.timing}{ev}"
         return f"contract check too strict for real Claude output: {self.checker}{ev}"
 
-    def matches_difference(self, scenario: str, path: str, kind: str, a: Any, b: Any) -> bool:
+    def matches_difference(
+        self, scenario: str, path: str, kind: str, a: Any, b: Any, where: Where | None = None
+    ) -> bool:
         if not self._res or (self.scenarios and scenario not in self.scenarios):
             return False
         if self.kind is not None and kind != self.kind:
@@ -229,29 +408,42 @@ class Entry:
             return False
         if self.b_contains is not None and self.b_contains not in _compact(b):
             return False
-        return any(r.fullmatch(path) for r in self._res)
+        if self.delta and not (_number(a) and _number(b) and float(b) - float(a) in self.delta):
+            return False
+        return any(r.fullmatch(path) for r in self._res) and self._context_matches(where)
 
-    def matches_violation(self, scenario: str, v: Violation, side: str = "cbc") -> bool:
+    def matches_violation(
+        self, scenario: str, v: Violation, side: str = "cbc", where: Where | None = None
+    ) -> bool:
         if not self.violations or (self.scenarios and scenario not in self.scenarios):
             return False
         if side != self.side:
             return False
         if v.rule not in self.violations and "*" not in self.violations:
             return False
-        return self._msg is None or bool(self._msg.fullmatch(v.message))
+        if self._msg is not None and not self._msg.fullmatch(v.message):
+            return False
+        return self._run_matches(where)
 
 
 @attrs.frozen
 class Known:
     entries: tuple[Entry, ...]
 
-    def find_difference(self, scenario: str, path: str, kind: str, a: Any, b: Any) -> Entry | None:
+    def find_difference(
+        self, scenario: str, path: str, kind: str, a: Any, b: Any, where: Where | None = None
+    ) -> Entry | None:
         return next(
-            (e for e in self.entries if e.matches_difference(scenario, path, kind, a, b)), None
+            (e for e in self.entries if e.matches_difference(scenario, path, kind, a, b, where)),
+            None,
         )
 
-    def find_violation(self, scenario: str, v: Violation, side: str = "cbc") -> Entry | None:
-        return next((e for e in self.entries if e.matches_violation(scenario, v, side)), None)
+    def find_violation(
+        self, scenario: str, v: Violation, side: str = "cbc", where: Where | None = None
+    ) -> Entry | None:
+        return next(
+            (e for e in self.entries if e.matches_violation(scenario, v, side, where)), None
+        )
 
 
 def load_known(text: str, source: str = "<known differences>") -> Known:
@@ -325,6 +517,22 @@ def _entry(item: dict[str, Any], where: str) -> Entry:
         )
     if given[0] in ("cbc", "checker") and text("evidence") is None:
         raise KnownError(f"{where}: a `{given[0]}` reason needs its `evidence`")
+    turns = text("turns")
+    if turns is not None and turns not in TURNS:
+        raise KnownError(f"{where}: `turns` must be one of {', '.join(TURNS)}")
+    raw_delta = item.get("delta", [])
+    deltas = raw_delta if isinstance(raw_delta, list) else [raw_delta]
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in deltas):
+        raise KnownError(f"{where}: `delta` must be a number or a list of numbers")
+    argv = text("argv")
+    if argv is not None:
+        try:
+            re.compile(argv)
+        except re.error as e:
+            raise KnownError(f"{where}: `argv` is not a valid regex: {e}") from None
+    context = [k for k in _CONTEXT_KEYS if item.get(k) is not None]
+    if context and not paths:
+        raise KnownError(f"{where}: `{context[0]}` goes with `paths` (a violation has no context)")
     side = text("side") or "cbc"
     if side not in ("cbc", "claude"):
         raise KnownError(f"{where}: `side` must be cbc or claude")
@@ -344,6 +552,15 @@ def _entry(item: dict[str, Any], where: str) -> Entry:
         a_contains=text("a_contains"),
         b_contains=text("b_contains"),
         scenarios=strings("scenarios"),
+        a_context_contains=text("a_context_contains"),
+        b_context_contains=text("b_context_contains"),
+        a_context_lacks=text("a_context_lacks"),
+        b_context_lacks=text("b_context_lacks"),
+        a_session_contains=text("a_session_contains"),
+        b_session_contains=text("b_session_contains"),
+        turns=turns,
+        delta=tuple(float(x) for x in deltas),
+        argv=argv,
         side=side,
         evidence=text("evidence") or "",
         note=text("note") or "",
@@ -379,6 +596,7 @@ class Comparison:
     violations_a: list[Violation]
     violations_b: list[Violation]
     items: list[Item] = attrs.Factory(list)
+    context: Context | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def equivalent(self) -> bool:
@@ -406,7 +624,8 @@ class Comparison:
 
 def compare(a: Capture, b: Capture, options: DiffOptions | None = None) -> Comparison:
     """Diff and contract check, without reasons (``explain`` adds them)."""
-    return Comparison(diff(a, b, options), check(a), check(b))
+    d = diff(a, b, options)
+    return Comparison(d, check(a), check(b), context=Context.of(d, a, b))
 
 
 def explain(
@@ -416,8 +635,12 @@ def explain(
     side B and every violation of side A."""
     impl = implemented_rules() if implemented is None else implemented
     items: list[Item] = []
-    for d in cmp.diff.differences:
-        e = known.find_difference(scenario, d.path, d.kind, d.a, d.b)
+    ctx = cmp.context
+    run = ctx.base if ctx is not None else None
+    for n, d in enumerate(cmp.diff.differences):
+        e = known.find_difference(
+            scenario, d.path, d.kind, d.a, d.b, ctx.at(n) if ctx is not None else None
+        )
         items.append(
             Item(
                 "difference",
@@ -432,7 +655,7 @@ def explain(
         )
     for v in cmp.violations_b:
         path = _violation_path(v)
-        e = known.find_violation(scenario, v)
+        e = known.find_violation(scenario, v, "cbc", run)
         if e is not None:
             items.append(
                 Item("violation", path, v.rule, None, v.frame, e.category(), e.reason(impl), e.id)
@@ -464,7 +687,7 @@ def explain(
             )
     for v in cmp.violations_a:
         path = "Claude side: " + _violation_path(v)
-        e = known.find_violation(scenario, v, "claude")
+        e = known.find_violation(scenario, v, "claude", run)
         if e is not None:
             items.append(
                 Item("violation", path, v.rule, v.frame, None, e.category(), e.reason(impl), e.id)

@@ -49,6 +49,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # only the init the client sees
             "init-shape",
             "tool-parent",
+            # cbc's failed model requests and refusals as Claude's (errors.py): before
+            # command-lifecycle, which cancels the line of an api_error turn
+            "api-error",
             # control replies: control-reply matches them to requests first; control-state
             # after init-once sees one init per turn, where the client sees the turn start
             "control-reply",

@@ -3,6 +3,7 @@
 from compat.stage import REGISTRY
 from compat.stages import (  # noqa: F401
     control,
+    errors,
     fields,
     hygiene,
     init,

@@ -107,7 +107,9 @@ class CommandLifecycle(Stage):
         if line is None:
             return (*out, frame) if out else None
         reason = obj.get("terminal_reason")
-        if interrupted or (isinstance(reason, str) and reason.startswith("aborted")):
+        if interrupted or (
+            isinstance(reason, str) and (reason.startswith("aborted") or reason == "api_error")
+        ):
             if target_of(ctx).interrupted_result_names_line:  # 2.1.332 (compat.target)
                 if obj.get("user_message_uuid") != line:
                     frame = frame.replace({**obj, "user_message_uuid": line})
@@ -115,9 +117,18 @@ class CommandLifecycle(Stage):
                 frame = frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
             ctx.count(self.rule, "cancelled")
             return (*out, frame, self._synth(line, "cancelled", ctx, sid))
-        if obj.get("user_message_uuid") != line:
+        if _ends_at_max_turns(obj):  # Claude's error_max_turns names no line (twins max-turns)
+            if "user_message_uuid" in obj:
+                frame = frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
+        elif obj.get("user_message_uuid") != line:
             frame = frame.replace({**obj, "user_message_uuid": line})
         return (*out, frame, self._synth(line, "completed", ctx, sid))
 
     def _synth(self, line: str, state: str, ctx: Context, sid: str) -> Frame:
         return Frame.synth(lifecycle(line, state, ctx, sid), self.rule)
+
+
+def _ends_at_max_turns(obj: dict[str, Any]) -> bool:
+    from compat.stages.shape import _is_cbc_max_turns
+
+    return obj.get("subtype") == "error_max_turns" or _is_cbc_max_turns(obj)
