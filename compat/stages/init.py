@@ -9,7 +9,12 @@ init (another ``session_id``) can also reach stdout (PROTOCOL.md §2, captures
 stream_event or result frame): a later init of the same session replaces the held one
 when it is the fuller copy, and an init that no turn follows is dropped. Task frames do
 not release it, which also matches Claude's order (notification, then the next turn's
-init).
+init). Nor does cbc's ``system/status`` with ``status: null``, which it writes right after
+every init (``vocabulary`` drops it later): a turn cbc starts by itself when a background
+task ends opens with ``init``, ``status: null``, then the task's ``task_updated`` and
+``task_notification``, where Claude writes the task frames first and then the turn's
+``init`` (issue 12; ``scenarios/bg-task-failed-turn``). A ``system/status`` with a real
+state (``compacting``, ``requesting``) still starts the turn.
 """
 
 from __future__ import annotations
@@ -98,6 +103,8 @@ class InitOnce(Stage):
             self.sent_this_turn = False
             return (*out, frame) if out else None
         if not self.sent_this_turn and self.held is not None:
+            if st == "status" and obj.get("status", False) is None:
+                return None  # cbc's status-null after its init: not the turn's content yet
             out = self._release()
             return (*out, frame)
         return None
