@@ -16,7 +16,7 @@ import attrs
 import cattrs
 
 from compat.stage import Stage
-from compat.stages import REGISTRY, reverse_control, reverse_stream  # noqa: F401 (they register)
+from compat.stages import REGISTRY, reverse_control, reverse_stream, stream  # noqa: F401 (they register)
 
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "identity": {"up": (), "down": ()},
@@ -42,6 +42,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields
             # cut), context_management; compat/stages/fields.py
             "frame-fields",
+            # partial messages (compat/stages/stream.py): after frame-fields, which writes
+            # one assistant frame per block, each matched to the block's stream events
+            "stream-events",
             # session shapes (compat/stages/shape.py): init-shape after init-once touches
             # only the init the client sees
             "init-shape",
