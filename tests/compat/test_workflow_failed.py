@@ -47,3 +47,24 @@ def test_agents_of_a_failed_workflow_are_done_not_aborted() -> None:
     assert scanner["state"] == "done"
     assert "error" not in scanner
     assert own == entries[2]
+
+
+def test_a_failed_workflow_notification_carries_the_usage_of_its_last_progress() -> None:
+    """Claude's failed-workflow notification has ``usage`` (as a completed one does); cbc's
+    has none: task-fields takes it from the last progress, as for a completed workflow."""
+    eng, _ = launch("progress-final", "task-fields")
+    entries = [phase(1, "Scan"), agent(1, "scanner")]
+    eng.feed("backend", line(progress(WF_TASK, entries)), 4.0)
+    got = out(
+        eng.feed(
+            "backend",
+            lines(
+                updated(WF_TASK, "failed", EPOCH_MS + 5000),
+                notification(WF_TASK, "failed", "Dynamic workflow failed"),
+            ),
+            4.5,
+        )
+    )
+    note = got[-1]
+    assert note["subtype"] == "task_notification"
+    assert note["usage"] == {"total_tokens": 0, "tool_uses": 0, "duration_ms": 1}
