@@ -78,6 +78,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # result result-shape then completes; eof-wind-down sees results as the client
             # will, and its synthesized shell kills pass the task rules below
             "interrupted-turn",
+            "final-answer",
             "result-shape",
             "eof-wind-down",
             "progress-final",

@@ -239,11 +239,12 @@ def test_a_block_cbc_writes_no_assistant_frame_for_is_released_in_order() -> Non
     ]
     got = out(eng.feed("backend", lines(*frames), 0.0))
     labels = [label(f) for f in got if f["type"] != "command_lifecycle"]
-    assert labels[-5:] == [
+    assert labels[-6:] == [
         "content_block_delta 1 text_delta",
         "content_block_stop 1",
         "message_delta end_turn",
         "message_stop",
+        "assistant text",  # final-answer: the text's frame, from the result
         "result",
     ]
     assert labels.index("assistant thinking") < labels.index("content_block_stop 0")
