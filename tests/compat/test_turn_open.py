@@ -99,3 +99,24 @@ def test_status_with_a_real_state_still_starts_the_turn() -> None:
     got = out(eng.feed("backend", lines(*frames), 0.0))
     kinds = [f.get("subtype") or f["type"] for f in got]
     assert kinds[:2] == ["init", "status"]
+
+
+def test_a_self_started_init_waits_at_most_open_wait_for_the_task_frames() -> None:
+    eng = full_engine()
+    got = out(eng.feed("backend", lines(*_first_turn("T1", "call_1"), init(), _status_null()), 0.0))
+    assert tags(got)[-1] != "init"  # held: the ended task's frames may come first
+    deadline = eng.next_deadline()
+    assert deadline is not None
+    assert deadline <= 0.5
+    assert "init" in tags(out(eng.advance(deadline)))
+
+
+def test_a_client_turn_starts_at_the_status_as_before() -> None:
+    """A turn a client line asked for: the init goes out at cbc's status (an interrupt may
+    come before the model writes anything), whatever tasks run."""
+    eng = full_engine()
+    eng.feed("backend", lines(*_first_turn("T1", "call_1")), 0.0)
+    line = {"type": "user", "message": {"role": "user", "content": "next"}, "uuid": "l2"}
+    eng.feed("client", lines(line), 0.1)
+    got = out(eng.feed("backend", lines(init(), _status_null()), 0.2))
+    assert "init" in tags(got)
