@@ -19,7 +19,7 @@ from compat import rulespec
 from compat.rulespec import RuleError as RuleError
 from compat.rulespec import RuleSettings
 from compat.stage import Stage
-from compat.stages import REGISTRY, reverse_control, reverse_stream  # noqa: F401 (they register)
+from compat.stages import REGISTRY, reverse_control, reverse_stream, stream  # noqa: F401 (they register)
 
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "identity": {"up": (), "down": ()},
@@ -45,6 +45,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields
             # cut), context_management; compat/stages/fields.py
             "frame-fields",
+            # partial messages (compat/stages/stream.py): after frame-fields, which writes
+            # one assistant frame per block, each matched to the block's stream events
+            "stream-events",
             # session shapes (compat/stages/shape.py): init-shape after init-once touches
             # only the init the client sees
             "init-shape",
@@ -81,6 +84,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # result result-shape then completes; eof-wind-down sees results as the client
             # will, and its synthesized shell kills pass the task rules below
             "interrupted-turn",
+            "final-answer",
             "result-shape",
             "eof-wind-down",
             "progress-final",

@@ -10,9 +10,11 @@
 - ``message.context_management``: Claude's assistant messages end with it, ``null`` in
   every twin; cbc has no such feature, and ``null`` is what Claude writes without one.
 - ``is_error: false``: cbc writes it on every successful ``tool_result``; Claude 2.1.220
-  writes it on Bash and Workflow results and leaves it out on an Agent's (twins bg-agent,
-  eof-with-bg-work, user-line-after-bg-agent), so it is dropped on the result of an
-  ``Agent``/``Task`` call (``SessionState.tool_uses``, kept by ``session``).
+  writes it on shell (Bash) and Workflow results only and leaves it out on an Agent's, a
+  Read's, a StructuredOutput's and an MCP tool's (twins bg-agent, eof-with-bg-work,
+  user-line-after-bg-agent, parallel-tools, headless-json-schema; raw runs of issue 12's
+  mcp-tool), so it is dropped on the result of any other call (``SessionState.tool_uses``,
+  kept by ``session``; a result whose call is unknown keeps it).
 
 - One frame per content block: Claude writes each content block of a model message as an
   ``assistant`` frame of its own as the block ends (twins ``*.claude.jsonl``; several
@@ -37,7 +39,10 @@ import attrs
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import iso_ms
-from compat.taskkit import AGENT_TOOLS
+from compat.taskkit import SHELL_TOOLS
+
+#: the tools whose successful tool_result Claude writes with ``is_error: false``
+_WRITES_IS_ERROR_FALSE = frozenset({*SHELL_TOOLS, "Workflow"})
 
 _STAMP_KEY = b',"__timestamp":"'
 #: the model Claude names on the messages it makes up itself (errors, "Not logged in"),
@@ -65,8 +70,8 @@ def wire_timestamp(frame: Frame) -> str | None:
 @attrs.define
 class FrameFields(Stage):
     """Claude's `timestamp` on assistant/user frames, `message.context_management: null`,
-    one assistant frame per content block with `stop_reason` null, no `is_error: false` on
-    an Agent call's result."""
+    one assistant frame per content block with `stop_reason` null, `is_error: false` only on
+    shell and Workflow results."""
 
     rule: ClassVar[str] = "frame-fields"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "user"})
@@ -137,6 +142,6 @@ class FrameFields(Stage):
             return block
         use_id = block.get("tool_use_id")
         use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
-        if use is None or use.name not in AGENT_TOOLS:
+        if use is None or use.name in _WRITES_IS_ERROR_FALSE:
             return block
         return {k: v for k, v in block.items() if k != "is_error"}

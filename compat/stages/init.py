@@ -6,10 +6,20 @@ init (another ``session_id``) can also reach stdout (PROTOCOL.md §2, captures
 ``cbc-2.163.0/mockoai_workflow-inline``, ``mockoai_bg-agent``).
 
 ``init-once`` holds an init until the turn actually starts (the first assistant, user,
-stream_event or result frame): a later init of the same session replaces the held one
-when it is the fuller copy, and an init that no turn follows is dropped. Task frames do
-not release it, which also matches Claude's order (notification, then the next turn's
-init).
+stream_event or result frame): a later init of the same session replaces the held one when
+it is the fuller copy, and an init that no turn follows is dropped. Task frames do not
+release it, which also matches Claude's order (notification, then the next turn's init). In
+a turn no client line asked for (``ControlState.pending_user`` empty) while a background
+task runs, neither does cbc's ``system/status`` with ``status: null``, which it writes right
+after every init (``vocabulary`` drops it later): a turn cbc starts by itself when a
+background task ends opens with ``init``, ``status: null``, then the task's ``task_updated``
+and ``task_notification``, where Claude writes the task frames first and then the turn's
+``init`` (issue 12; ``scenarios/bg-task-failed-turn``): there the init is held past the
+status and goes out right after the first ``task_notification`` (at most ``open_wait`` s
+later, and at once when the turn's content or a prompt comes first). A client's turn starts
+at the status as before (its interrupt may come before any model output). A
+``system/status`` with a real state (``compacting``, ``requesting``), a ``control_request``
+(a permission prompt) and a ``task_started`` still start the turn.
 """
 
 from __future__ import annotations
@@ -20,10 +30,19 @@ import attrs
 
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
+from compat.stages.turns import is_interrupt_receipt
 
 _TURN_CONTENT = frozenset({"assistant", "user", "stream_event", "result"})
 #: system frames that belong to the turn itself (cbc: init, status, assistant, ...)
 _TURN_SYSTEM = frozenset({"system/status"})
+#: what also starts the turn when it comes before the turn's first message: a permission
+#: prompt, a task the turn starts (the frames of a task that ended do not: they open the
+#: turn cbc starts by itself, before its init)
+_TURN_OPENERS = frozenset({"control_request", "system/task_started"})
+#: the frames of a task that ended, which open a turn cbc starts by itself (Claude: before
+#: its init); the init follows the notification
+_TASK_END = frozenset({"system/task_updated", "system/task_progress"})
+_NOTIFICATION = "system/task_notification"
 
 
 def _is_stub(obj: dict[str, Any]) -> bool:
@@ -53,14 +72,30 @@ class InitOnce(Stage):
 
     rule: ClassVar[str] = "init-once"
     kinds: ClassVar[frozenset[str] | None] = frozenset(
-        {"system/init", *_TURN_CONTENT, *_TURN_SYSTEM}
+        {
+            "system/init",
+            *_TURN_CONTENT,
+            *_TURN_SYSTEM,
+            *_TURN_OPENERS,
+            *_TASK_END,
+            _NOTIFICATION,
+            "control_response",
+        }
     )
 
     #: most of a turn's frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True
 
+    #: seconds the init of a turn cbc started by itself waits for the frames of the task
+    #: that ended (cbc writes them in the same millisecond as its init)
+    open_wait: float = 0.5
     held: Frame | None = attrs.field(default=None, init=False)
     sent_this_turn: bool = attrs.field(default=False, init=False)
+    #: cbc started the held init's turn (its status-null came, no client line pending)
+    opened: bool = attrs.field(default=False, init=False)
+    #: an interrupt's receipt came since the last result: the turn cbc starts by itself
+    #: then is its own (``interrupt-terminal`` drops it), not a task's
+    interrupted: bool = attrs.field(default=False, init=False)
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
         """``on_frame`` passes an unparsed frame of ``kind`` at once (the pipeline skips
@@ -69,6 +104,7 @@ class InitOnce(Stage):
         return (
             not (t == "system" and kind[1] == "init")
             and t != "result"
+            and t != "control_response"
             and (self.sent_this_turn or self.held is None)
         )
 
@@ -77,6 +113,11 @@ class InitOnce(Stage):
         if kind is None:
             return None
         t, st = kind
+        if t == "control_response":
+            obj = frame.obj
+            if isinstance(obj, dict) and is_interrupt_receipt(obj, ctx):
+                self.interrupted = True
+            return None
         init = t == "system" and st == "init"
         if not init and t != "result" and (self.sent_this_turn or self.held is None):
             return None  # inside a turn, nothing held: the common frame, left unparsed
@@ -95,15 +136,41 @@ class InitOnce(Stage):
             return ()
         if t == "result":
             out = self._release()
-            self.sent_this_turn = False
+            self.sent_this_turn = self.interrupted = False
             return (*out, frame) if out else None
         if not self.sent_this_turn and self.held is not None:
+            key = f"{t}/{st}"
+            if key in _TASK_END or (key == _NOTIFICATION and not self.opened):
+                return None  # between turns (as before), or the ended task's frames
+            if key == _NOTIFICATION:
+                ctx.cancel_timer(self, "open")
+                return (frame, *self._release())
+            if (
+                st == "status"
+                and obj.get("status", False) is None
+                and not ctx.state.control.pending_user
+                and not self.interrupted
+                and ctx.state.open_tasks()
+            ):
+                # cbc's status-null after the init of a turn no client line asked for: the
+                # frames of the task that ended come next, then the turn's content
+                self.opened = True
+                ctx.set_timer(self, "open", self.open_wait)
+                return None
+            if self.opened:
+                ctx.cancel_timer(self, "open")
             out = self._release()
             return (*out, frame)
         return None
 
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        if self.opened and self.held is not None and not self.sent_this_turn:
+            return self._release()  # no task frames came: the turn starts now
+        return None
+
     def _release(self) -> tuple[Frame, ...]:
         held, self.held = self.held, None
+        self.opened = False
         if held is None:
             return ()
         self.sent_this_turn = True

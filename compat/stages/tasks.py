@@ -488,7 +488,9 @@ class TaskFields(Stage):
             else rewrite_summary(summary, status, ttype, desc or None)
         )
         last = self._usage.pop(tid, None)
-        if last is not None and status == "completed" and "usage" not in new:
+        # Claude's completed and failed workflows carry it, its stopped ones do not (twins
+        # workflow-inline, workflow-failed, interrupt-*-workflow)
+        if last is not None and status in ("completed", "failed") and "usage" not in new:
             new["usage"] = {k: last.get(k, 0) for k in _ZERO_USAGE}
 
     _FIX: ClassVar[

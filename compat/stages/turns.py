@@ -269,3 +269,124 @@ class InterruptedTurn(Stage):
             "debug",
         )
         return (*out, frame.replace(new))
+
+
+@register
+@attrs.define
+class FinalAnswer(Stage):
+    """A turn's answer cbc put only in its `result`: the `assistant` frame Claude writes for
+    it is synthesized before the result.
+
+    cbc 2.163.0 sometimes writes no ``assistant`` frame for the text that ends a turn: the
+    text after a thinking block (3 raw runs in 4 of ``scenarios/thinking``), the answer
+    after parallel tool calls (twins parallel-tools, one run); its ``result`` still holds
+    the text. Claude writes every model message as assistant frames, so a client that shows
+    the assistant frames (or keeps the transcript from them) loses the answer, and
+    ``result-shape`` takes the turn's ``stop_reason`` from the message before it
+    (``tool_use``). When a ``success`` result (not ``is_error``) with a non-empty
+    ``result`` ends a turn in which the model wrote (a main-thread assistant frame or
+    stream event) but no main-thread text since the last main-thread ``user`` frame, an
+    assistant frame with that text goes out first: the message of the thinking block
+    before it when that was the last block (one message, as the model wrote it), else a
+    message of its own. A turn with no model output (a local command's result), and a
+    result that repeats the turn's last text, are left alone."""
+
+    rule: ClassVar[str] = "final-answer"
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"assistant", "user", "result", "stream_event"}
+    )
+    #: a stream event only says the model wrote: read from its kind, then cold
+    lazy: ClassVar[bool] = True
+
+    #: the model wrote in this turn
+    _model_wrote: bool = attrs.field(default=False, init=False)
+    #: a main-thread text block since the last main-thread user frame
+    _text_seen: bool = attrs.field(default=False, init=False)
+    #: the last main-thread assistant message: (id, model, usage), and whether its last
+    #: block was thinking
+    _last: tuple[Any, Any, Any] | None = attrs.field(default=None, init=False)
+    _after_thinking: bool = attrs.field(default=False, init=False)
+    #: the turn's last main-thread text (a result repeating it is not a lost answer)
+    _said: Any = attrs.field(default=None, init=False)
+
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        return kind[0] == "stream_event" and self._model_wrote
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        kind = frame.kind()
+        if kind is not None and kind[0] == "stream_event":
+            self._model_wrote = True  # (a sub-agent's too: cbc streams none)
+            return None
+        obj = frame.obj
+        if not isinstance(obj, dict) or obj.get("parent_tool_use_id") is not None:
+            return None
+        t = obj.get("type")
+        if t == "assistant":
+            self._model_wrote = True
+            message = obj.get("message")
+            if isinstance(message, dict):
+                self._last = (message.get("id"), message.get("model"), message.get("usage"))
+            for block in _blocks(obj):
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                self._after_thinking = kind == "thinking"
+                if kind == "text" and block.get("text"):
+                    self._text_seen = True
+                    self._said = block.get("text")
+        elif t == "user":
+            self._text_seen = self._after_thinking = False
+        elif t == "result":
+            out = self._answer(obj, ctx)
+            self._model_wrote = self._text_seen = self._after_thinking = False
+            self._last = self._said = None
+            if out is not None:
+                return (out, frame)
+        return None
+
+    def _answer(self, result: dict[str, Any], ctx: Context) -> Frame | None:
+        text = result.get("result")
+        if (
+            result.get("subtype") != "success"
+            or result.get("is_error") is True
+            or not isinstance(text, str)
+            or not text.strip()
+            or not self._model_wrote
+            or self._text_seen
+            or text == self._said
+        ):
+            return None
+        last = self._last if self._after_thinking else None
+        message_id = last[0] if last is not None else ctx.env.new_uuid().replace("-", "")
+        model = self._last[1] if self._last is not None else None
+        usage = last[2] if last is not None and isinstance(last[2], dict) else dict(_NO_USAGE)
+        ctx.log(self.rule, "the turn's answer had no assistant frame: synthesized", "debug")
+        return Frame.synth(
+            {
+                "type": "assistant",
+                "message": {
+                    "id": message_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [{"type": "text", "text": text}],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": usage,
+                    "context_management": None,
+                },
+                "parent_tool_use_id": None,
+                "session_id": result.get("session_id") or ctx.state.session_id or "",
+                "uuid": ctx.env.new_uuid(),
+                "timestamp": iso_ms(ctx.wall_ms()),
+            },
+            self.rule,
+        )
+
+
+_NO_USAGE = {
+    "input_tokens": 0,
+    "output_tokens": 0,
+    "cache_creation_input_tokens": 0,
+    "cache_read_input_tokens": 0,
+}

@@ -30,8 +30,15 @@ script never does.
   held until its notification (at most ``wait`` s); cbc's stale progress in between is
   folded in; then one corrected snapshot goes out *before* the update, as in
   ``claude-2.1.220/mockapi_workflow_local-workflow-task-progress``: every non-cached agent
-  terminal (``done`` when completed; ``error: "subagent aborted: …"`` when stopped or
-  failed, unless ``completed-only``, which leaves them like Claude 2.1.220 does).
+  terminal (``done`` when completed; ``error: "subagent aborted: …"`` when stopped, unless
+  ``completed-only``, which leaves them like Claude 2.1.220 does).
+  A workflow that *failed* (its script threw) gets ``done`` for them too, not an abort:
+  cbc writes no agent end state at all (its snapshots keep ``start`` to the end, completed
+  or failed), so its ``start`` says nothing about the agent, and Claude 2.1.220 leaves the
+  agent that had finished before the throw ``done`` (raw runs of
+  ``scenarios/workflow-failed``; no Claude capture has a ``subagent aborted`` entry). An
+  agent cbc itself ended (``error`` with its own message) keeps its state. What cbc's wire
+  cannot tell: an agent still running when the script threw shows ``done`` as well.
 """
 
 from __future__ import annotations
@@ -63,10 +70,7 @@ from compat.taskkit import (
 )
 
 FINAL_AGENT_STATES = frozenset({"done", "error", "cached"})
-ABORTED = {
-    "stopped": "subagent aborted: workflow was stopped",
-    "failed": "subagent aborted: workflow failed",
-}
+ABORTED = {"stopped": "subagent aborted: workflow was stopped"}
 
 
 def _is_agent(e: Any) -> bool:
@@ -374,8 +378,8 @@ class ProgressFinal(Stage):
         info = ctx.state.tasks.get(tid)
         titles = meta_fields(info)[2] if info is not None else None
         entries = complete_phases(base, titles)
-        state = "done" if run.status == "completed" else None
-        if run.status in ABORTED and self.mode == "all":
+        state = "done" if run.status in ("completed", "failed") else None
+        if run.status == "stopped" and self.mode == "all":
             state = "error"
         if state is not None:
             fixed = []

@@ -45,7 +45,8 @@ for raw in sys.stdin:
         out({"type": "system", "subtype": "task_started", "task_id": "wf1", "tool_use_id": "w1",
              "description": "flow", "task_type": "local_workflow", "uuid": "t",
              "session_id": SID})
-    out({"type": "result", "subtype": "success", "is_error": error, "result": "done.",
+    # (no final text: the turn's last message was the call; rule final-answer adds none)
+    out({"type": "result", "subtype": "success", "is_error": error, "result": "",
          "uuid": "r", "session_id": SID, "duration_ms": 1, "duration_api_ms": 1,
          "num_turns": 1, "total_cost_usd": 0, "usage": {"input_tokens": 1, "output_tokens": 1},
          "permission_denials": [], "modelUsage": {}})
@@ -160,7 +161,7 @@ def cbc_like(error: bool, workflow: bool) -> Any:
                         "session_id": SID,
                     }
                 )
-            await out(result(error, uuid="r", session_id=SID))
+            await out(result(error, uuid="r", session_id=SID, result=""))
         await b.forever()
         return 0
 

@@ -1,0 +1,350 @@
+"""``stream-events``: partial messages (``--include-partial-messages``) as Claude Code 2.1.220
+streams them (issue 12).
+
+A client that rebuilds a message from its ``stream_event`` frames (the Anthropic SDKs'
+accumulators, UIs that render as the deltas arrive) indexes the blocks by
+``event.index`` and reads the message's end from ``message_delta``. What cbc 2.163.0 writes
+differently (raw runs of ``scenarios/partial-messages``, ``thinking-partial``,
+``partial-tool-only`` on both CLIs), and what the rule makes of it, for any message:
+
+- ``message_start.message.content``: cbc announces a phantom empty text block
+  (``[{"type":"text","text":""}]``) it may never stream; Claude writes ``[]``.
+- Block indices: Claude numbers the blocks it streams 0, 1, 2… in order. cbc may start at 1
+  (a reply that is only a tool call: no block 0 is ever sent), and gives a second parallel
+  tool call the index of the first while the first is still open (``content_block_start``
+  index 2 twice, one ``content_block_stop``): a client merges the two calls. Each
+  ``content_block_start`` gets the next index of its message; a start at an index that is
+  still open first closes the open block (a ``content_block_stop`` is synthesized for it);
+  deltas and stops follow the block they belong to.
+- cbc writes an empty ``input_json_delta`` (``partial_json: ""``) first in every tool
+  block; Claude does not. It is dropped (it adds nothing to the input).
+- ``message_delta.delta.stop_reason``: cbc says ``end_turn`` when the message ends in tool
+  calls; the API (and Claude) says ``tool_use``. A message that streamed a ``tool_use``
+  block and ends ``end_turn`` ends ``tool_use``; other reasons (``max_tokens``…) are kept.
+- Order: Claude writes each block's ``assistant`` frame right after the block's last
+  delta, before its ``content_block_stop``; cbc writes every stream event of the message
+  first and the assistant frames after ``message_stop``. So a ``content_block_stop`` whose
+  block has had no assistant frame yet is held, with the stream events behind it, until
+  that assistant frame passes (one per block: ``frame-fields`` splits cbc's message
+  first); it is matched by block type (and tool id). cbc sometimes writes no assistant
+  frame for a block (the text after a thinking block, 3 runs in 4): a later block's frame,
+  the turn's next ``user`` or ``result`` frame, the next message, the end of the stream or
+  ``hold`` seconds without one release what is held, in order. A backend that already
+  writes the assistant frame first (Claude's order) has nothing held. The cost: a block
+  streamed after the first one reaches the client when cbc finishes the message (its
+  deltas are behind the held stop), not as cbc streams it.
+- ``system/status`` ``requesting``: Claude writes it before each model request when it
+  streams; cbc writes none (its ``status: null`` is dropped by ``vocabulary``). One is
+  synthesized before a main-thread ``message_start`` that no ``requesting`` status
+  preceded.
+
+Mode ``off`` leaves the stream as cbc writes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat.frames import Frame, dict_at
+from compat.stage import Context, Output, Stage, register
+
+_RULE = "stream-events"
+
+
+@attrs.define
+class _Message:
+    """One streamed message of one thread (``parent_tool_use_id``)."""
+
+    message_id: Any = None
+    next_index: int = 0
+    #: cbc's index of an open block -> the client's index
+    open: dict[int, int] = attrs.Factory(dict)
+    #: client index -> (block type, tool id)
+    blocks: dict[int, tuple[str, Any]] = attrs.Factory(dict)
+    #: client indices whose assistant frame has passed
+    delivered: set[int] = attrs.Factory(set)
+    has_tool_use: bool = False
+    #: its ``message_stop`` was seen
+    stopped: bool = False
+    #: frames held behind a stop waiting for its assistant frame: (frame, client index of
+    #: the block it stops when it is such a stop, else None)
+    held: list[tuple[Frame, int | None]] = attrs.Factory(list)
+
+
+def _thread(obj: dict[str, Any]) -> str | None:
+    """The thread a frame belongs to: its ``parent_tool_use_id`` (None: the main one)."""
+    parent = obj.get("parent_tool_use_id")
+    return parent if isinstance(parent, str) else None
+
+
+def _block_key(block: Any) -> tuple[str, Any] | None:
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        return None
+    return kind, block.get("id") if kind in ("tool_use", "server_tool_use") else None
+
+
+@register
+@attrs.define
+class StreamEvents(Stage):
+    """Partial messages as Claude streams them: `message_start` with no content, block
+    indices 0, 1, 2… in stream order, no empty `input_json_delta`, `stop_reason: tool_use`
+    on a message that ends in tool calls, each block's `assistant` frame before its
+    `content_block_stop`, and `system/status` `requesting` before each model request.
+
+    Option ``hold`` (seconds, default 10): the longest stream events wait for the
+    assistant frame of the block they follow."""
+
+    rule: ClassVar[str] = _RULE
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"stream_event", "assistant", "user", "result", "system/init", "system/status"}
+    )
+    #: the common frame (a delta, with nothing held and no index moved; any frame of a
+    #: session that does not stream) passes on its bytes, unparsed
+    lazy: ClassVar[bool] = True
+    #: its state is its own: no other stage reads it
+    pure: ClassVar[bool] = True
+    raw_pass: ClassVar[bool] = True
+
+    hold: float = 10.0
+    _streams: dict[Any, _Message] = attrs.field(factory=dict, init=False)
+    _requesting: bool = attrs.field(default=False, init=False)
+
+    # -- frames -----------------------------------------------------------------------
+    def _plain_delta(self, raw: bytes) -> bool:
+        """``raw`` is a delta this stage passes unchanged as things stand (read from its
+        bytes: a line with an escape, or that might be anything else, is not)."""
+        return (
+            b'{"type":"content_block_delta","index":' in raw[:96]
+            and b'"partial_json":""' not in raw
+            and b"\\u" not in raw
+            and not self._any_held()
+            and all(c == i for m in self._streams.values() for i, c in m.open.items())
+        )
+
+    def on_raw(self, raw: bytes) -> bytes | None:
+        return raw if self._plain_delta(raw) else None
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        kind = frame.kind()
+        if kind is None:
+            return None
+        t = kind[0]
+        if t in ("assistant", "user", "result", "system") and kind[1] != "status":
+            if not self._streams:
+                return None  # no message is streaming: nothing to do
+        if t == "stream_event" and frame.raw and self._plain_delta(frame.raw):
+            return None
+        obj = frame.obj
+        if not isinstance(obj, dict):
+            return None
+        if t == "stream_event":
+            return self._event(frame, obj, ctx)
+        if t == "assistant":
+            return self._assistant(frame, obj, ctx)
+        if t == "system":
+            if obj.get("subtype") == "status":
+                self._requesting = obj.get("status") == "requesting"
+                return None
+            return self._flush_before(frame, ctx)  # a new turn's init
+        return self._flush_before(frame, ctx)  # user, result: the message is over
+
+    def _flush_before(self, frame: Frame, ctx: Context) -> Output:
+        out = self._flush_all(ctx)
+        return (*out, frame) if out else None
+
+    def _event(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        event = dict_at(obj, "event")
+        if event is None:
+            return None
+        key = _thread(obj)
+        etype = event.get("type")
+        out: list[Frame] = []
+        if etype == "message_start":
+            out.extend(self._flush(key, ctx))
+            new = self._streams[key] = _Message()
+            message = dict_at(event, "message")
+            if message is not None:
+                new.message_id = message.get("id")
+                if message.get("content"):
+                    new_msg = {**message, "content": []}
+                    frame = frame.replace({**obj, "event": {**event, "message": new_msg}})
+            if key is None and not self._requesting:
+                status = {
+                    "type": "system",
+                    "subtype": "status",
+                    "status": "requesting",
+                    "uuid": ctx.env.new_uuid(),
+                    "session_id": obj.get("session_id"),
+                }
+                out.append(Frame.synth(status, self.rule))
+            self._requesting = False
+            out.append(frame)
+            return out
+        msg = self._streams.get(key)
+        if msg is None:
+            return out or None
+        index = event.get("index")
+        if etype == "content_block_start" and isinstance(index, int):
+            if index in msg.open:  # cbc reused an open block's index: close that block
+                self._stop(msg, msg.open.pop(index), frame, obj, out, ctx, synth=True)
+            client = msg.next_index
+            msg.next_index += 1
+            msg.open[index] = client
+            block = _block_key(event.get("content_block"))
+            if block is not None:
+                msg.blocks[client] = block
+                msg.has_tool_use |= block[0] == "tool_use"
+            self._emit(msg, self._reindex(frame, obj, event, client), out, ctx)
+            return out
+        if etype == "content_block_delta" and isinstance(index, int):
+            delta = dict_at(event, "delta")
+            if (
+                delta is not None
+                and delta.get("type") == "input_json_delta"
+                and delta.get("partial_json") == ""
+            ):
+                ctx.count(self.rule, "dropped:empty-input-json-delta")
+                return out
+            client = msg.open.get(index, index)
+            self._emit(msg, self._reindex(frame, obj, event, client), out, ctx)
+            return out
+        if etype == "content_block_stop" and isinstance(index, int):
+            client = msg.open.pop(index, index)
+            self._stop(msg, client, self._reindex(frame, obj, event, client), obj, out, ctx)
+            return out
+        if etype == "message_delta":
+            delta = dict_at(event, "delta")
+            if delta is not None and delta.get("stop_reason") == "end_turn" and msg.has_tool_use:
+                new_event = {**event, "delta": {**delta, "stop_reason": "tool_use"}}
+                frame = frame.replace({**obj, "event": new_event})
+        self._emit(msg, frame, out, ctx)
+        if etype == "message_stop":
+            msg.stopped = True
+            self._forget_done(key)
+        return out
+
+    def _forget_done(self, key: Any) -> None:
+        """A message that has ended and holds nothing needs no more matching."""
+        msg = self._streams.get(key)
+        if msg is not None and msg.stopped and not msg.held:
+            del self._streams[key]
+
+    @staticmethod
+    def _reindex(frame: Frame, obj: dict[str, Any], event: dict[str, Any], client: int) -> Frame:
+        if event.get("index") == client:
+            return frame
+        return frame.replace({**obj, "event": {**event, "index": client}})
+
+    def _stop(
+        self,
+        msg: _Message,
+        client: int,
+        frame: Frame,
+        obj: dict[str, Any],
+        out: list[Frame],
+        ctx: Context,
+        synth: bool = False,
+    ) -> None:
+        if synth:
+            stop = {
+                "type": "stream_event",
+                "event": {"type": "content_block_stop", "index": client},
+                "session_id": obj.get("session_id"),
+                "parent_tool_use_id": obj.get("parent_tool_use_id"),
+                "uuid": ctx.env.new_uuid(),
+            }
+            frame = Frame.synth(stop, self.rule)
+        if client in msg.delivered or client not in msg.blocks:
+            self._emit(msg, frame, out, ctx)
+            return
+        msg.held.append((frame, client))
+        self._held(frame, out, ctx)
+
+    def _emit(self, msg: _Message, frame: Frame, out: list[Frame], ctx: Context) -> None:
+        """``frame`` goes out now, or behind what the message holds."""
+        if msg.held:
+            msg.held.append((frame, None))
+            self._held(frame, out, ctx)
+        else:
+            out.append(frame)
+
+    def _held(self, frame: Frame, out: list[Frame], ctx: Context) -> None:
+        if frame.synthesized_by is None:
+            ctx.hold()  # the frame this call was given is kept, not dropped
+        ctx.set_timer(self, "hold", self.hold)
+
+    def _assistant(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        key = _thread(obj)
+        msg = self._streams.get(key)
+        if msg is None:
+            return None
+        message = dict_at(obj, "message")
+        if message is None:
+            return None
+        if message.get("id") != msg.message_id:
+            return self._flush_before(frame, ctx)
+        content = message.get("content")
+        block = _block_key(content[0]) if isinstance(content, list) and content else None
+        waiting = [c for _, c in msg.held if c is not None]
+        match = next((c for c in waiting if msg.blocks.get(c) == block), None)
+        if match is None:
+            # Claude's order (the frame before its stop), or a block nothing holds for
+            for c in sorted(msg.blocks):
+                if c not in msg.delivered and msg.blocks[c] == block:
+                    msg.delivered.add(c)
+                    break
+            return None
+        msg.delivered.add(match)
+        out: list[Frame] = []
+        while msg.held:
+            held_frame, stops = msg.held[0]
+            if stops == match:
+                break
+            msg.held.pop(0)
+            out.append(held_frame)
+        out.append(frame)
+        out.append(msg.held.pop(0)[0])
+        while msg.held and msg.held[0][1] is None:
+            out.append(msg.held.pop(0)[0])
+        self._forget_done(key)
+        if not self._any_held():
+            ctx.cancel_timer(self, "hold")
+        return out
+
+    # -- releasing --------------------------------------------------------------------
+    def _any_held(self) -> bool:
+        return any(m.held for m in self._streams.values())
+
+    def _flush(self, key: Any, ctx: Context) -> list[Frame]:
+        msg = self._streams.get(key)
+        if msg is None or not msg.held:
+            return []
+        out = [f for f, _ in msg.held]
+        msg.held.clear()
+        self._forget_done(key)
+        if not self._any_held():
+            ctx.cancel_timer(self, "hold")
+        return out
+
+    def _flush_all(self, ctx: Context) -> list[Frame]:
+        out: list[Frame] = []
+        for key in list(self._streams):
+            out.extend(self._flush(key, ctx))
+        return out
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        out = self._flush_all(ctx)
+        if out:
+            ctx.count(self.rule, "released-by-timer", len(out))
+        return out or None
+
+    def on_input_eof(self, ctx: Context) -> Output:
+        return self._flush_all(ctx) or None
+
+    def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        return self._flush_all(ctx) or None
