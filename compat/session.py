@@ -150,6 +150,8 @@ class ControlState:
     mcp_servers: list[Any] = attrs.Factory(list)  # from the last system/init
     last_result: dict[str, Any] | None = None  # usage/modelUsage of the last result
     default_model: str | None = None  # [initialize-reply] cbc's currentModelId
+    #: [unsupported-control, control-reply] the model of the last successful set_model
+    set_model: str | None = None
 
 
 @attrs.define

@@ -55,11 +55,94 @@ from compat.frames import Frame
 from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
-from compat.stages.turns import TURN_CONTENT
+from compat.stages.turns import TURN_CONTENT, iso_ms
 from compat.taskkit import remember
 
 #: setters cbc refuses before its first turn; answered at once, sent once it has a session
 _SETTERS = frozenset({"set_permission_mode", "set_model"})
+
+
+#: Claude's default context window (a model it has no window for: cbc reports 0)
+DEFAULT_WINDOW = 200_000
+#: Claude Code's auto-compact threshold: the window less the output it reserves (20,000)
+#: and its buffer (13,000): 167,000 of 200,000 (raw run midsession-controls)
+_COMPACT_RESERVE = 20_000 + 13_000
+
+
+def setter_reply(ctx: Context, rid: str, body: dict[str, Any]) -> list[Frame]:
+    """What Claude Code 2.1.220 writes for a successful ``set_model`` /
+    ``set_permission_mode`` (raw run midsession-controls, 2026-12-01): ``set_model``: the
+    replayed ``<local-command-stdout>Set model to M</local-command-stdout>`` user frame
+    (``isReplay``; also without ``--replay-user-messages``), then a success without a
+    ``response`` body; ``set_permission_mode``: ``{mode}``, then a ``system/status``
+    (``status: null``) with the new ``permissionMode``. The side frames need the session
+    id: before cbc has told it, only the reply."""
+    sub = body.get("subtype")
+    sid = ctx.state.session_id
+    if sub == "set_model":
+        out = []
+        model = body.get("model")
+        if sid is not None and isinstance(model, str):
+            ctx.state.control.set_model = model
+            replay = {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": f"<local-command-stdout>Set model to {model}</local-command-stdout>",
+                },
+                "session_id": sid,
+                "parent_tool_use_id": None,
+                "uuid": ctx.env.new_uuid(),
+                "timestamp": iso_ms(ctx.wall_ms()),
+                "isReplay": True,
+            }
+            out.append(Frame.from_obj(replay))
+        reply = {"type": "control_response", "response": {"subtype": "success", "request_id": rid}}
+        return [*out, Frame.from_obj(reply)]
+    mode = body.get("mode")
+    out = [Frame.from_obj(ck.success(rid, {"mode": mode}))]
+    if sid is not None and isinstance(mode, str):
+        status = {
+            "type": "system",
+            "subtype": "status",
+            "status": None,
+            "permissionMode": mode,
+            "uuid": ctx.env.new_uuid(),
+            "session_id": sid,
+        }
+        out.append(Frame.from_obj(status))
+    return out
+
+
+def grid_rows(categories: list[dict[str, Any]], window: int) -> list[list[dict[str, Any]]]:
+    """Claude's 10 x 10 context grid: a square per 1 % of the window, each category (in
+    order, free space last) taking ``max(1, round(tokens / square))`` squares, full but for
+    its last one's remainder (``squareFullness``); free space fills what is left (raw run
+    midsession-controls: 8,027 tokens = 4 squares, 118 = 1 square 0.059 full)."""
+    per = window / 100
+    squares: list[dict[str, Any]] = []
+    free = categories[-1]
+    for c in [*categories[:-1], free]:
+        tokens = c["tokens"]
+        pct = round(100 * tokens / window) if window else 0
+        if c is free:
+            n = max(0, 100 - len(squares))
+        else:
+            n = max(1, round(tokens / per)) if tokens > 0 else 0
+        for i in range(n):
+            fullness = 1 if c is free else min(1, tokens / per - i)
+            squares.append(
+                {
+                    "color": c["color"],
+                    "isFilled": True,
+                    "categoryName": c["name"],
+                    "tokens": tokens,
+                    "percentage": pct,
+                    "squareFullness": fullness,
+                }
+            )
+    squares = squares[:100]
+    return [squares[i : i + 10] for i in range(0, len(squares), 10)]
 
 
 @register
@@ -178,6 +261,7 @@ class UnsupportedControl(Stage):
     timeout: float = 30.0
     #: the same for ``initialize`` (cbc answers it only once started; the SDK waits 60 s)
     initialize_timeout: float = 55.0
+    _own: int = attrs.field(default=0, init=False)  # requests of its own sent upstream
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -219,7 +303,11 @@ class UnsupportedControl(Stage):
                 "sent when the session starts",
                 "debug",
             )
-            return self._answer(ctx, ck.success(rid, {}), f"{sub}:deferred")
+            ctx.count(self.rule, f"answered:{sub}:deferred")
+            req.answered = True
+            for f in setter_reply(ctx, rid, body):
+                ctx.emit("down", f, self.rule)
+            return ()
         ctx.set_timer(self, rid, self.initialize_timeout if sub == "initialize" else self.timeout)
         return out
 
@@ -257,46 +345,96 @@ class UnsupportedControl(Stage):
         return ck.success(rid, {"mcpServers": servers})
 
     def _local_get_context_usage(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
-        last = ctx.state.control.last_result or {}
+        """Claude's shape (raw run midsession-controls), from what the session knows: the
+        last result's usage (``apiUsage``; the context is its input, cached or not) and
+        the current model's window (``modelUsage.contextWindow``; Claude's 200,000 when
+        cbc reports none). Claude's split of its own prompt (system prompt, tools, skills,
+        memory files, MCP tools, agents, slash commands, the message breakdown) is its
+        estimate of a prompt cbc does not show: the context is one ``Messages`` category,
+        the lists are empty and the breakdown's counts 0 (as Claude writes them for a
+        session without such things)."""
+        control = ctx.state.control
+        last = control.last_result or {}
         usage = last.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         keys = (
             "input_tokens",
+            "output_tokens",
             "cache_creation_input_tokens",
             "cache_read_input_tokens",
-            "output_tokens",
         )
-        total: int = sum(usage[k] for k in keys if type(usage.get(k)) is int)
-        window = 0
+        api = {k: usage[k] if type(usage.get(k)) is int else 0 for k in keys}
+        total = api["input_tokens"] + api["cache_creation_input_tokens"]
+        total += api["cache_read_input_tokens"]
+        model = control.set_model or ctx.state.model or control.default_model or ""
         model_usage = last.get("modelUsage")
-        for m in model_usage.values() if isinstance(model_usage, dict) else ():
-            if isinstance(m, dict) and type(m.get("contextWindow")) is int:
-                window = max(window, m["contextWindow"])
-        model = ctx.state.model or ctx.state.control.default_model or ""
+        window = 0
+        if isinstance(model_usage, dict):
+            entry = model_usage.get(model)
+            if isinstance(entry, dict) and type(entry.get("contextWindow")) is int:
+                window = entry["contextWindow"]
+        window = window if window > 0 else DEFAULT_WINDOW
+        categories = [
+            {"name": "Messages", "tokens": total, "color": "purple_FOR_SUBAGENTS_ONLY"},
+            {"name": "Free space", "tokens": max(0, window - total), "color": "promptBorder"},
+        ]
         return ck.success(
             rid,
             {
-                "categories": [{"name": "Messages", "tokens": total, "color": "purple"}],
+                "categories": categories,
                 "totalTokens": total,
                 "maxTokens": window,
                 "rawMaxTokens": window,
-                "percentage": round(100 * total / window, 1) if window else 0,
+                "autocompactSource": "auto",
+                "percentage": round(100 * total / window),
+                "gridRows": grid_rows(categories, window),
                 "model": model,
-                "isAutoCompactEnabled": True,
                 "memoryFiles": [],
                 "mcpTools": [],
                 "agents": [],
-                "gridRows": [],
+                "slashCommands": {"totalCommands": 0, "includedCommands": 0, "tokens": 0},
+                "skills": {
+                    "totalSkills": 0,
+                    "includedSkills": 0,
+                    "tokens": 0,
+                    "skillFrontmatter": [],
+                },
+                "autoCompactThreshold": max(0, window - _COMPACT_RESERVE),
+                "isAutoCompactEnabled": True,
+                "messageBreakdown": {
+                    "toolCallTokens": 0,
+                    "toolResultTokens": 0,
+                    "attachmentTokens": 0,
+                    "assistantMessageTokens": 0,
+                    "userMessageTokens": 0,
+                    "redirectedContextTokens": 0,
+                    "unattributedTokens": 0,
+                    "toolCallsByType": [],
+                    "attachmentsByType": [],
+                },
+                "apiUsage": api,
             },
         )
 
     def _local_set_max_thinking_tokens(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
-        ctx.log(
-            self.rule,
-            "set_max_thinking_tokens acknowledged, not applied (cbc has no such control)",
-            "info",
-        )
-        return ck.success(rid, {})
+        """Claude: a success without a body. cbc refuses the request (``Unknown control
+        request subtype``) but its ``set_config`` takes ``alwaysThinkingEnabled``: a
+        budget above 0 turns thinking on, 0 off (Claude's meaning of 0); null (Claude's
+        default) changes nothing."""
+        tokens = body.get("max_thinking_tokens")
+        if type(tokens) is int and tokens >= 0:
+            control = ctx.state.control
+            self._own += 1
+            own = f"ccbridge-thinking-{self._own}"
+            control.own[own] = "set_config"
+            config = {"alwaysThinkingEnabled": tokens > 0}
+            ctx.emit(
+                "up",
+                Frame.from_obj(ck.request(own, {"subtype": "set_config", "config": config})),
+                self.rule,
+            )
+            ctx.log(self.rule, f"set_max_thinking_tokens sent as set_config {config}", "info")
+        return {"type": "control_response", "response": {"subtype": "success", "request_id": rid}}
 
     def _local_stop_task(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
         # Claude stops the task; an unknown or finished id also succeeds
@@ -363,6 +501,9 @@ class ControlReply(Stage):
                 )
                 return ()
             req.answered = True
+        if req is not None and sub == "success" and req.subtype in _SETTERS:
+            ctx.count(self.rule, f"reshaped:{req.subtype}")
+            return self._replace_reply(frame, setter_reply(ctx, rid, req.request))
         if sub != "error":
             return None
         message = resp.get("error")
@@ -372,9 +513,20 @@ class ControlReply(Stage):
             return (ck.with_response(frame, {**resp, "error": better}),)
         if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
             control.deferred.append(req.request)
-            ok = {"subtype": "success", "request_id": rid, "response": {}}
-            return (ck.with_response(frame, ok),)
+            return self._replace_reply(frame, setter_reply(ctx, rid, req.request))
         return None
+
+    @staticmethod
+    def _replace_reply(frame: Frame, out: list[Frame]) -> Output:
+        """``out`` (side frames and a control_response) with cbc's reply frame standing for
+        the control_response (rewritten), the side frames synthesized."""
+        result: list[Frame] = []
+        for f in out:
+            if f.obj.get("type") == "control_response":
+                result.append(frame.replace(f.obj))
+            else:
+                result.append(Frame.synth(f.obj, "control-reply"))
+        return result
 
     def _send_deferred(self, ctx: Context) -> None:
         control = ctx.state.control

@@ -379,9 +379,9 @@ def test_subtypes_cbc_lacks_are_answered_locally_the_claude_way() -> None:
     }
     assert replies["mcp"]["response"] == {"mcpServers": [{"name": "files", "status": "connected"}]}
     usage = replies["ctx"]["response"]
-    assert usage["totalTokens"] == 1234
+    assert usage["totalTokens"] == 1200  # the context: input tokens (output is not in it)
     assert usage["maxTokens"] == 176000
-    assert usage["percentage"] == 0.7
+    assert usage["percentage"] == 1
     assert usage["model"] == "default-model"
     assert {
         "categories",
@@ -392,10 +392,12 @@ def test_subtypes_cbc_lacks_are_answered_locally_the_claude_way() -> None:
         "agents",
         "gridRows",
     } <= set(usage)
-    assert replies["mtt"] == {"subtype": "success", "request_id": "mtt", "response": {}}
+    assert replies["mtt"] == {"subtype": "success", "request_id": "mtt"}  # Claude: no body
     # Claude: an unknown task id also succeeds (mockapi_stop-task-control-request_…)
     assert replies["stop"]["response"] == {}
-    assert not [f for f in run.frames("backend") if f.get("type") == "control_request"]
+    # what cbc can take of set_max_thinking_tokens, as the bridge's own request
+    sent = [f["request"] for f in run.frames("backend") if f.get("type") == "control_request"]
+    assert sent == [{"subtype": "set_config", "config": {"alwaysThinkingEnabled": True}}]
 
 
 def test_unknown_subtype_error_reworded_like_claude() -> None:
@@ -520,8 +522,9 @@ def test_a_late_session_not_found_for_a_setter_becomes_success_and_is_sent_again
     assert run.frames()[0]["response"] == {
         "subtype": "success",
         "request_id": "perm",
-        "response": {},
+        "response": {"mode": "plan"},
     }
+    assert run.frames()[1]["permissionMode"] == "plan"  # Claude's system/status
     assert run.frames("backend")[-1] == cr(
         "ccbridge-held-1", subtype="set_permission_mode", mode="plan"
     )
@@ -545,9 +548,10 @@ def test_setters_after_the_session_pass_with_cbcs_replies() -> None:
         if f.get("type") == "control_response"
     }
     assert replies["perm_nosid"]["subtype"] == "success"
-    assert replies["model_sid"]["response"]["model"] == "fast-model"
+    assert replies["perm_nosid"]["response"] == {"mode": "bypassPermissions"}
+    assert replies["model_sid"] == {"subtype": "success", "request_id": "model_sid"}
     assert replies["mcp"]["response"] == {"mcpServers": []}  # answered locally
-    assert replies["mtt"]["response"] == {}
+    assert "response" not in replies["mtt"]
     assert replies["int_nosid"]["response"] == {"still_queued": []}
     # every request answered exactly once, none with cbc's wording
     asked = [
