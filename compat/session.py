@@ -128,13 +128,16 @@ class ControlState:
     interrupts: dict[str, Interrupt] = attrs.Factory(dict)  # [interrupt-request]
     permissions: dict[str, PermissionRequest] = attrs.Factory(dict)  # [permission-routing]
     #: [permission-routing] can_use_tool requests the bridge denied itself (no stdio
-    #: prompts): ``{tool_name, tool_use_id, tool_input}``, Claude's ``permission_denials``
+    #: prompts), [permission-cancel] those an interrupt withdrew while open:
+    #: ``{tool_name, tool_use_id, tool_input}``, Claude's ``permission_denials``
     #: entries, with ``turn`` = ``client_turns`` when denied. cbc lists them in its own
     #: result too (it sees an SDK deny: ``mockoai_can-use-tool-deny``).
     permission_denials: deque[dict[str, Any]] = attrs.Factory(lambda: deque(maxlen=256))
-    #: [permission-reply] tool_use_ids of calls the client's answer denied; [permission-
-    #: routing] marks their tool_result (``tool_result_meta``) and forgets them
-    denied_uses: dict[str, None] = attrs.Factory(dict)
+    #: [permission-reply, permission-cancel] tool_use_ids of calls the client's answer
+    #: denied (``permission-rule``) or an interrupt withdrew the prompt of
+    #: (``user-rejected``) -> that ``non_execution_kind``; [permission-routing] marks their
+    #: tool_result (``tool_result_meta``) and forgets them
+    denied_uses: dict[str, str] = attrs.Factory(dict)
     #: [user-line] uuids (None when absent) of user lines sent upstream whose turn has not
     #: started; [control-state] pops one at each turn start
     pending_user: deque[str | None] = attrs.Factory(lambda: deque(maxlen=1024))

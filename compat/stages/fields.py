@@ -11,8 +11,9 @@
   every twin; cbc has no such feature, and ``null`` is what Claude writes without one.
 - ``is_error: false``: cbc writes it on every successful ``tool_result``; Claude 2.1.220
   writes it on Bash and Workflow results and leaves it out on an Agent's (twins bg-agent,
-  eof-with-bg-work, user-line-after-bg-agent), so it is dropped on the result of an
-  ``Agent``/``Task`` call (``SessionState.tool_uses``, kept by ``session``).
+  eof-with-bg-work, user-line-after-bg-agent) and an MCP tool's (``mcp__…``; twins
+  mcp-tool), so it is dropped on the result of an ``Agent``/``Task`` or MCP call
+  (``SessionState.tool_uses``, kept by ``session``).
 
 - One frame per content block: Claude writes each content block of a model message as an
   ``assistant`` frame of its own as the block ends (twins ``*.claude.jsonl``; several
@@ -43,6 +44,9 @@ _STAMP_KEY = b',"__timestamp":"'
 #: the model Claude names on the messages it makes up itself (errors, "Not logged in"),
 #: whose stop_reason (``stop_sequence``) it writes
 SYNTHETIC_MODEL = "<synthetic>"
+#: an MCP tool's name (``mcp__<server>__<tool>``): Claude writes no ``is_error: false`` on
+#: its result either (raw run mcp-tool, 2026-12-01)
+MCP_PREFIX = "mcp__"
 
 
 def wire_timestamp(frame: Frame) -> str | None:
@@ -66,7 +70,7 @@ def wire_timestamp(frame: Frame) -> str | None:
 class FrameFields(Stage):
     """Claude's `timestamp` on assistant/user frames, `message.context_management: null`,
     one assistant frame per content block with `stop_reason` null, no `is_error: false` on
-    an Agent call's result."""
+    an Agent or MCP call's result."""
 
     rule: ClassVar[str] = "frame-fields"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "user"})
@@ -137,6 +141,6 @@ class FrameFields(Stage):
             return block
         use_id = block.get("tool_use_id")
         use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
-        if use is None or use.name not in AGENT_TOOLS:
+        if use is None or not (use.name in AGENT_TOOLS or use.name.startswith(MCP_PREFIX)):
             return block
         return {k: v for k, v in block.items() if k != "is_error"}

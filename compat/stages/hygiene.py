@@ -194,6 +194,10 @@ _BASH_LAYOUT = re.compile(
     r"Exit Code: (?P<code>[^\n]*)\nSignal: (?P<sig>[^\n]*)",
     re.DOTALL,
 )
+#: a file tool's error for a missing path, which Claude follows with the working directory
+_NO_FILE = "File does not exist."
+_CWD_NOTE = "Note: your current working directory is "
+_READ_TOOLS = frozenset({"Read", "Edit", "Write", "NotebookEdit", "MultiEdit"})
 _TOOL_USE_ERROR = re.compile(r"<tool_use_error>(?P<text>.*)</tool_use_error>", re.DOTALL)
 
 
@@ -233,7 +237,9 @@ def claude_error_text(text: str) -> str:
     ``Exit code N`` then its stdout and stderr (each without its trailing newline; empty
     ones left out); cbc's ``<tool_use_error>…</tool_use_error>`` wrapper is removed; the
     rejection of an interrupted call is Claude's constant. A Bash ended by a signal keeps
-    cbc's text: Claude writes a status its own shell made up, which cbc's wire lacks."""
+    cbc's text: Claude writes a status its own shell made up, which cbc's wire lacks.
+    (``ToolErrors`` adds Claude's ``Note: your current working directory is …`` to a
+    file tool's ``File does not exist.``.)"""
     bash = _BASH_LAYOUT.fullmatch(text)
     if bash is not None:
         code = bash["code"].strip()
@@ -283,6 +289,10 @@ class ToolErrors(Stage):
                 new = dict(b)
                 if text is not None:
                     text = claude_error_text(text)
+                    if text == _NO_FILE and ctx.state.cwd and self._tool(b, ctx) in _READ_TOOLS:
+                        text = (
+                            f"{_NO_FILE} Note: your current working directory is {ctx.state.cwd}."
+                        )
                     new["content"] = text
                     texts.append(text)
                 new["is_error"] = True
@@ -307,6 +317,12 @@ class ToolErrors(Stage):
         if new_obj == obj:
             return None
         return (frame.replace(new_obj),)
+
+    @staticmethod
+    def _tool(block: dict[str, Any], ctx: Context) -> str | None:
+        use_id = block.get("tool_use_id")
+        use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
+        return use.name if use is not None else None
 
 
 @register

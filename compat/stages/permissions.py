@@ -29,6 +29,10 @@ itself with "Claude requested permissions to use X, but you haven't granted it y
   prompt with ``control_cancel_request{request_id}`` before the receipt
   (``mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request``); cbc
   cancels them internally and says nothing (``mockoai_can-use-tool-then-interrupt``).
+  Claude also lists each withdrawn call in the result's ``permission_denials`` and marks
+  its rejected tool_result ``tool_result_meta: [{id, non_execution_kind:
+  "user-rejected"}]`` (raw run interrupt-permission-prompt): the call is recorded for
+  ``result-shape`` and ``permission-routing``.
 """
 
 from __future__ import annotations
@@ -118,7 +122,7 @@ class PermissionRouting(Stage):
         if not isinstance(content, list) or obj.get("parent_tool_use_id") is not None:
             return None
         meta = [
-            {"id": b["tool_use_id"], "non_execution_kind": "permission-rule"}
+            {"id": b["tool_use_id"], "non_execution_kind": denied[b["tool_use_id"]]}
             for b in content
             if isinstance(b, dict)
             and b.get("type") == "tool_result"
@@ -195,7 +199,9 @@ class PermissionReply(Stage):
         if pending is not None and pending.tool_use_id:
             reply["tool_use_id"] = pending.tool_use_id
             if not reply["allowed"]:
-                remember(ctx.state.control.denied_uses, pending.tool_use_id, None, cap=256)
+                remember(
+                    ctx.state.control.denied_uses, pending.tool_use_id, "permission-rule", cap=256
+                )
         return (frame.replace(ck.success(rid, reply)),)
 
     @staticmethod
@@ -220,5 +226,18 @@ class PermissionCancel(Stage):
             Frame.synth({"type": "control_cancel_request", "request_id": pid}, self.rule)
             for pid in control.permissions
         ]
+        for req in control.permissions.values():
+            # Claude: the withdrawn call is a denial of the turn, its rejection "user-rejected"
+            # (raw run interrupt-permission-prompt, 2026-12-01)
+            if req.tool_use_id:
+                remember(control.denied_uses, req.tool_use_id, "user-rejected", cap=256)
+            control.permission_denials.append(
+                {
+                    "tool_name": req.tool_name,
+                    "tool_use_id": req.tool_use_id,
+                    "tool_input": req.input,
+                    "turn": control.client_turns,
+                }
+            )
         control.permissions.clear()
         return (*cancels, frame)

@@ -154,3 +154,23 @@ def test_claude_error_text_cases() -> None:
         )
         == "Exit code 2\na\nb"
     )
+
+
+def test_a_missing_file_gets_claudes_working_directory_note() -> None:
+    from compat.session import ToolUse
+
+    eng = engine_for("identity", down=[stage_on("tool-errors")])
+    eng.state.cwd = "/w"
+    eng.state.tool_uses["call_mock_0002"] = ToolUse("call_mock_0002", "Read", {})
+    block = {
+        "type": "tool_result",
+        "tool_use_id": "call_mock_0002",
+        "content": [
+            {"type": "text", "text": "<tool_use_error>File does not exist.</tool_use_error>"}
+        ],
+        "is_error": True,
+    }
+    (out,) = frames_out(eng.feed("backend", line(user(block)), 0.0))
+    text = "File does not exist. Note: your current working directory is /w."
+    assert out["message"]["content"][0]["content"] == text
+    assert out["tool_use_result"] == "Error: " + text
