@@ -503,7 +503,7 @@ class ControlReply(Stage):
             req.answered = True
         if req is not None and sub == "success" and req.subtype in _SETTERS:
             ctx.count(self.rule, f"reshaped:{req.subtype}")
-            return self._replace_reply(frame, setter_reply(ctx, rid, req.request))
+            return self._replace_reply(frame, setter_reply(ctx, rid, req.request), ctx)
         if sub != "error":
             return None
         message = resp.get("error")
@@ -513,19 +513,24 @@ class ControlReply(Stage):
             return (ck.with_response(frame, {**resp, "error": better}),)
         if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
             control.deferred.append(req.request)
-            return self._replace_reply(frame, setter_reply(ctx, rid, req.request))
+            return self._replace_reply(frame, setter_reply(ctx, rid, req.request), ctx)
         return None
 
-    @staticmethod
-    def _replace_reply(frame: Frame, out: list[Frame]) -> Output:
+    def _replace_reply(self, frame: Frame, out: list[Frame], ctx: Context) -> Output:
         """``out`` (side frames and a control_response) with cbc's reply frame standing for
-        the control_response (rewritten), the side frames synthesized."""
+        the control_response (rewritten). A side frame before it (``set_model``'s replayed
+        user frame) is written straight to the client: passed down the pipeline, a user
+        frame between turns would look like a turn's start to the turn rules
+        (``control-state``, ``interrupted-turn``). One after it (``system/status``, not a
+        turn's content) follows it down the pipeline."""
         result: list[Frame] = []
         for f in out:
             if f.obj.get("type") == "control_response":
                 result.append(frame.replace(f.obj))
+            elif not result:
+                ctx.emit("down", f, self.rule)
             else:
-                result.append(Frame.synth(f.obj, "control-reply"))
+                result.append(Frame.synth(f.obj, self.rule))
         return result
 
     def _send_deferred(self, ctx: Context) -> None:

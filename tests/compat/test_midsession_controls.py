@@ -215,3 +215,36 @@ def test_grid_rows_as_claude_draws_them() -> None:
     assert [round(s["squareFullness"], 3) for s in tools] == [1] * 9 + [0.838]
     assert squares[-1]["percentage"] == 86
     assert next(s for s in squares if s["categoryName"] == "Messages")["percentage"] == 0
+
+
+def test_the_turn_after_set_model_is_paired_with_its_line() -> None:
+    """The replayed user frame is not a turn's start (twin midsession-controls before this
+    fix: the next line got no ``started``/``completed`` and its result no
+    ``user_message_uuid``)."""
+    second = "37d25595-5a0f-5661-abc3-75e9e57ac4ac"
+    turn = first_turn()
+    line = {**turn[0][2], "message": {"role": "user", "content": "second turn"}, "uuid": second}
+    result = {**turn[4][2], "uuid": "r2"}
+    eng = engine()
+    run = replay(
+        eng,
+        extra=[
+            *turn,
+            (2.0, "client", cr("ctl-model", subtype="set_model", model="claude-haiku-4-5")),
+            (2.1, "backend", cbc_reply("ctl-model", {"session_id": SID, "model": "x"})),
+            (2.2, "client", line),
+            (3.0, "backend", turn[1][2]),
+            (3.0, "backend", turn[2][2]),
+            (3.1, "backend", {**turn[3][2], "uuid": "a2"}),
+            (3.2, "backend", result),
+        ],
+        until=10.0,
+    )
+    states = [
+        f["state"]
+        for f in run.frames()
+        if f.get("type") == "command_lifecycle" and f["command_uuid"] == second
+    ]
+    assert states == ["queued", "started", "completed"]
+    results = [f for f in run.frames() if f.get("type") == "result"]
+    assert results[-1]["user_message_uuid"] == second
