@@ -100,6 +100,8 @@ class Interrupt:
     cancel_queued: bool = False
     #: [interrupt-reply] cbc's error ("Session not found") that became Claude's success
     backend_error: str | None = None
+    #: [interrupt-request] uuids of the queued lines ``cancel_queued`` took back
+    cancelled: list[str] = attrs.Factory(list)
 
 
 @attrs.define
@@ -145,6 +147,13 @@ class ControlState:
     #: command_lifecycle "queued" [command-lifecycle] sends at the next turn start
     unsent_queued: deque[str] = attrs.Factory(lambda: deque(maxlen=1024))
     user_lines: int = 0  # [user-line] user lines sent upstream
+    #: [user-line] client user lines written while a turn runs or another line waits,
+    #: not yet given to cbc (their uuids are in ``pending_user`` too); [interrupt-request]
+    #: takes them back for ``cancel_queued``. Items are ``compat.frames.Frame``.
+    queued_lines: deque[Any] = attrs.Factory(deque)
+    #: [user-line] the stage holding ``queued_lines``: [control-state] wakes it (a timer)
+    #: when a turn ends
+    line_waker: Any = None
     # [control-state] turns as the client sees them (after init-once)
     turn_active: bool = False
     turn_from_client: bool = False  # the running/last turn consumed a client user line

@@ -19,7 +19,14 @@ Strategy: every client ``control_request`` gets exactly one reply, Claude-worded
   the result lands there). So a line that arrives within ``settle`` seconds of cbc's last
   ``result`` is held until that much time has passed since it, and every client frame
   after it waits with it (order kept); the client's EOF releases them at once. Claude
-  takes such a line at any time; 0 switches the hold off.
+  takes such a line at any time; 0 switches the hold off. A line written while a turn
+  runs (or while an earlier line waits for its turn) is queued in the bridge
+  (``ControlState.queued_lines``; option ``queue``) and given to cbc once that turn's
+  result came (then ``settle``), one line per turn: Claude keeps such lines queued
+  (``interrupt`` answers them in ``still_queued``, ``cancel_queued`` takes them back:
+  ``interrupt-request``), while cbc, given a line mid-turn, runs it in a turn of its own
+  afterwards anyway, or drops it when that turn is interrupted (raw run
+  queued-lines-cancel through the bridge: "stale normal run", two lines never answered).
 - ``unsupported-control`` (up, last) answers locally what cbc cannot
   (``nomodel_controls-*``: ``Unknown control request subtype`` for ``mcp_status``,
   ``get_context_usage``, ``set_max_thinking_tokens``, ``stop_task``), holds
@@ -189,7 +196,8 @@ class StdinVocabulary(Stage):
 @attrs.define
 class UserLine(Stage):
     """Pass user lines; remember their uuids: a client turn is pending. Hold a line cbc
-    would lose right after a result (``settle``)."""
+    would lose right after a result (``settle``), and a line written while a turn runs
+    until that turn ends (``queue``)."""
 
     rule: ClassVar[str] = "user-line"
     direction: ClassVar[Direction] = "up"
@@ -198,6 +206,9 @@ class UserLine(Stage):
 
     #: seconds after cbc's result before a user line is forwarded (0: never held)
     settle: float = 0.2
+    #: hold a line written while a turn runs (or another line waits) until the turn's
+    #: result, then give cbc one line per turn
+    queue: bool = True
     _held: list[Frame] = attrs.field(factory=list, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -206,6 +217,7 @@ class UserLine(Stage):
         obj = frame.obj
         uuid = obj.get("uuid") if isinstance(obj, dict) else None
         control = ctx.state.control
+        busy = self.queue and (control.turn_active or bool(control.pending_user))
         control.user_lines += 1
         uuid = uuid if isinstance(uuid, str) and uuid else None
         control.pending_user.append(uuid)
@@ -220,8 +232,20 @@ class UserLine(Stage):
                     Frame.synth(lifecycle(uuid, "queued", ctx, ctx.state.session_id), self.rule),
                     self.rule,
                 )
+        if busy and not self._held:
+            # Claude keeps it queued (interrupt's still_queued / cancel_queued take it
+            # back); cbc, given it mid-turn, answers it in a turn of its own afterwards, or
+            # drops it when that turn is interrupted ("stale normal run")
+            control.queued_lines.append(frame)
+            control.line_waker = self
+            ctx.count(self.rule, "queued-during-turn")
+            ctx.hold()
+            return ()
         if self._held:
             return self._hold(frame, ctx)
+        return self._settle(frame, ctx)
+
+    def _settle(self, frame: Frame, ctx: Context) -> Output:
         result_at = ctx.state.result_at
         if result_at is not None and ctx.now < result_at + self.settle:
             ctx.set_timer(self, "settle", result_at + self.settle - ctx.now)
@@ -239,11 +263,25 @@ class UserLine(Stage):
         return held
 
     def on_timer(self, key: str, ctx: Context) -> Output:
-        return self._release()
+        control = ctx.state.control
+        if key != "turn-end":
+            if control.queued_lines and not control.turn_active:
+                ctx.set_timer(self, "turn-end", 0.0)  # a line queued behind the held ones
+            return self._release()
+        if control.turn_active or not control.queued_lines or self._held:
+            return None
+        result_at = ctx.state.result_at
+        if result_at is not None and ctx.now < result_at + self.settle:
+            ctx.set_timer(self, "turn-end", result_at + self.settle - ctx.now)
+            return None
+        return (control.queued_lines.popleft(),)  # one line: its turn, then the next
 
     def on_input_eof(self, ctx: Context) -> Output:
         ctx.cancel_timer(self, "settle")
-        return self._release()
+        queued = list(ctx.state.control.queued_lines)
+        ctx.state.control.queued_lines.clear()
+        held, self._held = self._held, []
+        return [*held, *queued]
 
 
 @register
@@ -598,4 +636,6 @@ class ControlState(Stage):
         elif t == "result":
             control.turn_active = False
             control.last_result = {k: obj.get(k) for k in ("usage", "modelUsage")}
+            if control.queued_lines and isinstance(control.line_waker, Stage):
+                ctx.set_timer(control.line_waker, "turn-end", 0.0)  # (user-line, upstream)
         return None

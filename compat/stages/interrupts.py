@@ -12,9 +12,13 @@ tasks").
   session``, also with ``--session-id``) after its slow start: the bridge answers at once
   instead, and when a user line is already on its way the interrupt is held and sent the
   moment that turn's session exists (``control-reply`` sends it).
+  With ``cancel_queued``, the lines ``user-line`` queued while the turn runs (not given to
+  cbc yet) are taken back: dropped, each echoed ``command_lifecycle cancelled`` before the
+  receipt (raw run queued-lines-cancel: Claude runs neither line).
 - ``interrupt-reply`` (down): cbc's ``{session_id, interrupted, reason}`` (or that error)
-  becomes ``{still_queued: [uuids of user lines not started]}``, plus ``cancelled: []``
-  when ``cancel_queued`` was asked (cbc cannot take back lines it was already given).
+  becomes ``{still_queued: [uuids of user lines not started]}``, plus ``cancelled:
+  [uuids taken back]`` when ``cancel_queued`` was asked (a line already given to cbc
+  cannot be taken back: it stays in ``still_queued``).
 - ``interrupt-terminal`` (down, before ``progress-final``/``terminal-guarantee``): cbc
   kills running workflows and background agents at once but reports it up to ~30 s later
   (``mockoai_interrupt-idle-workflow-2-running-agents``); Claude reports
@@ -43,6 +47,7 @@ from compat import controlkit as ck
 from compat.frames import Frame
 from compat.session import ControlRequest, Interrupt
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT
 from compat.taskkit import (
     TASK_FRAMES,
@@ -89,7 +94,10 @@ class InterruptRequest(Stage):
             return None
         control = ctx.state.control
         cancel = body.get("cancel_queued") is True
-        remember(control.interrupts, rid, Interrupt(rid, cancel), cap=256)
+        info = Interrupt(rid, cancel)
+        remember(control.interrupts, rid, info, cap=256)
+        if cancel:
+            info.cancelled = self._cancel_queued(ctx)
         reason = body.get("reason")
         reason = reason if isinstance(reason, str) and reason else ck.INTERRUPT_REASON
         if cancel and control.pending_user:
@@ -106,7 +114,7 @@ class InterruptRequest(Stage):
                 pending = pending[1:]
             reply: dict[str, Any] = {"still_queued": ck.still_queued(pending)}
             if cancel:
-                reply["cancelled"] = []
+                reply["cancelled"] = info.cancelled
             ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
             ctx.count(self.rule, "answered:no-session")
             remember(
@@ -120,6 +128,34 @@ class InterruptRequest(Stage):
         if new == body:
             return None
         return (frame.replace({**obj, "request": new}),)
+
+    def _cancel_queued(self, ctx: Context) -> list[str]:
+        """Take back the lines ``user-line`` queued (not given to cbc yet): out of
+        ``pending_user``, dropped, each echoed ``command_lifecycle cancelled`` before the
+        receipt as Claude does (raw run queued-lines-cancel); their uuids."""
+        control = ctx.state.control
+        queued = list(control.queued_lines)
+        if not queued:
+            return []
+        control.queued_lines.clear()
+        for _ in queued:  # the queued lines are the newest pending ones
+            if control.pending_user:
+                control.pending_user.pop()
+        ctx.drop_held("user-line", len(queued))
+        cancelled: list[str] = []
+        sid = ctx.state.session_id
+        for f in queued:
+            uuid = f.obj.get("uuid") if isinstance(f.obj, dict) else None
+            if not isinstance(uuid, str) or not uuid:
+                continue
+            cancelled.append(uuid)
+            if uuid in control.unsent_queued:
+                control.unsent_queued.remove(uuid)  # never echoed queued: nothing to end
+            elif sid is not None:
+                echo = lifecycle(uuid, "cancelled", ctx, sid)
+                ctx.emit("down", Frame.synth(echo, self.rule), self.rule)
+        ctx.count(self.rule, "cancelled-queued", len(queued))
+        return cancelled
 
 
 @register
@@ -150,7 +186,7 @@ class InterruptReply(Stage):
             return None
         reply: dict[str, Any] = {"still_queued": ck.still_queued(control.pending_user)}
         if info.cancel_queued:
-            reply["cancelled"] = []
+            reply["cancelled"] = info.cancelled
         return (
             ck.with_response(frame, {"subtype": "success", "request_id": rid, "response": reply}),
         )

@@ -641,8 +641,11 @@ def test_user_lines_pass_unchanged_and_mark_a_client_turn() -> None:
         },
     ]
     run = replay(eng, extra=[(0.0, "client", f) for f in lines])
-    assert run.frames("backend") == lines
+    # the second line waits for the first one's turn to end (user-line's queue)
+    assert run.frames("backend") == lines[:1]
     control = eng.state.control
+    assert len(control.queued_lines) == 1
+    assert control.queued_lines[0].obj == lines[1]
     assert list(control.pending_user) == ["u-1", None]
     assert control.user_lines == 2
     replay(
@@ -673,7 +676,7 @@ def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
             *session(eng),
             (1.001, "client", user("next", "u-2")),
             (1.002, "client", cr("i-1", subtype="interrupt")),
-            (1.5, "client", user("later", "u-3")),
+            (1.5, "client", user("later", "u-3")),  # queued: "next" has not ended its turn
         ],
     )
     sent = [
@@ -685,11 +688,16 @@ def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
         (1.0, "hi"),
         (pytest.approx(1.2), "next"),
         (pytest.approx(1.2), "interrupt"),
-        (1.5, "later"),
     ]
     counts = eng.statistics()["rules"]["user-line"]
-    # (synthesized: the two lines' command_lifecycle "queued" echoes)
-    assert counts == {"held-after-result": 1, "held": 2, "released": 2, "synthesized": 2}
+    # (synthesized: the two later lines' command_lifecycle "queued" echoes)
+    assert counts == {
+        "held-after-result": 1,
+        "queued-during-turn": 1,
+        "held": 3,
+        "released": 2,
+        "synthesized": 2,
+    }
     # Claude's "queued" echo is not held: the client sees it as the line is read
     queued = [
         t
