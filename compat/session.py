@@ -113,6 +113,8 @@ class PermissionRequest:
     tool_name: str
     tool_use_id: str | None
     input: dict[str, Any]
+    #: [interrupt-request] an interrupt ended it: cbc was told deny + interrupt
+    interrupted: bool = False
 
 
 @attrs.define
@@ -162,6 +164,10 @@ class ControlState:
     mcp_servers: list[Any] = attrs.Factory(list)  # from the last system/init
     last_result: dict[str, Any] | None = None  # usage/modelUsage of the last result
     default_model: str | None = None  # [initialize-reply] cbc's currentModelId
+    #: [interrupt-request] the request id of an interrupt that ended open permission
+    #: prompts (cbc then ends the turn before it answers the interrupt); [control-reply]
+    #: holds that turn's result until the interrupt's receipt, and clears it
+    prompt_interrupt: str | None = None
     #: [unsupported-control, control-reply] the model of the last successful set_model
     set_model: str | None = None
 

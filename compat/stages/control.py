@@ -76,6 +76,23 @@ DEFAULT_WINDOW = 200_000
 _COMPACT_RESERVE = 20_000 + 13_000
 
 
+def _without_deny_errors(frame: Frame) -> Frame:
+    """A result without the ``errors`` cbc writes for the bridge's own deny + interrupt
+    (``Permission denied for tool(s): X``: the client denied nothing; ``interrupted-turn``
+    writes Claude's)."""
+    obj = frame.obj
+    errors = obj.get("errors")
+    if (
+        isinstance(errors, list)
+        and errors
+        and all(
+            isinstance(e, str) and e.startswith("Permission denied for tool(s)") for e in errors
+        )
+    ):
+        return frame.replace({k: v for k, v in obj.items() if k != "errors"})
+    return frame
+
+
 def setter_reply(ctx: Context, rid: str, body: dict[str, Any]) -> list[Frame]:
     """What Claude Code 2.1.220 writes for a successful ``set_model`` /
     ``set_permission_mode`` (raw run midsession-controls, 2026-12-01): ``set_model``: the
@@ -501,7 +518,7 @@ class ControlReply(Stage):
     #: the held requests go out at the first sign of the session: its init (held by
     #: init-once until the model answers) or the status frame cbc sends right after it
     kinds: ClassVar[frozenset[str] | None] = frozenset(
-        {"control_response", "system/init", "system/status"}
+        {"control_response", "system/init", "system/status", "result"}
     )
 
     _sent: int = attrs.field(default=0, init=False)
@@ -509,6 +526,22 @@ class ControlReply(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         control = ctx.state.control
+        if obj.get("type") == "result":
+            rid = control.prompt_interrupt
+            if rid is None:
+                return None
+            # the interrupt ended open prompts with deny + interrupt (interrupt-request)
+            # and cbc ended the turn: the interrupt's receipt comes first, as in Claude
+            control.prompt_interrupt = None
+            receipt = ck.success(
+                rid,
+                {"session_id": ctx.state.session_id, "interrupted": True, "reason": "prompt"},
+            )
+            ctx.count(self.rule, "receipt:prompt-interrupt")
+            return (Frame.synth(receipt, self.rule), _without_deny_errors(frame))
+        if obj.get("type") == "control_response" and control.prompt_interrupt is not None:
+            if ck.response_of(obj)[0] == control.prompt_interrupt:
+                control.prompt_interrupt = None  # cbc got the interrupt and answered it
         if obj.get("type") == "system":
             if (
                 control.deferred

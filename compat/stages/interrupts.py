@@ -87,6 +87,11 @@ class InterruptRequest(Stage):
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
 
+    #: seconds cbc may take to end a turn after deny + interrupt before it gets the
+    #: interrupt itself
+    prompt_wait: float = 5.0
+    _held: Frame | None = attrs.field(default=None, init=False)
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         rid, body = ck.request_of(obj)
@@ -125,9 +130,51 @@ class InterruptRequest(Stage):
         extra = sorted(k for k in body if k not in ck.CBC_INTERRUPT_FIELDS)
         if extra:
             ctx.log(self.rule, f"interrupt fields cbc does not know dropped: {extra}", "debug")
-        if new == body:
+        out = frame if new == body else frame.replace({**obj, "request": new})
+        if self._end_prompts(rid, ctx):
+            self._held = out  # sent only if cbc does not end the turn (on_timer)
+            ctx.set_timer(self, rid, self.prompt_wait)
+            ctx.hold()
+            return ()
+        return None if out is frame else (out,)
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        control = ctx.state.control
+        held, self._held = self._held, None
+        if held is None or control.prompt_interrupt != key:
             return None
-        return (frame.replace({**obj, "request": new}),)
+        control.prompt_interrupt = None  # cbc did not end the turn: it gets the interrupt
+        ctx.log(self.rule, "no result after the deny + interrupt: interrupt sent", "info")
+        return (held,)
+
+    def _end_prompts(self, rid: str, ctx: Context) -> bool:
+        """Open permission prompts: cbc is told deny + interrupt instead of the interrupt.
+        Given the interrupt, cbc withdraws the prompt, writes the rejection and asks the
+        model again (raw run interrupt-permission-prompt: a "done." answer, a success; the
+        same when the deny + interrupt goes just before the interrupt: cbc's interrupt wins,
+        twin run 2026-12-01); given deny + interrupt alone it ends the turn at once, with
+        no model request and no tool_result (a real cbc 2.163.0 run through the bridge,
+        2026-12-01: one model request, then ``error_during_execution``), as Claude ends
+        it. ``control-reply`` then writes the interrupt's receipt before that result; the
+        interrupt itself is held and sent only when no result comes within
+        ``prompt_wait``. The prompts stay open for ``permission-cancel`` (the client's
+        ``control_cancel_request``, the denial). True when there were prompts."""
+        control = ctx.state.control
+        open_prompts = [p for p in control.permissions.values() if not p.interrupted]
+        for prompt in open_prompts:
+            prompt.interrupted = True
+            reply: dict[str, Any] = {
+                "allowed": False,
+                "interrupt": True,
+                "reason": "The user doesn't want to proceed with this tool use.",
+            }
+            if prompt.tool_use_id:
+                reply["tool_use_id"] = prompt.tool_use_id
+            ctx.emit("up", Frame.from_obj(ck.success(prompt.request_id, reply)), self.rule)
+        if open_prompts:
+            control.prompt_interrupt = rid
+            ctx.count(self.rule, "prompts-ended", len(open_prompts))
+        return bool(open_prompts)
 
     def _cancel_queued(self, ctx: Context) -> list[str]:
         """Take back the lines ``user-line`` queued (not given to cbc yet): out of

@@ -68,17 +68,25 @@ class PermissionRouting(Stage):
 
     rule: ClassVar[str] = "permission-routing"
     modes: ClassVar[tuple[str, ...]] = ("auto", "forward", "deny")
-    #: can_use_tool requests, and tool results (``user``) of calls the client denied
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user"})
+    #: can_use_tool requests, and tool results (``user``) of calls the client denied; a
+    #: turn's result forgets the calls an interrupt withdrew
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user", "result"})
     lazy: ClassVar[bool] = True
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """A user frame passes untouched while no denied call waits for its result."""
-        return kind == ("user", None) and not ctx.state.control.denied_uses
+        """A user frame or result passes untouched while no denied call waits for its
+        result."""
+        return kind[0] in ("user", "result") and not ctx.state.control.denied_uses
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.kind() == ("user", None):
             return self._tool_result(frame, ctx)
+        kind = frame.kind()
+        if kind is not None and kind[0] == "result":
+            denied = ctx.state.control.denied_uses
+            for withdrawn in [u for u, k in denied.items() if k == "user-rejected"]:
+                del denied[withdrawn]  # the interrupted turn is over (cbc wrote no result)
+            return None
         if not isinstance(frame.obj, dict):
             return None
         rid, body = ck.request_of(frame.obj)
@@ -228,7 +236,9 @@ class PermissionCancel(Stage):
         ]
         for req in control.permissions.values():
             # Claude: the withdrawn call is a denial of the turn, its rejection "user-rejected"
-            # (raw run interrupt-permission-prompt, 2026-12-01)
+            # (raw run interrupt-permission-prompt, 2026-12-01). (A prompt interrupt-request
+            # ended with deny + interrupt gets no result from cbc: interrupted-turn writes
+            # the marked rejection, and the mark is forgotten at the result.)
             if req.tool_use_id:
                 remember(control.denied_uses, req.tool_use_id, "user-rejected", cap=256)
             control.permission_denials.append(

@@ -182,6 +182,21 @@ def test_the_withdrawn_prompt_is_a_denial_and_its_rejection_is_marked() -> None:
     ]
 
 
+def test_one_reply_when_cbc_answers_the_interrupt_itself() -> None:
+    """(cbc got the interrupt after all: its receipt is the one reply.)"""
+    eng = engine(stdio=True)
+    events = cbc_session()
+    events.insert(6, (7.4, "client", {"type": "keep_alive"}))  # the held interrupt goes out
+    events = [(t + 6.0 if i > 6 else t, side, f) for i, (t, side, f) in enumerate(events)]
+    frames = replay(eng, extra=events).frames()
+    replies = [
+        f
+        for f in frames
+        if f.get("type") == "control_response" and f["response"]["request_id"] == "stop-1"
+    ]
+    assert len(replies) == 1
+
+
 def test_an_answered_prompt_is_not_a_denial_at_a_later_interrupt() -> None:
     eng = engine(stdio=True)
     events = cbc_session()
@@ -198,3 +213,65 @@ def test_an_answered_prompt_is_not_a_denial_at_a_later_interrupt() -> None:
     assert not [f for f in frames if f.get("type") == "control_cancel_request"]
     result = next(f for f in frames if f.get("type") == "result")
     assert result["permission_denials"] == []
+
+
+def test_cbc_is_told_deny_and_interrupt_instead_of_the_interrupt() -> None:
+    """Given deny + interrupt for the open prompt (and no interrupt), cbc ends the turn at
+    once with no model request and no tool_result (a real cbc 2.163.0 run, 2026-12-01:
+    ``error_during_execution``, ``errors: ["Permission denied for tool(s): Bash"]``).
+    The client sees Claude's order and shapes: the receipt, the marked rejection, the
+    marker, the aborted result."""
+    events = cbc_session()[:6]  # up to the client's interrupt
+    cbc_result = {
+        "type": "result",
+        "subtype": "error_during_execution",
+        "is_error": True,
+        "uuid": "r",
+        "session_id": SID,
+        "num_turns": 2,
+        "usage": {"input_tokens": 12, "output_tokens": 3},
+        "permission_denials": [{"tool_name": "Bash", "tool_use_id": USE, "tool_input": INPUT}],
+        "errors": ["Permission denied for tool(s): Bash"],
+    }
+    events.append((2.5, "backend", cbc_result))
+    eng = engine(stdio=True)
+    run = replay(eng, extra=[*events, (9.0, "client", {"type": "keep_alive"})])
+    up = [
+        f for f in run.frames("backend") if f.get("type") in ("control_request", "control_response")
+    ]
+    assert up[-1]["response"]["request_id"] == PERM  # and no interrupt after it
+    assert up[-1]["response"]["response"] == {
+        "allowed": False,
+        "interrupt": True,
+        "reason": "The user doesn't want to proceed with this tool use.",
+        "tool_use_id": USE,
+    }
+    frames = [f for f in run.frames() if f.get("type") != "command_lifecycle"]
+    tail = [f.get("type") for f in frames[-5:]]
+    assert tail == ["control_cancel_request", "control_response", "user", "user", "result"]
+    assert frames[-4]["response"] == {
+        "subtype": "success",
+        "request_id": "stop-1",
+        "response": {"still_queued": []},
+    }
+    rejection = frames[-3]
+    assert rejection["tool_result_meta"] == [{"id": USE, "non_execution_kind": "user-rejected"}]
+    assert rejection["tool_use_result"] == "User rejected tool use"
+    result = frames[-1]
+    assert result["terminal_reason"] == "aborted_tools"
+    assert result["errors"][0].startswith("[ede_diagnostic]")  # not cbc's words for its deny
+    assert result["permission_denials"] == [
+        {"tool_name": "Bash", "tool_use_id": USE, "tool_input": INPUT}
+    ]
+    lifecycle = [f["state"] for f in run.frames() if f.get("type") == "command_lifecycle"]
+    assert lifecycle[-1] == "cancelled"
+    assert not eng.state.control.denied_uses  # forgotten at the result
+
+
+def test_the_interrupt_goes_to_cbc_when_no_result_follows_the_deny() -> None:
+    eng = engine(stdio=True)
+    run = replay(eng, extra=[*cbc_session()[:6], (9.0, "client", {"type": "keep_alive"})])
+    sent = [
+        (t, f["request"]["subtype"]) for t, f in run.backend if f.get("type") == "control_request"
+    ]
+    assert sent == [(2.3 + 5.0, "interrupt")]
