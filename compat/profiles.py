@@ -40,6 +40,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "session",
             "foreign-init",
             "init-once",
+            "tool-errors",  # before private-fields: reads the _meta it strips
             "private-fields",
             "vocabulary",
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields

@@ -100,6 +100,8 @@ class Interrupt:
     cancel_queued: bool = False
     #: [interrupt-reply] cbc's error ("Session not found") that became Claude's success
     backend_error: str | None = None
+    #: [interrupt-request] uuids of the queued lines ``cancel_queued`` took back
+    cancelled: list[str] = attrs.Factory(list)
 
 
 @attrs.define
@@ -111,6 +113,8 @@ class PermissionRequest:
     tool_name: str
     tool_use_id: str | None
     input: dict[str, Any]
+    #: [interrupt-request] an interrupt ended it: cbc was told deny + interrupt
+    interrupted: bool = False
 
 
 @attrs.define
@@ -128,13 +132,16 @@ class ControlState:
     interrupts: dict[str, Interrupt] = attrs.Factory(dict)  # [interrupt-request]
     permissions: dict[str, PermissionRequest] = attrs.Factory(dict)  # [permission-routing]
     #: [permission-routing] can_use_tool requests the bridge denied itself (no stdio
-    #: prompts): ``{tool_name, tool_use_id, tool_input}``, Claude's ``permission_denials``
+    #: prompts), [permission-cancel] those an interrupt withdrew while open:
+    #: ``{tool_name, tool_use_id, tool_input}``, Claude's ``permission_denials``
     #: entries, with ``turn`` = ``client_turns`` when denied. cbc lists them in its own
     #: result too (it sees an SDK deny: ``mockoai_can-use-tool-deny``).
     permission_denials: deque[dict[str, Any]] = attrs.Factory(lambda: deque(maxlen=256))
-    #: [permission-reply] tool_use_ids of calls the client's answer denied; [permission-
-    #: routing] marks their tool_result (``tool_result_meta``) and forgets them
-    denied_uses: dict[str, None] = attrs.Factory(dict)
+    #: [permission-reply, permission-cancel] tool_use_ids of calls the client's answer
+    #: denied (``permission-rule``) or an interrupt withdrew the prompt of
+    #: (``user-rejected``) -> that ``non_execution_kind``; [permission-routing] marks their
+    #: tool_result (``tool_result_meta``) and forgets them
+    denied_uses: dict[str, str] = attrs.Factory(dict)
     #: [user-line] uuids (None when absent) of user lines sent upstream whose turn has not
     #: started; [control-state] pops one at each turn start
     pending_user: deque[str | None] = attrs.Factory(lambda: deque(maxlen=1024))
@@ -142,6 +149,13 @@ class ControlState:
     #: command_lifecycle "queued" [command-lifecycle] sends at the next turn start
     unsent_queued: deque[str] = attrs.Factory(lambda: deque(maxlen=1024))
     user_lines: int = 0  # [user-line] user lines sent upstream
+    #: [user-line] client user lines written while a turn runs or another line waits,
+    #: not yet given to cbc (their uuids are in ``pending_user`` too); [interrupt-request]
+    #: takes them back for ``cancel_queued``. Items are ``compat.frames.Frame``.
+    queued_lines: deque[Any] = attrs.Factory(deque)
+    #: [user-line] the stage holding ``queued_lines``: [control-state] wakes it (a timer)
+    #: when a turn ends
+    line_waker: Any = None
     # [control-state] turns as the client sees them (after init-once)
     turn_active: bool = False
     turn_from_client: bool = False  # the running/last turn consumed a client user line
@@ -150,6 +164,12 @@ class ControlState:
     mcp_servers: list[Any] = attrs.Factory(list)  # from the last system/init
     last_result: dict[str, Any] | None = None  # usage/modelUsage of the last result
     default_model: str | None = None  # [initialize-reply] cbc's currentModelId
+    #: [interrupt-request] the request id of an interrupt that ended open permission
+    #: prompts (cbc then ends the turn before it answers the interrupt); [control-reply]
+    #: holds that turn's result until the interrupt's receipt, and clears it
+    prompt_interrupt: str | None = None
+    #: [unsupported-control, control-reply] the model of the last successful set_model
+    set_model: str | None = None
 
 
 @attrs.define

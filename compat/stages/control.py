@@ -19,7 +19,14 @@ Strategy: every client ``control_request`` gets exactly one reply, Claude-worded
   the result lands there). So a line that arrives within ``settle`` seconds of cbc's last
   ``result`` is held until that much time has passed since it, and every client frame
   after it waits with it (order kept); the client's EOF releases them at once. Claude
-  takes such a line at any time; 0 switches the hold off.
+  takes such a line at any time; 0 switches the hold off. A line written while a turn
+  runs (or while an earlier line waits for its turn) is queued in the bridge
+  (``ControlState.queued_lines``; option ``queue``) and given to cbc once that turn's
+  result came (then ``settle``), one line per turn: Claude keeps such lines queued
+  (``interrupt`` answers them in ``still_queued``, ``cancel_queued`` takes them back:
+  ``interrupt-request``), while cbc, given a line mid-turn, runs it in a turn of its own
+  afterwards anyway, or drops it when that turn is interrupted (raw run
+  queued-lines-cancel through the bridge: "stale normal run", two lines never answered).
 - ``unsupported-control`` (up, last) answers locally what cbc cannot
   (``nomodel_controls-*``: ``Unknown control request subtype`` for ``mcp_status``,
   ``get_context_usage``, ``set_max_thinking_tokens``, ``stop_task``), holds
@@ -55,7 +62,7 @@ from compat.frames import Frame
 from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
-from compat.stages.turns import TURN_CONTENT
+from compat.stages.turns import TURN_CONTENT, iso_ms
 from compat.target import target_of
 from compat.taskkit import remember
 
@@ -84,6 +91,106 @@ def for_target(ctx: Context, reply: dict[str, Any], req: ControlRequest | None) 
     if resp.get("response") == body:
         return reply
     return {**reply, "response": {**resp, "response": body}}
+
+
+#: Claude's default context window (a model it has no window for: cbc reports 0)
+DEFAULT_WINDOW = 200_000
+#: Claude Code's auto-compact threshold: the window less the output it reserves (20,000)
+#: and its buffer (13,000): 167,000 of 200,000 (raw run midsession-controls)
+_COMPACT_RESERVE = 20_000 + 13_000
+
+
+def _without_deny_errors(frame: Frame) -> Frame:
+    """A result without the ``errors`` cbc writes for the bridge's own deny + interrupt
+    (``Permission denied for tool(s): X``: the client denied nothing; ``interrupted-turn``
+    writes Claude's)."""
+    obj = frame.obj
+    errors = obj.get("errors")
+    if (
+        isinstance(errors, list)
+        and errors
+        and all(
+            isinstance(e, str) and e.startswith("Permission denied for tool(s)") for e in errors
+        )
+    ):
+        return frame.replace({k: v for k, v in obj.items() if k != "errors"})
+    return frame
+
+
+def setter_reply(ctx: Context, rid: str, body: dict[str, Any]) -> list[Frame]:
+    """What Claude Code 2.1.220 writes for a successful ``set_model`` /
+    ``set_permission_mode`` (raw run midsession-controls, 2026-12-01): ``set_model``: the
+    replayed ``<local-command-stdout>Set model to M</local-command-stdout>`` user frame
+    (``isReplay``; also without ``--replay-user-messages``), then a success without a
+    ``response`` body; ``set_permission_mode``: ``{mode}``, then a ``system/status``
+    (``status: null``) with the new ``permissionMode``. The side frames need the session
+    id: before cbc has told it, only the reply."""
+    sub = body.get("subtype")
+    sid = ctx.state.session_id
+    if sub == "set_model":
+        out = []
+        model = body.get("model")
+        if sid is not None and isinstance(model, str):
+            ctx.state.control.set_model = model
+            replay = {
+                "type": "user",
+                "message": {
+                    "role": "user",
+                    "content": f"<local-command-stdout>Set model to {model}</local-command-stdout>",
+                },
+                "session_id": sid,
+                "parent_tool_use_id": None,
+                "uuid": ctx.env.new_uuid(),
+                "timestamp": iso_ms(ctx.wall_ms()),
+                "isReplay": True,
+            }
+            out.append(Frame.from_obj(replay))
+        reply = {"type": "control_response", "response": {"subtype": "success", "request_id": rid}}
+        return [*out, Frame.from_obj(reply)]
+    mode = body.get("mode")
+    out = [Frame.from_obj(ck.success(rid, {"mode": mode}))]
+    if sid is not None and isinstance(mode, str):
+        status = {
+            "type": "system",
+            "subtype": "status",
+            "status": None,
+            "permissionMode": mode,
+            "uuid": ctx.env.new_uuid(),
+            "session_id": sid,
+        }
+        out.append(Frame.from_obj(status))
+    return out
+
+
+def grid_rows(categories: list[dict[str, Any]], window: int) -> list[list[dict[str, Any]]]:
+    """Claude's 10 x 10 context grid: a square per 1 % of the window, each category (in
+    order, free space last) taking ``max(1, round(tokens / square))`` squares, full but for
+    its last one's remainder (``squareFullness``); free space fills what is left (raw run
+    midsession-controls: 8,027 tokens = 4 squares, 118 = 1 square 0.059 full)."""
+    per = window / 100
+    squares: list[dict[str, Any]] = []
+    free = categories[-1]
+    for c in [*categories[:-1], free]:
+        tokens = c["tokens"]
+        pct = round(100 * tokens / window) if window else 0
+        if c is free:
+            n = max(0, 100 - len(squares))
+        else:
+            n = max(1, round(tokens / per)) if tokens > 0 else 0
+        for i in range(n):
+            fullness = 1 if c is free else min(1, tokens / per - i)
+            squares.append(
+                {
+                    "color": c["color"],
+                    "isFilled": True,
+                    "categoryName": c["name"],
+                    "tokens": tokens,
+                    "percentage": pct,
+                    "squareFullness": fullness,
+                }
+            )
+    squares = squares[:100]
+    return [squares[i : i + 10] for i in range(0, len(squares), 10)]
 
 
 @register
@@ -130,7 +237,8 @@ class StdinVocabulary(Stage):
 @attrs.define
 class UserLine(Stage):
     """Pass user lines; remember their uuids: a client turn is pending. Hold a line cbc
-    would lose right after a result (``settle``)."""
+    would lose right after a result (``settle``), and a line written while a turn runs
+    until that turn ends (``queue``)."""
 
     rule: ClassVar[str] = "user-line"
     direction: ClassVar[Direction] = "up"
@@ -139,6 +247,9 @@ class UserLine(Stage):
 
     #: seconds after cbc's result before a user line is forwarded (0: never held)
     settle: float = 0.2
+    #: hold a line written while a turn runs (or another line waits) until the turn's
+    #: result, then give cbc one line per turn
+    queue: bool = True
     _held: list[Frame] = attrs.field(factory=list, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -147,6 +258,7 @@ class UserLine(Stage):
         obj = frame.obj
         uuid = obj.get("uuid") if isinstance(obj, dict) else None
         control = ctx.state.control
+        busy = self.queue and (control.turn_active or bool(control.pending_user))
         control.user_lines += 1
         uuid = uuid if isinstance(uuid, str) and uuid else None
         control.pending_user.append(uuid)
@@ -161,8 +273,20 @@ class UserLine(Stage):
                     Frame.synth(lifecycle(uuid, "queued", ctx, ctx.state.session_id), self.rule),
                     self.rule,
                 )
+        if busy and not self._held:
+            # Claude keeps it queued (interrupt's still_queued / cancel_queued take it
+            # back); cbc, given it mid-turn, answers it in a turn of its own afterwards, or
+            # drops it when that turn is interrupted ("stale normal run")
+            control.queued_lines.append(frame)
+            control.line_waker = self
+            ctx.count(self.rule, "queued-during-turn")
+            ctx.hold()
+            return ()
         if self._held:
             return self._hold(frame, ctx)
+        return self._settle(frame, ctx)
+
+    def _settle(self, frame: Frame, ctx: Context) -> Output:
         result_at = ctx.state.result_at
         if result_at is not None and ctx.now < result_at + self.settle:
             ctx.set_timer(self, "settle", result_at + self.settle - ctx.now)
@@ -180,11 +304,25 @@ class UserLine(Stage):
         return held
 
     def on_timer(self, key: str, ctx: Context) -> Output:
-        return self._release()
+        control = ctx.state.control
+        if key != "turn-end":
+            if control.queued_lines and not control.turn_active:
+                ctx.set_timer(self, "turn-end", 0.0)  # a line queued behind the held ones
+            return self._release()
+        if control.turn_active or not control.queued_lines or self._held:
+            return None
+        result_at = ctx.state.result_at
+        if result_at is not None and ctx.now < result_at + self.settle:
+            ctx.set_timer(self, "turn-end", result_at + self.settle - ctx.now)
+            return None
+        return (control.queued_lines.popleft(),)  # one line: its turn, then the next
 
     def on_input_eof(self, ctx: Context) -> Output:
         ctx.cancel_timer(self, "settle")
-        return self._release()
+        queued = list(ctx.state.control.queued_lines)
+        ctx.state.control.queued_lines.clear()
+        held, self._held = self._held, []
+        return [*held, *queued]
 
 
 @register
@@ -202,6 +340,7 @@ class UnsupportedControl(Stage):
     timeout: float = 30.0
     #: the same for ``initialize`` (cbc answers it only once started; the SDK waits 60 s)
     initialize_timeout: float = 55.0
+    _own: int = attrs.field(default=0, init=False)  # requests of its own sent upstream
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
@@ -243,7 +382,13 @@ class UnsupportedControl(Stage):
                 "sent when the session starts",
                 "debug",
             )
-            return self._answer(ctx, ck.success(rid, {}), f"{sub}:deferred")
+            ctx.count(self.rule, f"answered:{sub}:deferred")
+            req.answered = True
+            for f in setter_reply(ctx, rid, body):
+                if f.obj.get("type") == "control_response":
+                    f = Frame.from_obj(for_target(ctx, f.obj, req))
+                ctx.emit("down", f, self.rule)
+            return ()
         ctx.set_timer(self, rid, self.initialize_timeout if sub == "initialize" else self.timeout)
         return out
 
@@ -282,46 +427,96 @@ class UnsupportedControl(Stage):
         return ck.success(rid, {"mcpServers": servers})
 
     def _local_get_context_usage(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
-        last = ctx.state.control.last_result or {}
+        """Claude's shape (raw run midsession-controls), from what the session knows: the
+        last result's usage (``apiUsage``; the context is its input, cached or not) and
+        the current model's window (``modelUsage.contextWindow``; Claude's 200,000 when
+        cbc reports none). Claude's split of its own prompt (system prompt, tools, skills,
+        memory files, MCP tools, agents, slash commands, the message breakdown) is its
+        estimate of a prompt cbc does not show: the context is one ``Messages`` category,
+        the lists are empty and the breakdown's counts 0 (as Claude writes them for a
+        session without such things)."""
+        control = ctx.state.control
+        last = control.last_result or {}
         usage = last.get("usage")
         usage = usage if isinstance(usage, dict) else {}
         keys = (
             "input_tokens",
+            "output_tokens",
             "cache_creation_input_tokens",
             "cache_read_input_tokens",
-            "output_tokens",
         )
-        total: int = sum(usage[k] for k in keys if type(usage.get(k)) is int)
-        window = 0
+        api = {k: usage[k] if type(usage.get(k)) is int else 0 for k in keys}
+        total = api["input_tokens"] + api["cache_creation_input_tokens"]
+        total += api["cache_read_input_tokens"]
+        model = control.set_model or ctx.state.model or control.default_model or ""
         model_usage = last.get("modelUsage")
-        for m in model_usage.values() if isinstance(model_usage, dict) else ():
-            if isinstance(m, dict) and type(m.get("contextWindow")) is int:
-                window = max(window, m["contextWindow"])
-        model = ctx.state.model or ctx.state.control.default_model or ""
+        window = 0
+        if isinstance(model_usage, dict):
+            entry = model_usage.get(model)
+            if isinstance(entry, dict) and type(entry.get("contextWindow")) is int:
+                window = entry["contextWindow"]
+        window = window if window > 0 else DEFAULT_WINDOW
+        categories = [
+            {"name": "Messages", "tokens": total, "color": "purple_FOR_SUBAGENTS_ONLY"},
+            {"name": "Free space", "tokens": max(0, window - total), "color": "promptBorder"},
+        ]
         return ck.success(
             rid,
             {
-                "categories": [{"name": "Messages", "tokens": total, "color": "purple"}],
+                "categories": categories,
                 "totalTokens": total,
                 "maxTokens": window,
                 "rawMaxTokens": window,
-                "percentage": round(100 * total / window, 1) if window else 0,
+                "autocompactSource": "auto",
+                "percentage": round(100 * total / window),
+                "gridRows": grid_rows(categories, window),
                 "model": model,
-                "isAutoCompactEnabled": True,
                 "memoryFiles": [],
                 "mcpTools": [],
                 "agents": [],
-                "gridRows": [],
+                "slashCommands": {"totalCommands": 0, "includedCommands": 0, "tokens": 0},
+                "skills": {
+                    "totalSkills": 0,
+                    "includedSkills": 0,
+                    "tokens": 0,
+                    "skillFrontmatter": [],
+                },
+                "autoCompactThreshold": max(0, window - _COMPACT_RESERVE),
+                "isAutoCompactEnabled": True,
+                "messageBreakdown": {
+                    "toolCallTokens": 0,
+                    "toolResultTokens": 0,
+                    "attachmentTokens": 0,
+                    "assistantMessageTokens": 0,
+                    "userMessageTokens": 0,
+                    "redirectedContextTokens": 0,
+                    "unattributedTokens": 0,
+                    "toolCallsByType": [],
+                    "attachmentsByType": [],
+                },
+                "apiUsage": api,
             },
         )
 
     def _local_set_max_thinking_tokens(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
-        ctx.log(
-            self.rule,
-            "set_max_thinking_tokens acknowledged, not applied (cbc has no such control)",
-            "info",
-        )
-        return ck.success(rid, {})
+        """Claude: a success without a body. cbc refuses the request (``Unknown control
+        request subtype``) but its ``set_config`` takes ``alwaysThinkingEnabled``: a
+        budget above 0 turns thinking on, 0 off (Claude's meaning of 0); null (Claude's
+        default) changes nothing."""
+        tokens = body.get("max_thinking_tokens")
+        if type(tokens) is int and tokens >= 0:
+            control = ctx.state.control
+            self._own += 1
+            own = f"ccbridge-thinking-{self._own}"
+            control.own[own] = "set_config"
+            config = {"alwaysThinkingEnabled": tokens > 0}
+            ctx.emit(
+                "up",
+                Frame.from_obj(ck.request(own, {"subtype": "set_config", "config": config})),
+                self.rule,
+            )
+            ctx.log(self.rule, f"set_max_thinking_tokens sent as set_config {config}", "info")
+        return {"type": "control_response", "response": {"subtype": "success", "request_id": rid}}
 
     def _local_stop_task(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
         # Claude stops the task; an unknown or finished id also succeeds
@@ -350,7 +545,7 @@ class ControlReply(Stage):
     #: the held requests go out at the first sign of the session: its init (held by
     #: init-once until the model answers) or the status frame cbc sends right after it
     kinds: ClassVar[frozenset[str] | None] = frozenset(
-        {"control_response", "system/init", "system/status"}
+        {"control_response", "system/init", "system/status", "result"}
     )
 
     _sent: int = attrs.field(default=0, init=False)
@@ -358,6 +553,22 @@ class ControlReply(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         control = ctx.state.control
+        if obj.get("type") == "result":
+            rid = control.prompt_interrupt
+            if rid is None:
+                return None
+            # the interrupt ended open prompts with deny + interrupt (interrupt-request)
+            # and cbc ended the turn: the interrupt's receipt comes first, as in Claude
+            control.prompt_interrupt = None
+            receipt = ck.success(
+                rid,
+                {"session_id": ctx.state.session_id, "interrupted": True, "reason": "prompt"},
+            )
+            ctx.count(self.rule, "receipt:prompt-interrupt")
+            return (Frame.synth(receipt, self.rule), _without_deny_errors(frame))
+        if obj.get("type") == "control_response" and control.prompt_interrupt is not None:
+            if ck.response_of(obj)[0] == control.prompt_interrupt:
+                control.prompt_interrupt = None  # cbc got the interrupt and answered it
         if obj.get("type") == "system":
             if (
                 control.deferred
@@ -388,6 +599,9 @@ class ControlReply(Stage):
                 )
                 return ()
             req.answered = True
+        if req is not None and sub == "success" and req.subtype in _SETTERS:
+            ctx.count(self.rule, f"reshaped:{req.subtype}")
+            return self._replace_reply(frame, setter_reply(ctx, rid, req.request), ctx, req)
         if sub != "error":
             shaped = for_target(ctx, obj, req)
             return None if shaped is obj else (frame.replace(shaped),)
@@ -399,9 +613,27 @@ class ControlReply(Stage):
             return (fixed.replace(for_target(ctx, fixed.obj, req)),)
         if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
             control.deferred.append(req.request)
-            ok = for_target(ctx, ck.success(rid, {}), req)["response"]
-            return (ck.with_response(frame, ok),)
+            return self._replace_reply(frame, setter_reply(ctx, rid, req.request), ctx, req)
         return None
+
+    def _replace_reply(
+        self, frame: Frame, out: list[Frame], ctx: Context, req: ControlRequest
+    ) -> Output:
+        """``out`` (side frames and a control_response) with cbc's reply frame standing for
+        the control_response (rewritten). A side frame before it (``set_model``'s replayed
+        user frame) is written straight to the client: passed down the pipeline, a user
+        frame between turns would look like a turn's start to the turn rules
+        (``control-state``, ``interrupted-turn``). One after it (``system/status``, not a
+        turn's content) follows it down the pipeline."""
+        result: list[Frame] = []
+        for f in out:
+            if f.obj.get("type") == "control_response":
+                result.append(frame.replace(for_target(ctx, f.obj, req)))
+            elif not result:
+                ctx.emit("down", f, self.rule)
+            else:
+                result.append(Frame.synth(f.obj, self.rule))
+        return result
 
     def _send_deferred(self, ctx: Context) -> None:
         control = ctx.state.control
@@ -468,4 +700,6 @@ class ControlState(Stage):
         elif t == "result":
             control.turn_active = False
             control.last_result = {k: obj.get(k) for k in ("usage", "modelUsage")}
+            if control.queued_lines and isinstance(control.line_waker, Stage):
+                ctx.set_timer(control.line_waker, "turn-end", 0.0)  # (user-line, upstream)
         return None

@@ -48,6 +48,9 @@ _STAMP_KEY = b',"__timestamp":"'
 #: the model Claude names on the messages it makes up itself (errors, "Not logged in"),
 #: whose stop_reason (``stop_sequence``) it writes
 SYNTHETIC_MODEL = "<synthetic>"
+#: an MCP tool's name (``mcp__<server>__<tool>``): Claude writes no ``is_error: false`` on
+#: its result either (raw run mcp-tool, 2026-12-01)
+MCP_PREFIX = "mcp__"
 
 
 def wire_timestamp(frame: Frame) -> str | None:

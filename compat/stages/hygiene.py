@@ -43,6 +43,7 @@ import attrs
 from compat.frames import LINE_SEPARATORS, Frame, escape_line_separators, loads
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
+from compat.stages.turns import REJECTED
 from compat.vocabulary import in_vocabulary
 
 PRIVATE_FIELDS = ("__timestamp", "_requestId", "_messageId", "_meta", "errors_info")
@@ -184,6 +185,144 @@ def _without_block_meta(obj: dict[str, Any]) -> list[Any] | None:
         else b
         for b in content
     ]
+
+
+#: cbc's Bash result text (``Command: …\nStdout: …\n\nStderr: …\n\nExit Code: N\nSignal: …``;
+#: an empty stream is ``(empty)`` and has no blank line after it)
+_BASH_LAYOUT = re.compile(
+    r"Command: .*?\nStdout: (?P<out>.*?)\n\n?Stderr: (?P<err>.*?)\n\n?"
+    r"Exit Code: (?P<code>[^\n]*)\nSignal: (?P<sig>[^\n]*)",
+    re.DOTALL,
+)
+#: a file tool's error for a missing path, which Claude follows with the working directory
+_NO_FILE = "File does not exist."
+_CWD_NOTE = "Note: your current working directory is "
+_READ_TOOLS = frozenset({"Read", "Edit", "Write", "NotebookEdit", "MultiEdit"})
+_TOOL_USE_ERROR = re.compile(r"<tool_use_error>(?P<text>.*)</tool_use_error>", re.DOTALL)
+
+
+def _failed(block: dict[str, Any]) -> bool:
+    """cbc says the call failed: on the block, or only in its private ``_meta.rawResponse``
+    (a Bash exit status other than 0, a signal, ``is_error``)."""
+    if block.get("is_error") is True:
+        return True
+    meta = block.get("_meta")
+    raw = meta.get("rawResponse") if isinstance(meta, dict) else None
+    if not isinstance(raw, dict):
+        return False
+    code = raw.get("exitCode")
+    return (
+        raw.get("is_error") is True
+        or (type(code) is int and code != 0)
+        or (isinstance(raw.get("signal"), str) and bool(raw["signal"]))
+    )
+
+
+def _text_of(content: Any) -> str | None:
+    """A tool_result's content as one string (a string, or a list of text blocks only)."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not content:
+        return None
+    parts = []
+    for b in content:
+        if not (isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)):
+            return None
+        parts.append(b["text"])
+    return "\n".join(parts)
+
+
+def claude_error_text(text: str) -> str:
+    """Claude's text for a failed tool call, from cbc's: a Bash that exited non-zero is
+    ``Exit code N`` then its stdout and stderr (each without its trailing newline; empty
+    ones left out); cbc's ``<tool_use_error>…</tool_use_error>`` wrapper is removed; the
+    rejection of an interrupted call is Claude's constant. A Bash ended by a signal keeps
+    cbc's text: Claude writes a status its own shell made up, which cbc's wire lacks.
+    (``ToolErrors`` adds Claude's ``Note: your current working directory is …`` to a
+    file tool's ``File does not exist.``.)"""
+    bash = _BASH_LAYOUT.fullmatch(text)
+    if bash is not None:
+        code = bash["code"].strip()
+        if not code.lstrip("-").isdigit():
+            return text
+        streams = [bash["out"], bash["err"]]
+        kept = [s.rstrip("\n") for s in streams if s != "(empty)" and s.rstrip("\n")]
+        return "\n".join([f"Exit code {code}", *kept])
+    wrapped = _TOOL_USE_ERROR.fullmatch(text.strip())
+    if wrapped is not None:
+        return wrapped["text"]
+    if text.strip() == REJECTED:
+        return REJECTED
+    return text
+
+
+@register
+@attrs.define
+class ToolErrors(Stage):
+    """A tool call cbc reports failed (on its result block, or only in the private
+    `_meta.rawResponse`: exit code, signal, `is_error`) reaches the client as Claude writes
+    it: `is_error: true`, the text as one string in Claude's words, `tool_use_result`
+    `"Error: …"`."""
+
+    rule: ClassVar[str] = "tool-errors"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+    lazy: ClassVar[bool] = True
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        raw = frame.raw
+        if (
+            raw
+            and not frame.parsed
+            and (b'"tool_result"' not in raw or b'"is_error":true' not in raw)
+        ):
+            return None  # nothing failed (cbc writes the flag compact, in ``_meta`` too)
+        obj = frame.obj
+        message = obj.get("message") if isinstance(obj, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not isinstance(content, list):
+            return None
+        blocks: list[Any] = []
+        texts: list[str] = []
+        for b in content:
+            if isinstance(b, dict) and b.get("type") == "tool_result" and _failed(b):
+                text = _text_of(b.get("content"))
+                new = dict(b)
+                if text is not None:
+                    text = claude_error_text(text)
+                    if text == _NO_FILE and ctx.state.cwd and self._tool(b, ctx) in _READ_TOOLS:
+                        text = (
+                            f"{_NO_FILE} Note: your current working directory is {ctx.state.cwd}."
+                        )
+                    new["content"] = text
+                    texts.append(text)
+                new["is_error"] = True
+                if new != b:
+                    ctx.count(self.rule, "failed-result")
+                blocks.append(new)
+            else:
+                blocks.append(b)
+        if not texts and all(n is o for n, o in zip(blocks, content, strict=True)):
+            return None
+        new_obj = {**obj, "message": {**message, "content": blocks}}
+        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if len(results) == 1 and len(texts) == 1 and "tool_use_result" not in obj:
+            text = texts[0]
+            new_obj["tool_use_result"] = (
+                "User rejected tool use"
+                if text == REJECTED
+                else text
+                if text.startswith("Error: ")
+                else f"Error: {text}"
+            )
+        if new_obj == obj:
+            return None
+        return (frame.replace(new_obj),)
+
+    @staticmethod
+    def _tool(block: dict[str, Any], ctx: Context) -> str | None:
+        use_id = block.get("tool_use_id")
+        use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
+        return use.name if use is not None else None
 
 
 @register

@@ -12,9 +12,13 @@ tasks").
   session``, also with ``--session-id``) after its slow start: the bridge answers at once
   instead, and when a user line is already on its way the interrupt is held and sent the
   moment that turn's session exists (``control-reply`` sends it).
+  With ``cancel_queued``, the lines ``user-line`` queued while the turn runs (not given to
+  cbc yet) are taken back: dropped, each echoed ``command_lifecycle cancelled`` before the
+  receipt (raw run queued-lines-cancel: Claude runs neither line).
 - ``interrupt-reply`` (down): cbc's ``{session_id, interrupted, reason}`` (or that error)
-  becomes ``{still_queued: [uuids of user lines not started]}``, plus ``cancelled: []``
-  when ``cancel_queued`` was asked (cbc cannot take back lines it was already given).
+  becomes ``{still_queued: [uuids of user lines not started]}``, plus ``cancelled:
+  [uuids taken back]`` when ``cancel_queued`` was asked (a line already given to cbc
+  cannot be taken back: it stays in ``still_queued``).
 - ``interrupt-terminal`` (down, before ``progress-final``/``terminal-guarantee``): cbc
   kills running workflows and background agents at once but reports it up to ~30 s later
   (``mockoai_interrupt-idle-workflow-2-running-agents``); Claude reports
@@ -43,6 +47,7 @@ from compat import controlkit as ck
 from compat.frames import Frame
 from compat.session import ControlRequest, Interrupt
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT
 from compat.taskkit import (
     TASK_FRAMES,
@@ -82,6 +87,11 @@ class InterruptRequest(Stage):
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
 
+    #: seconds cbc may take to end a turn after deny + interrupt before it gets the
+    #: interrupt itself
+    prompt_wait: float = 5.0
+    _held: Frame | None = attrs.field(default=None, init=False)
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         rid, body = ck.request_of(obj)
@@ -89,7 +99,10 @@ class InterruptRequest(Stage):
             return None
         control = ctx.state.control
         cancel = body.get("cancel_queued") is True
-        remember(control.interrupts, rid, Interrupt(rid, cancel), cap=256)
+        info = Interrupt(rid, cancel)
+        remember(control.interrupts, rid, info, cap=256)
+        if cancel:
+            info.cancelled = self._cancel_queued(ctx)
         reason = body.get("reason")
         reason = reason if isinstance(reason, str) and reason else ck.INTERRUPT_REASON
         if cancel and control.pending_user:
@@ -106,7 +119,7 @@ class InterruptRequest(Stage):
                 pending = pending[1:]
             reply: dict[str, Any] = {"still_queued": ck.still_queued(pending)}
             if cancel:
-                reply["cancelled"] = []
+                reply["cancelled"] = info.cancelled
             ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
             ctx.count(self.rule, "answered:no-session")
             remember(
@@ -117,9 +130,79 @@ class InterruptRequest(Stage):
         extra = sorted(k for k in body if k not in ck.CBC_INTERRUPT_FIELDS)
         if extra:
             ctx.log(self.rule, f"interrupt fields cbc does not know dropped: {extra}", "debug")
-        if new == body:
+        out = frame if new == body else frame.replace({**obj, "request": new})
+        if self._end_prompts(rid, ctx):
+            self._held = out  # sent only if cbc does not end the turn (on_timer)
+            ctx.set_timer(self, rid, self.prompt_wait)
+            ctx.hold()
+            return ()
+        return None if out is frame else (out,)
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        control = ctx.state.control
+        held, self._held = self._held, None
+        if held is None or control.prompt_interrupt != key:
             return None
-        return (frame.replace({**obj, "request": new}),)
+        control.prompt_interrupt = None  # cbc did not end the turn: it gets the interrupt
+        ctx.log(self.rule, "no result after the deny + interrupt: interrupt sent", "info")
+        return (held,)
+
+    def _end_prompts(self, rid: str, ctx: Context) -> bool:
+        """Open permission prompts: cbc is told deny + interrupt instead of the interrupt.
+        Given the interrupt, cbc withdraws the prompt, writes the rejection and asks the
+        model again (raw run interrupt-permission-prompt: a "done." answer, a success; the
+        same when the deny + interrupt goes just before the interrupt: cbc's interrupt wins,
+        twin run 2026-12-01); given deny + interrupt alone it ends the turn at once, with
+        no model request and no tool_result (a real cbc 2.163.0 run through the bridge,
+        2026-12-01: one model request, then ``error_during_execution``), as Claude ends
+        it. ``control-reply`` then writes the interrupt's receipt before that result; the
+        interrupt itself is held and sent only when no result comes within
+        ``prompt_wait``. The prompts stay open for ``permission-cancel`` (the client's
+        ``control_cancel_request``, the denial). True when there were prompts."""
+        control = ctx.state.control
+        open_prompts = [p for p in control.permissions.values() if not p.interrupted]
+        for prompt in open_prompts:
+            prompt.interrupted = True
+            reply: dict[str, Any] = {
+                "allowed": False,
+                "interrupt": True,
+                "reason": "The user doesn't want to proceed with this tool use.",
+            }
+            if prompt.tool_use_id:
+                reply["tool_use_id"] = prompt.tool_use_id
+            ctx.emit("up", Frame.from_obj(ck.success(prompt.request_id, reply)), self.rule)
+        if open_prompts:
+            control.prompt_interrupt = rid
+            ctx.count(self.rule, "prompts-ended", len(open_prompts))
+        return bool(open_prompts)
+
+    def _cancel_queued(self, ctx: Context) -> list[str]:
+        """Take back the lines ``user-line`` queued (not given to cbc yet): out of
+        ``pending_user``, dropped, each echoed ``command_lifecycle cancelled`` before the
+        receipt as Claude does (raw run queued-lines-cancel); their uuids."""
+        control = ctx.state.control
+        queued = list(control.queued_lines)
+        if not queued:
+            return []
+        control.queued_lines.clear()
+        for _ in queued:  # the queued lines are the newest pending ones
+            if control.pending_user:
+                control.pending_user.pop()
+        ctx.drop_held("user-line", len(queued))
+        cancelled: list[str] = []
+        sid = ctx.state.session_id
+        for f in queued:
+            uuid = f.obj.get("uuid") if isinstance(f.obj, dict) else None
+            if not isinstance(uuid, str) or not uuid:
+                continue
+            cancelled.append(uuid)
+            if uuid in control.unsent_queued:
+                control.unsent_queued.remove(uuid)  # never echoed queued: nothing to end
+            elif sid is not None:
+                echo = lifecycle(uuid, "cancelled", ctx, sid)
+                ctx.emit("down", Frame.synth(echo, self.rule), self.rule)
+        ctx.count(self.rule, "cancelled-queued", len(queued))
+        return cancelled
 
 
 @register
@@ -150,7 +233,7 @@ class InterruptReply(Stage):
             return None
         reply: dict[str, Any] = {"still_queued": ck.still_queued(control.pending_user)}
         if info.cancel_queued:
-            reply["cancelled"] = []
+            reply["cancelled"] = info.cancelled
         return (
             ck.with_response(frame, {"subtype": "success", "request_id": rid, "response": reply}),
         )

@@ -29,6 +29,10 @@ itself with "Claude requested permissions to use X, but you haven't granted it y
   prompt with ``control_cancel_request{request_id}`` before the receipt
   (``mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request``); cbc
   cancels them internally and says nothing (``mockoai_can-use-tool-then-interrupt``).
+  Claude also lists each withdrawn call in the result's ``permission_denials`` and marks
+  its rejected tool_result ``tool_result_meta: [{id, non_execution_kind:
+  "user-rejected"}]`` (raw run interrupt-permission-prompt): the call is recorded for
+  ``result-shape`` and ``permission-routing``.
 """
 
 from __future__ import annotations
@@ -64,17 +68,25 @@ class PermissionRouting(Stage):
 
     rule: ClassVar[str] = "permission-routing"
     modes: ClassVar[tuple[str, ...]] = ("auto", "forward", "deny")
-    #: can_use_tool requests, and tool results (``user``) of calls the client denied
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user"})
+    #: can_use_tool requests, and tool results (``user``) of calls the client denied; a
+    #: turn's result forgets the calls an interrupt withdrew
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user", "result"})
     lazy: ClassVar[bool] = True
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """A user frame passes untouched while no denied call waits for its result."""
-        return kind == ("user", None) and not ctx.state.control.denied_uses
+        """A user frame or result passes untouched while no denied call waits for its
+        result."""
+        return kind[0] in ("user", "result") and not ctx.state.control.denied_uses
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.kind() == ("user", None):
             return self._tool_result(frame, ctx)
+        kind = frame.kind()
+        if kind is not None and kind[0] == "result":
+            denied = ctx.state.control.denied_uses
+            for withdrawn in [u for u, k in denied.items() if k == "user-rejected"]:
+                del denied[withdrawn]  # the interrupted turn is over (cbc wrote no result)
+            return None
         if not isinstance(frame.obj, dict):
             return None
         rid, body = ck.request_of(frame.obj)
@@ -118,7 +130,7 @@ class PermissionRouting(Stage):
         if not isinstance(content, list) or obj.get("parent_tool_use_id") is not None:
             return None
         meta = [
-            {"id": b["tool_use_id"], "non_execution_kind": "permission-rule"}
+            {"id": b["tool_use_id"], "non_execution_kind": denied[b["tool_use_id"]]}
             for b in content
             if isinstance(b, dict)
             and b.get("type") == "tool_result"
@@ -195,7 +207,9 @@ class PermissionReply(Stage):
         if pending is not None and pending.tool_use_id:
             reply["tool_use_id"] = pending.tool_use_id
             if not reply["allowed"]:
-                remember(ctx.state.control.denied_uses, pending.tool_use_id, None, cap=256)
+                remember(
+                    ctx.state.control.denied_uses, pending.tool_use_id, "permission-rule", cap=256
+                )
         return (frame.replace(ck.success(rid, reply)),)
 
     @staticmethod
@@ -220,5 +234,20 @@ class PermissionCancel(Stage):
             Frame.synth({"type": "control_cancel_request", "request_id": pid}, self.rule)
             for pid in control.permissions
         ]
+        for req in control.permissions.values():
+            # Claude: the withdrawn call is a denial of the turn, its rejection "user-rejected"
+            # (raw run interrupt-permission-prompt, 2026-12-01). (A prompt interrupt-request
+            # ended with deny + interrupt gets no result from cbc: interrupted-turn writes
+            # the marked rejection, and the mark is forgotten at the result.)
+            if req.tool_use_id:
+                remember(control.denied_uses, req.tool_use_id, "user-rejected", cap=256)
+            control.permission_denials.append(
+                {
+                    "tool_name": req.tool_name,
+                    "tool_use_id": req.tool_use_id,
+                    "tool_input": req.input,
+                    "turn": control.client_turns,
+                }
+            )
         control.permissions.clear()
         return (*cancels, frame)

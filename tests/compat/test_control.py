@@ -380,9 +380,9 @@ def test_subtypes_cbc_lacks_are_answered_locally_the_claude_way() -> None:
     }
     assert replies["mcp"]["response"] == {"mcpServers": [{"name": "files", "status": "connected"}]}
     usage = replies["ctx"]["response"]
-    assert usage["totalTokens"] == 1234
+    assert usage["totalTokens"] == 1200  # the context: input tokens (output is not in it)
     assert usage["maxTokens"] == 176000
-    assert usage["percentage"] == 0.7
+    assert usage["percentage"] == 1
     assert usage["model"] == "default-model"
     assert {
         "categories",
@@ -393,10 +393,12 @@ def test_subtypes_cbc_lacks_are_answered_locally_the_claude_way() -> None:
         "agents",
         "gridRows",
     } <= set(usage)
-    assert replies["mtt"] == {"subtype": "success", "request_id": "mtt", "response": {}}
+    assert replies["mtt"] == {"subtype": "success", "request_id": "mtt"}  # Claude: no body
     # Claude: an unknown task id also succeeds (mockapi_stop-task-control-request_…)
     assert replies["stop"]["response"] == {}
-    assert not [f for f in run.frames("backend") if f.get("type") == "control_request"]
+    # what cbc can take of set_max_thinking_tokens, as the bridge's own request
+    sent = [f["request"] for f in run.frames("backend") if f.get("type") == "control_request"]
+    assert sent == [{"subtype": "set_config", "config": {"alwaysThinkingEnabled": True}}]
 
 
 def test_unknown_subtype_error_reworded_like_claude() -> None:
@@ -521,8 +523,9 @@ def test_a_late_session_not_found_for_a_setter_becomes_success_and_is_sent_again
     assert run.frames()[0]["response"] == {
         "subtype": "success",
         "request_id": "perm",
-        "response": {},
+        "response": {"mode": "plan"},
     }
+    assert run.frames()[1]["permissionMode"] == "plan"  # Claude's system/status
     assert run.frames("backend")[-1] == cr(
         "ccbridge-held-1", subtype="set_permission_mode", mode="plan"
     )
@@ -546,9 +549,10 @@ def test_setters_after_the_session_pass_with_cbcs_replies() -> None:
         if f.get("type") == "control_response"
     }
     assert replies["perm_nosid"]["subtype"] == "success"
-    assert replies["model_sid"]["response"]["model"] == "fast-model"
+    assert replies["perm_nosid"]["response"] == {"mode": "bypassPermissions"}
+    assert replies["model_sid"] == {"subtype": "success", "request_id": "model_sid"}
     assert replies["mcp"]["response"] == {"mcpServers": []}  # answered locally
-    assert replies["mtt"]["response"] == {}
+    assert "response" not in replies["mtt"]
     assert replies["int_nosid"]["response"] == {"still_queued": []}
     # every request answered exactly once, none with cbc's wording
     asked = [
@@ -638,8 +642,11 @@ def test_user_lines_pass_unchanged_and_mark_a_client_turn() -> None:
         },
     ]
     run = replay(eng, extra=[(0.0, "client", f) for f in lines])
-    assert run.frames("backend") == lines
+    # the second line waits for the first one's turn to end (user-line's queue)
+    assert run.frames("backend") == lines[:1]
     control = eng.state.control
+    assert len(control.queued_lines) == 1
+    assert control.queued_lines[0].obj == lines[1]
     assert list(control.pending_user) == ["u-1", None]
     assert control.user_lines == 2
     replay(
@@ -670,7 +677,7 @@ def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
             *session(eng),
             (1.001, "client", user("next", "u-2")),
             (1.002, "client", cr("i-1", subtype="interrupt")),
-            (1.5, "client", user("later", "u-3")),
+            (1.5, "client", user("later", "u-3")),  # queued: "next" has not ended its turn
         ],
     )
     sent = [
@@ -682,11 +689,16 @@ def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
         (1.0, "hi"),
         (pytest.approx(1.2), "next"),
         (pytest.approx(1.2), "interrupt"),
-        (1.5, "later"),
     ]
     counts = eng.statistics()["rules"]["user-line"]
-    # (synthesized: the two lines' command_lifecycle "queued" echoes)
-    assert counts == {"held-after-result": 1, "held": 2, "released": 2, "synthesized": 2}
+    # (synthesized: the two later lines' command_lifecycle "queued" echoes)
+    assert counts == {
+        "held-after-result": 1,
+        "queued-during-turn": 1,
+        "held": 3,
+        "released": 2,
+        "synthesized": 2,
+    }
     # Claude's "queued" echo is not held: the client sees it as the line is read
     queued = [
         t

@@ -342,3 +342,20 @@ def test_null_status_frames_are_dropped_and_the_turns_keep_claudes_order(scenari
     for i, label in enumerate(turn):
         if label == "assistant" and (i == 0 or turn[i - 1] == "result"):
             pytest.fail(f"an assistant frame before its turn's init: {turn}")
+
+
+def test_an_mcp_calls_successful_result_has_no_is_error_false() -> None:
+    """Claude writes none on an MCP tool's result (raw run mcp-tool, 2026-12-01)."""
+    from compat.session import ToolUse
+    from tests.compat.helpers import engine_for, frames_out, line, stage_on
+
+    eng = engine_for("identity", down=[stage_on("frame-fields")])
+    eng.state.tool_uses["c1"] = ToolUse("c1", "mcp__probe__lookup", {})
+    eng.state.tool_uses["c2"] = ToolUse("c2", "Bash", {})
+    blocks = [
+        {"type": "tool_result", "tool_use_id": u, "content": "x", "is_error": False}
+        for u in ("c1", "c2")
+    ]
+    frame = {"type": "user", "timestamp": "t", "message": {"role": "user", "content": blocks}}
+    (out,) = frames_out(eng.feed("backend", line(frame), 0.0))
+    assert ["is_error" in b for b in out["message"]["content"]] == [False, True]

@@ -192,7 +192,9 @@ def test_the_denied_calls_tool_result_is_marked_the_way_claude_does() -> None:
     first, again = [f for f in run.frames() if f.get("type") == "user"]
     assert first["tool_result_meta"] == [{"id": use, "non_execution_kind": "permission-rule"}]
     assert list(first)[-1] == "tool_result_meta"
-    assert first["message"] == result["message"]
+    block = result["message"]["content"][0]
+    # (tool-errors writes the denial's text as Claude does: one string)
+    assert first["message"]["content"] == [{**block, "content": "denied by probe"}]
     assert "tool_result_meta" not in again  # marked once, then forgotten
     assert not eng.state.control.denied_uses
 

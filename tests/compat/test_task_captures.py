@@ -319,7 +319,14 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:5] == ("session", "foreign-init", "init-once", "private-fields", "vocabulary")
+    assert down[:6] == (
+        "session",
+        "foreign-init",
+        "init-once",
+        "tool-errors",
+        "private-fields",
+        "vocabulary",
+    )
     task = [
         r
         for r in down
