@@ -41,7 +41,8 @@ sends the line the frame way (``_one``) from its original bytes. Whether a kind 
 fast lines at all is the plan's (``Plan.fast``); the steps, which depend on the cold
 answers, are kept per kind until a stage that is not ``pure`` is called (or the next block
 of lines: ``ctx.now`` may have moved), and only then asked again, for the next line of
-that kind.
+that kind; a kind whose last line was sent the frame way by a stage that is not cold asks
+that stage first (``Plan.blocker``).
 
 Counting (per rule): an output that is the input passes; an output of the input's lineage
 that is another object is a rewrite; an output of another lineage is a synthesis; an input
@@ -85,7 +86,7 @@ class Plan:
     (a ``raw_pass`` stage, a trigger, or a stage that may be cold), so whether a line of
     this kind is a fast line depends only on the cold answers."""
 
-    __slots__ = ("steps", "first", "fast")
+    __slots__ = ("steps", "first", "fast", "blocker")
 
     def __init__(self, stages: Sequence[Stage], kind: Kind) -> None:
         steps: list[Step] = []
@@ -104,6 +105,8 @@ class Plan:
             triggers is not None or cools or (lazy and s.raw_pass and pure)
             for _, s, lazy, cools, pure, triggers in steps
         )
+        #: the stage (one that may be cold) that last sent a line of this kind the frame way
+        self.blocker: Stage | None = None
 
     def since(self, start: int) -> tuple[Step, ...]:
         return self.steps[self.first[start] :] if start else self.steps
@@ -251,9 +254,14 @@ class Pipeline:
         """A fast line's steps for ``kind`` as the cold answers stand (see "Fast lines")."""
         plan = self.plan(kind)
         found: tuple[FastStep, ...] | None = None
-        if self.use_fast and plan.fast:
+        use_cold = self.use_cold
+        blocker = plan.blocker
+        if not (self.use_fast and plan.fast):
+            pass
+        elif blocker is not None and use_cold and not blocker.cold(kind, ctx):
+            pass  # still not cold: the line takes the frame way (one question, not a walk)
+        else:
             steps: list[FastStep] = []
-            use_cold = self.use_cold
             for _, stage, lazy, cools, pure, triggers in plan.steps:
                 if cools and use_cold and stage.cold(kind, ctx):
                     continue
@@ -262,6 +270,7 @@ class Pipeline:
                 elif lazy and stage.raw_pass and pure:
                     steps.append((stage.on_raw, (), stage.rule))
                 else:
+                    plan.blocker = stage  # (a stage that may be cold: ``Plan.fast``)
                     break
             else:
                 found = tuple(steps)

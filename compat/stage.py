@@ -18,6 +18,7 @@ through ``ctx.env``, which the I/O side (or a test) supplies.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -126,6 +127,10 @@ class Context:
             stats.count(rule, "released", n)
 
 
+#: a ``kinds`` entry: a frame type, or ``type/subtype``
+_KIND_KEY = re.compile(r"[^/\s]+(?:/[^/\s]+)?")
+
+
 @attrs.define
 class Stage:
     """Base class. Subclasses set ``rule``, ``direction`` and their interest."""
@@ -135,6 +140,7 @@ class Stage:
     #: modes ``--rule ID=MODE`` accepts besides on/off; the first is the default
     modes: ClassVar[tuple[str, ...]] = ("on",)
     #: frame types (``"system"``) or ``"type/subtype"`` keys this stage wants; None = all
+    #: (checked where the class is declared; the pipeline reads it once per kind, ``Plan``)
     kinds: ClassVar[frozenset[str] | None] = frozenset()
     #: raw substrings that also make a frame interesting, whatever its type
     triggers: ClassVar[tuple[bytes, ...]] = ()
@@ -168,6 +174,19 @@ class Stage:
             )
         if cls.raw_pass and not (cls.lazy and cls.pure):
             raise TypeError(f"{cls.__name__}: raw_pass needs lazy and pure")
+        kinds = cls.kinds
+        if kinds is not None and (
+            type(kinds) is not frozenset or not all(_KIND_KEY.fullmatch(k) for k in kinds)
+        ):
+            raise TypeError(
+                f"{cls.__name__}: kinds must be None or a frozenset of 'type' or "
+                f"'type/subtype' names, not {kinds!r}"
+            )
+        triggers = cls.triggers
+        if type(triggers) is not tuple or not all(type(t) is bytes and t for t in triggers):
+            raise TypeError(
+                f"{cls.__name__}: triggers must be a tuple of non-empty bytes, not {triggers!r}"
+            )
 
     def __attrs_post_init__(self) -> None:
         if not self.mode:
