@@ -22,7 +22,9 @@ Cold steps: a lazy stage may also say, from its state alone, that an unparsed fr
 kind would pass it untouched and change nothing (``cold(kind, ctx) -> bool``: e.g.
 ``control-state`` inside a turn, ``init-once`` with nothing held); such steps are skipped
 without a call. On the frame way a stage is asked just before its call would be made, so
-the answer is the state's as it stands then and nothing is cached there.
+the answer is the state's as it stands then and nothing is cached there; a stage whose
+``on_frame`` decides from ``kind()`` alone where ``cold`` does (``cold_parsed``) is also
+skipped for a frame an earlier stage parsed or rewrote.
 
 The proof: every wire line is validated once (``compat.frames.wire_kind``: ``prove``, the
 whole text in C building only ``type`` and ``subtype``, then one comparison with the prefix
@@ -59,9 +61,10 @@ from compat.frames import UNKNOWN, Frame, Kind, wire_kind
 from compat.stage import Context, Direction, Stage
 from compat.stats import Stats
 
-#: one step of a plan: (stage index, stage, lazy, cools, pure, triggers to look for or None:
-#: the kind is wanted)
-Step = tuple[int, Stage, bool, bool, bool, tuple[bytes, ...] | None]
+#: one step of a plan: (stage index, stage, lazy, cools (0: no; 1: for an unparsed wire
+#: line; 2: for any frame, ``cold_parsed``), pure, triggers to look for or None: the kind is
+#: wanted)
+Step = tuple[int, Stage, bool, int, bool, tuple[bytes, ...] | None]
 #: a fast line's steps: (``on_raw`` of a ``raw_pass`` stage, or None for a triggered stage
 #: that must not see the line, its triggers, the rule id)
 FastStep = tuple[Callable[[bytes], bytes | None] | None, tuple[bytes, ...], str]
@@ -93,10 +96,11 @@ class Plan:
         first = [0] * (len(stages) + 1)
         for i, s in enumerate(stages):
             first[i] = len(steps)
+            cools = 2 if s.cold_parsed else int(s.cools)
             if s.interested(*kind):
-                steps.append((i, s, s.lazy, s.cools, s.pure, None))
+                steps.append((i, s, s.lazy, cools, s.pure, None))
             elif s.triggers:
-                steps.append((i, s, s.lazy, s.cools, s.pure, s.triggers))
+                steps.append((i, s, s.lazy, cools, s.pure, s.triggers))
         first[len(stages)] = len(steps)
         self.steps = tuple(steps)
         #: ``first[i]``: where the steps of stages ``i..`` start
@@ -291,8 +295,13 @@ class Pipeline:
         raw = frame.raw
         use_cold = self.use_cold
         for i, stage, lazy, cools, pure, triggers in self.plan(kind).since(start):
-            if cools and use_cold and raw and not frame.parsed and stage.cold(kind, ctx):
-                continue  # it would pass this unparsed frame and change nothing
+            if (
+                cools
+                and use_cold
+                and (cools == 2 or (raw and not frame.parsed))
+                and stage.cold(kind, ctx)
+            ):
+                continue  # it would pass this frame and change nothing
             if triggers is not None and raw:  # a frame without raw is one a rule rewrote:
                 for t in triggers:  # let the triggered stages look at it
                     if t in raw:

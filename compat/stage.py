@@ -161,6 +161,10 @@ class Stage:
     raw_pass: ClassVar[bool] = False
     #: set for a class that overrides ``cold`` (by ``__init_subclass__``; never by hand)
     cools: ClassVar[bool] = False
+    #: ``cold`` answers for any frame of the kind, parsed or rewritten by an earlier stage,
+    #: not only for an unparsed wire line (its ``on_frame`` decides from ``kind()`` alone
+    #: where ``cold`` does): the pipeline skips it for those frames too
+    cold_parsed: ClassVar[bool] = False
 
     mode: str = attrs.field(default="", kw_only=True)
 
@@ -172,6 +176,8 @@ class Stage:
             raise TypeError(
                 f"{cls.__name__}: only a lazy stage can be cold (it is asked about unparsed frames)"
             )
+        if cls.cold_parsed and not cls.cools:
+            raise TypeError(f"{cls.__name__}: cold_parsed needs a cold method")
         if cls.raw_pass and not (cls.lazy and cls.pure):
             raise TypeError(f"{cls.__name__}: raw_pass needs lazy and pure")
         kinds = cls.kinds

@@ -58,6 +58,7 @@ class InitOnce(Stage):
 
     #: most of a turn's frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     held: Frame | None = attrs.field(default=None, init=False)
     sent_this_turn: bool = attrs.field(default=False, init=False)

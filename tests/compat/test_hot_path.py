@@ -252,8 +252,9 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
 ) -> None:
     """What ``cold`` promises, checked at every frame of the captures (fed in 7-byte
     chunks, so the cold answers are asked often): for each stage that says it is cold for
-    the frame's kind, ``on_frame`` on an unparsed copy returns None and changes neither the
-    stage nor the session state."""
+    the frame's kind, ``on_frame`` on an unparsed copy (``cold_parsed``: also on a parsed
+    and on a rewritten copy) returns None and changes neither the stage nor the session
+    state."""
     from compat.frames import Frame
     from compat.pipeline import Pipeline
 
@@ -266,9 +267,16 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
             return
         for _, stage in pipeline._coolers:
             if stage.interested(*kind) and stage.cold(kind, ctx):
-                before = _snapshot(stage, ctx)
-                assert stage.on_frame(Frame(frame.raw), ctx) is None, (stage.rule, frame.raw)
-                assert _snapshot(stage, ctx) == before, (stage.rule, frame.raw)
+                copies = [Frame(frame.raw)]
+                if stage.cold_parsed:  # also a parsed copy, and one an earlier rule rewrote
+                    parsed = Frame(frame.raw)
+                    if not isinstance(parsed.obj, dict):
+                        continue
+                    copies += [parsed, parsed.replace(dict(parsed.obj))]
+                for copy in copies:
+                    before = _snapshot(stage, ctx)
+                    assert stage.on_frame(copy, ctx) is None, (stage.rule, frame.raw)
+                    assert _snapshot(stage, ctx) == before, (stage.rule, frame.raw)
                 checked += 1
 
     one = Pipeline._one
