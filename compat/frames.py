@@ -214,6 +214,8 @@ LINE_SEPARATORS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
 def escape_line_separators(raw: bytes) -> bytes:
     """``raw`` with U+2028/U+2029 written as escapes (the same JSON: in a JSON line they can
     only stand inside strings); ``raw`` itself when it has none."""
+    if b"\xe2\x80" not in raw:  # (one scan: both start so)
+        return raw
     for char, escape in LINE_SEPARATORS:
         if char in raw:
             raw = raw.replace(char, escape)

@@ -131,6 +131,8 @@ class Pipeline:
         #: per kind: the steps of a fast line, None when it must take the frame way; kept
         #: until a stage that is not ``pure`` is called (it may change a cold answer)
         self._fast: dict[Kind, tuple[FastStep, ...] | None] = {}
+        #: the rules of the plain rewrites of the current run (counted at its end)
+        self._rewrites: list[str] = []
         #: cold steps and fast lines on (tests switch them off to compare with the
         #: calling path)
         self.use_cold = True
@@ -154,16 +156,27 @@ class Pipeline:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
         out: list[Frame] = []
         self._fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
-        for frame in frames:
-            self._one(frame, start, ctx, out)
+        try:
+            for frame in frames:
+                self._one(frame, start, ctx, out)
+        finally:
+            self._count_rewrites()
         return out
+
+    def _count_rewrites(self) -> None:
+        """The plain rewrites of a run, counted per rule at its end (one count a rule)."""
+        rewrites = self._rewrites
+        if rewrites:
+            for rule, n in Counter(rewrites).items():
+                self.stats.rule(rule)["rewritten"] += n
+            rewrites.clear()
 
     def run_lines(self, lines: Sequence[bytes], ctx: Context) -> tuple[list[bytes], list[bytes]]:
         """Wire lines (without newlines) through every stage: the lines to write, in order,
         and the written lines that are not valid JSON (for the engine to log)."""
         out: list[bytes] = []
         invalid: list[bytes] = []
-        rewrites: list[str] = []
+        rewrites = self._rewrites
         frames: list[Frame] = []
         fast = self._fast
         fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
@@ -183,6 +196,13 @@ class Pipeline:
                 else:
                     frame = Frame(raw)
                 self._one(frame, 0, ctx, frames)
+                if len(frames) == 1 and frames[0].raw:  # the common case: one line out
+                    f = frames[0]
+                    out.append(f.raw)
+                    if f.invalid:
+                        invalid.append(f.raw)
+                    frames.clear()
+                    continue
                 for f in frames:
                     if not f.raw:
                         self.encode(frames, ctx, out)
@@ -194,8 +214,7 @@ class Pipeline:
                         invalid.append(f.raw)
                 frames.clear()
         finally:
-            for rule, n in Counter(rewrites).items():
-                self.stats.rule(rule)["rewritten"] += n
+            self._count_rewrites()
         return out, invalid
 
     def encode(self, frames: Sequence[Frame], ctx: Context, out: list[bytes]) -> None:
@@ -294,7 +313,8 @@ class Pipeline:
             return
         raw = frame.raw
         use_cold = self.use_cold
-        for i, stage, lazy, cools, pure, triggers in self.plan(kind).since(start):
+        plan = self._plans.get(kind) or self.plan(kind)
+        for i, stage, lazy, cools, pure, triggers in plan.since(start) if start else plan.steps:
             if (
                 cools
                 and use_cold
@@ -324,7 +344,7 @@ class Pipeline:
             if len(result) == 1:
                 new = result[0]
                 if new is not frame and new.lineage is frame.lineage:
-                    self.stats.rule(stage.rule)["rewritten"] += 1  # _account's common case
+                    self._rewrites.append(stage.rule)  # _account's common case
                     if not new.raw and new.rewritten_by is None:
                         new.rewritten_by = stage.rule
                 else:
