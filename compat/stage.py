@@ -203,6 +203,8 @@ class Stage:
             )
 
     def interested(self, type_: str | None, subtype: str | None) -> bool:
+        """Whether frames of this kind reach ``on_frame``; asked once per kind for the
+        pipeline's plan, so an override answers from the kind and the options alone."""
         kinds = self.kinds
         if kinds is None:
             return True
