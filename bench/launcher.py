@@ -16,15 +16,16 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
-#: one command per request line, run with its stdin from ``feed`` (a ``cat FILE`` pipe) or
-#: /dev/null and its stdout to ``out``
+#: one command per request line, run with its stdin from ``feed`` (a ``cat FILE`` pipe), a
+#: pipe held open until it exits (``hold``: a client that never closes its input) or
+#: /dev/null, and its stdout to ``out``
 LAUNCHER = r"""
 import json, os, subprocess, sys, time
 for req in sys.stdin:
     r = json.loads(req)
     with open(r["out"], "wb") as out, open(os.devnull, "wb") as err:
         feeder = None
-        stdin = subprocess.DEVNULL
+        stdin = subprocess.PIPE if r.get("hold") else subprocess.DEVNULL
         if r["feed"]:
             feeder = subprocess.Popen(["cat", r["feed"]], stdout=subprocess.PIPE)
             stdin = feeder.stdout
@@ -35,6 +36,8 @@ for req in sys.stdin:
             feeder.stdout.close()
         _, status, ru = os.wait4(p.pid, 0)
         took = time.perf_counter() - started
+        if p.stdin is not None:
+            p.stdin.close()
         if feeder is not None:
             feeder.wait()
     print(json.dumps({"took": took, "cpu": ru.ru_utime + ru.ru_stime,
@@ -58,8 +61,10 @@ class Launcher:
         out: Path,
         feed: Path | None = None,
         env: dict[str, str] | None = None,
+        hold: bool = False,
     ) -> dict[str, Any]:
-        """``{"took", "cpu", "rss", "status"}`` of one run of ``argv``."""
+        """``{"took", "cpu", "rss", "status"}`` of one run of ``argv`` (``hold``: its stdin
+        a pipe left open until it exited)."""
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         req = {
@@ -68,6 +73,7 @@ class Launcher:
             "feed": str(feed) if feed else None,
             "cwd": str(REPO),
             "env": env,
+            "hold": hold,
         }
         self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()

@@ -5,11 +5,13 @@
    a backend process (``cat FILE``) goes through, as separate processes, interleaved round by
    round (``--runs``): ``cat`` and a minimal Python line relay (fed by ``cat FILE``), and the
    bridge (``ccbridge run``) with ``identity`` and with ``cbc-to-claude`` (every rule on), whose
-   backend is ``cat FILE``. Medians of wall and CPU time (user + system of the process and
-   the children it waited for, so the bridge's ``cat`` is in its figure: ``cat``'s own cost is
-   the ``cat`` row), their ratios to the relay, frames/s, peak RSS. The measured processes
-   are forked from a small launcher (``bench.launcher``: Linux carries a parent's
-   peak RSS into its children).
+   backend is ``cat FILE``; ``cbc-to-claude`` twice: with the client's stdin at EOF from the
+   start (``/dev/null``, like a ``-p`` run: the whole stream in the wind-down) and held open
+   (``cbc-to-claude-open``, like an SDK session). Medians of wall and CPU time (user +
+   system of the process and the children it waited for, so the bridge's ``cat`` is in its
+   figure: ``cat``'s own cost is the ``cat`` row), their ratios to the relay, frames/s,
+   peak RSS. The measured processes are forked from a small launcher (``bench.launcher``:
+   Linux carries a parent's peak RSS into its children).
 2. **Latency.** A backend script writes stamped ``stream_event`` frames (``CLOCK_MONOTONIC``
    ns in the delta text) at 100 and 1,000 frames/s; the client reads the bridge's stdout and
    stamps each line as it reads it. The same stream read straight from the backend's pipe
@@ -45,7 +47,10 @@ from bench.launcher import REPO, Launcher
 RELAY = (
     "import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\nfor line in r:\n    w.write(line)\n"
 )
-MODES = ("cat", "relay", "identity", "cbc-to-claude")
+#: ``cbc-to-claude``: the client's stdin at EOF from the start (like ``-p``: the whole stream
+#: goes through the wind-down, eof-wind-down reads every line); ``cbc-to-claude-open``: the
+#: client keeps its stdin open (an SDK session), the session ends with the backend
+MODES = ("cat", "relay", "identity", "cbc-to-claude", "cbc-to-claude-open")
 RATES = (100, 1000)
 
 #: writes ``n`` stamped stream_event frames at ``rate`` per second (absolute schedule),
@@ -131,9 +136,10 @@ def throughput(d: Path, frames: int, runs: int, seed: int, captures: Path) -> di
                 elif mode == "relay":
                     argv, feed = [sys.executable, "-c", RELAY], src
                 else:
-                    argv, feed = bridge_run(mode, ["cat", str(src)]), None
+                    profile = mode.removesuffix("-open")
+                    argv, feed = bridge_run(profile, ["cat", str(src)]), None
                 out = d / f"out-{mode}.jsonl"
-                r = launcher.run(argv, out, feed, _env())
+                r = launcher.run(argv, out, feed, _env(), hold=mode.endswith("-open"))
                 if r["status"] != 0:
                     raise SystemExit(f"{mode}: exit status {r['status']}")
                 if mode in ("cat", "relay", "identity") and out.read_bytes() != src.read_bytes():
@@ -341,12 +347,12 @@ def _print(report: dict[str, Any]) -> None:
             f"medians of {t['runs']} interleaved runs"
         )
         print(
-            f"  {'mode':<16}{'wall s':>8}{'x relay':>9}{'CPU s':>8}{'x relay':>9}"
+            f"  {'mode':<19}{'wall s':>8}{'x relay':>9}{'CPU s':>8}{'x relay':>9}"
             f"{'frames/s':>10}{'RSS MiB':>9}"
         )
         for mode, r in t["modes"].items():
             print(
-                f"  {mode:<16}{r['wall_s']:>8.3f}{r['wall_ratio']:>9.2f}{r['cpu_s']:>8.3f}"
+                f"  {mode:<19}{r['wall_s']:>8.3f}{r['wall_ratio']:>9.2f}{r['cpu_s']:>8.3f}"
                 f"{r['cpu_ratio']:>9.2f}{r['frames_per_s']:>10}{r['peak_rss_mib']:>9.1f}"
             )
     if "latency" in report:

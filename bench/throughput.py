@@ -91,9 +91,14 @@ def bridge(
     sample: Callable[[], None] | None = None,
     out: str = os.devnull,
     make: Callable[[], Engine] = full_engine,
+    client_eof: bool = False,
 ) -> Engine:
-    """The engine over the same bytes, fed and drained the way ``bridge.driver`` does."""
+    """The engine over the same bytes, fed and drained the way ``bridge.driver`` does;
+    ``client_eof``: the client's EOF first (a ``-p`` run: the stream goes through the
+    wind-down)."""
     engine = make()
+    if client_eof:
+        engine.eof("client", 0.0)
     now = 0.0
     reads = 0
     with open(path, "rb", buffering=0) as f_in, open(out, "wb") as f_out:
@@ -171,9 +176,9 @@ def memory(path: Path) -> dict[str, int]:
     }
 
 
-def profile(path: Path, top: int = 30) -> str:
+def profile(path: Path, top: int = 30, client_eof: bool = False) -> str:
     prof = cProfile.Profile()
-    prof.runcall(bridge, path)
+    prof.runcall(bridge, path, client_eof=client_eof)
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
     return out.getvalue()
@@ -204,18 +209,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         mem_f = memory(full)
         relay_t = best_of(args.runs, lambda: relay(full))
         holder: list[Engine] = []
-        bridge_t = best_of(args.runs, lambda: holder.append(bridge(full)))
+        eof = args.client_eof
+        bridge_t = best_of(args.runs, lambda: holder.append(bridge(full, client_eof=eof)))
         stats = holder[-1].statistics()
         holder.clear()
         breakdown = (
             {
-                name: best_of(args.runs, lambda make=make: bridge(full, make=make))  # type: ignore[misc]
+                name: best_of(args.runs, lambda make=make: bridge(full, make=make, client_eof=eof))  # type: ignore[misc]
                 for name, make in BREAKDOWN.items()
             }
             if args.breakdown
             else None
         )
-        prof = profile(full) if args.profile else None
+        prof = profile(full, client_eof=eof) if args.profile else None
         violations = verify(full) if args.verify else None
     n = stream["frames"]
     grows = mem_f["peak"] > MEM_FACTOR * mem_q["peak"] + MEM_SLACK
@@ -228,6 +234,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {
         "python": sys.version.split()[0],
         "seed": args.seed,
+        "client_eof": args.client_eof,
         "generate_s": round(gen_s, 2),
         "stream": stream,
         "relay": relay_t,
@@ -359,6 +366,11 @@ def main(argv: list[str] | None = None) -> int:
         "--breakdown",
         action="store_true",
         help="also time the engine with no rule and with private-fields only",
+    )
+    p.add_argument(
+        "--client-eof",
+        action="store_true",
+        help="the client's EOF before the stream (a -p run: every line in the wind-down)",
     )
     p.add_argument(
         "--verify",

@@ -95,6 +95,9 @@ class Engine:
             "client": LineSplitter(max_line),
             "backend": LineSplitter(max_line),
         }
+        #: the sides whose direction has no stage: relayed a block of lines at a time, no
+        #: line looked at (counted by newlines; oversize and partial lines as everywhere)
+        self._relayed = {side for side, d in _SOURCE.items() if not self.pipelines[d].stages}
         self._out: list[Command] = []
         self._pending: dict[Side, list[bytes]] = {"client": [], "backend": []}
         self._timers: dict[tuple[int, str], tuple[float, Stage]] = {}
@@ -114,6 +117,9 @@ class Engine:
     # -- events -----------------------------------------------------------------------
     def feed(self, side: Side, data: bytes, now: float) -> list[Command]:
         self.ctx.now = now
+        if side in self._relayed:
+            self._relay(side, data)
+            return self._commands()
         pipeline = self.pipelines[_SOURCE[side]]
         splitter = self._splitters[side]
         lines = splitter.split(data)
@@ -295,6 +301,32 @@ class Engine:
             pending.append(b"\n")
         for raw in invalid:
             self._note_invalid(direction, raw)
+
+    def _relay(self, side: Side, data: bytes) -> None:
+        """``data`` from a side whose direction has no stage: its complete lines go on as
+        one block, uninspected (a line that is not JSON is not looked for either), counted
+        in and out by their newlines; a line over the limit and a partial last line are
+        passed and counted as on the staged path."""
+        direction = _SOURCE[side]
+        counter = self.stats.frames[direction]
+        pending = self._pending[_DEST[direction]]
+        splitter = self._splitters[side]
+        got = splitter.block(data)
+        if got is not None:
+            block, n = got
+            if n:
+                counter["in"] += n
+                counter["out"] += n
+                pending.append(block)
+            return
+        for ev in splitter.feed(data):  # a line may be over the limit: event by event
+            if type(ev) is Line:
+                counter["in"] += 1
+                counter["out"] += 1
+                pending.append(ev.data)
+                pending.append(b"\n")
+            else:
+                self._passthrough(side, ev)
 
     def _run_hook(self, pipeline: Pipeline, stage: Stage, hook: Any, *args: Any) -> None:
         self._current = pipeline

@@ -167,6 +167,43 @@ def prove(raw: bytes) -> Kind | None:
 #: what ``prove``'s steps raise for a line they do not prove (for a caller that inlines it)
 PROOF_ERRORS = (msgspec.DecodeError, RecursionError, UnicodeDecodeError)
 prove_kind = _KIND_DECODER.decode
+#: per proved kind: the prefix ``prefix_kind`` reads it from (b"": a name it does not read)
+_PREFIXES: dict[Kind, bytes] = {}
+
+
+def _prefix_of(kind: Kind) -> bytes:
+    t, st = kind
+    if t is None or _NAME.fullmatch(t.encode()) is None:
+        return b""
+    if st is None:
+        return b'{"type":"%s"' % t.encode() if t != "system" else b""
+    if _NAME.fullmatch(st.encode()) is None:
+        return b""
+    return b'{"type":"%s","subtype":"%s"' % (t.encode(), st.encode())
+
+
+def wire_kind(raw: bytes) -> Kind | Any:
+    """The kind of a wire line when ``prefix_kind`` reads it and ``prove`` confirms it (what
+    the pipeline needs to leave a line unparsed), else ``UNKNOWN``: the proof first (C), then
+    one ``startswith`` of the prefix that kind is written with, so the prefix is never
+    scanned in Python. Same answer as comparing the two (a test checks it)."""
+    try:
+        k = prove_kind(raw)
+        if not raw.isascii():
+            raw.decode()  # (msgspec does not check UTF-8 in the strings it skips)
+    except PROOF_ERRORS:
+        return UNKNOWN
+    kind = (k.type, k.subtype)
+    prefix = _PREFIXES.get(kind)
+    if prefix is None:
+        prefix = _prefix_of(kind)
+        if len(_PREFIXES) < 1024:
+            _PREFIXES[kind] = prefix
+    if not prefix or not raw.startswith(prefix):
+        return UNKNOWN
+    if kind[1] is None and b'"subtype"' in raw:
+        return UNKNOWN  # a subtype further on: the prefix cannot tell
+    return kind
 
 
 #: U+2028 and U+2029 as UTF-8, and the escapes Claude Code writes for them (a client that
@@ -177,6 +214,8 @@ LINE_SEPARATORS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
 def escape_line_separators(raw: bytes) -> bytes:
     """``raw`` with U+2028/U+2029 written as escapes (the same JSON: in a JSON line they can
     only stand inside strings); ``raw`` itself when it has none."""
+    if b"\xe2\x80" not in raw:  # (one scan: both start so)
+        return raw
     for char, escape in LINE_SEPARATORS:
         if char in raw:
             raw = raw.replace(char, escape)

@@ -138,6 +138,27 @@ class LineSplitter:
             self._keep(rest)
         return lines
 
+    def block(self, data: bytes) -> tuple[bytes, int] | None:
+        """``split`` for a direction no stage reads: the complete lines as one block of
+        bytes, newlines included, and how many there are (one count, one copy); the
+        unfinished tail is kept as ``feed`` keeps it. None, having consumed nothing, when a
+        line could be over the limit (then ``feed`` must take ``data``)."""
+        if self._oversize or self._held + len(data) > self.max_line:
+            return None
+        last = data.rfind(b"\n")
+        if last < 0:
+            if data:
+                self._keep(data)
+            return b"", 0
+        n = data.count(b"\n")
+        end = last + 1
+        head = data if end == len(data) else data[:end]
+        if self._buf:
+            head = self._take(head)
+        if end < len(data):
+            self._keep(data[end:])
+        return head, n
+
     def eof(self) -> Iterator[Event]:
         """The stream ended: whatever is buffered is a partial last line."""
         if self._oversize:

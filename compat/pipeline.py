@@ -1,11 +1,13 @@
 """Runs frames through the ordered stages of one direction.
 
-Hot path (ARCHITECTURE.md "Hot path"; ``bench/throughput.py`` measures it): the frame kind
-(``Frame.kind()``: ``type``/``subtype`` read from the line's prefix) selects a *plan*, the
-stages that may want that kind, computed once per kind and cached: those interested in the
-kind, and those whose ``triggers`` (raw substrings) must be looked for in the line. Frames
-then go one at a time through their plan; a trigger is only searched for when its stage is
-reached, and a frame no stage wants is never parsed and leaves as the bytes it came in as.
+Hot path (ARCHITECTURE.md "Hot path"; ``bench/throughput.py`` and ``bench/process.py``
+measure it): a line's kind (``compat.frames.wire_kind``, below) selects its *plan*, made once
+per kind (``Plan``: the stages interested in the kind, and those whose ``triggers``, raw
+substrings, must be looked for in the line; at most ``MAX_PLANS`` kinds are kept). Frames then
+go one at a time through their plan; a trigger is only searched for when its stage is
+reached, and a frame no stage wants is never parsed and leaves as the bytes it came in as. A
+direction with no stage at all never comes here (``compat.engine``: its lines are relayed
+a block at a time, unread).
 
 Before a stage sees a frame, the frame is parsed (a line with a valid prefix but broken
 JSON goes on only to the ``invalid`` stages, then passes, and the engine logs it), unless
@@ -19,27 +21,30 @@ unless some rule had to look inside.
 Cold steps: a lazy stage may also say, from its state alone, that an unparsed frame of a
 kind would pass it untouched and change nothing (``cold(kind, ctx) -> bool``: e.g.
 ``control-state`` inside a turn, ``init-once`` with nothing held); such steps are skipped
-without a call. The answers are cached per kind for one ``run`` (one block of frames:
-``ctx.now`` is fixed and no timer fires during it) and forgotten whenever a stage that is
-not ``pure`` (one whose calls change nothing other stages or ``cold`` read, like
-``private-fields``) is called, since that call may change some stage's state.
+without a call. On the frame way a stage is asked just before its call would be made, so
+the answer is the state's as it stands then and nothing is cached there; a stage whose
+``on_frame`` decides from ``kind()`` alone where ``cold`` does (``cold_parsed``) is also
+skipped for a frame an earlier stage parsed or rewrote.
 
-The proof (``run_lines``): every wire line whose prefix names a kind
-(``compat.frames.prefix_kind``) is validated once (``compat.frames.prove``: the whole text, in
-C, building only ``type`` and ``subtype``). It proves the line is a JSON object, which a stage
-that edits bytes (``private-fields``) relies on, and confirms its kind: with duplicate keys the
-last one counts (``JSON.parse``), so a line whose proof disagrees with its prefix, and one the
-proof cannot take (a lone surrogate escape, or not JSON: ``compat.frames.loads`` then decides),
-takes the frame way with the kind its parse gives.
+The proof: every wire line is validated once (``compat.frames.wire_kind``: ``prove``, the
+whole text in C building only ``type`` and ``subtype``, then one comparison with the prefix
+that kind is written with). It proves the line is a JSON object, which a stage that edits
+bytes (``private-fields``) relies on, and that its prefix names its kind: with duplicate keys
+the last one counts (``JSON.parse``), so a line whose proof disagrees with its prefix, and
+one the proof cannot take (a lone surrogate escape, or not JSON: ``compat.frames.loads``
+then decides), takes the frame way with the kind its parse gives.
 
-Fast lines (``run_lines``, what the engine feeds wire lines through): a line whose kind the
-prefix tells and the proof confirms, and whose plan, once the cold steps are left
-out, holds only stages that can act on its bytes (``raw_pass``: lazy and pure, like
-``private-fields``) and triggers that are not in it, never becomes a ``Frame``: those
-stages' ``on_raw`` run on the bytes and the result is written as it is. A stage's
-``on_raw`` answering None, a trigger found, or any other step sends the line the frame
-way (``_one``) from its original bytes. The per-kind answer lives as long as the cold
-answers it was computed from.
+Fast lines (``run_lines``, what the engine feeds wire lines through): a line whose kind is
+proved, and whose plan, once the cold steps are left out, holds only stages that can act on
+its bytes (``raw_pass``: lazy and pure, like ``private-fields``) and triggers that are not in
+it, never becomes a ``Frame``: those stages' ``on_raw`` run on the bytes and the result is
+written as it is. A stage's ``on_raw`` answering None, a trigger found, or any other step
+sends the line the frame way (``_one``) from its original bytes. Whether a kind can have
+fast lines at all is the plan's (``Plan.fast``); the steps, which depend on the cold
+answers, are kept per kind until a stage that is not ``pure`` is called (or the next block
+of lines: ``ctx.now`` may have moved), and only then asked again, for the next line of
+that kind; a kind whose last line was sent the frame way by a stage that is not cold asks
+that stage first (``Plan.blocker``).
 
 Counting (per rule): an output that is the input passes; an output of the input's lineage
 that is another object is a rewrite; an output of another lineage is a synthesis; an input
@@ -52,18 +57,21 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from compat.frames import PROOF_ERRORS, UNKNOWN, Frame, Kind, prefix_kind, prove_kind
+from compat.frames import UNKNOWN, Frame, Kind, wire_kind
 from compat.stage import Context, Direction, Stage
 from compat.stats import Stats
 
-#: one step of a plan: (stage index, stage, lazy, triggers to look for or None = wanted)
-Step = tuple[int, Stage, bool, tuple[bytes, ...] | None]
-#: a kind's plan from each stage index on: ``plan[start]`` = the steps of stages ``start..``
-Plan = tuple[tuple[Step, ...], ...]
+#: one step of a plan: (stage index, stage, lazy, cools (0: no; 1: for an unparsed wire
+#: line; 2: for any frame, ``cold_parsed``), pure, triggers to look for or None: the kind is
+#: wanted)
+Step = tuple[int, Stage, bool, int, bool, tuple[bytes, ...] | None]
 #: a fast line's steps: (``on_raw`` of a ``raw_pass`` stage, or None for a triggered stage
 #: that must not see the line, its triggers, the rule id)
 FastStep = tuple[Callable[[bytes], bytes | None] | None, tuple[bytes, ...], str]
 _NOT_YET: Any = object()
+#: kinds whose plan is kept (a hostile stream can name any number of kinds: past this,
+#: plans are made per line, not kept)
+MAX_PLANS = 1024
 
 
 def frame_kind(frame: Frame) -> Kind | None:
@@ -73,6 +81,39 @@ def frame_kind(frame: Frame) -> Kind | None:
 
 class StageError(Exception):
     pass
+
+
+class Plan:
+    """The steps of one kind, in stage order, made once: the stages interested in it and
+    those with triggers to look for; ``fast``: every step can be settled without a frame
+    (a ``raw_pass`` stage, a trigger, or a stage that may be cold), so whether a line of
+    this kind is a fast line depends only on the cold answers."""
+
+    __slots__ = ("steps", "first", "fast", "blocker")
+
+    def __init__(self, stages: Sequence[Stage], kind: Kind) -> None:
+        steps: list[Step] = []
+        first = [0] * (len(stages) + 1)
+        for i, s in enumerate(stages):
+            first[i] = len(steps)
+            cools = 2 if s.cold_parsed else int(s.cools)
+            if s.interested(*kind):
+                steps.append((i, s, s.lazy, cools, s.pure, None))
+            elif s.triggers:
+                steps.append((i, s, s.lazy, cools, s.pure, s.triggers))
+        first[len(stages)] = len(steps)
+        self.steps = tuple(steps)
+        #: ``first[i]``: where the steps of stages ``i..`` start
+        self.first = tuple(first)
+        self.fast = all(
+            triggers is not None or cools or (lazy and s.raw_pass and pure)
+            for _, s, lazy, cools, pure, triggers in steps
+        )
+        #: the stage (one that may be cold) that last sent a line of this kind the frame way
+        self.blocker: Stage | None = None
+
+    def since(self, start: int) -> tuple[Step, ...]:
+        return self.steps[self.first[start] :] if start else self.steps
 
 
 class Pipeline:
@@ -86,14 +127,12 @@ class Pipeline:
         self._plans: dict[Kind, Plan] = {}
         #: stages that also take lines that are not JSON objects (``Stage.invalid``)
         self._invalid = [i for i, s in enumerate(self.stages) if s.invalid]
-        #: per kind: the indexes of the stages that are cold for it now (see "Cold steps")
-        self._cold: dict[Kind, frozenset[int]] = {}
         self._coolers = [(i, s) for i, s in enumerate(self.stages) if s.cools]
-        #: per kind: the coolers interested in it
-        self._kind_coolers: dict[Kind, tuple[tuple[int, Stage], ...]] = {}
-        self._pure = frozenset(i for i, s in enumerate(self.stages) if s.pure)
-        #: per kind: the steps of a fast line, None when it must take the frame way
+        #: per kind: the steps of a fast line, None when it must take the frame way; kept
+        #: until a stage that is not ``pure`` is called (it may change a cold answer)
         self._fast: dict[Kind, tuple[FastStep, ...] | None] = {}
+        #: the rules of the plain rewrites of the current run (counted at its end)
+        self._rewrites: list[str] = []
         #: cold steps and fast lines on (tests switch them off to compare with the
         #: calling path)
         self.use_cold = True
@@ -105,57 +144,47 @@ class Pipeline:
                 return i
         raise KeyError(stage.rule)
 
-    def _plan(self, kind: Kind) -> Plan:
-        steps: list[Step] = []
-        for i, s in enumerate(self.stages):
-            if s.interested(*kind):
-                steps.append((i, s, s.lazy, None))
-            elif s.triggers:
-                steps.append((i, s, s.lazy, s.triggers))
-        plan = tuple(
-            tuple(step for step in steps if step[0] >= start)
-            for start in range(len(self.stages) + 1)
-        )
-        self._plans[kind] = plan
-        self._kind_coolers[kind] = tuple((i, s) for i, s in self._coolers if s.interested(*kind))
+    def plan(self, kind: Kind) -> Plan:
+        plan = self._plans.get(kind)
+        if plan is None:
+            plan = Plan(self.stages, kind)
+            if len(self._plans) < MAX_PLANS:
+                self._plans[kind] = plan
         return plan
 
     def run(self, frames: Sequence[Frame], ctx: Context, start: int = 0) -> list[Frame]:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
         out: list[Frame] = []
-        self._cold = {}
-        self._fast = {}
+        self._fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
         try:
             for frame in frames:
                 self._one(frame, start, ctx, out)
         finally:
-            self._cold = {}
-            self._fast = {}
+            self._count_rewrites()
         return out
+
+    def _count_rewrites(self) -> None:
+        """The plain rewrites of a run, counted per rule at its end (one count a rule)."""
+        rewrites = self._rewrites
+        if rewrites:
+            for rule, n in Counter(rewrites).items():
+                self.stats.rule(rule)["rewritten"] += n
+            rewrites.clear()
 
     def run_lines(self, lines: Sequence[bytes], ctx: Context) -> tuple[list[bytes], list[bytes]]:
         """Wire lines (without newlines) through every stage: the lines to write, in order,
         and the written lines that are not valid JSON (for the engine to log)."""
         out: list[bytes] = []
         invalid: list[bytes] = []
-        rewrites: list[str] = []
+        rewrites = self._rewrites
         frames: list[Frame] = []
-        self._cold = {}
-        self._fast = {}
+        fast = self._fast
+        fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
         try:
             for raw in lines:
-                kind = prefix_kind(raw)
+                kind = wire_kind(raw)
                 if kind is not UNKNOWN:
-                    try:  # ``compat.frames.prove``, inlined (every wire line comes here)
-                        k = prove_kind(raw)
-                        if not raw.isascii():
-                            raw.decode()
-                        if k.type != kind[0] or k.subtype != kind[1]:
-                            kind = UNKNOWN  # duplicate keys: the last one is the kind
-                    except PROOF_ERRORS:  # a lone surrogate, or not JSON: the frame way,
-                        kind = UNKNOWN  # where ``loads`` decides
-                if kind is not UNKNOWN:
-                    steps = self._fast.get(kind, _NOT_YET)
+                    steps = fast.get(kind, _NOT_YET)
                     if steps is _NOT_YET:
                         steps = self._fast_steps(kind, ctx)
                     if steps is not None:
@@ -163,8 +192,17 @@ class Pipeline:
                         if new is not None:
                             out.append(new)
                             continue
-                frame = Frame(raw) if kind is UNKNOWN else Frame.wire(raw, kind, True)
+                    frame = Frame.wire(raw, kind, True)
+                else:
+                    frame = Frame(raw)
                 self._one(frame, 0, ctx, frames)
+                if len(frames) == 1 and frames[0].raw:  # the common case: one line out
+                    f = frames[0]
+                    out.append(f.raw)
+                    if f.invalid:
+                        invalid.append(f.raw)
+                    frames.clear()
+                    continue
                 for f in frames:
                     if not f.raw:
                         self.encode(frames, ctx, out)
@@ -176,10 +214,7 @@ class Pipeline:
                         invalid.append(f.raw)
                 frames.clear()
         finally:
-            self._cold = {}
-            self._fast = {}
-            for rule, n in Counter(rewrites).items():
-                self.stats.rule(rule)["rewritten"] += n
+            self._count_rewrites()
         return out, invalid
 
     def encode(self, frames: Sequence[Frame], ctx: Context, out: list[bytes]) -> None:
@@ -239,57 +274,54 @@ class Pipeline:
         return new
 
     def _fast_steps(self, kind: Kind, ctx: Context) -> tuple[FastStep, ...] | None:
-        plan = self._plans.get(kind)
-        if plan is None:
-            plan = self._plan(kind)
-        got = self._cold.get(kind)
-        cold = self._cold_for(kind, ctx) if got is None else got
-        steps: list[FastStep] | None = [] if self.use_fast else None
-        for i, stage, lazy, triggers in plan[0]:
-            if steps is None:
-                break
-            if i in cold:
-                continue
-            if triggers is not None:
-                steps.append((None, triggers, stage.rule))
-            elif lazy and stage.raw_pass and i in self._pure:
-                steps.append((stage.on_raw, (), stage.rule))
+        """A fast line's steps for ``kind`` as the cold answers stand (see "Fast lines")."""
+        plan = self.plan(kind)
+        found: tuple[FastStep, ...] | None = None
+        use_cold = self.use_cold
+        blocker = plan.blocker
+        if not (self.use_fast and plan.fast):
+            pass
+        elif blocker is not None and use_cold and not blocker.cold(kind, ctx):
+            pass  # still not cold: the line takes the frame way (one question, not a walk)
+        else:
+            steps: list[FastStep] = []
+            for _, stage, lazy, cools, pure, triggers in plan.steps:
+                if cools and use_cold and stage.cold(kind, ctx):
+                    continue
+                if triggers is not None:
+                    steps.append((None, triggers, stage.rule))
+                elif lazy and stage.raw_pass and pure:
+                    steps.append((stage.on_raw, (), stage.rule))
+                else:
+                    plan.blocker = stage  # (a stage that may be cold: ``Plan.fast``)
+                    break
             else:
-                steps = None
-        found = None if steps is None else tuple(steps)
+                found = tuple(steps)
         self._fast[kind] = found
         return found
 
-    def _cold_for(self, kind: Kind, ctx: Context) -> frozenset[int]:
-        coolers = self._kind_coolers.get(kind)
-        if coolers is None:
-            self._plan(kind)
-            coolers = self._kind_coolers[kind]
-        cold = (
-            frozenset(i for i, s in coolers if s.cold(kind, ctx)) if self.use_cold else frozenset()
-        )
-        self._cold[kind] = cold
-        return cold
-
     def _one(self, frame: Frame, start: int, ctx: Context, out: list[Frame]) -> None:
         """``frame`` through stages ``start..``, what comes out appended to ``out``; what a
-        stage returns goes on through the stages after it (depth first, so order holds)."""
+        stage returns goes on through the stages after it (depth first, so order holds).
+
+        A stage that may be cold is asked (``cold``) just before its call, while the frame
+        is an unparsed wire line: the answer is the state's as it stands then, so nothing
+        is cached across calls that may change it."""
         kind = frame.kind()
         if kind is None:
             self._not_json(frame, start, ctx, out)
             return
-        plan = self._plans.get(kind)
-        if plan is None:
-            plan = self._plan(kind)
         raw = frame.raw
-        if frame.parsed or not raw:
-            cold: frozenset[int] = frozenset()
-        else:
-            got = self._cold.get(kind)
-            cold = self._cold_for(kind, ctx) if got is None else got
-        for i, stage, lazy, triggers in plan[start]:
-            if i in cold:
-                continue  # it would pass this unparsed frame and change nothing
+        use_cold = self.use_cold
+        plan = self._plans.get(kind) or self.plan(kind)
+        for i, stage, lazy, cools, pure, triggers in plan.since(start) if start else plan.steps:
+            if (
+                cools
+                and use_cold
+                and (cools == 2 or (raw and not frame.parsed))
+                and stage.cold(kind, ctx)
+            ):
+                continue  # it would pass this frame and change nothing
             if triggers is not None and raw:  # a frame without raw is one a rule rewrote:
                 for t in triggers:  # let the triggered stages look at it
                     if t in raw:
@@ -300,10 +332,8 @@ class Pipeline:
                 self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
                 return
             self.holding = False
-            if i not in self._pure:
-                self._cold = {}  # the call may change what is cold (and so fast)
-                self._fast = {}
-                cold = frozenset()
+            if not pure:
+                self._fast.clear()  # the call may change what is cold (and so fast)
             try:
                 result = stage.on_frame(frame, ctx)
             except Exception as exc:
@@ -314,13 +344,14 @@ class Pipeline:
             if len(result) == 1:
                 new = result[0]
                 if new is not frame and new.lineage is frame.lineage:
-                    self.stats.rule(stage.rule)["rewritten"] += 1  # _account's common case
+                    self._rewrites.append(stage.rule)  # _account's common case
                     if not new.raw and new.rewritten_by is None:
                         new.rewritten_by = stage.rule
                 else:
                     self._account(stage.rule, frame, result)
                 if new.kind() == kind:
-                    frame = new  # one frame of the same kind: the same plan goes on
+                    # one frame of the same kind: the same plan goes on, from the next stage
+                    frame = new
                     raw = frame.raw
                     start = i + 1
                     continue

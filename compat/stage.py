@@ -18,6 +18,7 @@ through ``ctx.env``, which the I/O side (or a test) supplies.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
@@ -126,6 +127,10 @@ class Context:
             stats.count(rule, "released", n)
 
 
+#: a ``kinds`` entry: a frame type, or ``type/subtype``
+_KIND_KEY = re.compile(r"[^/\s]+(?:/[^/\s]+)?")
+
+
 @attrs.define
 class Stage:
     """Base class. Subclasses set ``rule``, ``direction`` and their interest."""
@@ -135,6 +140,7 @@ class Stage:
     #: modes ``--rule ID=MODE`` accepts besides on/off; the first is the default
     modes: ClassVar[tuple[str, ...]] = ("on",)
     #: frame types (``"system"``) or ``"type/subtype"`` keys this stage wants; None = all
+    #: (checked where the class is declared; the pipeline reads it once per kind, ``Plan``)
     kinds: ClassVar[frozenset[str] | None] = frozenset()
     #: raw substrings that also make a frame interesting, whatever its type
     triggers: ClassVar[tuple[bytes, ...]] = ()
@@ -155,6 +161,10 @@ class Stage:
     raw_pass: ClassVar[bool] = False
     #: set for a class that overrides ``cold`` (by ``__init_subclass__``; never by hand)
     cools: ClassVar[bool] = False
+    #: ``cold`` answers for any frame of the kind, parsed or rewritten by an earlier stage,
+    #: not only for an unparsed wire line (its ``on_frame`` decides from ``kind()`` alone
+    #: where ``cold`` does): the pipeline skips it for those frames too
+    cold_parsed: ClassVar[bool] = False
 
     mode: str = attrs.field(default="", kw_only=True)
 
@@ -166,8 +176,23 @@ class Stage:
             raise TypeError(
                 f"{cls.__name__}: only a lazy stage can be cold (it is asked about unparsed frames)"
             )
+        if cls.cold_parsed and not cls.cools:
+            raise TypeError(f"{cls.__name__}: cold_parsed needs a cold method")
         if cls.raw_pass and not (cls.lazy and cls.pure):
             raise TypeError(f"{cls.__name__}: raw_pass needs lazy and pure")
+        kinds = cls.kinds
+        if kinds is not None and (
+            type(kinds) is not frozenset or not all(_KIND_KEY.fullmatch(k) for k in kinds)
+        ):
+            raise TypeError(
+                f"{cls.__name__}: kinds must be None or a frozenset of 'type' or "
+                f"'type/subtype' names, not {kinds!r}"
+            )
+        triggers = cls.triggers
+        if type(triggers) is not tuple or not all(type(t) is bytes and t for t in triggers):
+            raise TypeError(
+                f"{cls.__name__}: triggers must be a tuple of non-empty bytes, not {triggers!r}"
+            )
 
     def __attrs_post_init__(self) -> None:
         if not self.mode:
@@ -178,6 +203,8 @@ class Stage:
             )
 
     def interested(self, type_: str | None, subtype: str | None) -> bool:
+        """Whether frames of this kind reach ``on_frame``; asked once per kind for the
+        pipeline's plan, so an override answers from the kind and the options alone."""
         kinds = self.kinds
         if kinds is None:
             return True

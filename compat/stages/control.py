@@ -671,6 +671,7 @@ class ControlState(Stage):
     kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT
     #: inside a turn most frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
         """``on_frame`` passes an unparsed frame of ``kind`` at once (the pipeline skips

@@ -85,6 +85,7 @@ class InitOnce(Stage):
 
     #: most of a turn's frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: seconds the init of a turn cbc started by itself waits for the frames of the task
     #: that ended (cbc writes them in the same millisecond as its init)

@@ -251,6 +251,7 @@ class InterruptTerminal(Stage):
     )
     #: a turn's frames while no interrupt is pending need nothing from it but their kind
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: seconds after an interrupt during which a turn nobody asked for is cbc's own
     window: float = 90.0

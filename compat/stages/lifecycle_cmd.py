@@ -62,6 +62,7 @@ class CommandLifecycle(Stage):
     rule: ClassVar[str] = "command-lifecycle"
     kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT | {"control_response"}
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: the uuid of the line the running turn answers (None: no line, or one without uuid)
     _current: str | None = attrs.field(default=None, init=False)

@@ -27,6 +27,19 @@ def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture
     assert r["memory"]["full"]["peak"] > 0
 
 
+@pytest.mark.skipif(
+    not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
+    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES} (set CCBRIDGE_SHARED)",
+)
+def test_client_eof_runs_the_stream_through_the_wind_down(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["--frames", "3000", "--runs", "1", "--client-eof", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["client_eof"] is True
+    assert r["statistics"]["rules"]["eof-wind-down"]["passed-after-close"] > 0
+
+
 def test_long_lines_benchmark_runs_and_checks_its_output(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

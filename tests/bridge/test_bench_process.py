@@ -30,6 +30,7 @@ def test_a_small_run_reports_throughput_latency_and_start_up(
     # bridge with every rule on writes about as many lines
     assert t["modes"]["identity"]["lines_out"] == frames
     assert t["modes"]["cbc-to-claude"]["lines_out"] > 0.9 * frames
+    assert t["modes"]["cbc-to-claude-open"]["lines_out"] > 0.9 * frames
     assert all(m["peak_rss_mib"] > 0 and m["cpu_s"] > 0 for m in t["modes"].values())
     for rate in RATES:
         lat = r["latency"][str(rate)]

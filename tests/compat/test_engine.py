@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import attrs
 import pytest
 
-from compat.engine import CloseBackendInput, Engine, Log
+from compat.engine import CloseBackendInput, Engine, Log, Write
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage
 
@@ -44,12 +44,34 @@ def test_byte_at_a_time_gives_the_same_output() -> None:
 
 
 def test_invalid_lines_are_logged_and_counted() -> None:
-    eng = engine_for("identity")
+    eng = engine_for()
     cmds = eng.feed("backend", b"nope\n\xff\n", 0.0)
     logs = [c for c in cmds if isinstance(c, Log)]
     assert any("not valid JSON" in c.message for c in logs)
     assert any("not valid UTF-8" in c.message for c in logs)
     assert eng.statistics()["rules"]["framing"]["invalid-down"] == 2
+
+
+def test_a_direction_without_stages_relays_blocks_of_lines_unread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """identity: no line is split out, parsed or looked at (the pipeline is never called);
+    the complete lines of a chunk are one write, counted by their newlines, and the tail
+    waits for its newline as on the staged path."""
+    from compat.pipeline import Pipeline
+
+    def no_pipeline(*args: object) -> None:
+        raise AssertionError("a direction without stages ran its pipeline")
+
+    monkeypatch.setattr(Pipeline, "run_lines", no_pipeline)
+    eng = engine_for("identity")
+    cmds = eng.feed("backend", b'nope\n\xff\n{"type":"user"}\n{"type":', 0.0)
+    assert [c.data for c in cmds if isinstance(c, Write)] == [b'nope\n\xff\n{"type":"user"}\n']
+    assert not [c for c in cmds if isinstance(c, Log)]  # not inspected, so not logged
+    assert written(eng.feed("backend", b'"result"}\n', 1.0)) == b'{"type":"result"}\n'
+    stats = eng.statistics()
+    assert stats["frames"]["down"] == {"in": 4, "out": 4}
+    assert "framing" not in stats["rules"]
 
 
 def test_partial_last_line_and_oversize_pass_verbatim() -> None:

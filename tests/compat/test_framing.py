@@ -113,3 +113,41 @@ def test_a_long_line_in_small_chunks_costs_linear_time(method: str) -> None:
     assert sizes == [8 << 20]  # one Line (feed) or one bytes (split) of 8 MiB
     assert sp.peak_buffer == 8 << 20
     assert took < 5.0, took
+
+
+def collect_block(chunks: list[bytes], max_line: int) -> tuple[bytes, int, list[object]]:
+    """What a direction no stage reads writes (``block``, else ``feed``): the bytes, the
+    complete lines counted, and the events that are not plain lines."""
+    sp = LineSplitter(max_line)
+    out: list[bytes] = []
+    n = 0
+    other: list[object] = []
+    for c in chunks:
+        got = sp.block(c)
+        if got is not None:
+            out.append(got[0])
+            n += got[1]
+            continue
+        for ev in sp.feed(c):
+            if isinstance(ev, Line):
+                out.append(ev.data + b"\n")
+                n += 1
+            else:
+                out.append(ev.data)
+                other.append(ev)
+    for ev in sp.eof():
+        out.append(ev.data)
+        other.append(ev)
+    return b"".join(out), n, other
+
+
+@pytest.mark.parametrize("size", [1, 3, 7, 64, 10_000])
+@pytest.mark.parametrize("max_line", [16, 100, 1 << 20])
+def test_block_writes_what_feed_gives_and_counts_its_lines(size: int, max_line: int) -> None:
+    data = STREAM + b"y" * 300 + b"\nz\n" + b"w" * 40 + b"\n" + STREAM
+    chunks = [data[i : i + size] for i in range(0, len(data), size)]
+    events = collect(chunks, max_line)
+    got, n, other = collect_block(chunks, max_line)
+    assert got == data
+    assert n == sum(1 for e in events if isinstance(e, Line))
+    assert other == [e for e in events if not isinstance(e, Line)]

@@ -252,8 +252,9 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
 ) -> None:
     """What ``cold`` promises, checked at every frame of the captures (fed in 7-byte
     chunks, so the cold answers are asked often): for each stage that says it is cold for
-    the frame's kind, ``on_frame`` on an unparsed copy returns None and changes neither the
-    stage nor the session state."""
+    the frame's kind, ``on_frame`` on an unparsed copy (``cold_parsed``: also on a parsed
+    and on a rewritten copy) returns None and changes neither the stage nor the session
+    state."""
     from compat.frames import Frame
     from compat.pipeline import Pipeline
     from compat.stage import Context
@@ -267,9 +268,16 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
             return
         for _, stage in pipeline._coolers:
             if stage.interested(*kind) and stage.cold(kind, ctx):
-                before = _snapshot(stage, ctx)
-                assert stage.on_frame(Frame(frame.raw), ctx) is None, (stage.rule, frame.raw)
-                assert _snapshot(stage, ctx) == before, (stage.rule, frame.raw)
+                copies = [Frame(frame.raw)]
+                if stage.cold_parsed:  # also a parsed copy, and one an earlier rule rewrote
+                    parsed = Frame(frame.raw)
+                    if not isinstance(parsed.obj, dict):
+                        continue
+                    copies += [parsed, parsed.replace(dict(parsed.obj))]
+                for copy in copies:
+                    before = _snapshot(stage, ctx)
+                    assert stage.on_frame(copy, ctx) is None, (stage.rule, frame.raw)
+                    assert _snapshot(stage, ctx) == before, (stage.rule, frame.raw)
                 checked += 1
 
     one = Pipeline._one
@@ -354,3 +362,57 @@ def test_a_line_fast_steps_cannot_settle_takes_the_frame_way_from_its_own_bytes(
     first, second = out.splitlines()
     assert first == stripped(se)
     assert orjson.loads(second) == orjson.loads(stripped(escaped))
+
+
+# -- the kind of a wire line, and its plan (compat.pipeline "The proof") -------------------
+
+TRICKY_KINDS = [
+    b'{"type":"stream_event","event":{}}',
+    b'{"type":"stream_event","x":1,"type":"assistant"}',  # the last type counts
+    b'{"type":"system","subtype":"init","subtype":"status"}',
+    b'{"type":"system","subtype":"init"}',
+    b'{"type":"system","x":1,"subtype":"init"}',  # the prefix cannot tell
+    b'{"type":"system"}',
+    b'{"type":"result","is_error":false,"subtype":"success"}',
+    b'{"type":"result","subtype":"success"}',
+    b'{"type":"user","subtype":null}',
+    b'{"type":"a","subtype":"x","subtype":null}',
+    b'{"type":"str\\u0065am_event"}',  # an escape: only a parse reads it
+    b'{"type":"we ird"}',
+    b'{"type":"x\\"y"}',
+    b'{"type":1}',
+    b'{"type":"user","m":"\\ud83d"}',  # a lone surrogate: not proved
+    b'{"type":"user","m":"\xff"}',  # not UTF-8
+    b'{"type":"user"} trailing',
+    b'{"type":"user"',
+    b'{ "type":"user"}',
+    b'{"subtype":"x","type":"system"}',
+    b"[]",
+    b"",
+]
+
+
+def test_wire_kind_is_the_prefix_kind_the_proof_confirms() -> None:
+    """``wire_kind`` (the proof first, then one prefix comparison) answers what the
+    pipeline used to compute by reading the prefix and then proving the line: the kind when
+    both agree, else UNKNOWN; on tricky lines and every cbc line of the test transcripts."""
+    from compat.frames import UNKNOWN, prefix_kind, prove, wire_kind
+
+    for raw in [*TRICKY_KINDS, *cbc_lines()]:
+        expected = prefix_kind(raw)
+        if expected is not UNKNOWN and prove(raw) != expected:
+            expected = UNKNOWN
+        assert wire_kind(raw) == expected, raw
+
+
+def test_plans_are_kept_for_a_bounded_number_of_kinds() -> None:
+    """A stream naming ever new kinds (any string is a type) does not grow the pipeline:
+    past MAX_PLANS a kind's plan is made for its line and not kept; the lines still pass."""
+    from compat.pipeline import MAX_PLANS
+
+    eng = engine_for("identity", down=[stage_on("private-fields")])
+    n = MAX_PLANS + 200
+    data = b"".join(b'{"type":"t%d","_requestId":"r"}\n' % i for i in range(n))
+    out = written(eng.feed("backend", data, 0.0))
+    assert out == b"".join(b'{"type":"t%d"}\n' % i for i in range(n))
+    assert len(eng.pipelines["down"]._plans) == MAX_PLANS

@@ -34,6 +34,31 @@ def test_raw_pass_needs_lazy_and_pure() -> None:
             lazy: ClassVar[bool] = True
 
 
+@pytest.mark.parametrize(
+    "kinds",
+    [{"user"}, frozenset({"system/"}), frozenset({"a/b/c"}), frozenset({""}), ("user",)],
+)
+def test_kinds_are_declared_as_type_or_type_subtype_names(kinds: object) -> None:
+    bad = kinds
+    with pytest.raises(TypeError, match="kinds must be"):
+
+        @attrs.define
+        class Odd(Stage):
+            rule: ClassVar[str] = "test-odd-kinds"
+            kinds: ClassVar[object] = bad  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("triggers", [(b"",), ("text",), [b"x"], b"x"])
+def test_triggers_are_declared_as_non_empty_bytes(triggers: object) -> None:
+    bad = triggers
+    with pytest.raises(TypeError, match="triggers must be"):
+
+        @attrs.define
+        class Odd(Stage):
+            rule: ClassVar[str] = "test-odd-triggers"
+            triggers: ClassVar[object] = bad  # type: ignore[assignment]
+
+
 def test_every_registered_stage_declares_consistently() -> None:
     for rule, cls in REGISTRY.items():
         assert cls.cools == (cls.cold is not Stage.cold), rule
