@@ -13,6 +13,7 @@ DeferExecuteTool call wraps), not e.g. a Write call's file contents.
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from typing import Any
 
@@ -52,6 +53,30 @@ class ToolUse:
     parent_tool_use_id: str | None = None
 
 
+class TaskPhase(enum.Enum):
+    """A task's lifecycle as the client has seen it ([terminal-guarantee]); ``to`` allows
+    only the transitions of ``_TASK_NEXT`` (an illegal one raises: a bug in the rule)."""
+
+    NEW = "new"  # known (a frame named it), not shown as started
+    RUNNING = "running"  # task_started forwarded
+    ENDED = "ended"  # a terminal task_updated forwarded
+    NOTIFIED = "notified"  # the one task_notification forwarded
+
+    def to(self, new: TaskPhase) -> TaskPhase:
+        if new not in _TASK_NEXT[self]:
+            raise ValueError(f"task lifecycle: no transition {self.value} -> {new.value}")
+        return new
+
+
+_TASK_NEXT: dict[TaskPhase, frozenset[TaskPhase]] = {
+    # a notification for a task whose start the client never saw passes as it is
+    TaskPhase.NEW: frozenset({TaskPhase.RUNNING, TaskPhase.NOTIFIED}),
+    TaskPhase.RUNNING: frozenset({TaskPhase.ENDED}),
+    TaskPhase.ENDED: frozenset({TaskPhase.NOTIFIED}),
+    TaskPhase.NOTIFIED: frozenset(),
+}
+
+
 @attrs.define
 class TaskInfo:
     """What the task rules learned about one background task. Each field has one writer
@@ -71,13 +96,29 @@ class TaskInfo:
     meta: dict[str, Any] | None = None
     source_resolved: bool = False
     # [terminal-guarantee] the lifecycle as forwarded past that rule
-    started: bool = False  # task_started forwarded to the client
+    phase: TaskPhase = TaskPhase.NEW
     status: str = "running"  # last status forwarded (Claude vocabulary)
-    terminal: bool = False  # a terminal task_updated was forwarded
-    notified: bool = False  # the one task_notification was forwarded
     end_time: int | None = None
     last_progress: dict[str, Any] | None = None  # [progress-final] last task_progress
     usage: dict[str, Any] | None = None
+
+    @property
+    def started(self) -> bool:
+        """Shown to the client (its start forwarded), whatever happened since."""
+        return self.phase is not TaskPhase.NEW
+
+    @property
+    def notified(self) -> bool:
+        return self.phase is TaskPhase.NOTIFIED
+
+    def start(self) -> None:
+        """[terminal-guarantee] task_started forwarded."""
+        self.phase = self.phase.to(TaskPhase.RUNNING)
+
+    def end(self, status: str, end_time: int | None) -> None:
+        """[terminal-guarantee] a terminal task_updated (``status``, Claude's) forwarded."""
+        self.phase = self.phase.to(TaskPhase.ENDED)
+        self.status, self.end_time = status, end_time
 
 
 @attrs.define
@@ -211,7 +252,7 @@ class SessionState:
         """[terminal-guarantee] ``info``'s notification went out. Past ``MAX_FINISHED``
         finished tasks the oldest is forgotten, so memory follows the live tasks, not the
         session's length."""
-        info.notified = True
+        info.phase = info.phase.to(TaskPhase.NOTIFIED)
         self._finished[info.task_id] = None
         while len(self._finished) > MAX_FINISHED:
             tid = next(iter(self._finished))

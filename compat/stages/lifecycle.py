@@ -5,7 +5,7 @@ Strategy: these stages come after every rule that holds or drops lifecycle frame
 (``task-noise``, ``progress-final``), so what they see is what the client will see.
 
 - ``terminal-guarantee`` is the one place that decides which frames end a task, and the
-  writer of ``TaskInfo.started/status/terminal/notified/end_time``. A terminal
+  writer of ``TaskInfo.phase/status/end_time`` (``compat.session.TaskPhase``). A terminal
   ``task_updated`` arms a ``grace`` timer; when it fires with no notification, one is
   synthesized. A notification without a terminal update gets one synthesized before it
   (Claude always sends the pair). Second terminal updates and second notifications are
@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import attrs
 
 from compat.frames import Frame
+from compat.session import TaskPhase
 from compat.stage import Context, Output, Stage, register
 from compat.target import target_of
 from compat.taskkit import (
@@ -95,12 +96,14 @@ class TerminalGuarantee(Stage):
                 d if isinstance(d, str) else "",
                 use if isinstance(use, str) else info.tool_use_id,
             )
-            info.started = True
+            info.start()
             return None
         if tid in self._done:
             ctx.count(self.rule, f"after-notification:{st}")
             return ()
         task = self._open.get(tid)
+        if task is not None and info.phase is TaskPhase.NEW:
+            info.start()  # the session forgot it (past MAX_TASKS); the client saw it start
         if st == "task_updated":
             status = patch_status(obj)
             if task is None:
@@ -113,25 +116,27 @@ class TerminalGuarantee(Stage):
                 task.status = PATCH_OF.get(status, status)
                 end = obj["patch"].get("end_time")
                 task.end_time = end if type(end) is int else None
-                info.terminal, info.status, info.end_time = True, task.status, task.end_time
+                info.end(task.status, task.end_time)
                 ctx.set_timer(self, tid, self.grace)
             elif status is not None:
                 info.status = status
             return None
-        # task_notification
+        # task_notification: ended first (Claude always sends the pair), then notified
         ctx.cancel_timer(self, tid)
         remember(self._done, tid, None)
-        ctx.state.finished(info)
         if task is None:
+            ctx.state.finished(info)
             return None
         del self._open[tid]
         if task.status is not None:
+            ctx.state.finished(info)
             return None
         status = obj.get("status")
         patch_st = PATCH_OF.get(status, "killed") if isinstance(status, str) else "killed"
-        info.terminal, info.status, info.end_time = True, patch_st, ctx.wall_ms()
-        update = self._update(ctx, tid, patch_st, info.end_time)
-        return (update, frame)
+        end = ctx.wall_ms()
+        info.end(patch_st, end)
+        ctx.state.finished(info)
+        return (self._update(ctx, tid, patch_st, end), frame)
 
     def _update(self, ctx: Context, tid: str, status: str, end_time: int) -> Frame:
         obj = system_frame(
@@ -169,7 +174,9 @@ class TerminalGuarantee(Stage):
             if task.status is None:
                 task.status, task.end_time = "killed", ctx.wall_ms()
                 info = ctx.state.task(tid)
-                info.terminal, info.status, info.end_time = True, "killed", task.end_time
+                if info.phase is TaskPhase.NEW:
+                    info.start()  # forgotten by the session (MAX_TASKS), started here
+                info.end("killed", task.end_time)
                 out.append(self._update(ctx, tid, "killed", task.end_time))
             out.append(self._notification(ctx, tid, task))
         if out:

@@ -164,18 +164,18 @@ def test_tool_calls_keep_only_the_input_fields_rules_read() -> None:
 
 
 def test_finished_tasks_are_forgotten_before_running_ones() -> None:
-    from compat.session import MAX_TASKS, SessionState
+    from compat.session import MAX_TASKS, SessionState, TaskPhase
 
     state = SessionState()
-    state.task("running-old").started = True
+    state.task("running-old").start()
     for i in range(MAX_TASKS - 1):
-        state.task(f"t{i}").notified = True
+        state.task(f"t{i}").phase = TaskPhase.NOTIFIED
     state.task("new")
     assert len(state.tasks) == MAX_TASKS
     assert "running-old" in state.tasks
     assert "t0" not in state.tasks
     for t in list(state.tasks.values()):
-        t.notified = False
+        t.phase = TaskPhase.RUNNING
     state.task("newer")
     assert "running-old" not in state.tasks  # none finished: the oldest goes
 
@@ -416,3 +416,21 @@ def test_plans_are_kept_for_a_bounded_number_of_kinds() -> None:
     out = written(eng.feed("backend", data, 0.0))
     assert out == b"".join(b'{"type":"t%d"}\n' % i for i in range(n))
     assert len(eng.pipelines["down"]._plans) == MAX_PLANS
+
+
+def test_the_task_lifecycle_is_a_machine_and_an_illegal_step_raises() -> None:
+    from compat.session import TaskInfo, TaskPhase
+
+    info = TaskInfo("t")
+    assert (info.started, info.notified) == (False, False)
+    info.start()
+    info.end("completed", 5)
+    assert (info.phase, info.status, info.end_time) == (TaskPhase.ENDED, "completed", 5)
+    info.phase = info.phase.to(TaskPhase.NOTIFIED)
+    assert (info.started, info.notified) == (True, True)
+    for bad in (TaskPhase.RUNNING, TaskPhase.ENDED, TaskPhase.NOTIFIED):
+        with pytest.raises(ValueError, match="no transition notified"):
+            info.phase.to(bad)
+    with pytest.raises(ValueError, match="no transition new -> ended"):
+        TaskInfo("u").end("completed", 1)  # an end the client never saw start
+    assert TaskPhase.NEW.to(TaskPhase.NOTIFIED) is TaskPhase.NOTIFIED  # a notification alone
