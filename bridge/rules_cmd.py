@@ -89,6 +89,20 @@ def _reads(cls: type[Stage]) -> str:
     return kinds
 
 
+def _facts(cls: type[Stage]) -> str:
+    def names(facts: frozenset[str]) -> str:
+        return ", ".join(f"`{f}`" for f in sorted(facts))
+
+    parts = []
+    if cls.writes:
+        parts.append("writes " + names(cls.writes))
+    if cls.reads:
+        parts.append("reads " + names(cls.reads))
+    if cls.reads_earlier:
+        parts.append("of which as earlier frames left them " + names(cls.reads_earlier))
+    return "; ".join(parts) or "none"
+
+
 def _positions(rule: str) -> list[str]:
     out = []
     for name, dirs in PROFILES.items():
@@ -125,6 +139,7 @@ def markdown() -> str:
         "",
         "Generated from the code by `ccbridge rules --markdown > docs/rules.md` (a test",
         "checks it is current): every rule's class docstring, options, the frames it reads,",
+        "the shared facts it reads and writes (checked by tests/compat/test_ownership.py),",
         "its place in each profile, and the strategy note of the module it lives in.",
         "Rules are switched and tuned with `--rule ID=MODE` / `--rule ID.option=VALUE`",
         "(`CCBRIDGE_RULES`, `rules =` in `ccbridge.toml`).",
@@ -156,6 +171,7 @@ def markdown() -> str:
                 f"- modes: `{modes}` (default `{cls.modes[0]}`); direction: "
                 f"{'client -> backend' if cls.direction == 'up' else 'backend -> client'}",
                 f"- reads: {_reads(cls)}",
+                f"- shared facts (`compat.facts`): {_facts(cls)}",
                 f"- profiles: {'; '.join(_positions(rule)) or 'none'}",
             ]
             flags = _flags(cls)

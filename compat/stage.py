@@ -165,6 +165,15 @@ class Stage:
     #: not only for an unparsed wire line (its ``on_frame`` decides from ``kind()`` alone
     #: where ``cold`` does): the pipeline skips it for those frames too
     cold_parsed: ClassVar[bool] = False
+    #: the shared facts (``compat.facts``: ``session_id``, ``control.turn_active``,
+    #: ``task.status``, ``rev.in_turn``, ...) the stage reads and writes; checked against
+    #: what it does on the captures, one writer per fact in a profile, readers after their
+    #: writer (tests/compat/test_ownership.py)
+    reads: ClassVar[frozenset[str]] = frozenset()
+    writes: ClassVar[frozenset[str]] = frozenset()
+    #: facts it reads as an earlier frame left them though a later stage of its direction
+    #: writes them: its place before that writer is deliberate
+    reads_earlier: ClassVar[frozenset[str]] = frozenset()
 
     mode: str = attrs.field(default="", kw_only=True)
 
@@ -193,6 +202,18 @@ class Stage:
             raise TypeError(
                 f"{cls.__name__}: triggers must be a tuple of non-empty bytes, not {triggers!r}"
             )
+        from compat.facts import FACTS
+
+        for name in ("reads", "writes", "reads_earlier"):
+            declared = getattr(cls, name)
+            if type(declared) is not frozenset or not declared <= FACTS:
+                unknown = sorted(set(declared) - FACTS) if isinstance(declared, frozenset) else ""
+                raise TypeError(
+                    f"{cls.__name__}: {name} must be a frozenset of compat.facts.FACTS "
+                    f"names, not {declared!r} (unknown: {unknown})"
+                )
+        if not cls.reads_earlier <= cls.reads:
+            raise TypeError(f"{cls.__name__}: reads_earlier must be part of reads")
 
     def __attrs_post_init__(self) -> None:
         if not self.mode:

@@ -241,6 +241,16 @@ class UserLine(Stage):
     until that turn ends (``queue``)."""
 
     rule: ClassVar[str] = "user-line"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.turn_active", "result_at", "session_id"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {
+            "control.line_waker",
+            "control.pending_user",
+            "control.queued_lines",
+            "control.unsent_queued",
+            "control.user_lines",
+        }
+    )
     direction: ClassVar[Direction] = "up"
     #: every client frame: one that follows a held line waits behind it
     kinds: ClassVar[frozenset[str] | None] = None
@@ -331,6 +341,19 @@ class UnsupportedControl(Stage):
     """Answer locally what cbc cannot; never leave a client control request unanswered."""
 
     rule: ClassVar[str] = "unsupported-control"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {
+            "control.last_result",
+            "control.mcp_servers",
+            "control.set_model",
+            "session_id",
+            "task.phase",
+            "tasks",
+        }
+    )
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.deferred", "control.own", "control.requests"}
+    )
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"control_request", "control_cancel_request"}
@@ -542,6 +565,10 @@ class ControlReply(Stage):
     """Match cbc's replies to the client's requests: one reply each, Claude-worded."""
 
     rule: ClassVar[str] = "control-reply"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.prompt_interrupt", "session_id"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.deferred", "control.own", "control.requests", "control.set_model"}
+    )
     #: the held requests go out at the first sign of the session: its init (held by
     #: init-once until the model answers) or the status frame cbc sends right after it
     kinds: ClassVar[frozenset[str] | None] = frozenset(
@@ -668,6 +695,20 @@ class ControlState(Stage):
     """Bookkeeping for the control rules: turns as the client sees them, mcp_servers, usage."""
 
     rule: ClassVar[str] = "control-state"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.line_waker", "control.queued_lines", "session_id"}
+    )
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {
+            "control.client_turns",
+            "control.last_result",
+            "control.mcp_servers",
+            "control.pending_user",
+            "control.turn_active",
+            "control.turn_from_client",
+            "control.turns",
+        }
+    )
     kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT
     #: inside a turn most frames need nothing from it: it reads their kind, not their JSON
     lazy: ClassVar[bool] = True

@@ -117,6 +117,12 @@ class ApiError(Stage):
     api_error_status}`."""
 
     rule: ClassVar[str] = "api-error"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.pending_user", "control.turn_active", "model"}
+    )
+    reads_earlier: ClassVar[frozenset[str]] = frozenset(
+        {"control.pending_user", "control.turn_active"}
+    )
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "result", "system/init"})
 
     #: the turn's failed request (status, Claude's text) or refusal notice, once seen

@@ -77,6 +77,7 @@ class FrameFields(Stage):
     shell and Workflow results."""
 
     rule: ClassVar[str] = "frame-fields"
+    reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "user"})
 
     #: one assistant frame per content block, as Claude writes them

@@ -265,6 +265,7 @@ class ToolErrors(Stage):
     `"Error: …"`."""
 
     rule: ClassVar[str] = "tool-errors"
+    reads: ClassVar[frozenset[str]] = frozenset({"cwd", "tool_uses"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
     lazy: ClassVar[bool] = True
 

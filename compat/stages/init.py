@@ -55,6 +55,7 @@ class ForeignInit(Stage):
     """Drop `system/init` frames of another session (a sub-agent's)."""
 
     rule: ClassVar[str] = "foreign-init"
+    reads: ClassVar[frozenset[str]] = frozenset({"session_id"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -71,6 +72,12 @@ class InitOnce(Stage):
     """Forward one `system/init` per turn (the fullest copy), drop the rest."""
 
     rule: ClassVar[str] = "init-once"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.interrupts", "control.pending_user", "task.phase", "tasks"}
+    )
+    reads_earlier: ClassVar[frozenset[str]] = frozenset(
+        {"control.pending_user", "task.phase", "tasks"}
+    )
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {
             "system/init",

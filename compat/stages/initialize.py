@@ -222,6 +222,8 @@ class InitializeReply(Stage):
     """Claude-shaped `initialize` reply; credentials never forwarded (redact | strip)."""
 
     rule: ClassVar[str] = "initialize-reply"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.requests", "pid"})
+    writes: ClassVar[frozenset[str]] = frozenset({"control.default_model"})
     modes: ClassVar[tuple[str, ...]] = ("redact", "strip")
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 

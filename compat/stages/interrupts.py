@@ -84,6 +84,12 @@ class InterruptRequest(Stage):
     """Give cbc the interrupt it understands (its session id, a reason, nothing else)."""
 
     rule: ClassVar[str] = "interrupt-request"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.pending_user", "control.permissions", "control.queued_lines", "session_id"}
+    )
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.deferred", "control.interrupts", "control.requests"}
+    )
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
 
@@ -211,6 +217,7 @@ class InterruptReply(Stage):
     """cbc's `{session_id, interrupted, reason}` (or "no session yet") -> `{still_queued}`."""
 
     rule: ClassVar[str] = "interrupt-reply"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "control.pending_user"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -245,6 +252,15 @@ class InterruptTerminal(Stage):
     """End running agents and workflows before the interrupt receipt; drop cbc's own turn."""
 
     rule: ClassVar[str] = "interrupt-terminal"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {
+            "control.interrupts",
+            "control.turn_active",
+            "control.turn_from_client",
+            "control.turns",
+            "session_id",
+        }
+    )
     modes: ClassVar[tuple[str, ...]] = ("drop-auto-turn", "keep")
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"control_response", "control_request", *TASK_FRAMES, *TURN_CONTENT, *_TURN_EXTRA}

@@ -71,6 +71,10 @@ class TerminalGuarantee(Stage):
     """Exactly one `task_notification` per started task, even if the backend dies."""
 
     rule: ClassVar[str] = "terminal-guarantee"
+    reads: ClassVar[frozenset[str]] = frozenset({"session_id", "task.task_id", "tasks"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"finished", "task.end_time", "task.phase", "task.status"}
+    )
     kinds: ClassVar[frozenset[str] | None] = _LIFECYCLE
 
     #: seconds a terminal task_updated waits for cbc's own notification
@@ -257,6 +261,7 @@ class TasksSnapshot(Stage):
     """Claude's `background_tasks_changed` full snapshots around task start and end."""
 
     rule: ClassVar[str] = "tasks-snapshot"
+    reads: ClassVar[frozenset[str]] = frozenset({"session_id"})
     kinds: ClassVar[frozenset[str] | None] = _LIFECYCLE
 
     #: the most live tasks a snapshot lists; with more, no snapshot is sent (see above)

@@ -60,6 +60,13 @@ class CommandLifecycle(Stage):
     line's turn; the result's `user_message_uuid` (none on an interrupted turn's)."""
 
     rule: ClassVar[str] = "command-lifecycle"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.interrupts", "control.pending_user", "control.turn_active", "session_id"}
+    )
+    writes: ClassVar[frozenset[str]] = frozenset({"control.unsent_queued"})
+    reads_earlier: ClassVar[frozenset[str]] = frozenset(
+        {"control.pending_user", "control.turn_active"}
+    )
     kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT | {"control_response"}
     lazy: ClassVar[bool] = True
     cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too

@@ -67,6 +67,10 @@ class PermissionRouting(Stage):
     """Forward `can_use_tool` only to a client that asked for stdio prompts; else deny."""
 
     rule: ClassVar[str] = "permission-routing"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.client_turns", "control.denied_uses", "stdio_permissions"}
+    )
+    writes: ClassVar[frozenset[str]] = frozenset({"control.permission_denials"})
     modes: ClassVar[tuple[str, ...]] = ("auto", "forward", "deny")
     #: can_use_tool requests, and tool results (``user``) of calls the client denied; a
     #: turn's result forgets the calls an interrupt withdrew
@@ -151,6 +155,7 @@ class PermissionReply(Stage):
     """Claude's `{behavior, updatedInput | message}` answer -> cbc's `{allowed, ...}`."""
 
     rule: ClassVar[str] = "permission-reply"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.permissions"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
@@ -223,6 +228,7 @@ class PermissionCancel(Stage):
     """Withdraw open permission prompts before an interrupt's receipt."""
 
     rule: ClassVar[str] = "permission-cancel"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "control.permissions"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:

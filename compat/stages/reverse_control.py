@@ -105,6 +105,7 @@ class ReverseRequests(Stage):
     """Remember the client's control requests (for the reply rules); bookkeeping."""
 
     rule: ClassVar[str] = "rev-requests"
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.interrupted", "rev.requests"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
 
@@ -127,6 +128,7 @@ class ReverseLocalControls(Stage):
     get_available_modes/models, subscribe...) the way cbc does."""
 
     rule: ClassVar[str] = "rev-local-controls"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.init_reply", "rev.own"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "control_response"})
 
@@ -262,6 +264,7 @@ class ReversePermissionReply(Stage):
     """cbc's permission answer `{allowed, updatedInput | reason}` -> Claude's `{behavior}`."""
 
     rule: ClassVar[str] = "rev-permission-reply"
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.permission_inputs"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
@@ -304,6 +307,18 @@ class ReverseTrack(Stage):
     other reverse rules; bookkeeping."""
 
     rule: ClassVar[str] = "rev-track"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.requests"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {
+            "model",
+            "rev.agent_tasks",
+            "rev.background_calls",
+            "rev.in_turn",
+            "rev.init_reply",
+            "rev.permission_inputs",
+            "session_id",
+        }
+    )
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {
             "control_request",
@@ -387,6 +402,7 @@ class ReverseInitializeReply(Stage):
     an account the SDKs read as logged in (no secret)."""
 
     rule: ClassVar[str] = "rev-initialize-reply"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.model", "rev.requests"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -493,6 +509,7 @@ class ReverseResumeReplay(Stage):
     does (init, user/assistant, result), from Claude's transcript."""
 
     rule: ClassVar[str] = "rev-resume-replay"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.history"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
     _done: bool = attrs.field(default=False, init=False)
 
@@ -520,6 +537,7 @@ class ReverseMcpStatus(Stage):
     """`mcp_status`: Claude's `mcpServers` also as `mcp_servers`, the key the SDKs read."""
 
     rule: ClassVar[str] = "rev-mcp-status"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.requests"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -539,6 +557,7 @@ class ReverseControlReplies(Stage):
     `model`; `mode`, `previous_mode`)."""
 
     rule: ClassVar[str] = "rev-control-replies"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.requests"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -568,6 +587,10 @@ class ReverseInterruptReply(Stage):
     """The interrupt receipt with cbc's `{session_id, interrupted:true, reason}`."""
 
     rule: ClassVar[str] = "rev-interrupt-reply"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"rev.client_session", "rev.in_turn", "rev.requests", "session_id"}
+    )
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.interrupted"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -593,6 +616,7 @@ class ReverseCancelRequest(Stage):
     """Drop Claude's `control_cancel_request` (cbc has none; its SDKs do not read it)."""
 
     rule: ClassVar[str] = "rev-cancel-request"
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.permission_inputs"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_cancel_request"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:

@@ -81,6 +81,7 @@ class ReverseSessionId(Stage):
     """Claude's session UUID -> the client's own (non-UUID) session id, in every frame."""
 
     rule: ClassVar[str] = "rev-session-id"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.claude_session", "rev.client_session"})
     kinds: ClassVar[frozenset[str] | None] = None
     lazy: ClassVar[bool] = True
 
@@ -95,6 +96,7 @@ class ReverseSessionIdUp(Stage):
     """The client's session id -> the UUID Claude was started with, in the client's frames."""
 
     rule: ClassVar[str] = "rev-session-id-up"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.claude_session", "rev.client_session"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = None
     lazy: ClassVar[bool] = True
@@ -111,6 +113,7 @@ class ReverseInterruptedTurn(Stage):
     result:""}`, no `errors` (both cbc SDKs raise ExecutionError on Claude's)."""
 
     rule: ClassVar[str] = "rev-interrupted-turn"
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.interrupted"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -159,6 +162,7 @@ class ReverseInterruptMarker(Stage):
     "Interrupted by user" (a cbc client never gets a user message it did not send)."""
 
     rule: ClassVar[str] = "rev-interrupt-marker"
+    reads: ClassVar[frozenset[str]] = frozenset({"model"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
     lazy: ClassVar[bool] = True
 
@@ -287,6 +291,7 @@ class ReverseBackgroundAgent(Stage):
     agent's pass."""
 
     rule: ClassVar[str] = "rev-background-agent"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.background_calls"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "user", "stream_event"})
     lazy: ClassVar[bool] = True
 
@@ -304,6 +309,7 @@ class ReverseAgentSummary(Stage):
     """A completed agent task's summary in cbc's words: `Background agent "<d>" completed`."""
 
     rule: ClassVar[str] = "rev-agent-summary"
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.agent_tasks"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_notification"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:

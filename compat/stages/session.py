@@ -23,6 +23,9 @@ class SessionStage(Stage):
     """Track session id, cwd and tool calls for the other rules."""
 
     rule: ClassVar[str] = "session"
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"cwd", "model", "result_at", "session_id", "tool_uses"}
+    )
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", "assistant", "result"})
     #: an assistant frame without a tool call is left unparsed
     lazy: ClassVar[bool] = True

@@ -205,6 +205,9 @@ class ResultShape(Stage):
     stop_reason, num_turns, origin, fast-mode keys, api_error_status, permission_denials."""
 
     rule: ClassVar[str] = "result-shape"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.permission_denials", "control.turn_from_client"}
+    )
     modes: ClassVar[tuple[str, ...]] = ("claude", "all-errors")
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"result", "assistant", "user", "system/task_started", "system/task_notification"}

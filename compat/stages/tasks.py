@@ -97,6 +97,8 @@ class TaskCorrelation(Stage):
     """Give every task the tool_use_id of the call that started it."""
 
     rule: ClassVar[str] = "task-correlation"
+    reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
+    writes: ClassVar[frozenset[str]] = frozenset({"task.tool_use_id", "tasks"})
     #: task frames, and tool results (``user``) that may name a task; a tool result whose
     #: line cannot hold ``task_id:`` is left unparsed
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"user"}
@@ -230,6 +232,8 @@ class TaskType(Stage):
     """Map cbc task types to Claude's (`Agent`→`local_agent`, `Bash`→`local_bash`, ...)."""
 
     rule: ClassVar[str] = "task-type"
+    reads: ClassVar[frozenset[str]] = frozenset({"tasks"})
+    writes: ClassVar[frozenset[str]] = frozenset({"task.task_type"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_started"})
 
     _unknown: set[str] = attrs.field(factory=set, init=False)
@@ -418,6 +422,7 @@ class TaskFields(Stage):
     """Fill the fields Claude always sends on task frames; Claude's summary wording."""
 
     rule: ClassVar[str] = "task-fields"
+    reads: ClassVar[frozenset[str]] = frozenset({"tasks"})
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"system/background_tasks_changed"}
 
     #: task_id -> (Claude task type, description) as forwarded on task_started

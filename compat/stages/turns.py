@@ -109,6 +109,7 @@ class InterruptedTurn(Stage):
     """An interrupted turn ends Claude's way: rejections, the marker, an error result."""
 
     rule: ClassVar[str] = "interrupted-turn"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "session_id"})
     modes: ClassVar[tuple[str, ...]] = ("on", "keep-output")
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result", *TURN_KINDS})
     #: a stream_event outside an interrupt only marks the turn active: left unparsed

@@ -120,6 +120,10 @@ class EofWindDown(Stage):
     (bounded), then close cbc's stdin, terminate it, exit 0/1 like Claude."""
 
     rule: ClassVar[str] = "eof-wind-down"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.pending_user", "control.permissions", "session_id", "task.phase", "tasks"}
+    )
+    reads_earlier: ClassVar[frozenset[str]] = frozenset({"task.phase"})
     defers_eof: ClassVar[bool] = True
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"result", "control_request", *_TURN, *TASK_FRAMES}

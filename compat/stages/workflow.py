@@ -145,6 +145,10 @@ class WorkflowName(Stage):
     """`workflow_name` = the script's `meta.name` (cbc: `inline-…`, `path:…`)."""
 
     rule: ClassVar[str] = "workflow-name"
+    reads: ClassVar[frozenset[str]] = frozenset({"cwd", "task.task_id", "tasks", "tool_uses"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"task.meta", "task.script", "task.source_resolved", "task.workflow_name"}
+    )
     #: task_started, and the later frames of the task that carry the field too
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES
 
@@ -179,6 +183,12 @@ class WorkflowPrompt(Stage):
     """Fill `prompt` (script / Agent prompt) and Claude's `description` on task frames."""
 
     rule: ClassVar[str] = "workflow-prompt"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"task.meta", "task.script", "task.source_resolved", "tasks", "tool_uses"}
+    )
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"task.backend_description", "task.description", "task.prompt"}
+    )
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"system/task_started", "system/task_progress"}
     )
@@ -238,6 +248,7 @@ class ProgressSnapshot(Stage):
     """Workflow progress in Claude's shape: entries pass, declared phases listed first."""
 
     rule: ClassVar[str] = "progress-snapshot"
+    reads: ClassVar[frozenset[str]] = frozenset({"task.meta", "tasks"})
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"system/task_started", "system/task_progress"}
     )
@@ -312,6 +323,8 @@ class ProgressFinal(Stage):
     """Before a workflow ends, one snapshot with every non-cached agent terminal."""
 
     rule: ClassVar[str] = "progress-final"
+    reads: ClassVar[frozenset[str]] = frozenset({"session_id", "task.meta", "tasks"})
+    writes: ClassVar[frozenset[str]] = frozenset({"task.last_progress"})
     modes: ClassVar[tuple[str, ...]] = ("all", "completed-only")
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES
 

@@ -1,0 +1,73 @@
+"""The facts the stages of one engine share, by name, and who may write them.
+
+A fact is a field of the shared state: ``session_id`` (``SessionState``),
+``control.turn_active`` (``ControlState``), ``task.status`` (every ``TaskInfo``),
+``rev.in_turn`` (``compat.reverse_state.ReverseState``). Every stage declares the facts it
+``reads`` and ``writes`` (``compat.stage.Stage``); tests/compat/test_ownership.py checks the
+declarations against what each stage does on the captures, that every fact has one writer
+in a profile (``SHARED``: the queues one rule fills and another drains), and that a reader
+comes after its writer in its direction, unless it reads what an earlier frame left
+(``reads_earlier``)."""
+
+from __future__ import annotations
+
+import attrs
+
+from compat.reverse_state import ReverseState
+from compat.session import ControlState, SessionState, TaskInfo
+
+#: the state objects and the prefix of their facts' names
+PREFIXES: tuple[tuple[type, str], ...] = (
+    (SessionState, ""),
+    (ControlState, "control."),
+    (TaskInfo, "task."),
+    (ReverseState, "rev."),
+)
+
+
+def _facts() -> frozenset[str]:
+    names: set[str] = set()
+    for cls, prefix in PREFIXES:
+        for f in attrs.fields(cls):
+            if f.name != "control":  # the object, not a fact
+                names.add(prefix + f.name.lstrip("_"))
+    return frozenset(names)
+
+
+FACTS = _facts()
+#: facts the launch writes before the session starts (``bridge.proxy.set_launch_facts``,
+#: ``compat.reverse_state.launch``), not a stage
+LAUNCH = frozenset(
+    {
+        "pid",
+        "stdio_permissions",
+        "rev.client_session",
+        "rev.claude_session",
+        "rev.replay_user_messages",
+        "rev.history",
+        "rev.resumed",
+        "rev.cwd",
+    }
+)
+#: queues and registries written by more than one rule, each with a role: fact -> the
+#: rules that write it (any other writer is an error)
+SHARED: dict[str, frozenset[str]] = {
+    # user-line queues the lines it sends; control-state pops one at each turn start
+    "control.pending_user": frozenset({"user-line", "control-state"}),
+    # user-line queues lines read before the session id; command-lifecycle drains them
+    "control.unsent_queued": frozenset({"user-line", "command-lifecycle"}),
+    # unsupported-control and interrupt-request register what they forward (a setter, an
+    # interrupt); control-reply marks it answered
+    "control.requests": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
+    # the same two hold what cbc cannot take before its session; control-reply sends it then
+    "control.deferred": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
+    # unsupported-control's own requests to cbc; control-reply swallows their replies
+    "control.own": frozenset({"unsupported-control", "control-reply"}),
+    # rev-requests marks an interrupt; the turn's end clears it (rev-interrupted-turn, or
+    # rev-interrupt-reply when Claude was idle)
+    "rev.interrupted": frozenset({"rev-requests", "rev-interrupted-turn", "rev-interrupt-reply"}),
+    # rev-track registers an open can_use_tool; its answer or cancel forgets it
+    "rev.permission_inputs": frozenset({"rev-track", "rev-permission-reply", "rev-cancel-request"}),
+    # rev-track registers a running agent; rev-agent-summary forgets it at its end
+    "rev.agent_tasks": frozenset({"rev-track", "rev-agent-summary"}),
+}
