@@ -26,6 +26,13 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   frames pass (cbc sends those with their parent too).
 - ``rev-agent-summary``: a completed agent task's ``summary`` (Claude: the agent's last
   text) is cbc's ``Background agent "<description>" completed``.
+- ``rev-task-words``: background tasks in cbc's words: a shell's ``description`` is its
+  command (Claude: the call's ``description``) and its notification's ``summary``
+  ``Background command "<command>" completed`` / ``was stopped`` (Claude adds the exit
+  code, and names the description); a stopped workflow's summary is ``Dynamic workflow
+  "<description>" was stopped`` (Claude: the bare description).
+- ``rev-tool-result``: a ``tool_result`` block without ``is_error`` gets ``is_error: false``
+  (cbc writes it on every tool result, Claude only ``true`` on a failed one).
 - ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
   at EOF after an error result (also one the bridge made a success); cbc exits 0, so the
   bridge does, unless Claude failed before any result.
@@ -40,13 +47,16 @@ import attrs
 
 from compat import reverse_state as rstate
 from compat.exits import Exit
-from compat.frames import Frame, dict_at, str_at
+from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
 
 TASK_TYPES = {"local_bash": "Bash", "local_agent": "Agent"}
 LOCAL_COMMAND = "<local-command-stdout>"
 #: Claude's exit status when a signal ended it (SIGHUP, SIGINT, SIGTERM)
 SIGNAL_EXITS = frozenset({128 + signal.SIGHUP, Exit.INTERRUPTED, Exit.TERMINATED})
+#: how cbc's summary of a background shell ends, by notification status (its captures)
+BASH_ENDINGS = {"completed": "completed", "stopped": "was stopped", "killed": "was stopped"}
+STOPPED = frozenset({"stopped", "killed"})
 
 
 def swap(value: Any, old: str, new: str) -> Any:
@@ -194,6 +204,36 @@ class ReverseInterruptMarker(Stage):
 
 @register
 @attrs.define
+class ReverseToolResult(Stage):
+    """A ``tool_result`` block with no ``is_error`` gets ``is_error: false``, as cbc writes
+    every tool result (Claude writes ``is_error`` only when it is true)."""
+
+    rule: ClassVar[str] = "rev-tool-result"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+    lazy: ClassVar[bool] = True
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if frame.raw and b'"tool_result"' not in frame.raw:
+            return None
+        obj = frame.obj
+        msg = dict_at(obj, "message")
+        content = list_at(msg, "content")
+        if msg is None or not any(
+            type(b) is dict and b.get("type") == "tool_result" and "is_error" not in b
+            for b in content
+        ):
+            return None
+        blocks = [
+            {**b, "is_error": False}
+            if type(b) is dict and b.get("type") == "tool_result" and "is_error" not in b
+            else b
+            for b in content
+        ]
+        return (frame.replace({**obj, "message": {**msg, "content": blocks}}),)
+
+
+@register
+@attrs.define
 class ReverseLocalCommand(Stage):
     """Drop Claude's replayed `<local-command-stdout>` user frame (after set_model etc.)."""
 
@@ -313,6 +353,53 @@ class ReverseAgentSummary(Stage):
         if task is None or obj.get("status") != "completed":
             return None
         summary = f'Background agent "{task[0]}" completed'
+        return (
+            None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
+        )
+
+
+@register
+@attrs.define
+class ReverseTaskWords(Stage):
+    """Background tasks in cbc's words: a shell's ``task_started`` description is its
+    command, its summary ``Background command "<command>" completed`` (or ``was stopped``);
+    a stopped workflow's summary ``Dynamic workflow "<description>" was stopped``."""
+
+    rule: ClassVar[str] = "rev-task-words"
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"system/task_started", "system/task_notification"}
+    )
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        rs = rstate.of(ctx.state)
+        tid = str_at(obj, "task_id") or ""
+        kind = obj.get("task_type")
+        if obj.get("subtype") == "task_started":
+            if kind in ("local_workflow",):
+                rstate.remember(rs.workflow_tasks, tid, str_at(obj, "description") or "")
+                return None
+            if kind not in ("local_bash", "Bash"):
+                return None
+            command = rs.bash_calls.get(str_at(obj, "tool_use_id") or "")
+            if command is None:
+                return None
+            rstate.remember(rs.bash_tasks, tid, command)
+            if obj.get("description") == command:
+                return None
+            return (frame.replace({**obj, "description": command}),)
+        status = str(obj.get("status"))
+        if tid in rs.workflow_tasks:
+            described = rs.workflow_tasks.pop(tid)
+            if status not in STOPPED or not described:
+                return None
+            summary = f'Dynamic workflow "{described}" was stopped'
+        else:
+            command = rs.bash_tasks.pop(tid, None)
+            ending = BASH_ENDINGS.get(status)
+            if command is None or ending is None:
+                return None
+            summary = f'Background command "{command}" {ending}'
         return (
             None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
         )

@@ -465,6 +465,70 @@ def test_background_bash_task_type_and_status() -> None:
     assert all(f["status"] == f["patch"]["status"] for f in updated)  # cbc's top-level copy
 
 
+@pytest.mark.parametrize(
+    ("name", "command", "summary"),
+    [
+        (
+            "mockapi_background-bash_task-started-updated-notification",
+            "sleep 3; echo bg-done",
+            'Background command "sleep 3; echo bg-done" completed',
+        ),
+        (
+            "mockapi_stop-task-control-request_bg-bash-killed_unknown-id-also-success",
+            "sleep 20; echo slow-bg-done",
+            'Background command "sleep 20; echo slow-bg-done" was stopped',
+        ),
+    ],
+)
+def test_a_background_shell_is_named_by_its_command_as_cbc_names_it(
+    name: str, command: str, summary: str
+) -> None:
+    """cbc's words (captures/reference/cbc-2.163.0 mockoai_bg-bash, stop-task): the task's
+    description is the command, the summary names it; Claude uses the call's description
+    and adds the exit code."""
+    run = replay(name)
+    [started] = [f for f in run.client if f.get("subtype") == "task_started"]
+    [note] = [f for f in run.client if f.get("subtype") == "task_notification"]
+    assert started["description"] == command
+    assert note["summary"] == summary
+    off = replay(name, rules=["rev-task-words=off"])
+    [started] = [f for f in off.client if f.get("subtype") == "task_started"]
+    assert started["description"] != command
+
+
+def test_a_stopped_workflow_is_summarised_as_cbc_does() -> None:
+    """cbc: `Dynamic workflow "<name>" was stopped` (twins-reverse interrupt-idle-workflow);
+    Claude writes the bare description."""
+    name = "mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash"
+    summaries = [
+        f["summary"] for f in replay(name).client if f.get("subtype") == "task_notification"
+    ]
+    assert 'Dynamic workflow "Slow mock workflow" was stopped' in summaries
+    off = replay(name, rules=["rev-task-words=off"]).client
+    assert "Slow mock workflow" in [
+        f["summary"] for f in off if f.get("subtype") == "task_notification"
+    ]
+
+
+def test_a_tool_result_says_is_error_false_as_cbcs_do() -> None:
+    """cbc writes ``is_error`` on every tool result (twins-reverse *.cbc.jsonl), Claude only
+    when true."""
+    ok = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a b"}
+    failed = {**ok, "tool_use_id": "toolu_2", "is_error": True}
+    frame = {
+        "type": "user",
+        "message": {"role": "user", "content": [ok, failed, {"type": "text", "text": "x"}]},
+        "session_id": "s",
+    }
+    run = Run(engine())
+    run.claude_says(frame)
+    blocks = run.client[-1]["message"]["content"]
+    assert [b.get("is_error") for b in blocks] == [False, True, None]
+    off = Run(engine(["rev-tool-result=off"]))
+    off.claude_says(frame)
+    assert off.client[-1] == frame
+
+
 def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
     frame = {
         "type": "user",
