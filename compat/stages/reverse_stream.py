@@ -28,9 +28,18 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   text) is cbc's ``Background agent "<description>" completed``.
 - ``rev-task-words``: background tasks in cbc's words: a shell's ``description`` is its
   command (Claude: the call's ``description``) and its notification's ``summary``
-  ``Background command "<command>" completed`` / ``was stopped`` (Claude adds the exit
-  code, and names the description); a stopped workflow's summary is ``Dynamic workflow
+  ``Background command "<command>" completed`` / ``failed`` / ``was stopped`` (Claude adds
+  the exit code, and names the description); a stopped workflow's summary is ``Dynamic workflow
   "<description>" was stopped`` (Claude: the bare description).
+- ``rev-vocabulary``: a ``system`` frame whose subtype cbc never writes (Claude's
+  ``api_retry``, ``thinking_tokens``, ``hook_started``, ``model_refusal_no_fallback``...:
+  outside ``compat.contract_cbc.CBC_SYSTEM``) is dropped, as the forward profile drops what
+  Claude does not write; cbc's own subtypes pass.
+- ``rev-error-result``: a turn that failed ends as cbc ends it, ``subtype:
+  "error_during_execution"`` with ``errors`` (both SDKs raise ``ExecutionError`` on it):
+  Claude's API-error end (``subtype:"success", is_error:true``, the message in ``result``)
+  gets ``errors: [result]`` and no ``result``; ``error_max_turns`` is cbc's ``Max turns (N)
+  exceeded``.
 - ``rev-tool-result``: a ``tool_result`` block without ``is_error`` gets ``is_error: false``
   (cbc writes it on every tool result, Claude only ``true`` on a failed one).
 - ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
@@ -40,12 +49,14 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import Any, ClassVar
 
 import attrs
 
 from compat import reverse_state as rstate
+from compat.contract_cbc import CBC_SYSTEM
 from compat.exits import Exit
 from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
@@ -55,7 +66,12 @@ LOCAL_COMMAND = "<local-command-stdout>"
 #: Claude's exit status when a signal ended it (SIGHUP, SIGINT, SIGTERM)
 SIGNAL_EXITS = frozenset({128 + signal.SIGHUP, Exit.INTERRUPTED, Exit.TERMINATED})
 #: how cbc's summary of a background shell ends, by notification status (its captures)
-BASH_ENDINGS = {"completed": "completed", "stopped": "was stopped", "killed": "was stopped"}
+BASH_ENDINGS = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "was stopped",
+    "killed": "was stopped",
+}
 STOPPED = frozenset({"stopped", "killed"})
 
 
@@ -266,6 +282,58 @@ class ReverseTasksSnapshot(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         return ()
+
+
+@register
+@attrs.define
+class ReverseVocabulary(Stage):
+    """Drop a ``system`` frame whose subtype cbc 2.163.0 never writes (its contract's
+    ``CBC_SYSTEM``): a cbc client never sees one."""
+
+    rule: ClassVar[str] = "rev-vocabulary"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        sub = str_at(frame.obj, "subtype")
+        return None if sub is None or sub in CBC_SYSTEM else ()
+
+
+#: Claude's max-turns error text, and cbc's
+_CLAUDE_MAX_TURNS = re.compile(r"Reached maximum number of turns \((\d+)\)")
+CBC_MAX_TURNS = "Max turns ({}) exceeded"
+
+
+@register
+@attrs.define
+class ReverseErrorResult(Stage):
+    """A failed turn ends in cbc's ``error_during_execution`` with ``errors``: Claude's
+    API-error result (``success`` with ``is_error``) and its ``error_max_turns``."""
+
+    rule: ClassVar[str] = "rev-error-result"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        if obj.get("is_error") is not True:
+            return None
+        sub = obj.get("subtype")
+        if sub == "success":
+            text = obj.get("result")
+            new = {k: v for k, v in obj.items() if k != "result"}
+            new.update(
+                subtype="error_during_execution",
+                errors=[text] if isinstance(text, str) and text else list_at(obj, "errors"),
+            )
+            return (frame.replace(new),)
+        if sub == "error_max_turns":
+            errors = [
+                CBC_MAX_TURNS.format(m.group(1))
+                if isinstance(e, str) and (m := _CLAUDE_MAX_TURNS.fullmatch(e))
+                else e
+                for e in list_at(obj, "errors")
+            ]
+            return (frame.replace({**obj, "subtype": "error_during_execution", "errors": errors}),)
+        return None
 
 
 @register

@@ -677,3 +677,95 @@ def test_every_reverse_rule_switches_off(rule: str) -> None:
     up, down = build("claude-to-cbc", parse_rule_settings([f"{rule}=off"]))
     assert rule not in [s.rule for s in [*up, *down]]
     assert REGISTRY[rule].__doc__  # `ccbridge rules` says what it does
+
+
+# -- over the reverse twins' raw Claude runs (captures/twins-reverse/*.claude-raw.jsonl) ----
+
+TWINS = Path(__file__).resolve().parents[2] / "captures/twins-reverse"
+
+
+def twin(name: str, **kw: Any) -> Run:
+    return Run(engine(**kw)).replay(TWINS / f"{name}.claude-raw.jsonl")
+
+
+def _subtypes(frames: list[dict[str, Any]]) -> set[str]:
+    return {str(f.get("subtype")) for f in frames if f.get("type") == "system"}
+
+
+@pytest.mark.parametrize(
+    ("name", "claudes"),
+    [
+        ("api-retry-overloaded", {"api_retry"}),
+        ("thinking", {"thinking_tokens"}),
+        ("hooks-pre-tool-use", {"hook_started"}),
+        ("stop-refusal", {"model_refusal_no_fallback"}),
+    ],
+)
+def test_system_frames_cbc_never_writes_are_not_passed(name: str, claudes: set[str]) -> None:
+    """cbc 2.163.0 writes only the subtypes of its contract (CBC_SYSTEM; twins *.cbc.jsonl
+    have none of Claude's retry, thinking-estimate, hook-start or refusal frames)."""
+    from compat.contract_cbc import CBC_SYSTEM
+
+    run = twin(name)
+    assert _subtypes(run.client) <= CBC_SYSTEM
+    assert "init" in _subtypes(run.client)
+    assert run.eng.statistics()["rules"]["rev-vocabulary"]["dropped"] >= 1
+    assert claudes <= _subtypes(twin(name, rules=["rev-vocabulary=off"]).client)
+
+
+def test_claudes_hook_response_is_cbcs_own_subtype_and_passes() -> None:
+    run = Run(engine())
+    frame = {"type": "system", "subtype": "hook_response", "hook_id": "h", "session_id": "s"}
+    run.claude_says(frame)
+    assert run.client == [frame]
+
+
+def _results(run: Run) -> list[dict[str, Any]]:
+    return [f for f in run.client if f.get("type") == "result"]
+
+
+def test_an_api_error_ends_the_turn_as_cbcs_failed_turn() -> None:
+    """cbc ends a turn whose model request failed ``error_during_execution`` with the
+    message in ``errors`` (twins-reverse api-error-exhausted.cbc.jsonl), which both SDKs raise
+    as ExecutionError; Claude ends it ``success`` with ``is_error`` and the message as
+    ``result``, which the SDKs would hand over as an answer."""
+    [res] = _results(twin("api-error-exhausted"))
+    assert res["subtype"] == "error_during_execution"
+    assert res["is_error"] is True
+    assert "result" not in res
+    [err] = res["errors"]
+    assert err.startswith("API Error: 500")
+    [off] = _results(twin("api-error-exhausted", rules=["rev-error-result=off"]))
+    assert off["subtype"] == "success"
+    assert off["result"] == err
+
+
+def test_max_turns_ends_in_cbcs_words() -> None:
+    """cbc: ``error_during_execution``, ``errors: ["Max turns (1) exceeded"]`` (twins-reverse
+    max-turns.cbc.jsonl); Claude: ``error_max_turns``, ``Reached maximum number of turns (1)``."""
+    [res] = _results(twin("max-turns"))
+    assert res["subtype"] == "error_during_execution"
+    assert res["errors"] == ["Max turns (1) exceeded"]
+    run = Run(engine())
+    odd = {"type": "result", "subtype": "error_max_turns", "is_error": True, "errors": ["x"]}
+    run.claude_says(odd)
+    assert run.client == [{**odd, "subtype": "error_during_execution"}]
+
+
+def test_a_successful_turn_is_no_error() -> None:
+    run = Run(engine())
+    ok = {"type": "result", "subtype": "success", "is_error": False, "result": "hi"}
+    run.claude_says(ok)
+    assert run.client == [ok]
+
+
+def test_a_failed_background_shell_is_summarised_as_cbc_does() -> None:
+    """cbc: `Background command "<command>" failed` (twins-reverse bg-task-failed-turn.cbc);
+    Claude: the call's description and the exit code."""
+    cmd = "sleep 2; echo bad; exit 4"
+    notes = [
+        f["summary"]
+        for f in twin("bg-task-failed-turn").client
+        if f.get("subtype") == "task_notification"
+    ]
+    assert notes == [f'Background command "{cmd}" failed']
