@@ -70,4 +70,7 @@ SHARED: dict[str, frozenset[str]] = {
     "rev.permission_inputs": frozenset({"rev-track", "rev-permission-reply", "rev-cancel-request"}),
     # rev-track registers a running agent; rev-agent-summary forgets it at its end
     "rev.agent_tasks": frozenset({"rev-track", "rev-agent-summary"}),
+    # the model the session runs: rev-track from each system/init, rev-control-replies when
+    # the client's set_model succeeds (Claude writes no init for it)
+    "rev.model": frozenset({"rev-track", "rev-control-replies"}),
 }

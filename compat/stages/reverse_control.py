@@ -313,6 +313,7 @@ class ReverseTrack(Stage):
             "model",
             "rev.agent_tasks",
             "rev.background_calls",
+            "rev.bash_calls",
             "rev.in_turn",
             "rev.init_reply",
             "rev.permission_inputs",
@@ -359,6 +360,10 @@ class ReverseTrack(Stage):
         elif t == "assistant":
             for block in list_at(dict_at(obj, "message"), "content"):
                 inp = dict_at(block, "input")
+                command = str_at(inp, "command")
+                if str_at(block, "type") == "tool_use" and str_at(block, "name") == "Bash":
+                    if command is not None:
+                        rstate.remember(rs.bash_calls, str(block.get("id")), command)
                 if (
                     str_at(block, "type") == "tool_use"
                     and str_at(block, "name") in ("Agent", "Task")
@@ -403,6 +408,8 @@ class ReverseInitializeReply(Stage):
 
     rule: ClassVar[str] = "rev-initialize-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.model", "rev.requests"})
+    #: the model as the session left it (the initialize reply comes before any set_model)
+    reads_earlier: ClassVar[frozenset[str]] = frozenset({"rev.model"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -557,7 +564,10 @@ class ReverseControlReplies(Stage):
     `model`; `mode`, `previous_mode`)."""
 
     rule: ClassVar[str] = "rev-control-replies"
-    reads: ClassVar[frozenset[str]] = frozenset({"rev.requests"})
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.model", "rev.permission_mode"})
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"rev.client_session", "rev.requests", "session_id"}
+    )
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:

@@ -26,6 +26,22 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   frames pass (cbc sends those with their parent too).
 - ``rev-agent-summary``: a completed agent task's ``summary`` (Claude: the agent's last
   text) is cbc's ``Background agent "<description>" completed``.
+- ``rev-task-words``: background tasks in cbc's words: a shell's ``description`` is its
+  command (Claude: the call's ``description``) and its notification's ``summary``
+  ``Background command "<command>" completed`` / ``failed`` / ``was stopped`` (Claude adds
+  the exit code, and names the description); a stopped workflow's summary is ``Dynamic workflow
+  "<description>" was stopped`` (Claude: the bare description).
+- ``rev-vocabulary``: a ``system`` frame whose subtype cbc never writes (Claude's
+  ``api_retry``, ``thinking_tokens``, ``hook_started``, ``model_refusal_no_fallback``...:
+  outside ``compat.contract_cbc.CBC_SYSTEM``) is dropped, as the forward profile drops what
+  Claude does not write; cbc's own subtypes pass.
+- ``rev-error-result``: a turn that failed ends as cbc ends it, ``subtype:
+  "error_during_execution"`` with ``errors`` (both SDKs raise ``ExecutionError`` on it):
+  Claude's API-error end (``subtype:"success", is_error:true``, the message in ``result``)
+  gets ``errors: [result]`` and no ``result``; ``error_max_turns`` is cbc's ``Max turns (N)
+  exceeded``.
+- ``rev-tool-result``: a ``tool_result`` block without ``is_error`` gets ``is_error: false``
+  (cbc writes it on every tool result, Claude only ``true`` on a failed one).
 - ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
   at EOF after an error result (also one the bridge made a success); cbc exits 0, so the
   bridge does, unless Claude failed before any result.
@@ -33,20 +49,30 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
 
 from __future__ import annotations
 
+import re
 import signal
 from typing import Any, ClassVar
 
 import attrs
 
 from compat import reverse_state as rstate
+from compat.contract_cbc import CBC_SYSTEM
 from compat.exits import Exit
-from compat.frames import Frame, dict_at, str_at
+from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
 
 TASK_TYPES = {"local_bash": "Bash", "local_agent": "Agent"}
 LOCAL_COMMAND = "<local-command-stdout>"
 #: Claude's exit status when a signal ended it (SIGHUP, SIGINT, SIGTERM)
 SIGNAL_EXITS = frozenset({128 + signal.SIGHUP, Exit.INTERRUPTED, Exit.TERMINATED})
+#: how cbc's summary of a background shell ends, by notification status (its captures)
+BASH_ENDINGS = {
+    "completed": "completed",
+    "failed": "failed",
+    "stopped": "was stopped",
+    "killed": "was stopped",
+}
+STOPPED = frozenset({"stopped", "killed"})
 
 
 def swap(value: Any, old: str, new: str) -> Any:
@@ -198,10 +224,41 @@ class ReverseInterruptMarker(Stage):
 
 @register
 @attrs.define
+class ReverseToolResult(Stage):
+    """A ``tool_result`` block with no ``is_error`` gets ``is_error: false``, as cbc writes
+    every tool result (Claude writes ``is_error`` only when it is true)."""
+
+    rule: ClassVar[str] = "rev-tool-result"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+    lazy: ClassVar[bool] = True
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if frame.raw and b'"tool_result"' not in frame.raw:
+            return None
+        obj = frame.obj
+        msg = dict_at(obj, "message")
+        content = list_at(msg, "content")
+        if msg is None or not any(
+            type(b) is dict and b.get("type") == "tool_result" and "is_error" not in b
+            for b in content
+        ):
+            return None
+        blocks = [
+            {**b, "is_error": False}
+            if type(b) is dict and b.get("type") == "tool_result" and "is_error" not in b
+            else b
+            for b in content
+        ]
+        return (frame.replace({**obj, "message": {**msg, "content": blocks}}),)
+
+
+@register
+@attrs.define
 class ReverseLocalCommand(Stage):
     """Drop Claude's replayed `<local-command-stdout>` user frame (after set_model etc.)."""
 
     rule: ClassVar[str] = "rev-local-command"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.replay_user_messages"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
     lazy: ClassVar[bool] = True
 
@@ -230,6 +287,58 @@ class ReverseTasksSnapshot(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         return ()
+
+
+@register
+@attrs.define
+class ReverseVocabulary(Stage):
+    """Drop a ``system`` frame whose subtype cbc 2.163.0 never writes (its contract's
+    ``CBC_SYSTEM``): a cbc client never sees one."""
+
+    rule: ClassVar[str] = "rev-vocabulary"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        sub = str_at(frame.obj, "subtype")
+        return None if sub is None or sub in CBC_SYSTEM else ()
+
+
+#: Claude's max-turns error text, and cbc's
+_CLAUDE_MAX_TURNS = re.compile(r"Reached maximum number of turns \((\d+)\)")
+CBC_MAX_TURNS = "Max turns ({}) exceeded"
+
+
+@register
+@attrs.define
+class ReverseErrorResult(Stage):
+    """A failed turn ends in cbc's ``error_during_execution`` with ``errors``: Claude's
+    API-error result (``success`` with ``is_error``) and its ``error_max_turns``."""
+
+    rule: ClassVar[str] = "rev-error-result"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        if obj.get("is_error") is not True:
+            return None
+        sub = obj.get("subtype")
+        if sub == "success":
+            text = obj.get("result")
+            new = {k: v for k, v in obj.items() if k != "result"}
+            new.update(
+                subtype="error_during_execution",
+                errors=[text] if isinstance(text, str) and text else list_at(obj, "errors"),
+            )
+            return (frame.replace(new),)
+        if sub == "error_max_turns":
+            errors = [
+                CBC_MAX_TURNS.format(m.group(1))
+                if isinstance(e, str) and (m := _CLAUDE_MAX_TURNS.fullmatch(e))
+                else e
+                for e in list_at(obj, "errors")
+            ]
+            return (frame.replace({**obj, "subtype": "error_during_execution", "errors": errors}),)
+        return None
 
 
 @register
@@ -319,6 +428,55 @@ class ReverseAgentSummary(Stage):
         if task is None or obj.get("status") != "completed":
             return None
         summary = f'Background agent "{task[0]}" completed'
+        return (
+            None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
+        )
+
+
+@register
+@attrs.define
+class ReverseTaskWords(Stage):
+    """Background tasks in cbc's words: a shell's ``task_started`` description is its
+    command, its summary ``Background command "<command>" completed`` (or ``was stopped``);
+    a stopped workflow's summary ``Dynamic workflow "<description>" was stopped``."""
+
+    rule: ClassVar[str] = "rev-task-words"
+    reads: ClassVar[frozenset[str]] = frozenset({"rev.bash_calls"})
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.bash_tasks", "rev.workflow_tasks"})
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"system/task_started", "system/task_notification"}
+    )
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        rs = rstate.of(ctx.state)
+        tid = str_at(obj, "task_id") or ""
+        kind = obj.get("task_type")
+        if obj.get("subtype") == "task_started":
+            if kind in ("local_workflow",):
+                rstate.remember(rs.workflow_tasks, tid, str_at(obj, "description") or "")
+                return None
+            if kind not in ("local_bash", "Bash"):
+                return None
+            command = rs.bash_calls.get(str_at(obj, "tool_use_id") or "")
+            if command is None:
+                return None
+            rstate.remember(rs.bash_tasks, tid, command)
+            if obj.get("description") == command:
+                return None
+            return (frame.replace({**obj, "description": command}),)
+        status = str(obj.get("status"))
+        if tid in rs.workflow_tasks:
+            described = rs.workflow_tasks.pop(tid)
+            if status not in STOPPED or not described:
+                return None
+            summary = f'Dynamic workflow "{described}" was stopped'
+        else:
+            command = rs.bash_tasks.pop(tid, None)
+            ending = BASH_ENDINGS.get(status)
+            if command is None or ending is None:
+                return None
+            summary = f'Background command "{command}" {ending}'
         return (
             None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
         )

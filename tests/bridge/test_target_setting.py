@@ -78,7 +78,7 @@ def test_conformance_knows_which_claude_and_bridge_a_target_runs(tmp_path: Path)
     assert run["cbc-bridged"].bridge_args == ("--target", "2.1.332")
     assert "cbc-raw" not in run  # the raw cbc run does not depend on the target
     scenario = {"bg-bash": ab_cmd.SCENARIOS / "bg-bash.toml"}
-    jobs = cc.twin_jobs(tmp_path / "out", scenario, run=run)
+    jobs = cc.twin_jobs(tmp_path / "out", scenario, sides=run)
     assert [j.out.name for j in jobs] == ["bg-bash.claude.jsonl", "bg-bash.cbc-bridged.jsonl"]
 
 

@@ -465,6 +465,70 @@ def test_background_bash_task_type_and_status() -> None:
     assert all(f["status"] == f["patch"]["status"] for f in updated)  # cbc's top-level copy
 
 
+@pytest.mark.parametrize(
+    ("name", "command", "summary"),
+    [
+        (
+            "mockapi_background-bash_task-started-updated-notification",
+            "sleep 3; echo bg-done",
+            'Background command "sleep 3; echo bg-done" completed',
+        ),
+        (
+            "mockapi_stop-task-control-request_bg-bash-killed_unknown-id-also-success",
+            "sleep 20; echo slow-bg-done",
+            'Background command "sleep 20; echo slow-bg-done" was stopped',
+        ),
+    ],
+)
+def test_a_background_shell_is_named_by_its_command_as_cbc_names_it(
+    name: str, command: str, summary: str
+) -> None:
+    """cbc's words (captures/reference/cbc-2.163.0 mockoai_bg-bash, stop-task): the task's
+    description is the command, the summary names it; Claude uses the call's description
+    and adds the exit code."""
+    run = replay(name)
+    [started] = [f for f in run.client if f.get("subtype") == "task_started"]
+    [note] = [f for f in run.client if f.get("subtype") == "task_notification"]
+    assert started["description"] == command
+    assert note["summary"] == summary
+    off = replay(name, rules=["rev-task-words=off"])
+    [started] = [f for f in off.client if f.get("subtype") == "task_started"]
+    assert started["description"] != command
+
+
+def test_a_stopped_workflow_is_summarised_as_cbc_does() -> None:
+    """cbc: `Dynamic workflow "<name>" was stopped` (twins-reverse interrupt-idle-workflow);
+    Claude writes the bare description."""
+    name = "mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash"
+    summaries = [
+        f["summary"] for f in replay(name).client if f.get("subtype") == "task_notification"
+    ]
+    assert 'Dynamic workflow "Slow mock workflow" was stopped' in summaries
+    off = replay(name, rules=["rev-task-words=off"]).client
+    assert "Slow mock workflow" in [
+        f["summary"] for f in off if f.get("subtype") == "task_notification"
+    ]
+
+
+def test_a_tool_result_says_is_error_false_as_cbcs_do() -> None:
+    """cbc writes ``is_error`` on every tool result (twins-reverse *.cbc.jsonl), Claude only
+    when true."""
+    ok = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a b"}
+    failed = {**ok, "tool_use_id": "toolu_2", "is_error": True}
+    frame = {
+        "type": "user",
+        "message": {"role": "user", "content": [ok, failed, {"type": "text", "text": "x"}]},
+        "session_id": "s",
+    }
+    run = Run(engine())
+    run.claude_says(frame)
+    blocks = run.client[-1]["message"]["content"]
+    assert [b.get("is_error") for b in blocks] == [False, True, None]
+    off = Run(engine(["rev-tool-result=off"]))
+    off.claude_says(frame)
+    assert off.client[-1] == frame
+
+
 def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
     frame = {
         "type": "user",
@@ -613,3 +677,95 @@ def test_every_reverse_rule_switches_off(rule: str) -> None:
     up, down = build("claude-to-cbc", parse_rule_settings([f"{rule}=off"]))
     assert rule not in [s.rule for s in [*up, *down]]
     assert REGISTRY[rule].__doc__  # `ccbridge rules` says what it does
+
+
+# -- over the reverse twins' raw Claude runs (captures/twins-reverse/*.claude-raw.jsonl) ----
+
+TWINS = Path(__file__).resolve().parents[2] / "captures/twins-reverse"
+
+
+def twin(name: str, **kw: Any) -> Run:
+    return Run(engine(**kw)).replay(TWINS / f"{name}.claude-raw.jsonl")
+
+
+def _subtypes(frames: list[dict[str, Any]]) -> set[str]:
+    return {str(f.get("subtype")) for f in frames if f.get("type") == "system"}
+
+
+@pytest.mark.parametrize(
+    ("name", "claudes"),
+    [
+        ("api-retry-overloaded", {"api_retry"}),
+        ("thinking", {"thinking_tokens"}),
+        ("hooks-pre-tool-use", {"hook_started"}),
+        ("stop-refusal", {"model_refusal_no_fallback"}),
+    ],
+)
+def test_system_frames_cbc_never_writes_are_not_passed(name: str, claudes: set[str]) -> None:
+    """cbc 2.163.0 writes only the subtypes of its contract (CBC_SYSTEM; twins *.cbc.jsonl
+    have none of Claude's retry, thinking-estimate, hook-start or refusal frames)."""
+    from compat.contract_cbc import CBC_SYSTEM
+
+    run = twin(name)
+    assert _subtypes(run.client) <= CBC_SYSTEM
+    assert "init" in _subtypes(run.client)
+    assert run.eng.statistics()["rules"]["rev-vocabulary"]["dropped"] >= 1
+    assert claudes <= _subtypes(twin(name, rules=["rev-vocabulary=off"]).client)
+
+
+def test_claudes_hook_response_is_cbcs_own_subtype_and_passes() -> None:
+    run = Run(engine())
+    frame = {"type": "system", "subtype": "hook_response", "hook_id": "h", "session_id": "s"}
+    run.claude_says(frame)
+    assert run.client == [frame]
+
+
+def _results(run: Run) -> list[dict[str, Any]]:
+    return [f for f in run.client if f.get("type") == "result"]
+
+
+def test_an_api_error_ends_the_turn_as_cbcs_failed_turn() -> None:
+    """cbc ends a turn whose model request failed ``error_during_execution`` with the
+    message in ``errors`` (twins-reverse api-error-exhausted.cbc.jsonl), which both SDKs raise
+    as ExecutionError; Claude ends it ``success`` with ``is_error`` and the message as
+    ``result``, which the SDKs would hand over as an answer."""
+    [res] = _results(twin("api-error-exhausted"))
+    assert res["subtype"] == "error_during_execution"
+    assert res["is_error"] is True
+    assert "result" not in res
+    [err] = res["errors"]
+    assert err.startswith("API Error: 500")
+    [off] = _results(twin("api-error-exhausted", rules=["rev-error-result=off"]))
+    assert off["subtype"] == "success"
+    assert off["result"] == err
+
+
+def test_max_turns_ends_in_cbcs_words() -> None:
+    """cbc: ``error_during_execution``, ``errors: ["Max turns (1) exceeded"]`` (twins-reverse
+    max-turns.cbc.jsonl); Claude: ``error_max_turns``, ``Reached maximum number of turns (1)``."""
+    [res] = _results(twin("max-turns"))
+    assert res["subtype"] == "error_during_execution"
+    assert res["errors"] == ["Max turns (1) exceeded"]
+    run = Run(engine())
+    odd = {"type": "result", "subtype": "error_max_turns", "is_error": True, "errors": ["x"]}
+    run.claude_says(odd)
+    assert run.client == [{**odd, "subtype": "error_during_execution"}]
+
+
+def test_a_successful_turn_is_no_error() -> None:
+    run = Run(engine())
+    ok = {"type": "result", "subtype": "success", "is_error": False, "result": "hi"}
+    run.claude_says(ok)
+    assert run.client == [ok]
+
+
+def test_a_failed_background_shell_is_summarised_as_cbc_does() -> None:
+    """cbc: `Background command "<command>" failed` (twins-reverse bg-task-failed-turn.cbc);
+    Claude: the call's description and the exit code."""
+    cmd = "sleep 2; echo bad; exit 4"
+    notes = [
+        f["summary"]
+        for f in twin("bg-task-failed-turn").client
+        if f.get("subtype") == "task_notification"
+    ]
+    assert notes == [f'Background command "{cmd}" failed']
