@@ -186,7 +186,7 @@ def profile(path: Path, top: int = 30, client_eof: bool = False) -> str:
 
 def verify(path: Path) -> dict[str, int]:
     """Contract violations of the engine's output, by rule (informational)."""
-    from compat.contract import check_lines, counts
+    from analysis.contract import check_lines, counts
 
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "out.jsonl"
@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--verify",
         action="store_true",
-        help="check the engine's output with compat.contract (informational)",
+        help="check the engine's output with analysis.contract (informational)",
     )
     args = p.parse_args(argv)
     if args.frames < 4 or args.runs < 1:

@@ -52,19 +52,19 @@ COMMANDS: dict[str, tuple[str, Command]] = {
 }
 #: subcommands contributed by modules that may not be present in every build
 OPTIONAL = {
-    "check": ("does a stream honour the Claude Code 2.1.220 contract?", "bridge.check_cmd"),
-    "diff": ("semantic diff of two captures", "bridge.diff_cmd"),
-    "scenario": ("run a scripted scenario against a backend", "bridge.scenario_cmd"),
-    "ab": ("run one scenario on two backends and compare", "bridge.ab_cmd"),
+    "check": ("does a stream honour the Claude Code 2.1.220 contract?", "analysis.check_cmd"),
+    "diff": ("semantic diff of two captures", "analysis.diff_cmd"),
+    "scenario": ("run a scripted scenario against a backend", "harness.scenario_cmd"),
+    "ab": ("run one scenario on two backends and compare", "analysis.ab_cmd"),
     "conformance": (
         "the Claude-vs-bridged-cbc conformance table (and its twin captures)",
-        "bridge.conformance_cmd",
+        "analysis.conformance_cmd",
     ),
     "backends": ("install or list the real backends", "bridge.backends"),
     "drift": (
         "run the newest Claude Code and cbc on the scenarios: what changed against "
         "the verified versions",
-        "bridge.drift_cmd",
+        "analysis.drift_cmd",
     ),
     "demo": ("replay a bundled cbc capture through the bridge to an example client", "bridge.demo"),
 }

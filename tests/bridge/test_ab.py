@@ -20,12 +20,12 @@ import attrs
 import pytest
 import trio
 
-from bridge import ab_cmd, conformance_cmd
-from compat import capture, conformance
-from compat import conformance_render as render
-from compat.conformance import KnownError, load_known
-from compat.contract import check
-from compat.diff import diff
+from analysis import ab_cmd, conformance, conformance_cmd
+from analysis import conformance_render as render
+from analysis.conformance import KnownError, load_known
+from analysis.contract import check
+from analysis.diff import diff
+from compat import capture
 
 from ..conftest import CAPTURES, REPO
 
@@ -455,7 +455,7 @@ def test_ab_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_run_jobs_deadline_keeps_old_captures(tmp_path: Path) -> None:
     """A run cut by the overall deadline writes nothing: the previous capture stays."""
-    from bridge.testing.scenario import load
+    from harness.scenario import load
 
     f = SCENARIOS / "interrupt-idle-workflow.toml"
     out = tmp_path / "x.cbc-raw.jsonl"
@@ -493,7 +493,7 @@ REFERENCE_TWINS = {
 def test_conformance_on_reference_derived_twins(
     tmp_path: Path, reference: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bridge.testing.scenario import load
+    from harness.scenario import load
 
     jobs = []
     for name, (claude, cbc) in REFERENCE_TWINS.items():

@@ -1,13 +1,13 @@
 """``ccbridge ab --via claude-to-cbc``: which side runs behind the profile, and that a pair
-with a reverse side is checked against cbc's contract (compat.contract_cbc), not Claude's."""
+with a reverse side is checked against cbc's contract (analysis.contract_cbc), not Claude's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from bridge.ab_cmd import Job, Outcome, Side, compare_pair, via_sides
-from bridge.testing import runner
+from analysis.ab_cmd import Job, Outcome, Side, compare_pair, via_sides
+from harness import runner
 
 
 def test_via_puts_the_profiles_backend_behind_it() -> None:
@@ -54,7 +54,7 @@ REF = Path(__file__).resolve().parents[2] / "captures/reference"
 
 
 def test_check_with_cbcs_contract(capsys: Any) -> None:
-    from bridge.check_cmd import main
+    from analysis.check_cmd import main
 
     raw = str(REF / "claude-2.1.220/mockapi_background-agent_local-agent-frames.transcript.jsonl")
     assert main(["--contract", "cbc", raw]) == 1

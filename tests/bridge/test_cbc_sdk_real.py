@@ -1,6 +1,6 @@
 """The CodeBuddy Python SDK (``codebuddy-agent-sdk``, unmodified) drives the real Claude Code
 2.1.220 through ``cbc-on-claude`` (profile ``claude-to-cbc``), Claude's model API being the
-stand-in of ``bridge.testing`` on 127.0.0.1. Each test is what a cbc SDK user's program
+stand-in of ``harness`` on 127.0.0.1. Each test is what a cbc SDK user's program
 does; what is asserted is what the SDK yields. Every wait has a deadline.
 """
 
@@ -18,8 +18,8 @@ import pytest
 import trio
 
 from bridge.backends import find_backend
-from bridge.testing.model import ModelScript, ModelServer, Rule
-from bridge.testing.scenario import load
+from harness.model import ModelScript, ModelServer, Rule
+from harness.scenario import load
 from tests.bridge.sdk_support import SDK_GC_WARNINGS
 
 sdk = pytest.importorskip(

@@ -1,4 +1,4 @@
-"""``ccbridge check`` and ``ccbridge diff`` (bridge/check_cmd.py, bridge/diff_cmd.py), run
+"""``ccbridge check`` and ``ccbridge diff`` (analysis/check_cmd.py, analysis/diff_cmd.py), run
 in-process through ``bridge.cli.main`` and once as ``python -m bridge check -``: exit codes,
 JSON output, colour only on a terminal without NO_COLOR, and stream strings escaped."""
 
@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bridge.check_cmd import use_color
+from analysis.check_cmd import use_color
+from analysis.contract import RULES
 from bridge.cli import main
-from compat.contract import RULES
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_WORKFLOW = "claude-2.1.220/mockapi_workflow_local-workflow-task-progress.jsonl"

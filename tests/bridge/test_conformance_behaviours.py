@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from bridge import ab_cmd, conformance_cmd
-from compat import capture, conformance
-from compat.conformance import KnownError, load_known
+from analysis import ab_cmd, conformance, conformance_cmd
+from analysis.conformance import KnownError, load_known
+from compat import capture
 
 from ..conftest import REPO
 from .test_ab import INIT, RESULT, cap

@@ -1,10 +1,10 @@
 """Every scenario on the real CLIs: Claude Code 2.1.220 directly, cbc 2.163.0 through the
 bridge (``--via cbc-to-claude``, as ``claude-on-cbc`` runs it), compared. The model API of
-every run is the stand-in (``bridge.testing``); nothing leaves the machine. (The official
+every run is the stand-in (``harness``); nothing leaves the machine. (The official
 ``claude-agent-sdk`` over the real cbc: ``test_sdk_real.py``.)
 
 The A/B test asserts that every remaining difference (and every contract violation) has a
-reason in ``bridge/data/known_differences.toml``: an unexplained one fails, with the diff
+reason in ``analysis/data/known_differences.toml``: an unexplained one fails, with the diff
 and the captures' location. All pairs run up front, at most ``JOBS`` CLIs at once (two
 cores), under one deadline; each scenario then gets its own test. Skipped, with the way to
 install them, when a CLI is not found (``ccbridge backends install``;
@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 import trio
 
-from bridge import ab_cmd, conformance_cmd
+from analysis import ab_cmd, conformance, conformance_cmd
 from bridge.backends import find_backend
-from compat import conformance
 
 pytestmark = [pytest.mark.real_backend]
 

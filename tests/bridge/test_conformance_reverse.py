@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bridge import ab_cmd, conformance_cmd
-from bridge.testing.scenario import load, loads
-from compat import conformance, contract, contract_cbc
-from compat import conformance_render as render
-from compat.conformance import REVERSE, KnownError, load_known
+from analysis import ab_cmd, conformance, conformance_cmd, contract, contract_cbc
+from analysis import conformance_render as render
+from analysis.conformance import REVERSE, KnownError, load_known
+from harness.scenario import load, loads
 
 REPO = Path(__file__).resolve().parents[2]
 TWINS = conformance_cmd.TWINS_REVERSE

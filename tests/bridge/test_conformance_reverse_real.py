@@ -1,7 +1,7 @@
 """A few scenarios in the other direction on the real CLIs: cbc 2.163.0 raw (the reference a
 cbc client expects) and Claude Code 2.1.220 behind ``claude-to-cbc`` (as ``cbc-on-claude``
 runs it), the scenario client a cbc SDK; every difference must have a reason in
-``bridge/data/known_differences_reverse.toml`` and the bridged side must keep cbc's contract.
+``analysis/data/known_differences_reverse.toml`` and the bridged side must keep cbc's contract.
 Bounded: ``SCENARIOS`` (a permission answered in cbc's shape, a background shell), one CLI at
 a time, under ``DEADLINE``. The whole corpus: ``ccbridge conformance --profile claude-to-cbc
 --regenerate`` (its committed result is tested in ``test_conformance_reverse.py``)."""
@@ -14,10 +14,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from bridge import ab_cmd, conformance_cmd
+from analysis import ab_cmd, conformance_cmd, contract_cbc
+from analysis.conformance import REVERSE, load_known
 from bridge.backends import find_backend
-from compat import contract_cbc
-from compat.conformance import REVERSE, load_known
 
 pytestmark = [pytest.mark.real_backend]
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from bridge import ab_cmd
-from bridge import conformance_cmd as cc
+from analysis import ab_cmd
+from analysis import conformance_cmd as cc
 from compat.capture import Capture
 
 CORE = (

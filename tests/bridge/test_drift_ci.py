@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from bridge import drift_cmd
+from analysis import drift, drift_cmd
 from bridge.backends import find_backend
-from bridge.testing import runner
-from bridge.testing.scenario import load
-from compat import drift, versions
+from compat import versions
 from compat.vocabulary import in_vocabulary
+from harness import runner
+from harness.scenario import load
 
 pytestmark = pytest.mark.real_backend
 SCENARIO = runner.REPO / "scenarios" / "simple-success.toml"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge import drift_cmd
+from analysis import drift_cmd
 from compat import versions
 
 REF = drift_cmd.REFERENCE

@@ -1,4 +1,4 @@
-"""Every headless probe (``bridge/testing/headless.py``) on the real cbc 2.163.0 behind
+"""Every headless probe (``harness/headless.py``) on the real cbc 2.163.0 behind
 ``claude-on-cbc``, against what Claude 2.1.220 printed for the same probe
 (``data/headless/claude-2.1.220``): the same exit status, the same stderr, the same text,
 the same result fields, ``--continue``/``--resume`` in the first run's session. Skipped
@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from bridge.backends import find_backend
-from bridge.testing.headless import PROBES, ProbeResult, run_all
+from harness.headless import PROBES, ProbeResult, run_all
 
 DATA = Path(__file__).resolve().parent / "data/headless/claude-2.1.220"
 pytestmark = [

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.testing import runner
-from bridge.testing.scenario import ScenarioError, load, loads
 from compat import capture
+from harness import runner
+from harness.scenario import ScenarioError, load, loads
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"
 #: a "claude" that prints its argv and its stdin, as text

@@ -19,9 +19,9 @@ import pytest
 import trio
 
 from bridge.backends import find_backend
-from bridge.testing import runner
-from bridge.testing.brain import ModelScript, Rule
-from bridge.testing.model import ModelServer
+from harness import runner
+from harness.brain import ModelScript, Rule
+from harness.model import ModelServer
 
 from .sdk_support import DROPIN, SDK_GC_WARNINGS
 

@@ -14,9 +14,9 @@ import orjson
 import pytest
 import trio
 
-from bridge.testing import model
-from bridge.testing.brain import Brain, Call, ModelScript, Request, Rule, parse_request
-from bridge.testing.model import ModelServer
+from harness import model
+from harness.brain import Brain, Call, ModelScript, Request, Rule, parse_request
+from harness.model import ModelServer
 
 TOOLS_A = [{"name": "Bash", "input_schema": {"type": "object"}}]
 TOOLS_O = [{"type": "function", "function": {"name": "Bash", "parameters": {}}}]
@@ -738,7 +738,7 @@ def test_a_scripted_tool_input_is_fitted_to_the_schema_the_request_offers() -> N
     """cbc 2.163.0 offers StructuredOutput flat on some runs and with the answer under a
     required ``data`` on others (it then rejects a flat call: 'missing required
     parameter(s): data'); the stand-in answers as a model reading the schema would."""
-    from bridge.testing.brain import fit_input
+    from harness.brain import fit_input
 
     answer = {"answer": "forty-two"}
     wrapped = {"type": "object", "required": ["data"], "properties": {"data": {"type": "object"}}}

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from bridge.backends import find_backend
-from bridge.testing import runner
-from bridge.testing.scenario import load
+from harness import runner
+from harness.scenario import load
 
 pytestmark = pytest.mark.real_backend
 

@@ -1,4 +1,4 @@
-"""Progress of long work (bridge.progress): a status line on a terminal (a real pty here),
+"""Progress of long work (analysis.progress): a status line on a terminal (a real pty here),
 lines only elsewhere, nothing with --quiet; wired into run_jobs."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 import trio
 
-from bridge import ab_cmd
-from bridge.progress import CLEAR, Progress
-from bridge.testing.scenario import load
+from analysis import ab_cmd
+from analysis.progress import CLEAR, Progress
+from harness.scenario import load
 
 from ..conftest import REPO
 

@@ -1,4 +1,4 @@
-"""The HTML A/B report (compat.report_html, bridge.report): built on the twin captures, every
+"""The HTML A/B report (analysis.report_html, analysis.report): built on the twin captures, every
 difference placed on the frames the diff compared, hostile backend strings inert, and the
 page checked in a real headless Chromium (Debian's package; skipped, with the reason,
 where it is not installed)."""
@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 
-from bridge import ab_cmd, conformance_cmd, diff_cmd
-from compat import capture, report_html
+from analysis import ab_cmd, conformance_cmd, diff_cmd, report_html
+from analysis.diff import diff
+from compat import capture
 from compat.capture import Capture
-from compat.diff import diff
 
 from ..conftest import CAPTURES, REPO
 
@@ -262,7 +262,7 @@ def test_hostile_backend_strings_neither_render_nor_execute() -> None:
 
 
 def test_the_index_escapes_and_links(tmp_path: Path) -> None:
-    from bridge import report as bridge_report
+    from analysis import report as bridge_report
 
     made: list[str | None] = []
 

@@ -16,10 +16,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bridge import scenario_cmd
-from bridge.testing import runner
-from bridge.testing.scenario import ScenarioError, load, loads
 from compat import capture
+from harness import runner, scenario_cmd
+from harness.scenario import ScenarioError, load, loads
 
 SCENARIOS = sorted((Path(__file__).resolve().parents[2] / "scenarios").glob("*.toml"))
 

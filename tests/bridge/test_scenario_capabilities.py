@@ -11,9 +11,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bridge.testing import mcp_server, runner
-from bridge.testing.brain import Call
-from bridge.testing.scenario import ScenarioError, loads
+from harness import mcp_server, runner
+from harness.brain import Call
+from harness.scenario import ScenarioError, loads
 
 RICH = """
 name = "rich"
@@ -187,8 +187,8 @@ async def test_a_second_runs_client_ignores_the_first_runs_frames() -> None:
 
     import trio
 
-    from bridge.testing.client import Client, Recording, _is_reply_to
-    from bridge.testing.scenario import Condition
+    from harness.client import Client, Recording, _is_reply_to
+    from harness.scenario import Condition
 
     rec = Recording([], via=False)
     rec.start()
@@ -221,14 +221,14 @@ ISSUE12 = sorted((runner.REPO / "scenarios" / "issue12").glob("*.toml"))
 
 @pytest.mark.parametrize("path", ISSUE12, ids=[p.stem for p in ISSUE12])
 def test_issue12_scenarios_load_and_are_named_after_their_file(path: Path) -> None:
-    from bridge.testing.scenario import load
+    from harness.scenario import load
 
     assert load(path).name == path.stem
 
 
 def test_a_second_bridge_capture_is_merged_after_the_second_spawn(tmp_path: Path) -> None:
-    from bridge.testing.client import Recording
     from compat import capture
+    from harness.client import Recording
 
     path = tmp_path / "bridge-capture-2.jsonl"
     path.write_bytes(

@@ -1,4 +1,4 @@
-"""The scenario client speaks its client's dialect (``bridge.testing.client``): as a cbc SDK
+"""The scenario client speaks its client's dialect (``harness.client``): as a cbc SDK
 behind ``claude-to-cbc`` it answers ``can_use_tool`` and interrupts in cbc 2.163.0's shapes,
 and the bridge turns them into Claude's. Played over the in-memory harness: the scenario
 client, a ``bridge.driver.Session`` running the profile, and a scripted Claude
@@ -17,13 +17,13 @@ import trio.testing
 
 from bridge.driver import Session, SessionConfig
 from bridge.log import Logger
-from bridge.testing import runner
-from bridge.testing.client import CBC_INITIALIZE, CBC_INTERRUPT_REASON, Client, Recording
-from bridge.testing.scenario import Scenario, loads
 from compat import reverse_state
 from compat.argv_cbc import claude_session_id, translate_to_claude
 from compat.engine import Engine
 from compat.profiles import build, parse_rule_settings
+from harness import runner
+from harness.client import CBC_INITIALIZE, CBC_INTERRUPT_REASON, Client, Recording
+from harness.scenario import Scenario, loads
 
 from ..compat.helpers import det_env
 from .memory_backend import MemoryBackend

@@ -16,8 +16,8 @@ import orjson
 import pytest
 
 from bridge.backends import find_backend
-from bridge.testing import runner
-from bridge.testing.scenario import load
+from harness import runner
+from harness.scenario import load
 
 pytestmark = pytest.mark.real_backend
 

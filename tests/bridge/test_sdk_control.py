@@ -1,5 +1,5 @@
 """The real Python ``claude-agent-sdk`` drives ``claude-on-cbc`` in front of a real cbc
-2.163.0 whose model is the scripted stand-in (``bridge.testing.model``, OpenAI dialect):
+2.163.0 whose model is the scripted stand-in (``harness.model``, OpenAI dialect):
 the control protocol end to end (compat/stages/control.py, interrupts.py, permissions.py).
 
 What is asserted is what the SDK returns or raises. cbc starts slowly (5-15 s before it
@@ -21,7 +21,7 @@ import trio
 
 from bridge.backends import find_backend
 from bridge.log import Logger
-from bridge.testing.model import ModelScript, ModelServer, Rule
+from harness.model import ModelScript, ModelServer, Rule
 
 from .sdk_support import (
     DROPIN,

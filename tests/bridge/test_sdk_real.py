@@ -1,5 +1,5 @@
 """The official ``claude-agent-sdk`` (Python) drives ``claude-on-cbc`` over the real cbc
-2.163.0, whose model API is the stand-in of ``bridge.testing`` started by the test: the
+2.163.0, whose model API is the stand-in of ``harness`` started by the test: the
 workflow and interrupt scenarios, as a user's program would run them. What is asserted is
 what the SDK yields (``TaskStartedMessage`` of a ``local_workflow`` named by the script's
 ``meta.name``, one ``TaskNotificationMessage`` per task, ``stopped`` after an interrupt).
@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 import trio
 
-from bridge import ab_cmd
+from analysis import ab_cmd
 from bridge.backends import find_backend
-from bridge.testing import runner
-from bridge.testing.model import ModelServer
-from bridge.testing.scenario import Scenario, load
+from harness import runner
+from harness.model import ModelServer
+from harness.scenario import Scenario, load
 
 from .sdk_support import (
     DROPIN,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bridge import ab_cmd, config, dropin
+from analysis import ab_cmd
+from bridge import config, dropin
 
 
 def test_default_env_and_config_file(tmp_path: Path) -> None:
@@ -60,8 +61,8 @@ def test_dropin_version_names_the_target(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_conformance_knows_which_claude_and_bridge_a_target_runs(tmp_path: Path) -> None:
-    from bridge import conformance_cmd as cc
-    from bridge.testing import runner
+    from analysis import conformance_cmd as cc
+    from harness import runner
 
     assert cc.twins_dir("2.1.220") == cc.TWINS
     assert cc.twins_dir("2.1.332").name == "twins-2.1.332"

@@ -17,7 +17,7 @@ Backends:
   A replay writes as fast as the client reads: cbc's delays (a stopped workflow's
   notification ~30 s after an interrupt) are not reproduced.
 - permission prompts (no cbc capture has the SDK's flags), and (1)/(2) again with cbc's
-  real timing, run on the REAL cbc with the scripted stand-in model (``bridge.testing``,
+  real timing, run on the REAL cbc with the scripted stand-in model (``harness``,
   the model scripts and files of ``scenarios/*.toml``), marked ``real_backend``; skipped
   when cbc is not installed. They pass ``systemPrompt: {type: "preset"}`` so that the SDK
   sends no ``initialize.systemPrompt``: cbc 2.163.0 fails every turn on the array the SDK
@@ -47,10 +47,10 @@ import pytest
 import trio
 
 from bridge.backends import find_backend
-from bridge.testing import runner
-from bridge.testing.model import ModelServer
-from bridge.testing.scenario import load as load_scenario
 from compat.profiles import known_rules
+from harness import runner
+from harness.model import ModelServer
+from harness.scenario import load as load_scenario
 
 from ..conftest import CAPTURES, REPO
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import attrs
 
+from analysis.contract import Violation, check_records
 from compat.capture import Record, parse
-from compat.contract import Violation, check_records
 from compat.engine import CloseBackendInput, Command, Engine, TerminateBackend, Write
 
 from .tasks_support import det_env

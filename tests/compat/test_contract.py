@@ -1,4 +1,4 @@
-"""The contract checker (compat/contract.py): silent on real Claude Code 2.1.220, loud on
+"""The contract checker (analysis/contract.py): silent on real Claude Code 2.1.220, loud on
 raw cbc 2.163.0 where PROTOCOL.md predicts, and each check proven by a hand-made frame."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from compat.capture import Record, encode_header, encode_record, header, parse
-from compat.contract import (
+from analysis.contract import (
     RULES,
     Violation,
     check,
@@ -22,6 +21,7 @@ from compat.contract import (
     format_text,
     to_json,
 )
+from compat.capture import Record, encode_header, encode_record, header, parse
 from tests.conftest import params_or_skip, reference_files
 
 # -- reference captures ------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The cbc contract (compat/contract_cbc.py): cbc 2.163.0's own captures pass it; Claude Code
+"""The cbc contract (analysis/contract_cbc.py): cbc 2.163.0's own captures pass it; Claude Code
 2.1.220's raw captures break it where REVERSE.md says; Claude's frames through profile
 ``claude-to-cbc`` pass it."""
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from compat import contract_cbc
+from analysis import contract_cbc
+from analysis.contract import Violation
 from compat.capture import Record
-from compat.contract import Violation
 
 from .helpers import line
 from .test_reverse import CBC, CLAUDE, Run, engine, transcript

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from analysis.contract import check_lines
 from compat import controlkit as ck
-from compat.contract import check_lines
 from compat.engine import Write
 from compat.profiles import PROFILES, RuleError, build, parse_rule_settings
 from compat.redact import REDACTED, redact_text

@@ -1,4 +1,4 @@
-"""The semantic diff (compat/diff.py, compat/diffside.py): masking, turn and task
+"""The semantic diff (analysis/diff.py, analysis/diffside.py): masking, turn and task
 alignment, options, output; proven on the reference captures (every capture equals itself;
 two Claude 2.1.220 runs of one scenario differing only in ids, clocks and paths are
 equivalent; raw cbc against its Claude twin differs exactly where PROTOCOL.md says)."""
@@ -16,9 +16,9 @@ from typing import Any
 import orjson
 import pytest
 
+from analysis.diff import Difference, DiffOptions, diff, format_text, to_json
+from analysis.diffside import load_side, masked_frames
 from compat.capture import Capture, encode_header, encode_record, header, parse
-from compat.diff import Difference, DiffOptions, diff, format_text, to_json
-from compat.diffside import load_side, masked_frames
 from tests.conftest import params_or_skip, reference_files
 
 SID = "b5320f8b-c600-4c53-b018-9f6439899b9b"

@@ -1,4 +1,4 @@
-"""compat.drift on the vendored references: Claude Code 2.1.332 against the verified 2.1.220
+"""analysis.drift on the vendored references: Claude Code 2.1.332 against the verified 2.1.220
 (issue 14 lists what 2.1.332 changed; the report must find it), and on made-up sessions."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from compat import drift
+from analysis import drift
 from compat.capture import Capture, parse
 
 REF = Path(__file__).resolve().parents[2] / "captures" / "reference"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from compat.contract import check_lines
+from analysis.contract import check_lines
 
 from .control_support import cr, engine, label, records, replay, reply_to, user
 

@@ -118,7 +118,7 @@ CAPTURE_CREDENTIAL_KEYS = {"token", "ANTHROPIC_API_KEY", "CODEBUDDY_API_KEY"}
 @pytest.mark.parametrize("key", LEAKING)
 def test_credential_names_are_recognised_whatever_their_spelling(key: str) -> None:
     assert is_secret_key(key)
-    assert key in SECRET_KEYS  # the contract's test (compat.contract) reads the same rule
+    assert key in SECRET_KEYS  # the contract's test (analysis.contract) reads the same rule
     red, n = redact_obj({"type": "x", key: "v4lue-that-leaks"})
     assert (red[key], n) == (REDACTED, 1)
 

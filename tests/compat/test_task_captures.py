@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from compat.contract import check_lines
+from analysis.contract import check_lines
 from tests.compat.tasks_support import DATA, full_engine, line, replay, tags
 
 INLINE_SCRIPT_START = "export const meta = {\n  name: 'mock-flow',"

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import compat
+from analysis import contract
 from bridge import backends
-from compat import contract, stage, versions
+from compat import stage, versions
 from compat.versions import parse_version, version_key
 
 REF = Path(__file__).resolve().parents[2] / "captures" / "reference"

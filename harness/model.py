@@ -10,13 +10,13 @@ One server speaks both dialects, chosen by path, so any backend can point at it:
   ``tool_calls``), ``finish_reason``, a usage chunk, ``[DONE]``.
 Anything else gets a 404 in the Anthropic error shape, and is logged like every request.
 
-A rule can script more than a text or one call (``bridge.testing.brain.Rule``): several
+A rule can script more than a text or one call (``harness.brain.Rule``): several
 calls in one message, a thinking block (OpenAI: ``reasoning_content``), stop reasons
 ``max_tokens`` / ``refusal`` (OpenAI ``length`` / ``content_filter``), an HTTP error
 (429 with ``retry-after``, 500, 529 ``overloaded_error``...) for ``times`` requests so the
 CLI's retry gets the next rule, a stream cut mid-reply (the connection closed without the
 body's last chunk), a stall in mid-stream, and a condition on images in the request.
-What to answer is ``bridge.testing.brain``'s business; the bytes are ``sse``'s.
+What to answer is ``harness.brain``'s business; the bytes are ``sse``'s.
 
 HTTP/1.1 is h11's state machine (keep-alive, chunked SSE bodies, a bounded request size).
 Slow replies: headers go out at once, then (Anthropic) ``message_start``; during the delay
@@ -34,8 +34,8 @@ import h11
 import orjson
 import trio
 
-from bridge.testing import sse
-from bridge.testing.brain import Brain, Decision, ModelScript, Request, Rule, parse_request
+from harness import sse
+from harness.brain import Brain, Decision, ModelScript, Request, Rule, parse_request
 
 __all__ = ["Brain", "Decision", "ModelScript", "ModelServer", "Request", "Rule"]
 

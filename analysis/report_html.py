@@ -1,11 +1,11 @@
 """The A/B report as one self-contained HTML page (``--html FILE`` of ``ccbridge ab``, ``diff``
 and ``conformance``). Pure: captures and the diff's alignment in, text out.
 
-The page shows the two client views side by side as ``compat.diff`` aligned them
+The page shows the two client views side by side as ``analysis.diff`` aligned them
 (``DiffResult.alignment``: turns, then each task pair after the turn it started in), every
 frame collapsible with its masked JSON pretty-printed (the values the diff compared:
 ``<task#1>``, ``{CWD}``… are marked as masked), the fields a difference names highlighted on
-each side, each difference's reason from the known differences (``compat.conformance``)
+each side, each difference's reason from the known differences (``analysis.conformance``)
 beside it, a filter "only differences", and a summary at the top (scenario, backends and
 versions, contract violations per side, differences by reason). ``render_index`` is the
 table of several reports (``conformance --html``, ``ab --html`` with several scenarios).
@@ -30,11 +30,11 @@ from typing import Any
 import attrs
 import orjson
 
+from analysis.conformance import UNEXPLAINED, Item, Known, compare, explain
+from analysis.contract import Violation, escape
+from analysis.diff import Aligned, DiffOptions, DiffResult, _entries
+from analysis.diffside import Frame, Task
 from compat.capture import Capture
-from compat.conformance import UNEXPLAINED, Item, Known, compare, explain
-from compat.contract import Violation, escape
-from compat.diff import Aligned, DiffOptions, DiffResult, _entries
-from compat.diffside import Frame, Task
 
 #: longest string shown whole in a frame's JSON (longer ones are cut, with the count)
 MAX_STRING = 4000
@@ -618,7 +618,7 @@ def _violations(rep: Report) -> str:
 def render_report(rep: Report) -> str:
     """The whole page for one comparison."""
     al = rep.result.alignment
-    assert al is not None, "a DiffResult from compat.diff.diff carries its alignment"
+    assert al is not None, "a DiffResult from analysis.diff.diff carries its alignment"
     sections: dict[str, list[Aligned]] = {}
     for u in al.units:
         sections.setdefault(u.section, []).append(u)

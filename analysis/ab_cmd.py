@@ -3,15 +3,15 @@
 run scenarios on two backends and compare what their clients saw.
 
 SPEC is ``claude``, ``cbc`` (found by ``ccbridge backends``) or a command line. Each run has
-its own HOME, working directory and stand-in model server (``bridge.testing.runner``), so
+its own HOME, working directory and stand-in model server (``harness.runner``), so
 the two sides of a scenario run concurrently unless ``--sequential``; with several
 scenarios (``--all``: every ``scenarios/*.toml``) at most ``--jobs`` CLIs run at once, the
 longest scenarios first, under one overall ``--deadline``. Captures go to
 ``DIR/<scenario>.a.jsonl`` and ``.b.jsonl`` (default: a fresh temporary directory, printed).
 
-The report: per scenario, the semantic diff (``compat.diff``; ``--explain`` adds each
-difference's reason from the known differences, see ``bridge.conformance_cmd``) and the
-contract check (``compat.contract``) of each side's client view (``compat.contract_cbc``,
+The report: per scenario, the semantic diff (``analysis.diff``; ``--explain`` adds each
+difference's reason from the known differences, see ``analysis.conformance_cmd``) and the
+contract check (``analysis.contract``) of each side's client view (``analysis.contract_cbc``,
 cbc's, when a side runs behind ``claude-to-cbc``: ``--via claude-to-cbc`` puts the claude
 side behind it, so a cbc client sees cbc raw against Claude through the bridge). ``--json``
 for programs.
@@ -35,15 +35,15 @@ import attrs
 import orjson
 import trio
 
+from analysis.contract import Violation, counts
+from analysis.diff import DiffResult, format_text, terminal_safe_json
+from analysis.diff import to_json as diff_json
+from analysis.progress import Progress as Tracker
 from bridge.cli import Parser
-from bridge.progress import Progress as Tracker
-from bridge.testing import runner
-from bridge.testing.scenario import Scenario, ScenarioError, load
 from compat.capture import Capture, CaptureError, parse
-from compat.contract import Violation, counts
-from compat.diff import DiffResult, format_text, terminal_safe_json
-from compat.diff import to_json as diff_json
 from compat.exits import Exit
+from harness import runner
+from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 SCENARIOS = runner.REPO / "scenarios"
@@ -106,7 +106,7 @@ async def run_jobs(
     ``deadline`` seconds. A capture is written to ``job.out`` only when its run completes
     (into ``.partial`` first): an interrupted regeneration leaves the old capture in place.
     Outcomes come back in the order of ``jobs``. Each finished run is a ``progress`` line,
-    or, with a ``tracker`` (``bridge.progress``), its status line (errors as lines);
+    or, with a ``tracker`` (``analysis.progress``), its status line (errors as lines);
     ``on_done(index, outcome)`` is awaited after each run."""
     limiter = trio.CapacityLimiter(max(1, limit))
     outcomes: dict[int, Outcome] = {}
@@ -218,7 +218,7 @@ def compare_pair(name: str, a: Outcome, b: Outcome, explain: bool = False) -> Pa
             b,
             error="; ".join(f"{side}: {o.error}" for side, o in (("A", a), ("B", b)) if o.error),
         )
-    from compat import conformance
+    from analysis import conformance
 
     try:
         ca, cb = read(a.job.out), read(b.job.out)
@@ -231,7 +231,7 @@ def compare_pair(name: str, a: Outcome, b: Outcome, explain: bool = False) -> Pa
         items = conformance.explain(cmp, name, known).items
     violations = (cmp.violations_a, cmp.violations_b)
     if REVERSE in (a.job.side.via, b.job.side.via):  # the clients speak cbc: cbc's contract
-        from compat import contract_cbc
+        from analysis import contract_cbc
 
         violations = (contract_cbc.check(ca), contract_cbc.check(cb))
     return Pair(name, a, b, cmp.diff, violations, items)
@@ -259,7 +259,7 @@ def via_sides(a: Side, b: Side, via: str | None) -> tuple[Side, Side]:
 
 
 def load_known_default(path: Path | None = None) -> Any:
-    from compat import conformance
+    from analysis import conformance
 
     p = path or KNOWN_DIFFERENCES
     return conformance.load_known(p.read_text(encoding="utf-8"), str(p))
@@ -287,7 +287,7 @@ def _run_line(side: str, o: Outcome) -> str:
 
 
 def report_text(pairs: Sequence[Pair], color: bool = False) -> str:
-    from compat.contract import escape
+    from analysis.contract import escape
 
     out: list[str] = []
     for p in pairs:
@@ -560,7 +560,7 @@ def main(argv: list[str]) -> int:
         )
     )
     if args.html:
-        from bridge.report import write_html_ab
+        from analysis.report import write_html_ab
 
         try:
             written = write_html_ab(Path(args.html), pairs)
@@ -574,7 +574,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(report_json(pairs, out_dir))
     else:
-        from bridge.check_cmd import use_color
+        from analysis.check_cmd import use_color
 
         sys.stdout.write(report_text(pairs, color=use_color(sys.stdout)))
     return exit_status(pairs)

@@ -40,11 +40,11 @@ import orjson
 import trio
 
 from bridge.backends import find_backend
-from bridge.testing.brain import Call, ModelScript
-from bridge.testing.client import Client, Recording
-from bridge.testing.model import ModelServer
-from bridge.testing.scenario import Scenario
 from compat import capture
+from harness.brain import Call, ModelScript
+from harness.client import Client, Recording
+from harness.model import ModelServer
+from harness.scenario import Scenario
 
 BASE_ARGV = ("-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
 KILL_GRACE = 5.0

@@ -11,19 +11,19 @@ at most ``--jobs`` CLIs at once, the whole under ``--deadline`` seconds) and rec
 run's duration in ``DIR/index.json``; a run that does not finish keeps the old capture.
 
 Every remaining difference and contract violation gets a reason from the known
-differences (``bridge/data/known_differences.toml``, or ``--known FILE``; format and
-policy in ``compat.conformance``); one with no reason is "unexplained", never hidden.
+differences (``analysis/data/known_differences.toml``, or ``--known FILE``; format and
+policy in ``analysis.conformance``); one with no reason is "unexplained", never hidden.
 ``--write-readme`` puts the Markdown table between ``<!-- conformance:start -->`` and
 ``<!-- conformance:end -->`` in README.md, and every difference with both values in
 ``DIR/CONFORMANCE.md``. Exit 0: nothing unexplained; 1: something is;
 2: an error (bad known-differences file, missing markers, a backend not installed).
 
-``--profile claude-to-cbc``: the other direction (``compat.conformance.REVERSE``). The
+``--profile claude-to-cbc``: the other direction (``analysis.conformance.REVERSE``). The
 twins are ``captures/twins-reverse/<scenario>.cbc.jsonl`` (raw cbc 2.163.0: what a cbc
 client expects), ``.claude-bridged.jsonl`` (Claude behind ``claude-to-cbc``, as
 ``cbc-on-claude`` runs it) and ``.claude-raw.jsonl`` (raw Claude), the client speaking a cbc
 SDK's dialect on every side; the checker is cbc's contract, the known differences
-``bridge/data/known_differences_reverse.toml``, the README block the one between
+``analysis/data/known_differences_reverse.toml``, the README block the one between
 ``<!-- conformance-reverse:start -->`` and ``<!-- conformance-reverse:end -->``. Only the
 scenarios that speak stream-json (every one but the headless ones with text or json output).
 """
@@ -40,16 +40,16 @@ import attrs
 import orjson
 import trio
 
-from bridge import ab_cmd, config
+from analysis import ab_cmd, conformance
+from analysis import conformance_render as render
+from analysis.progress import Progress as Tracker
+from bridge import config
 from bridge.cli import Parser
-from bridge.progress import Progress as Tracker
-from bridge.testing import runner
-from bridge.testing.scenario import Scenario, ScenarioError, load
-from compat import conformance
-from compat import conformance_render as render
 from compat.capture import Capture, CaptureError
 from compat.exits import Exit
 from compat.versions import TARGET_CLAUDE_VERSION
+from harness import runner
+from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 TWINS = runner.REPO / "captures" / "twins"
@@ -136,8 +136,8 @@ def sides(target: str, cache: Path | None = None) -> dict[str, ab_cmd.Side]:
     bridge run with ``--target <version>`` (the raw cbc run is the default twins')."""
     if target == TARGET_CLAUDE_VERSION:
         return dict(SIDES)
+    from analysis.drift_cmd import candidate_dir
     from bridge import backends
-    from bridge.drift_cmd import candidate_dir
 
     d = candidate_dir("claude", target, cache or backends.cache_dir())
     exe = backends._claude_in(d)
@@ -394,7 +394,7 @@ def main(argv: list[str]) -> int:
         type=Path,
         default=None,
         metavar="FILE",
-        help="the known differences (default bridge/data/known_differences.toml, "
+        help="the known differences (default analysis/data/known_differences.toml, "
         "or known_differences_reverse.toml)",
     )
     fmt = p.add_mutually_exclusive_group()
@@ -541,7 +541,7 @@ def main(argv: list[str]) -> int:
             return EXIT_ERROR
         _err(f"wrote the table into {args.write_readme} and every difference into {details}")
     if args.html:
-        from bridge.report import write_html_conformance
+        from analysis.report import write_html_conformance
 
         try:
             written = write_html_conformance(

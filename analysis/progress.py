@@ -18,7 +18,7 @@ from typing import TextIO
 
 import trio
 
-from compat.contract import escape
+from analysis.contract import escape
 
 CLEAR = "\r\x1b[2K"
 

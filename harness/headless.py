@@ -9,7 +9,7 @@ previous run's session), runs the command with the backend's environment and ret
 it printed with the run's paths, ids and times masked (``mask``), so a Claude run and a
 bridged cbc run of the same probe can be compared field by field.
 
-``python -m bridge.testing.headless --backend claude|cbc-via-bridge --out DIR [NAME...]``
+``python -m harness.headless --backend claude|cbc-via-bridge --out DIR [NAME...]``
 runs the probes of ``PROBES`` (all, or those named) and writes ``DIR/NAME.json``: that is
 how ``tests/bridge/data/headless/claude-2.1.220/`` was made (``--backend claude``).
 """
@@ -29,9 +29,9 @@ import attrs
 import orjson
 import trio
 
-from bridge.testing.brain import ModelScript, Rule
-from bridge.testing.model import ModelServer
-from bridge.testing.runner import REPO, backend_env, make_root, resolve_target, sweep
+from harness.brain import ModelScript, Rule
+from harness.model import ModelServer
+from harness.runner import REPO, backend_env, make_root, resolve_target, sweep
 
 #: what ``--json-schema`` runs ask for, and what the stand-in model answers with
 SCHEMA = '{"type":"object","properties":{"answer":{"type":"string"}},"required":["answer"]}'
@@ -278,7 +278,7 @@ def _needed(names: Sequence[str]) -> set[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bridge.testing.headless")
+    p = argparse.ArgumentParser(prog="python -m harness.headless")
     p.add_argument("--backend", default="claude")
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("names", nargs="*")

@@ -3,7 +3,7 @@
 Volatile values (ids, timestamps, durations, costs, token counts, paths under the working
 directory, HOME and /tmp, model names unless ``--keep-model``) are masked; turns, frames
 and task lifecycles are aligned; each difference is printed as ``path: A <value>, B
-<value>`` (see ``compat.diff``). Either side may be ``-`` (stdin). Exit 0: equivalent;
+<value>`` (see ``analysis.diff``). Either side may be ``-`` (stdin). Exit 0: equivalent;
 1: different; 2: a capture could not be read (or bad usage). ``--json`` for programs.
 Strings from the streams are escaped; colour only on a terminal without ``NO_COLOR``.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import sys
 
-from bridge.check_cmd import read_capture, use_color
+from analysis.check_cmd import read_capture, use_color
+from analysis.diff import DEFAULT_OPAQUE, DiffOptions, diff, format_text, to_json
 from bridge.cli import parser
-from compat.diff import DEFAULT_OPAQUE, DiffOptions, diff, format_text, to_json
 from compat.exits import Exit
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     result = diff(a, b, opts)
     names = ("stdin" if args.a == "-" else args.a, "stdin" if args.b == "-" else args.b)
     if args.html:
-        from bridge.report import write_html_diff
+        from analysis.report import write_html_diff
 
         if not write_html_diff(args.html, a, b, names, opts):
             return EXIT_ERROR

@@ -3,7 +3,7 @@
 Unknown keys anywhere are errors, reported with their path (``$.steps[2].usr``); so are
 wrong types, a step with two actions, and files that would land outside the working
 directory. A scenario says what the model answers (``[model]``, ``[[model.rules]]``, see
-``bridge.testing.model``), what the client does (``[[steps]]``, run in order), how the
+``harness.model``), what the client does (``[[steps]]``, run in order), how the
 backend is launched (``args``, ``backend_args``, ``env``, ``files``) and for how long
 (``time_limit``: the process group is killed then, whatever happens).
 
@@ -25,14 +25,14 @@ seconds, then does its one action:
 ``name`` of the frame that satisfied ``after`` (e.g. ``${task_id}`` of a task_started).
 After the last step stdin is closed unless ``keep_stdin_open``. With ``initialize`` (the
 default) the client first sends its ``initialize`` request and waits for its reply. The
-client speaks the dialect of the client the run serves (``bridge.testing.client``): a cbc
+client speaks the dialect of the client the run serves (``harness.client``): a cbc
 SDK's on raw cbc and behind ``claude-to-cbc``, a Claude SDK's otherwise.
 With ``headless = true`` the run is Claude's print mode: ``args`` are the whole client
 command line (``["-p", "hello", "--output-format", "json"]``), stdin is what ``line``
 steps write (a piped prompt) and then EOF, stdout is recorded as printed (text, a JSON
 object or stream-json).
 
-The model's rules (``[[model.rules]]``, ``bridge.testing.brain.Rule``) match the latest
+The model's rules (``[[model.rules]]``, ``harness.brain.Rule``) match the latest
 input (``when`` / ``regex``, ``agent``, ``image = true|false``, ``times``) and answer with
 any of: ``thinking``, ``text``, one call (``tool``, ``input``) or several in one message
 (``calls = [{tool=..., input={...}}, ...]``), ``stop`` (``max_tokens``, ``refusal``...),
@@ -43,7 +43,7 @@ their texts and inputs are the run's directories.
 
 What the CLI is launched with, beyond ``args``: ``hooks`` (Claude's settings ``hooks``
 object) is written to a settings file passed as ``--settings FILE``; ``mcp_servers`` (an
-``mcpServers`` object; ``bridge/testing/mcp_server.py`` is a scripted stdio server) to a
+``mcpServers`` object; ``harness/mcp_server.py`` is a scripted stdio server) to a
 file passed as ``--mcp-config FILE``; ``{PYTHON}``, ``{REPO}``, ``{CWD}``, ``{HOME}`` in
 their strings are replaced. ``[resume]`` (``args``, ``backend_args``, ``keep_stdin_open``,
 ``[[resume.steps]]``) is a second run after the first exits, on the same HOME and working
@@ -61,7 +61,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
-from bridge.testing.brain import ModelScript, Rule
+from harness.brain import ModelScript, Rule
 
 BACKENDS = ("claude", "cbc")
 

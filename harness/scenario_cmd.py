@@ -2,7 +2,7 @@
 (and ``ccbridge scenario check FILE...``, which only validates scenario files).
 
 Runs a scripted client against a real CLI whose model API is the stand-in
-(``bridge.testing``), and writes the whole session as a capture. The exit status says
+(``harness``), and writes the whole session as a capture. The exit status says
 whether the *harness* did its job (0: the capture is written, whatever the backend did;
 2: a bad scenario or usage; 127: the backend is not installed), never the backend's
 status, which is in the capture's ``exit`` record. One summary line goes to stderr.
@@ -18,9 +18,9 @@ from typing import Any
 import trio
 
 from bridge.cli import Parser
-from bridge.testing import runner
-from bridge.testing.scenario import ScenarioError, load
 from compat.exits import Exit
+from harness import runner
+from harness.scenario import ScenarioError, load
 
 EXIT_USAGE = Exit.USAGE
 EXIT_NO_BACKEND = Exit.NOT_FOUND

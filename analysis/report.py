@@ -1,5 +1,5 @@
 """``--html FILE`` of ``ccbridge ab``, ``diff`` and ``conformance``: write the pages
-``compat.report_html`` renders.
+``analysis.report_html`` renders.
 
 One comparison: FILE is its report. Several (``ab`` with more than one scenario,
 ``conformance``): FILE is the table, with a link per scenario to its report in the directory
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from compat import conformance, report_html
+from analysis import conformance, report_html
+from analysis.conformance import KnownError
+from analysis.contract import Violation
+from analysis.diff import DiffOptions
 from compat.capture import Capture
-from compat.conformance import KnownError
-from compat.contract import Violation
-from compat.diff import DiffOptions
 
 if TYPE_CHECKING:
-    from bridge.ab_cmd import Outcome, Pair
+    from analysis.ab_cmd import Outcome, Pair
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -87,7 +87,7 @@ def write_html_diff(
 ) -> bool:
     """``ccbridge diff A B --html FILE``: the report, reasons from the default known
     differences; False (said on stderr) when FILE cannot be written."""
-    from bridge.ab_cmd import load_known_default
+    from analysis.ab_cmd import load_known_default
 
     try:
         known = load_known_default()
@@ -105,14 +105,14 @@ def write_html_diff(
 
 
 def _read(path: Path) -> Capture:
-    from bridge.ab_cmd import read
+    from analysis.ab_cmd import read
 
     return read(path)
 
 
 def write_html_ab(path: Path, pairs: Sequence[Pair]) -> list[Path]:
     """``ccbridge ab … --html FILE``: one scenario's report, or the table of several."""
-    from bridge.ab_cmd import load_known_default
+    from analysis.ab_cmd import load_known_default
 
     known = load_known_default()
 
@@ -180,7 +180,7 @@ def write_html_conformance(
 ) -> list[Path]:
     """``ccbridge conformance --html FILE``: the table, each scenario linking to its
     report (Claude against cbc through the bridge, every difference with its reason)."""
-    from compat import conformance_render as cr
+    from analysis import conformance_render as cr
 
     entries = []
     for r in rows:

@@ -3,7 +3,7 @@
 Input: per scenario, the twin captures (``claude``: the real Claude Code 2.1.220;
 ``cbc-bridged``: the real cbc 2.163.0 behind ``bridge run --profile cbc-to-claude``;
 ``cbc-raw``: the same cbc with no bridge). ``compare`` diffs each cbc side against Claude
-(``compat.diff``) and runs the contract (``compat.contract``) on every side's client view;
+(``analysis.diff``) and runs the contract (``analysis.contract``) on every side's client view;
 ``explain`` gives every remaining difference and every contract violation of the bridged
 side a reason from the *known differences* (a reviewed TOML file, ``load_known``):
 
@@ -59,13 +59,13 @@ this"): a gap, still visible.
 The same holds in the other direction (``REVERSE``, profile ``claude-to-cbc``): the
 reference is raw cbc 2.163.0 (``cbc``), the bridged side Claude Code behind the profile
 (``claude-bridged``), the "before" side raw Claude (``claude-raw``), the checker cbc's
-contract (``compat.contract_cbc``), the known differences
-``bridge/data/known_differences_reverse.toml`` (``load_known(..., direction=REVERSE)``:
+contract (``analysis.contract_cbc``), the known differences
+``analysis/data/known_differences_reverse.toml`` (``load_known(..., direction=REVERSE)``:
 ``missing_rule`` names a reverse rule or a cbc contract rule; ``side = "reference"``, or
 ``"claude"`` in the forward file, is a violation of the reference run).
 
-Pure: text in (TOML, captures), data out; ``compat.conformance_render`` turns it into the
-table (Markdown, text, JSON); ``bridge.conformance_cmd`` does the I/O.
+Pure: text in (TOML, captures), data out; ``analysis.conformance_render`` turns it into the
+table (Markdown, text, JSON); ``analysis.conformance_cmd`` does the I/O.
 """
 
 from __future__ import annotations
@@ -78,10 +78,10 @@ from typing import Any
 import attrs
 import orjson
 
-from compat import contract, contract_cbc
+from analysis import contract, contract_cbc
+from analysis.contract import Violation, check
+from analysis.diff import DiffOptions, DiffResult, diff
 from compat.capture import Capture
-from compat.contract import Violation, check
-from compat.diff import DiffOptions, DiffResult, diff
 
 
 @attrs.frozen

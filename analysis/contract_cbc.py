@@ -34,10 +34,10 @@ from typing import Any
 
 import orjson
 
+from analysis import contract as claude_contract
+from analysis.contract import Violation
 from compat import TARGET_CLAUDE_VERSION
-from compat import contract as claude_contract
 from compat.capture import Capture, Record
-from compat.contract import Violation
 from compat.frames import dict_at, list_at, str_at
 
 CBC_VERSION = "2.163.0"
@@ -229,7 +229,7 @@ class _Checker:
 
 
 def format_text(violations: Sequence[Violation]) -> str:
-    """``compat.contract.format_text``'s report (every stream string escaped), naming cbc's
+    """``analysis.contract.format_text``'s report (every stream string escaped), naming cbc's
     contract."""
     text = claude_contract.format_text(violations)
     return text.replace(

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from bridge.testing.brain import ERROR_KINDS
+from harness.brain import ERROR_KINDS
 
 if TYPE_CHECKING:
-    from bridge.testing.brain import Decision
+    from harness.brain import Decision
 
 CHUNK = 16  # characters per text / argument delta
 INPUT_TOKENS = 12

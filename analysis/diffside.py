@@ -1,4 +1,4 @@
-"""One side of a diff (``compat.diff``): a capture's client view, parsed, masked, and split
+"""One side of a diff (``analysis.diff``): a capture's client view, parsed, masked, and split
 into turns and task lifecycles. Pure.
 
 Masking, in two passes over the side's frames (``masked_frames``):

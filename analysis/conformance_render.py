@@ -1,4 +1,4 @@
-"""The conformance table (``compat.conformance`` rows) as Markdown, text and JSON. Pure.
+"""The conformance table (``analysis.conformance`` rows) as Markdown, text and JSON. Pure.
 
 Two Markdown documents: ``render_markdown`` is what goes into README.md between the
 markers (``replace_block``): the per-scenario table and one line per reason (how many
@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from compat.conformance import (
+from analysis.conformance import (
     CATEGORIES,
     FORWARD,
     UNEXPLAINED,
@@ -29,8 +29,8 @@ from compat.conformance import (
     Row,
     unused_entries,
 )
-from compat.contract import escape
-from compat.diff import terminal_safe_json
+from analysis.contract import escape
+from analysis.diff import terminal_safe_json
 
 MARK_START, MARK_END = "<!-- conformance:start -->", "<!-- conformance:end -->"
 _CATEGORY_ORDER = {k: n for n, k in enumerate((UNEXPLAINED, *CATEGORIES))}

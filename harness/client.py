@@ -29,11 +29,11 @@ from typing import Any
 import orjson
 import trio
 
-from bridge.testing.brain import Request
-from bridge.testing.scenario import Condition, Scenario, Step
 from compat import capture
 from compat.frames import dict_at
 from compat.framing import Line, LineSplitter, Oversize, Partial
+from harness.brain import Request
+from harness.scenario import Condition, Scenario, Step
 
 READ_SIZE = 64 * 1024
 INITIALIZE = {"subtype": "initialize", "hooks": {}, "capabilities": {}, "hasPrompt": True}

@@ -1,10 +1,10 @@
 """``ccbridge check CAPTURE|-``: does a stream honour the Claude Code 2.1.220 contract?
 
 Reads a ccbridge capture, a reference transcript or a plain stdout dump (``-``: stdin) and
-checks what its client saw (``compat.contract``). Exit 0: no violations; 1: violations;
+checks what its client saw (``analysis.contract``). Exit 0: no violations; 1: violations;
 2: the input could not be read or parsed (or bad usage). ``--json`` for programs,
 ``--rules`` lists the rule ids. ``--contract cbc``: cbc 2.163.0's contract instead
-(``compat.contract_cbc``: what a CodeBuddy SDK client relies on; profile ``claude-to-cbc``).
+(``analysis.contract_cbc``: what a CodeBuddy SDK client relies on; profile ``claude-to-cbc``).
 
 Everything printed that came from the stream is escaped (``contract.format_text`` does it
 for text; JSON output has C1/bidi/zero-width characters as ``\\uXXXX``). Colour only when
@@ -20,10 +20,10 @@ from typing import IO
 
 import orjson
 
+from analysis.contract import RULES, check, format_text, to_json
+from analysis.diff import terminal_safe_json
 from bridge.cli import parser
 from compat.capture import Capture, CaptureError, parse
-from compat.contract import RULES, check, format_text, to_json
-from compat.diff import terminal_safe_json
 from compat.exits import Exit
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
         return int(e.code or 0)
     rules, check_fn, fmt = RULES, check, format_text
     if args.contract == "cbc":
-        from compat import contract_cbc
+        from analysis import contract_cbc
 
         rules, check_fn, fmt = contract_cbc.RULES, contract_cbc.check, contract_cbc.format_text
     if args.rules:

@@ -400,7 +400,7 @@ def report(
 def format_text(reports: Sequence[Report]) -> str:
     """At a glance: per backend a verdict line and counts, then the changes grouped by
     category (new first)."""
-    from compat.contract import escape
+    from analysis.contract import escape
 
     lines: list[str] = []
     for r in reports:

@@ -6,7 +6,7 @@ command and the conformance table. Pure.
 
 Each side is its ``Capture.client_view()``, parsed and masked so that two runs of one
 scenario compare equal (ids numbered by first appearance, clocks, durations, costs, token
-counts, paths under cwd/HOME/tmp, model names: ``compat.diffside``), then aligned, then
+counts, paths under cwd/HOME/tmp, model names: ``analysis.diffside``), then aligned, then
 compared key by key (key sets, then masked values).
 
 Alignment: a turn is the frames up to and including a ``result`` (what follows the last one
@@ -49,9 +49,9 @@ from typing import Any
 import attrs
 import orjson
 
+from analysis.contract import escape
+from analysis.diffside import SNAPSHOT, Frame, Side, Task, load_side
 from compat.capture import Capture
-from compat.contract import escape
-from compat.diffside import SNAPSHOT, Frame, Side, Task, load_side
 
 DEFAULT_OPAQUE = frozenset(
     {
@@ -99,7 +99,7 @@ class Difference:
 
 @attrs.frozen
 class Aligned:
-    """One thing the diff compared, for a report that shows the frames (``compat.report_html``):
+    """One thing the diff compared, for a report that shows the frames (``analysis.report_html``):
     a frame pair of a turn (or a frame present on one side), or a part of a task pair (its
     lifecycle: no frames; a picked frame pair). ``base`` is the path after the turn label up
     to the frame's keys; ``diffs`` index ``DiffResult.differences`` found there."""

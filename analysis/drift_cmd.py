@@ -7,8 +7,8 @@ one given (``--claude-version``, ``--cbc-version``: package versions), installed
 backends cache (``<cache>/drift/<name>-<version>``; the verified version's own cache when it
 is that one), or with ``--skip-install`` whatever ``ccbridge backends`` finds, or the binary
 ``--claude-bin`` / ``--cbc-bin`` names. Then the scenario corpus (``scenarios/*.toml``, or
-``--scenarios``) runs on it (``bridge.ab_cmd.run_jobs``: Claude raw; cbc raw and through the
-bridge) and ``compat.drift`` compares what it wrote with the committed twins of the verified
+``--scenarios``) runs on it (``analysis.ab_cmd.run_jobs``: Claude raw; cbc raw and through the
+bridge) and ``analysis.drift`` compares what it wrote with the committed twins of the verified
 versions (``captures/twins/<scenario>.claude.jsonl`` / ``.cbc-raw.jsonl``) and its ``--help``
 with the verified one's (``captures/reference/<name>-<version>/help.txt``). The bridged cbc
 runs get the contract check and the conformance diff against the Claude twin, each
@@ -34,16 +34,17 @@ import attrs
 import orjson
 import trio
 
+from analysis import drift
+from analysis.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, run_jobs
+from analysis.contract import escape
+from analysis.progress import Progress as Tracker
 from bridge import backends
-from bridge.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, run_jobs
 from bridge.cli import Parser
-from bridge.progress import Progress as Tracker
-from bridge.testing import runner
-from bridge.testing.scenario import ScenarioError, load
-from compat import drift, versions
+from compat import versions
 from compat.capture import Capture, CaptureError, parse
-from compat.contract import escape
 from compat.exits import Exit
+from harness import runner
+from harness.scenario import ScenarioError, load
 
 EXIT_OK, EXIT_UNKNOWN, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 REPO = runner.REPO
@@ -220,7 +221,7 @@ def analyse(
 def analyse_bridged(captures: dict[str, Path]) -> list[Bridged]:
     """The bridged cbc runs against the committed Claude twins: every difference without a
     known reason, every contract violation."""
-    from compat import conformance
+    from analysis import conformance
 
     known = load_known_default()
     out = []
