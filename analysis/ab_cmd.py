@@ -42,11 +42,11 @@ from analysis.progress import Progress as Tracker
 from bridge.cli import Parser
 from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
-from harness import runner
+from harness import corpus, runner
 from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
-SCENARIOS = runner.REPO / "scenarios"
+SCENARIOS = corpus.scenarios()
 #: 2 cores: three CLIs at once keep them busy without starving the timing-sensitive ones
 DEFAULT_JOBS = 3
 DEFAULT_DEADLINE = 1800.0

@@ -48,12 +48,13 @@ from bridge.cli import Parser
 from compat.capture import Capture, CaptureError
 from compat.exits import Exit
 from compat.versions import TARGET_CLAUDE_VERSION
-from harness import runner
+from harness import corpus, runner
 from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
-TWINS = runner.REPO / "captures" / "twins"
-README = runner.REPO / "README.md"
+TWINS = corpus.captures() / "twins"
+#: the checkout's README; installed, ./README.md
+README = corpus.readme() or Path("README.md")
 #: what each role runs (PROTOCOL.md: Claude directly; cbc as claude-on-cbc runs it; raw cbc)
 SIDES = {
     "claude": ab_cmd.Side("claude", None, "claude"),
@@ -62,7 +63,7 @@ SIDES = {
     "cbc-raw": ab_cmd.Side("cbc", None, "cbc-raw", client="claude"),
 }
 REGENERATE = "ccbridge conformance --regenerate --write-readme"
-TWINS_REVERSE = runner.REPO / "captures" / "twins-reverse"
+TWINS_REVERSE = corpus.captures() / "twins-reverse"
 KNOWN_REVERSE = Path(__file__).resolve().parent / "data" / "known_differences_reverse.toml"
 #: the reverse twins: the client is a cbc SDK on every side (raw Claude: what it would see)
 SIDES_REVERSE = {

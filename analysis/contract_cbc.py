@@ -39,6 +39,7 @@ from analysis.contract import Violation
 from compat import TARGET_CLAUDE_VERSION
 from compat.capture import Capture, Record
 from compat.frames import dict_at, list_at, str_at
+from compat.vocabulary import CBC_SYSTEM
 
 CBC_VERSION = "2.163.0"
 CBC_TYPES = frozenset(
@@ -57,18 +58,6 @@ CBC_TYPES = frozenset(
         "topic",
         "ai-title",
         "image",
-    }
-)
-CBC_SYSTEM = frozenset(
-    {
-        "init",
-        "status",
-        "task_started",
-        "task_progress",
-        "task_updated",
-        "task_notification",
-        "compact_boundary",
-        "hook_response",
     }
 )
 CBC_TASK_TYPES = frozenset({"Bash", "Agent", "local_workflow", "PowerShell"})

@@ -43,13 +43,12 @@ from bridge.cli import Parser
 from compat import versions
 from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
-from harness import runner
+from harness import corpus
 from harness.scenario import ScenarioError, load
 
 EXIT_OK, EXIT_UNKNOWN, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
-REPO = runner.REPO
-TWINS = REPO / "captures" / "twins"
-REFERENCE = REPO / "captures" / "reference"
+TWINS = corpus.captures() / "twins"
+REFERENCE = corpus.captures() / "reference"
 #: the twin role that holds each backend's own output
 TWIN_ROLE = {"claude": "claude", "cbc": "cbc-raw"}
 BRIDGE_PROFILE = "cbc-to-claude"

@@ -75,7 +75,11 @@ def _commands() -> dict[str, tuple[str, Command]]:
 
     cmds = dict(COMMANDS)
     for name, (help_, module) in OPTIONAL.items():
-        if importlib.util.find_spec(module) is not None:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # its layer (analysis, harness) is not installed
+            found = False
+        if found:
             cmds[name] = (help_, _lazy(module))
     return cmds
 
@@ -119,12 +123,26 @@ def guarded(fn: Callable[[], int]) -> int:
         except OSError:
             pass
         return Exit.CLIENT_GONE
+    except ModuleNotFoundError as e:
+        extra = EXTRAS.get((e.name or "").partition(".")[0])
+        if extra is None:
+            return _unexpected(e)
+        print(
+            f"ccbridge: this command needs the {extra} extra ({e.name} is not installed): "
+            f"pip install 'ccbridge[{extra}]'",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     except Exception as e:  # noqa: BLE001 - the last line of defence, by design
         if _usage_error(e):
             print(f"ccbridge: {e}", file=sys.stderr)
             return EXIT_USAGE
         return _unexpected(e)
 
+
+#: what an optional extra brings (pyproject ``optional-dependencies``): a command that needs a
+#: missing one says which extra to install
+EXTRAS = {"h11": "harness"}
 
 #: the exceptions that are usage or configuration errors, by module: looked up only where
 #: the module is loaded (one not imported raised nothing), so a command imports no more

@@ -90,3 +90,19 @@ def in_vocabulary(type_: str | None, subtype: str | None) -> bool:
     if type_ == "system":
         return subtype in SYSTEM_SUBTYPES
     return True
+
+
+#: the system subtypes cbc 2.163.0 writes (its captures; what a cbc client may get: rule
+#: ``rev-vocabulary``, and the cbc contract ``analysis.contract_cbc``)
+CBC_SYSTEM = frozenset(
+    {
+        "init",
+        "status",
+        "task_started",
+        "task_progress",
+        "task_updated",
+        "task_notification",
+        "compact_boundary",
+        "hook_response",
+    }
+)

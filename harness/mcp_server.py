@@ -1,6 +1,6 @@
 """A scripted MCP server on stdio for scenarios (``mcp_servers`` in a scenario file).
 
-Standalone (stdlib only, so the CLI can start it with ``{PYTHON} {REPO}/bridge/testing/
+Standalone (stdlib only, so the CLI can start it with ``{PYTHON} {REPO}/harness/
 mcp_server.py``): newline-delimited JSON-RPC 2.0 as the MCP stdio transport has it.
 Answers ``initialize`` (echoing the client's protocol version), ``ping``, ``tools/list``
 and ``tools/call``; notifications get no reply; other methods get ``-32601``.

@@ -41,6 +41,7 @@ import trio
 
 from bridge.backends import find_backend
 from compat import capture
+from harness import corpus
 from harness.brain import Call, ModelScript
 from harness.client import Client, Recording
 from harness.model import ModelServer
@@ -52,7 +53,7 @@ DRAIN = 3.0  # seconds to read what is left on stdout/stderr after the exit
 #: cbc 2.163.0 took over 30 s to print its version with 25 other CLIs starting at once
 VERSION_TIMEOUT = 60.0
 MARK = "CCBRIDGE_SCENARIO_RUN"
-REPO = Path(__file__).resolve().parents[2]
+REPO = corpus.CODE
 
 
 class BackendNotFound(LookupError):

@@ -33,7 +33,7 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   "<description>" was stopped`` (Claude: the bare description).
 - ``rev-vocabulary``: a ``system`` frame whose subtype cbc never writes (Claude's
   ``api_retry``, ``thinking_tokens``, ``hook_started``, ``model_refusal_no_fallback``...:
-  outside ``analysis.contract_cbc.CBC_SYSTEM``) is dropped, as the forward profile drops what
+  outside ``compat.vocabulary.CBC_SYSTEM``) is dropped, as the forward profile drops what
   Claude does not write; cbc's own subtypes pass.
 - ``rev-error-result``: a turn that failed ends as cbc ends it, ``subtype:
   "error_during_execution"`` with ``errors`` (both SDKs raise ``ExecutionError`` on it):
@@ -55,11 +55,11 @@ from typing import Any, ClassVar
 
 import attrs
 
-from analysis.contract_cbc import CBC_SYSTEM
 from compat import reverse_state as rstate
 from compat.exits import Exit
 from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.vocabulary import CBC_SYSTEM
 
 TASK_TYPES = {"local_bash": "Bash", "local_agent": "Agent"}
 LOCAL_COMMAND = "<local-command-stdout>"

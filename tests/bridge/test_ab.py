@@ -31,7 +31,7 @@ from ..conftest import CAPTURES, REPO
 
 SCENARIOS = REPO / "scenarios"
 TWINS = CAPTURES / "twins"
-KNOWN = REPO / "bridge" / "data" / "known_differences.toml"
+KNOWN = REPO / "analysis" / "data" / "known_differences.toml"
 
 
 def replay(path: Path) -> str:

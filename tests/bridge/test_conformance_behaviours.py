@@ -17,7 +17,7 @@ from compat import capture
 from ..conftest import REPO
 from .test_ab import INIT, RESULT, cap
 
-KNOWN = REPO / "bridge" / "data" / "known_differences.toml"
+KNOWN = REPO / "analysis" / "data" / "known_differences.toml"
 
 
 def known(text: str) -> conformance.Known:

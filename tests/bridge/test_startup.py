@@ -36,6 +36,8 @@ LATE = (
     "compat.engine",
     "compat.redact",
 )
+#: the layers a session never imports (issue 10: the runtime is lean)
+TOOL_LAYERS = {"analysis", "harness", "h11", "hypothesis", "msgspec.yaml"}
 #: ... and what ``--version`` / ``--help`` never import
 HEAVY = (*LATE, "bridge.config", "cattrs")
 
@@ -87,7 +89,8 @@ def hook(event, args):
 sys.addaudithook(hook)
 from {module} import main
 status = main({argv!r})
-print(json.dumps({{"status": status, "m": seen[0] if seen else None}}), file=sys.stderr)
+print(json.dumps({{"status": status, "m": seen[0] if seen else None, "end": sorted(sys.modules)}}),
+      file=sys.stderr)
 """
 
 
@@ -122,6 +125,10 @@ def test_the_backend_is_spawned_before_trio_the_proxy_and_the_stages(
     assert report["status"] == 0, done.stderr.decode()
     assert report["m"] is not None  # the backend was spawned
     assert not set(report["m"]) & set(LATE), sorted(set(report["m"]) & set(LATE))
+    # a whole session imports the protocol core and the runtime only: no analysis tool, no
+    # harness, none of the harness's dependencies
+    tools = sorted(m for m in report["end"] if m.partition(".")[0] in TOOL_LAYERS)
+    assert not tools, tools
     # and the session ran through the profile on that adopted process
     lines = [json.loads(x) for x in done.stdout.splitlines()]
     assert lines[0]["echo"]["type"] == "user"

@@ -704,7 +704,7 @@ def _subtypes(frames: list[dict[str, Any]]) -> set[str]:
 def test_system_frames_cbc_never_writes_are_not_passed(name: str, claudes: set[str]) -> None:
     """cbc 2.163.0 writes only the subtypes of its contract (CBC_SYSTEM; twins *.cbc.jsonl
     have none of Claude's retry, thinking-estimate, hook-start or refusal frames)."""
-    from analysis.contract_cbc import CBC_SYSTEM
+    from compat.vocabulary import CBC_SYSTEM
 
     run = twin(name)
     assert _subtypes(run.client) <= CBC_SYSTEM

@@ -1,0 +1,49 @@
+"""Where the scenario corpus, the captures and the README are, from a checkout or from an
+installed package.
+
+In a checkout (this file's parent directory holds ``pyproject.toml``), the repository's own
+``scenarios/`` and ``captures/``. From an installed package, the copies the build mapped into
+it (pyproject ``package-dir``: ``scenarios`` -> ``harness.scenarios``, ``captures`` ->
+``analysis.captures``), so ``ab``, ``conformance``, ``drift`` and ``scenario`` work from any
+directory. Nothing here imports more than the standard library."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+#: the directory the packages are in: the checkout's root, or site-packages; scenario
+#: files name it ``{REPO}`` (``{PYTHON} {REPO}/harness/mcp_server.py``)
+CODE = Path(__file__).resolve().parents[1]
+
+
+def checkout() -> Path | None:
+    """The repository root when running from a checkout, else None."""
+    return CODE if (CODE / "pyproject.toml").is_file() and (CODE / "scenarios").is_dir() else None
+
+
+def _data(top: str, package: str) -> Path:
+    root = checkout()
+    if root is not None:
+        return root / top
+    spec = importlib.util.find_spec(package)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise FileNotFoundError(f"the package data {package} is not installed")
+    return Path(locations[0])
+
+
+def scenarios() -> Path:
+    """The scenario corpus (``scenarios/``)."""
+    return _data("scenarios", "harness.scenarios")
+
+
+def captures() -> Path:
+    """The captures (``captures/``: ``twins/``, ``reference/``, the golden sessions)."""
+    return _data("captures", "analysis.captures")
+
+
+def readme() -> Path | None:
+    """The checkout's README (the conformance table's home), or None when installed."""
+    root = checkout()
+    return root / "README.md" if root is not None else None
