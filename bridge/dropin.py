@@ -143,15 +143,14 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
             "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk."
         )
         return EXIT_NO_BACKEND
-    plan = launch.plan(
+    return launch.dropin_session(
         "claude-on-cbc",
         settings.profile,
         backend,
         client_argv,
         env,
-        settings.rules,
+        settings,
         early,
-        **launch.options(settings),
+        headless=headless,
+        prepared=prepared,
     )
-    started = launch.start(plan.backend_argv, plan.backend_env)
-    return launch.serve(started, early, plan, headless=headless, prepared=prepared)

@@ -106,16 +106,6 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
             "CCBRIDGE_BACKEND."
         )
         return EXIT_NO_BACKEND
-    early = launch.DeferredLog()
-    plan = launch.plan(
-        "cbc-on-claude",
-        profile,
-        backend,
-        client_argv,
-        env,
-        settings.rules,
-        early,
-        **launch.options(settings),
+    return launch.dropin_session(
+        "cbc-on-claude", profile, backend, client_argv, env, settings, launch.DeferredLog()
     )
-    started = launch.start(plan.backend_argv, plan.backend_env)
-    return launch.serve(started, early, plan)

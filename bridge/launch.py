@@ -188,6 +188,26 @@ def options(settings: Settings) -> dict[str, Any]:
     }
 
 
+def dropin_session(
+    source: str,
+    profile: str,
+    backend: Sequence[str],
+    client_argv: Sequence[str],
+    env: Mapping[str, str],
+    settings: Settings,
+    early: DeferredLog,
+    *,
+    headless: Any = None,
+    prepared: bool = False,
+) -> int:
+    """A drop-in's session (``claude-on-cbc``, ``cbc-on-claude``): the plan from its
+    settings, the backend spawned at once, then served."""
+    p = plan(source, profile, backend, client_argv, env, settings.rules, early, **options(settings))
+    return serve(
+        start(p.backend_argv, p.backend_env), early, p, headless=headless, prepared=prepared
+    )
+
+
 def _backend_env(
     on: Mapping[str, bool],
     env: Mapping[str, str],

@@ -6,6 +6,7 @@ does; what is asserted is what the SDK yields. Every wait has a deadline.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import sys
@@ -302,11 +303,32 @@ JS = REPO / "tests" / "js"
 JS_SDK = JS / "node_modules" / "@tencent-ai" / "agent-sdk"
 
 
+async def _js_session(
+    node: str, exe: Path, script_name: str, script: ModelScript, claude: list[str], tmp: Path
+) -> dict[str, Any]:
+    """Run a tests/js script with the JS SDK over ``exe`` against the stand-in model; its
+    summary (the last stdout line), with no failures and exit 0."""
+    async with stage(script, claude, tmp) as st:
+        cfg = {"cli": str(exe), "cwd": str(tmp / "work"), "env": st.env, "timeout": 80}
+        proc = await trio.run_process(
+            [node, str(JS / script_name), json.dumps(cfg)],
+            cwd=str(JS),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    lines = proc.stdout.decode().strip().splitlines()
+    assert lines, proc.stderr.decode()[-2000:]
+    summary: dict[str, Any] = json.loads(lines[-1])
+    assert summary["failures"] == [], summary
+    assert proc.returncode == 0, summary
+    return summary
+
+
 async def test_js_sdk_session_controls_interrupt_resume_and_deny(
     claude: list[str], tmp_path: Path
 ) -> None:
     """``@tencent-ai/agent-sdk`` (tests/js/cbc_sdk_session.mjs) through cbc-on-claude.exe."""
-    import json
     import shutil
 
     node = shutil.which("node")
@@ -329,20 +351,7 @@ async def test_js_sdk_session_controls_interrupt_resume_and_deny(
             ),
         )
     )
-    async with stage(script, claude, tmp_path) as st:
-        cfg = {"cli": str(exe), "cwd": str(tmp_path / "work"), "env": st.env, "timeout": 80}
-        proc = await trio.run_process(
-            [node, str(JS / "cbc_sdk_session.mjs"), json.dumps(cfg)],
-            cwd=str(JS),
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    lines = proc.stdout.decode().strip().splitlines()
-    assert lines, proc.stderr.decode()[-2000:]
-    summary = json.loads(lines[-1])
-    assert summary["failures"] == [], summary
-    assert proc.returncode == 0, summary
+    summary = await _js_session(node, exe, "cbc_sdk_session.mjs", script, claude, tmp_path)
     assert summary["facts"]["model"]
 
 
@@ -350,7 +359,6 @@ async def test_js_sdk_mcp_server_and_background_tasks(claude: list[str], tmp_pat
     """``@tencent-ai/agent-sdk`` (tests/js/cbc_sdk_tasks.mjs): an SDK MCP server, its tool and
     ``mcpServerStatus()``; a background shell and a background agent with their
     notifications, in cbc's names."""
-    import json
     import shutil
 
     node = shutil.which("node")
@@ -362,20 +370,8 @@ async def test_js_sdk_mcp_server_and_background_tasks(claude: list[str], tmp_pat
     rules = [Rule(when="TRIGGER_MCP", tool="mcp__probe__echo", input={"text": "hi there"})]
     for name in ("bg-bash", "bg-agent"):
         rules += load(REPO / "scenarios" / f"{name}.toml").model.rules
-    async with stage(ModelScript(rules=tuple(rules)), claude, tmp_path) as st:
-        cfg = {"cli": str(exe), "cwd": str(tmp_path / "work"), "env": st.env, "timeout": 80}
-        proc = await trio.run_process(
-            [node, str(JS / "cbc_sdk_tasks.mjs"), json.dumps(cfg)],
-            cwd=str(JS),
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    lines = proc.stdout.decode().strip().splitlines()
-    assert lines, proc.stderr.decode()[-2000:]
-    summary = json.loads(lines[-1])
-    assert summary["failures"] == [], summary
-    assert proc.returncode == 0, summary
+    script = ModelScript(rules=tuple(rules))
+    summary = await _js_session(node, exe, "cbc_sdk_tasks.mjs", script, claude, tmp_path)
     bash = summary["facts"]["bash_summary"]
     assert bash == 'Background command "sleep 3; echo bg-done" completed'
 

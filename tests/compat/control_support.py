@@ -176,3 +176,19 @@ def user(text: str, uuid: str | None = None, session_id: str = "") -> dict[str, 
     if uuid is not None:
         f["uuid"] = uuid
     return f
+
+
+def cbc_init(sid: str, **over: Any) -> dict[str, Any]:
+    """cbc 2.163.0's ``system/init`` of a session with Bash (the raw runs of issue 12's
+    control scenarios); ``over`` adds or replaces fields."""
+    return {
+        "type": "system",
+        "subtype": "init",
+        "uuid": sid,
+        "session_id": sid,
+        "cwd": "/w",
+        "tools": ["Bash"],
+        "mcp_servers": [],
+        "model": "default-model",
+        **over,
+    }

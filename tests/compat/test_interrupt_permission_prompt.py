@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat.stages.turns import REJECTED
-from tests.compat.control_support import engine, replay
+from tests.compat.control_support import cbc_init, engine, replay
 
 SID = "01a23169-7c99-7d00-96d5-b0c48733ceeb"
 USE = "call_mock_0002"
@@ -28,20 +28,7 @@ def cbc_session() -> list[tuple[float, str, Any]]:
                 "uuid": "6a4863c4-150a-5318-a37f-b8b639f13425",
             },
         ),
-        (
-            1.0,
-            "backend",
-            {
-                "type": "system",
-                "subtype": "init",
-                "uuid": SID,
-                "session_id": SID,
-                "cwd": "/w",
-                "tools": ["Bash"],
-                "mcp_servers": [],
-                "model": "default-model",
-            },
-        ),
+        (1.0, "backend", cbc_init(SID)),
         (1.0, "backend", status),
         (
             1.3,

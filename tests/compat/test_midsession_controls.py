@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from compat.stages.control import grid_rows
-from tests.compat.control_support import engine, replay
+from tests.compat.control_support import cbc_init, engine, replay
 
 SID = "01a2316f-a0e8-7879-a99e-44c2bc27c70a"
 
@@ -25,17 +25,7 @@ def cbc_reply(rid: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def first_turn() -> list[tuple[float, str, Any]]:
-    init = {
-        "type": "system",
-        "subtype": "init",
-        "uuid": SID,
-        "session_id": SID,
-        "cwd": "/w",
-        "tools": ["Bash"],
-        "mcp_servers": [],
-        "model": "default-model",
-        "permissionMode": "default",
-    }
+    init = cbc_init(SID, permissionMode="default")
     result = {
         "type": "result",
         "subtype": "success",

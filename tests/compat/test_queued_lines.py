@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.compat.control_support import advance, engine, replay
+from tests.compat.control_support import advance, cbc_init, engine, replay
 
 SID = "01a231cc-0000-7000-8000-000000000001"
 FIRST = "639c61a1-35db-56d3-9627-e398c1e7d68a"
@@ -26,16 +26,7 @@ def user(text: str, uuid: str) -> dict[str, Any]:
 
 
 def init() -> dict[str, Any]:
-    return {
-        "type": "system",
-        "subtype": "init",
-        "uuid": SID,
-        "session_id": SID,
-        "cwd": "/w",
-        "tools": ["Bash"],
-        "mcp_servers": [],
-        "model": "default-model",
-    }
+    return cbc_init(SID)
 
 
 STATUS = {"type": "system", "subtype": "status", "status": None, "uuid": "s", "session_id": SID}
