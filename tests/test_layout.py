@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -65,8 +66,14 @@ def test_pyproject_ships_exactly_the_packages_of_the_tree() -> None:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package as a user gets it: a wheel built from the checkout, unpacked alone."""
     out = tmp_path_factory.mktemp("wheel")
+    src = out / "src"  # a copy of what the build reads: setuptools leaves build/ in it
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for name in (*LAYERS, "scenarios", "captures"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(out), str(src)],
         check=True,
         capture_output=True,
         timeout=300,

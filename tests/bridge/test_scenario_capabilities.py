@@ -20,7 +20,7 @@ name = "rich"
 hooks = { PreToolUse = [{ matcher = "Bash", hooks = [{ type = "command", command = "{PYTHON} {CWD}/hook.py" }] }] }
 [mcp_servers.probe]
 command = "{PYTHON}"
-args = ["{REPO}/bridge/testing/mcp_server.py", "--tool", "lookup=found {args}"]
+args = ["{REPO}/harness/mcp_server.py", "--tool", "lookup=found {args}"]
 
 [[model.rules]]
 when = "GO"
@@ -95,7 +95,7 @@ def test_launch_files_are_written_and_named_on_the_command_line(tmp_path: Path) 
     assert cmd == f"{sys.executable} {tmp_path}/work/hook.py"
     mcp = orjson.loads((tmp_path / "mcp.json").read_bytes())["mcpServers"]["probe"]
     assert mcp["command"] == sys.executable
-    assert mcp["args"][0] == f"{runner.REPO}/bridge/testing/mcp_server.py"
+    assert mcp["args"][0] == f"{runner.REPO}/harness/mcp_server.py"
     assert runner._launch_files(loads('name = "x"'), dirs) == []
 
 
