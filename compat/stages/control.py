@@ -1,53 +1,9 @@
 """The control protocol's requests and replies (PROTOCOL.md §2 "Control protocol", §3
 ``stdin-vocabulary``, ``user-line``), plus ``control-state``, the bookkeeping they share.
 
-Strategy: every client ``control_request`` gets exactly one reply, Claude-worded.
-
-- ``stdin-vocabulary`` (up, first) forwards only the four input types cbc 2.163.0 handles;
-  anything else, and every line that is not a JSON object, makes cbc run an empty turn
-  (``nomodel_unknown-stdin-types``), so it is absorbed and counted. None of them expects a
-  reply (``keep_alive``, ``update_environment_variables``).
-- ``user-line`` (up) passes user lines unchanged (cbc takes string or block content and
-  ``session_id`` ``""``/``"default"``/the id) and queues their ``uuid`` in
-  ``ControlState.pending_user``: a turn the client asked for is pending. It echoes a line
-  with a ``uuid`` as Claude's ``command_lifecycle`` ``queued`` (``started``/``completed``
-  and the result's ``user_message_uuid``: ``command-lifecycle``,
-  ``compat/stages/lifecycle_cmd.py``). cbc 2.163.0 loses a user line that reaches it
-  1-3 ms after it wrote a ``result`` (no model request, no frame: a client waiting for
-  its answer hangs; with a direct pipe to cbc, 10 of 16 lines sent 1-3 ms after the result
-  lost, none at 0 ms or from 5 ms on; through a proxy's hop every line sent at once after
-  the result lands there). So a line that arrives within ``settle`` seconds of cbc's last
-  ``result`` is held until that much time has passed since it, and every client frame
-  after it waits with it (order kept); the client's EOF releases them at once. Claude
-  takes such a line at any time; 0 switches the hold off. A line written while a turn
-  runs (or while an earlier line waits for its turn) is queued in the bridge
-  (``ControlState.queued_lines``; option ``queue``) and given to cbc once that turn's
-  result came (then ``settle``), one line per turn: Claude keeps such lines queued
-  (``interrupt`` answers them in ``still_queued``, ``cancel_queued`` takes them back:
-  ``interrupt-request``), while cbc, given a line mid-turn, runs it in a turn of its own
-  afterwards anyway, or drops it when that turn is interrupted (raw run
-  queued-lines-cancel through the bridge: "stale normal run", two lines never answered).
-- ``unsupported-control`` (up, last) answers locally what cbc cannot
-  (``nomodel_controls-*``: ``Unknown control request subtype`` for ``mcp_status``,
-  ``get_context_usage``, ``set_max_thinking_tokens``, ``stop_task``), holds
-  ``set_permission_mode``/``set_model`` sent before cbc has a session (cbc answers
-  ``Session not found: current`` until its first turn starts, even with ``--session-id``)
-  and answers them at once the way Claude does, and registers every request it forwards
-  with a safety timer: no reply within ``timeout`` (``initialize_timeout`` for
-  ``initialize``, which cbc answers only after its slow start) gets an error reply, so
-  the Python SDK never waits its 60 s.
-- ``control-reply`` (down) sends the held requests upstream the moment the session exists
-  (its first ``system/status``, which cbc writes right after the init, before the model
-  is asked; their replies are swallowed), drops a reply that comes after the bridge
-  answered, rewords cbc's ``Unknown control request subtype: x`` to Claude's
-  ``Unsupported control request subtype: x``, turns a late "Session not found" for a
-  setter into success plus a replay, and answers every still-open request when the
-  backend exits.
-- ``control-state`` (down, after ``init-once``: one init per turn) is not a PROTOCOL.md
-  rule and is always on: turn boundaries as the client sees them (a turn start takes one
-  pending user line: ``turn_from_client``), the ``mcp_servers`` of the last init, the
-  usage of the last result.
-
+Strategy: every client ``control_request`` gets exactly one reply, Claude-worded: answered
+by cbc when it can, by the bridge when it cannot or does not in time. The rules share
+``ControlState`` (pending and queued user lines, open requests, turn boundaries).
 ``initialize-request`` and ``initialize-reply`` live in ``compat/stages/initialize.py``.
 """
 
@@ -196,7 +152,13 @@ def grid_rows(categories: list[dict[str, Any]], window: int) -> list[list[dict[s
 @register
 @attrs.define
 class StdinVocabulary(Stage):
-    """Absorb client input cbc would turn into an empty turn (non-JSON, Claude-only types)."""
+    """Absorb client input cbc would turn into an empty turn (non-JSON, Claude-only types).
+
+    Runs first upstream and forwards only the four input types cbc 2.163.0 handles; anything
+    else, and every line that is not a JSON object, makes cbc run an empty turn
+    (``nomodel_unknown-stdin-types``), so it is absorbed and counted. None of them expects a
+    reply (``keep_alive``, ``update_environment_variables``).
+    """
 
     rule: ClassVar[str] = "stdin-vocabulary"
     direction: ClassVar[Direction] = "up"
@@ -238,7 +200,31 @@ class StdinVocabulary(Stage):
 class UserLine(Stage):
     """Pass user lines; remember their uuids: a client turn is pending. Hold a line cbc
     would lose right after a result (``settle``), and a line written while a turn runs
-    until that turn ends (``queue``)."""
+    until that turn ends (``queue``).
+
+    User lines pass unchanged (cbc takes string or block content and ``session_id``
+    ``""``/``"default"``/the id); their ``uuid`` is queued in ``ControlState.pending_user``: a
+    turn the client asked for is pending. A line with a ``uuid`` is echoed as Claude's
+    ``command_lifecycle`` ``queued`` (``started``/``completed`` and the result's
+    ``user_message_uuid``: ``command-lifecycle``, ``compat/stages/lifecycle_cmd.py``).
+
+    ``settle``: cbc 2.163.0 loses a user line that reaches it 1-3 ms after it wrote a
+    ``result`` (no model request, no frame: a client waiting for its answer hangs; with a
+    direct pipe to cbc, 10 of 16 lines sent 1-3 ms after the result lost, none at 0 ms or from
+    5 ms on; through a proxy's hop every line sent at once after the result lands there). So a
+    line that arrives within ``settle`` seconds of cbc's last ``result`` is held until that
+    much time has passed since it, and every client frame after it waits with it (order
+    kept); the client's EOF releases them at once. Claude takes such a line at any time; 0
+    switches the hold off.
+
+    ``queue``: a line written while a turn runs (or while an earlier line waits for its turn)
+    is queued in the bridge (``ControlState.queued_lines``) and given to cbc once that turn's
+    result came (then ``settle``), one line per turn: Claude keeps such lines queued
+    (``interrupt`` answers them in ``still_queued``, ``cancel_queued`` takes them back:
+    ``interrupt-request``), while cbc, given a line mid-turn, runs it in a turn of its own
+    afterwards anyway, or drops it when that turn is interrupted (raw run queued-lines-cancel
+    through the bridge: "stale normal run", two lines never answered).
+    """
 
     rule: ClassVar[str] = "user-line"
     reads: ClassVar[frozenset[str]] = frozenset({"control.turn_active", "result_at", "session_id"})
@@ -338,7 +324,17 @@ class UserLine(Stage):
 @register
 @attrs.define
 class UnsupportedControl(Stage):
-    """Answer locally what cbc cannot; never leave a client control request unanswered."""
+    """Answer locally what cbc cannot; never leave a client control request unanswered.
+
+    Runs last upstream. It answers locally what cbc cannot (``nomodel_controls-*``: ``Unknown
+    control request subtype`` for ``mcp_status``, ``get_context_usage``,
+    ``set_max_thinking_tokens``, ``stop_task``); holds ``set_permission_mode``/``set_model``
+    sent before cbc has a session (cbc answers ``Session not found: current`` until its first
+    turn starts, even with ``--session-id``) and answers them at once the way Claude does; and
+    registers every request it forwards with a safety timer: no reply within ``timeout``
+    (``initialize_timeout`` for ``initialize``, which cbc answers only after its slow start)
+    gets an error reply, so the Python SDK never waits its 60 s.
+    """
 
     rule: ClassVar[str] = "unsupported-control"
     reads: ClassVar[frozenset[str]] = frozenset(
@@ -562,7 +558,15 @@ _LOCAL = {
 @register
 @attrs.define
 class ControlReply(Stage):
-    """Match cbc's replies to the client's requests: one reply each, Claude-worded."""
+    """Match cbc's replies to the client's requests: one reply each, Claude-worded.
+
+    Sends the requests ``unsupported-control`` held upstream the moment the session exists
+    (its first ``system/status``, which cbc writes right after the init, before the model is
+    asked; their replies are swallowed), drops a reply that comes after the bridge answered,
+    rewords cbc's ``Unknown control request subtype: x`` to Claude's ``Unsupported control
+    request subtype: x``, turns a late "Session not found" for a setter into success plus a
+    replay, and answers every still-open request when the backend exits.
+    """
 
     rule: ClassVar[str] = "control-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.prompt_interrupt", "session_id"})
@@ -692,7 +696,13 @@ class ControlReply(Stage):
 @register
 @attrs.define
 class ControlState(Stage):
-    """Bookkeeping for the control rules: turns as the client sees them, mcp_servers, usage."""
+    """Bookkeeping for the control rules: turns as the client sees them, mcp_servers, usage.
+
+    Not a PROTOCOL.md rule, and always on. It runs after ``init-once`` (one init per turn) and
+    keeps the turn boundaries as the client sees them (a turn start takes one pending user
+    line: ``turn_from_client``), the ``mcp_servers`` of the last init, the usage of the last
+    result.
+    """
 
     rule: ClassVar[str] = "control-state"
     reads: ClassVar[frozenset[str]] = frozenset(

@@ -1,36 +1,10 @@
 """``api-error``: a model request that failed, or a reply the model refused, ends the turn
 as Claude Code 2.1.220 ends it.
 
-cbc 2.163.0 reports a failed request (an HTTP error it does not retry, or retries out) as an
-assistant message of its own whose only text is ``<status> <message> (<request id>/<session
-id>)``, with zero usage, then ``error_during_execution`` with that text in ``errors``.
-Claude writes a synthetic assistant (``model: <synthetic>``, ``stop_reason:
-stop_sequence``, ``error``, ``is_api_error_message: true``) whose text starts ``API Error:
-<status> <message>``, then ``result{subtype: success, is_error: true, terminal_reason:
-api_error, api_error_status: <status>, result: <that text>}`` (twins api-error-exhausted,
-claude vs cbc-raw). A client that reads ``api_error_status`` or ``is_api_error_message``
-to tell a failed request from a model's answer gets them.
-
-cbc's refusal (OpenAI ``content_filter``) passes the model's text, then adds an assistant
-message ``This topic is currently outside the scope of my capabilities…`` of its own and
-ends ``success`` with ``is_error: false`` and the model's text as ``result``; Claude marks
-its own notice ``stop_reason: refusal`` (``error: invalid_request``,
-``is_api_error_message``) and ends ``is_error: true``, ``stop_reason: refusal``,
-``terminal_reason: api_error``, ``result`` the notice (twins stop-refusal). The notice's
-words stay cbc's (Claude's name its model and Anthropic's policy page). Claude reports the
-refusal first (``system/model_refusal_no_fallback``: the model, the refused line's uuid; no
-request id or refusal category, which cbc's wire lacks): synthesized before the notice.
-
-A reply stream cut mid-way: Claude retries the request and shows only the answer (and its
-``system/api_retry``); cbc writes an assistant message ``aborted`` of its own (zero usage, its
-frame uuid the message id), then sends a recovery request and streams the answer in the same
-turn (twins stream-cut). That message is held; when an answer follows in the turn it is
-dropped (counted), otherwise (the turn ends, the backend exits) it is released in place.
-
-All are recognized by their exact shape (the text pattern and the session id in it, or
-the notice's words with zero output tokens), so a model that says the same words keeps
-them. ``command-lifecycle`` then ends the line's command ``cancelled``, as Claude does after
-an ``api_error`` turn.
+Strategy: cbc's own messages for a failed request, a refusal and a cut stream are
+recognized by their exact shape, never by their words alone, and each is rewritten into
+the frames Claude writes for that case within the same turn (the line's uuid from
+``ControlState.pending_user``); the model's own frames pass untouched.
 """
 
 from __future__ import annotations
@@ -114,7 +88,40 @@ def parse_api_error(text: str, session_id: Any) -> tuple[int, str] | None:
 class ApiError(Stage):
     """cbc's failed model request and refusal as Claude's: a synthetic API-error assistant
     (`is_api_error_message`, `error`) and `result{is_error, terminal_reason: api_error,
-    api_error_status}`."""
+    api_error_status}`.
+
+    A failed request: cbc 2.163.0 reports a failed request (an HTTP error it does not retry,
+    or retries out) as an assistant message of its own whose only text is ``<status> <message>
+    (<request id>/<session id>)``, with zero usage, then ``error_during_execution`` with that
+    text in ``errors``. Claude writes a synthetic assistant (``model: <synthetic>``,
+    ``stop_reason: stop_sequence``, ``error``, ``is_api_error_message: true``) whose text
+    starts ``API Error: <status> <message>``, then ``result{subtype: success, is_error: true,
+    terminal_reason: api_error, api_error_status: <status>, result: <that text>}`` (twins
+    api-error-exhausted, claude vs cbc-raw). A client that reads ``api_error_status`` or
+    ``is_api_error_message`` to tell a failed request from a model's answer gets them.
+
+    A refusal: cbc's refusal (OpenAI ``content_filter``) passes the model's text, then adds an
+    assistant message ``This topic is currently outside the scope of my capabilities…`` of its
+    own and ends ``success`` with ``is_error: false`` and the model's text as ``result``;
+    Claude marks its own notice ``stop_reason: refusal`` (``error: invalid_request``,
+    ``is_api_error_message``) and ends ``is_error: true``, ``stop_reason: refusal``,
+    ``terminal_reason: api_error``, ``result`` the notice (twins stop-refusal). The notice's
+    words stay cbc's (Claude's name its model and Anthropic's policy page). Claude reports the
+    refusal first (``system/model_refusal_no_fallback``: the model, the refused line's uuid;
+    no request id or refusal category, which cbc's wire lacks): synthesized before the notice.
+
+    A reply stream cut mid-way: Claude retries the request and shows only the answer (and its
+    ``system/api_retry``); cbc writes an assistant message ``aborted`` of its own (zero usage,
+    its frame uuid the message id), then sends a recovery request and streams the answer in
+    the same turn (twins stream-cut). That message is held; when an answer follows in the turn
+    it is dropped (counted), otherwise (the turn ends, the backend exits) it is released in
+    place.
+
+    All three are recognized by their exact shape (the text pattern and the session id in it,
+    or the notice's words with zero output tokens), so a model that says the same words keeps
+    them. ``command-lifecycle`` then ends the line's command ``cancelled``, as Claude does
+    after an ``api_error`` turn.
+    """
 
     rule: ClassVar[str] = "api-error"
     reads: ClassVar[frozenset[str]] = frozenset(

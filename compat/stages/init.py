@@ -1,25 +1,9 @@
 """``foreign-init`` and ``init-once``: one ``system/init`` per turn, of this session only.
 
-cbc writes ``system/init`` twice per turn, the second copy possibly after the turn's
-``result`` and possibly a stub (``tools: []``, ``model: "unknown"``); a sub-agent's own
-init (another ``session_id``) can also reach stdout (PROTOCOL.md §2, captures
-``cbc-2.163.0/mockoai_workflow-inline``, ``mockoai_bg-agent``).
-
-``init-once`` holds an init until the turn actually starts (the first assistant, user,
-stream_event or result frame): a later init of the same session replaces the held one when
-it is the fuller copy, and an init that no turn follows is dropped. Task frames do not
-release it, which also matches Claude's order (notification, then the next turn's init). In
-a turn no client line asked for (``ControlState.pending_user`` empty) while a background
-task runs, neither does cbc's ``system/status`` with ``status: null``, which it writes right
-after every init (``vocabulary`` drops it later): a turn cbc starts by itself when a
-background task ends opens with ``init``, ``status: null``, then the task's ``task_updated``
-and ``task_notification``, where Claude writes the task frames first and then the turn's
-``init`` (issue 12; ``scenarios/bg-task-failed-turn``): there the init is held past the
-status and goes out right after the first ``task_notification`` (at most ``open_wait`` s
-later, and at once when the turn's content or a prompt comes first). A client's turn starts
-at the status as before (its interrupt may come before any model output). A
-``system/status`` with a real state (``compacting``, ``requesting``), a ``control_request``
-(a permission prompt) and a ``task_started`` still start the turn.
+Strategy: the client sees an init only where Claude writes one: never another session's,
+and this session's once per turn, the fullest copy, held until a frame proves the turn has
+started. Both rules read ``session_id`` (set by ``session``); ``init-once`` also reads the
+control and task facts that say whether a client asked for the turn and a task is running.
 """
 
 from __future__ import annotations
@@ -52,7 +36,11 @@ def _is_stub(obj: dict[str, Any]) -> bool:
 @register
 @attrs.define
 class ForeignInit(Stage):
-    """Drop `system/init` frames of another session (a sub-agent's)."""
+    """Drop `system/init` frames of another session (a sub-agent's).
+
+    A sub-agent's own init (another ``session_id``) can reach cbc's stdout (PROTOCOL.md §2,
+    captures ``cbc-2.163.0/mockoai_workflow-inline``, ``mockoai_bg-agent``).
+    """
 
     rule: ClassVar[str] = "foreign-init"
     reads: ClassVar[frozenset[str]] = frozenset({"session_id"})
@@ -69,7 +57,30 @@ class ForeignInit(Stage):
 @register
 @attrs.define
 class InitOnce(Stage):
-    """Forward one `system/init` per turn (the fullest copy), drop the rest."""
+    """Forward one `system/init` per turn (the fullest copy), drop the rest.
+
+    cbc writes ``system/init`` twice per turn, the second copy possibly after the turn's
+    ``result`` and possibly a stub (``tools: []``, ``model: "unknown"``) (PROTOCOL.md §2,
+    captures ``cbc-2.163.0/mockoai_workflow-inline``, ``mockoai_bg-agent``).
+
+    The rule holds an init until the turn actually starts (the first assistant, user,
+    stream_event or result frame): a later init of the same session replaces the held one
+    when it is the fuller copy, and an init that no turn follows is dropped. Task frames do
+    not release it, which also matches Claude's order (notification, then the next turn's
+    init). A ``system/status`` with a real state (``compacting``, ``requesting``), a
+    ``control_request`` (a permission prompt) and a ``task_started`` still start the turn.
+
+    In a turn no client line asked for (``ControlState.pending_user`` empty) while a
+    background task runs, neither does cbc's ``system/status`` with ``status: null``, which
+    it writes right after every init (``vocabulary`` drops it later): a turn cbc starts by
+    itself when a background task ends opens with ``init``, ``status: null``, then the
+    task's ``task_updated`` and ``task_notification``, where Claude writes the task frames
+    first and then the turn's ``init`` (issue 12; ``scenarios/bg-task-failed-turn``): there
+    the init is held past the status and goes out right after the first
+    ``task_notification`` (at most ``open_wait`` s later, and at once when the turn's
+    content or a prompt comes first). A client's turn starts at the status as before (its
+    interrupt may come before any model output).
+    """
 
     rule: ClassVar[str] = "init-once"
     reads: ClassVar[frozenset[str]] = frozenset(

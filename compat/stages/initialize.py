@@ -1,43 +1,11 @@
 """``initialize-request`` and ``initialize-reply``: the session's handshake the Claude way
 (PROTOCOL.md §2 "Control protocol", ``initialize-reply``).
 
-- ``initialize-request`` (up): Claude Code 2.1.220 takes ``initialize.systemPrompt`` as an
-  array of blocks (the TypeScript SDK always sends one: ``[""]`` for its default empty
-  prompt, ``SYSTEM_PROMPT_DYNAMIC_BOUNDARY`` as a standalone element between the cacheable
-  prefix and the rest); cbc 2.163.0 fails every turn on an array ("src must be a string or
-  an object describing the source", before it asks the model) and takes a string, which
-  it joins to ``appendSystemPrompt`` with a blank line (probed). So the blocks are joined
-  with a blank line, the boundary marker left out. Newer TypeScript SDKs (0.3.332:
-  ``settingsViaInitialize``, ``disallowedToolsViaInitialize``, ``mcpServersViaInitialize``,
-  with ``--await-initialize``/``--initialize-fields`` on the command line, which ``argv``
-  drops) send options inside the request instead of as flags: ``settings``,
-  ``disallowedTools``, ``mcpServers``, ``managedSettings``, ``plugins``, ``skills``,
-  ``title``, … (``CLAUDE_ONLY_INITIALIZE_KEYS``). cbc 2.163.0's initialize handler reads
-  only ``hooks``, ``capabilities``, ``sdkMcpServers``, ``systemPrompt``,
-  ``appendSystemPrompt``, ``agents``, ``environment`` and ``endpoint`` (read in its
-  binary) and ignores the rest; at run time it can change only the settings its
-  ``set_config`` request takes (``CBC_CONFIG_KEYS``: ``model``, ``alwaysThinkingEnabled``,
-  ``outputStyle``, …).
-  So the ``settings`` keys cbc can set (an object, or a JSON object as a string) become a
-  ``set_config`` request the bridge sends right after the initialize (its own request:
-  ``ControlState.own``, the reply is not forwarded); every other field that carries a
-  value (the rest of ``settings``, a settings file path, ``disallowedTools``,
-  ``mcpServers``…: cbc has no run-time equivalent) is removed, named in one warning, so
-  that nothing the client asked for is lost silently. Fields the bridge does not know
-  pass (cbc ignores what it does not read; they may be its own).
-- ``initialize-reply`` (down) reshapes cbc's reply (``{commands:[{name:"/x",…}],
-  models:[{id,name}], account, currentModelId}``, ``nomodel_controls-*``) to Claude's
-  (``commands`` without ``/`` and with ``argumentHint``, ``agents``,
-  ``models:[{value,displayName,description}]``, ``account``, ``pid``:
-  ``nocreds_idle-interrupt_…``), and never forwards credentials (seed 000:
-  ``account.token`` is a live access token; with an API key it is the key itself, and
-  cbc's ``uid``/``nickname``/``userId``/``userName``/``userNickname`` carry its last 8
-  characters, probed): mode ``redact`` replaces them, ``strip`` removes them. cbc's
-  ``currentModelId`` is remembered (``set_model(null)`` means it) and dropped: it is no
-  key of Claude's reply, which names the model in ``system/init``'s ``model`` only (twins
-  ``*.claude.jsonl``). Claude's reply ends with the flags of its own features (remote
-  control, IDE, fast mode); cbc has none of them, so they are the off/false values Claude
-  writes when they are off (``CLAUDE_ONLY_FLAGS``, twins ``*.claude.jsonl``).
+Strategy: the request is translated into what cbc 2.163.0 reads (and what it cannot take is
+named in a warning, never dropped silently); the reply is rebuilt in Claude Code 2.1.220's
+shape and key order, with no credential in it. Both read and build control frames with
+``compat.controlkit``; the request registers the bridge's own ``set_config`` in
+``ControlState.own``, the reply finds the request it answers in ``ControlState.requests``.
 """
 
 from __future__ import annotations
@@ -152,7 +120,34 @@ def _settings_object(value: Any) -> dict[str, Any] | None:
 @register
 @attrs.define
 class InitializeRequest(Stage):
-    """Give cbc the `initialize` it takes: `systemPrompt` blocks joined into one string."""
+    """Give cbc the `initialize` it takes: `systemPrompt` blocks joined into one string.
+
+    ``systemPrompt``: Claude Code 2.1.220 takes ``initialize.systemPrompt`` as an array of
+    blocks (the TypeScript SDK always sends one: ``[""]`` for its default empty prompt,
+    ``SYSTEM_PROMPT_DYNAMIC_BOUNDARY`` as a standalone element between the cacheable prefix
+    and the rest); cbc 2.163.0 fails every turn on an array ("src must be a string or an object
+    describing the source", before it asks the model) and takes a string, which it joins to
+    ``appendSystemPrompt`` with a blank line (probed). So the blocks are joined with a blank
+    line, the boundary marker left out.
+
+    Options inside the request: newer TypeScript SDKs (0.3.332: ``settingsViaInitialize``,
+    ``disallowedToolsViaInitialize``, ``mcpServersViaInitialize``, with
+    ``--await-initialize``/``--initialize-fields`` on the command line, which ``argv`` drops)
+    send options inside the request instead of as flags: ``settings``, ``disallowedTools``,
+    ``mcpServers``, ``managedSettings``, ``plugins``, ``skills``, ``title``, …
+    (``CLAUDE_ONLY_INITIALIZE_KEYS``). cbc 2.163.0's initialize handler reads only ``hooks``,
+    ``capabilities``, ``sdkMcpServers``, ``systemPrompt``, ``appendSystemPrompt``, ``agents``,
+    ``environment`` and ``endpoint`` (read in its binary) and ignores the rest; at run time it
+    can change only the settings its ``set_config`` request takes (``CBC_CONFIG_KEYS``:
+    ``model``, ``alwaysThinkingEnabled``, ``outputStyle``, …). So the ``settings`` keys cbc can
+    set (an object, or a JSON object as a string) become a ``set_config`` request the bridge
+    sends right after the initialize (its own request: ``ControlState.own``, the reply is not
+    forwarded); every other field that carries a value (the rest of ``settings``, a settings
+    file path, ``disallowedTools``, ``mcpServers``…: cbc has no run-time equivalent) is
+    removed, named in one warning, so that nothing the client asked for is lost silently.
+    Fields the bridge does not know pass (cbc ignores what it does not read; they may be its
+    own).
+    """
 
     rule: ClassVar[str] = "initialize-request"
     direction: ClassVar[Direction] = "up"
@@ -219,7 +214,24 @@ class InitializeRequest(Stage):
 @register
 @attrs.define
 class InitializeReply(Stage):
-    """Claude-shaped `initialize` reply; credentials never forwarded (redact | strip)."""
+    """Claude-shaped `initialize` reply; credentials never forwarded (redact | strip).
+
+    cbc's reply (``{commands:[{name:"/x",…}], models:[{id,name}], account, currentModelId}``,
+    ``nomodel_controls-*``) is reshaped to Claude's (``commands`` without ``/`` and with
+    ``argumentHint``, ``agents``, ``models:[{value,displayName,description}]``, ``account``,
+    ``pid``: ``nocreds_idle-interrupt_…``).
+
+    Credentials are never forwarded (seed 000: ``account.token`` is a live access token; with
+    an API key it is the key itself, and cbc's
+    ``uid``/``nickname``/``userId``/``userName``/``userNickname`` carry its last 8 characters,
+    probed): mode ``redact`` replaces them, ``strip`` removes them.
+
+    cbc's ``currentModelId`` is remembered (``set_model(null)`` means it) and dropped: it is no
+    key of Claude's reply, which names the model in ``system/init``'s ``model`` only (twins
+    ``*.claude.jsonl``). Claude's reply ends with the flags of its own features (remote
+    control, IDE, fast mode); cbc has none of them, so they are the off/false values Claude
+    writes when they are off (``CLAUDE_ONLY_FLAGS``, twins ``*.claude.jsonl``).
+    """
 
     rule: ClassVar[str] = "initialize-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.requests", "pid"})

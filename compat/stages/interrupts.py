@@ -2,39 +2,11 @@
 the way it does in Claude Code 2.1.220 (PROTOCOL.md §2 "Control protocol" and "Background
 tasks").
 
-- ``interrupt-request`` (up): Claude takes ``{subtype:"interrupt"}`` with optional
-  ``reason``/``cancel_queued`` and ignores a ``session_id``
-  (``nocreds_idle-interrupt_session-id_cancel-queued_…``); cbc needs its own session id
-  (another one: ``Session not found: <id>``) and knows ``subtype, session_id, reason``
-  only (``nomodel_controls-after-session``). So the request is rebuilt from the latest
-  ``system/init``'s session id; ``cancel_queued`` is remembered for the reply. Before cbc
-  has a session it answers ``Session not found: current`` (``nomodel_interrupt-before-
-  session``, also with ``--session-id``) after its slow start: the bridge answers at once
-  instead, and when a user line is already on its way the interrupt is held and sent the
-  moment that turn's session exists (``control-reply`` sends it).
-  With ``cancel_queued``, the lines ``user-line`` queued while the turn runs (not given to
-  cbc yet) are taken back: dropped, each echoed ``command_lifecycle cancelled`` before the
-  receipt (raw run queued-lines-cancel: Claude runs neither line).
-- ``interrupt-reply`` (down): cbc's ``{session_id, interrupted, reason}`` (or that error)
-  becomes ``{still_queued: [uuids of user lines not started]}``, plus ``cancelled:
-  [uuids taken back]`` when ``cancel_queued`` was asked (a line already given to cbc
-  cannot be taken back: it stays in ``still_queued``).
-- ``interrupt-terminal`` (down, before ``progress-final``/``terminal-guarantee``): cbc
-  kills running workflows and background agents at once but reports it up to ~30 s later
-  (``mockoai_interrupt-idle-workflow-2-running-agents``); Claude reports
-  ``task_updated{killed,end_time}`` + ``task_notification{stopped}`` for each before the
-  receipt and keeps background shells running
-  (``mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``). Those frames are
-  synthesized ahead of the receipt and pass the later task rules (``tasks-snapshot`` adds
-  the snapshot before each, ``progress-final`` the last progress, ``terminal-guarantee``
-  marks them notified); cbc's late duplicates are dropped here. cbc then runs a model turn
-  by itself (init, status, assistant, result: ``mockoai_interrupt-midturn-…``); Claude
-  does not. Mode ``drop-auto-turn`` drops such a turn: one that starts within ``window``
-  seconds of an interrupt that ended tasks, when no client user line is pending
-  (``ControlState.pending_user``) and no genuine task notification (a shell that really
-  finished, which Claude would also answer with a turn) came since the last turn. Its
-  ``system/status`` frames are held until that is known; tasks it starts are hidden; a
-  permission request it makes is denied. ``keep`` forwards it.
+Strategy: the client's interrupt is translated into cbc's, and what Claude reports for an
+interrupt (the receipt, the end of each running task before it, no turn of its own after
+it) is rebuilt from cbc's frames, synthesized where cbc reports late or not at all. The
+rules share ``ControlState.interrupts`` (each interrupt and its ``cancel_queued``, written
+by ``interrupt-request``) and read the pending and queued user lines.
 """
 
 from __future__ import annotations
@@ -81,7 +53,25 @@ _QUIET = TURN_CONTENT | _TURN_EXTRA
 @register
 @attrs.define
 class InterruptRequest(Stage):
-    """Give cbc the interrupt it understands (its session id, a reason, nothing else)."""
+    """Give cbc the interrupt it understands (its session id, a reason, nothing else).
+
+    Claude takes ``{subtype:"interrupt"}`` with optional ``reason``/``cancel_queued`` and
+    ignores a ``session_id`` (``nocreds_idle-interrupt_session-id_cancel-queued_…``); cbc needs
+    its own session id (another one: ``Session not found: <id>``) and knows ``subtype,
+    session_id, reason`` only (``nomodel_controls-after-session``). So the request is rebuilt
+    from the latest ``system/init``'s session id; ``cancel_queued`` is remembered for the
+    reply.
+
+    Before cbc has a session it answers ``Session not found: current``
+    (``nomodel_interrupt-before-session``, also with ``--session-id``) after its slow start:
+    the bridge answers at once instead, and when a user line is already on its way the
+    interrupt is held and sent the moment that turn's session exists (``control-reply`` sends
+    it).
+
+    With ``cancel_queued``, the lines ``user-line`` queued while the turn runs (not given to
+    cbc yet) are taken back: dropped, each echoed ``command_lifecycle cancelled`` before the
+    receipt (raw run queued-lines-cancel: Claude runs neither line).
+    """
 
     rule: ClassVar[str] = "interrupt-request"
     reads: ClassVar[frozenset[str]] = frozenset(
@@ -214,7 +204,13 @@ class InterruptRequest(Stage):
 @register
 @attrs.define
 class InterruptReply(Stage):
-    """cbc's `{session_id, interrupted, reason}` (or "no session yet") -> `{still_queued}`."""
+    """cbc's `{session_id, interrupted, reason}` (or "no session yet") -> `{still_queued}`.
+
+    cbc's ``{session_id, interrupted, reason}`` (or that error) becomes ``{still_queued: [uuids
+    of user lines not started]}``, plus ``cancelled: [uuids taken back]`` when
+    ``cancel_queued`` was asked (a line already given to cbc cannot be taken back: it stays in
+    ``still_queued``).
+    """
 
     rule: ClassVar[str] = "interrupt-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "control.pending_user"})
@@ -249,7 +245,26 @@ class InterruptReply(Stage):
 @register
 @attrs.define
 class InterruptTerminal(Stage):
-    """End running agents and workflows before the interrupt receipt; drop cbc's own turn."""
+    """End running agents and workflows before the interrupt receipt; drop cbc's own turn.
+
+    Runs before ``progress-final``/``terminal-guarantee``. cbc kills running workflows and
+    background agents at once but reports it up to ~30 s later
+    (``mockoai_interrupt-idle-workflow-2-running-agents``); Claude reports
+    ``task_updated{killed,end_time}`` + ``task_notification{stopped}`` for each before the
+    receipt and keeps background shells running
+    (``mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``). Those frames are synthesized
+    ahead of the receipt and pass the later task rules (``tasks-snapshot`` adds the snapshot
+    before each, ``progress-final`` the last progress, ``terminal-guarantee`` marks them
+    notified); cbc's late duplicates are dropped here.
+
+    cbc then runs a model turn by itself (init, status, assistant, result:
+    ``mockoai_interrupt-midturn-…``); Claude does not. Mode ``drop-auto-turn`` drops such a
+    turn: one that starts within ``window`` seconds of an interrupt that ended tasks, when no
+    client user line is pending (``ControlState.pending_user``) and no genuine task
+    notification (a shell that really finished, which Claude would also answer with a turn)
+    came since the last turn. Its ``system/status`` frames are held until that is known; tasks
+    it starts are hidden; a permission request it makes is denied. ``keep`` forwards it.
+    """
 
     rule: ClassVar[str] = "interrupt-terminal"
     reads: ClassVar[frozenset[str]] = frozenset(

@@ -3,31 +3,9 @@ start ends exactly once, and nothing follows its end (PROTOCOL.md §1-2, seed 00
 
 Strategy: these stages come after every rule that holds or drops lifecycle frames
 (``task-noise``, ``progress-final``), so what they see is what the client will see.
-
-- ``terminal-guarantee`` is the one place that decides which frames end a task, and the
-  writer of ``TaskInfo.phase/status/end_time`` (``compat.session.TaskPhase``). A terminal
-  ``task_updated`` arms a ``grace`` timer; when it fires with no notification, one is
-  synthesized. A notification without a terminal update gets one synthesized before it
-  (Claude always sends the pair). Second terminal updates and second notifications are
-  dropped, as is any ``task_updated`` after the notification: that is how the late
-  duplicates cbc sends after ``interrupt-terminal`` already ended a task disappear. At
-  backend exit every open task gets ``task_updated{killed,end_time}`` +
-  ``task_notification{stopped}``.
-- ``late-progress``: ``task_progress`` after the task's notification. ``drop`` (default,
-  counted), ``pass``, or ``fold``: the notification is held for ``grace`` seconds (seed
-  000 recommends 5 s) so late progress goes out before it; it is released early when the
-  stream moves on (a turn's frames) and at backend exit.
-- ``tasks-snapshot``: Claude sends ``background_tasks_changed`` with the full list of live
-  tasks (``{task_id, task_type, description}``) before each ``task_started`` and before
-  the terminal ``task_updated`` (``[]`` when none); cbc never does
-  (``claude-2.1.220/mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``).
-  A snapshot is the whole live set or nothing: with more than ``max_tasks`` live tasks
-  (default 256) a snapshot would be that large on every task event, so it is not sent
-  (counted ``suppressed``, logged when it starts) until the live set is back within the cap;
-  a snapshot never leaves a live task out. The registry of live tasks keeps up to
-  ``MAX_LIVE_TASKS`` (16,384, ``compat.taskkit``); past that the oldest is forgotten
-  (counted ``forgotten``, logged) and, since a snapshot could then miss a task, none is
-  sent for the rest of the session.
+``terminal-guarantee`` alone writes a task's phase (``TaskInfo.phase/status/end_time``);
+the other two keep their own per-task records. All three read and build task frames with
+``compat.taskkit``.
 """
 
 from __future__ import annotations
@@ -68,7 +46,18 @@ class _Open:
 @register
 @attrs.define
 class TerminalGuarantee(Stage):
-    """Exactly one `task_notification` per started task, even if the backend dies."""
+    """Exactly one `task_notification` per started task, even if the backend dies.
+
+    The one place that decides which frames end a task, and the writer of
+    ``TaskInfo.phase/status/end_time`` (``compat.session.TaskPhase``). A terminal
+    ``task_updated`` arms a ``grace`` timer; when it fires with no notification, one is
+    synthesized. A notification without a terminal update gets one synthesized before it
+    (Claude always sends the pair). Second terminal updates and second notifications are
+    dropped, as is any ``task_updated`` after the notification: that is how the late
+    duplicates cbc sends after ``interrupt-terminal`` already ended a task disappear. At
+    backend exit every open task gets ``task_updated{killed,end_time}`` +
+    ``task_notification{stopped}``.
+    """
 
     rule: ClassVar[str] = "terminal-guarantee"
     reads: ClassVar[frozenset[str]] = frozenset({"session_id", "task.task_id", "tasks"})
@@ -199,7 +188,12 @@ _TURN = frozenset({"system/init", "assistant", "user", "result"})
 @register
 @attrs.define
 class LateProgress(Stage):
-    """`task_progress` after the task's notification: drop (default), pass, or fold."""
+    """`task_progress` after the task's notification: drop (default), pass, or fold.
+
+    ``drop`` (default, counted), ``pass``, or ``fold``: the notification is held for ``grace``
+    seconds (seed 000 recommends 5 s) so late progress goes out before it; it is released
+    early when the stream moves on (a turn's frames) and at backend exit.
+    """
 
     rule: ClassVar[str] = "late-progress"
     modes: ClassVar[tuple[str, ...]] = ("drop", "pass", "fold")
@@ -258,7 +252,21 @@ class LateProgress(Stage):
 @register
 @attrs.define
 class TasksSnapshot(Stage):
-    """Claude's `background_tasks_changed` full snapshots around task start and end."""
+    """Claude's `background_tasks_changed` full snapshots around task start and end.
+
+    Claude sends ``background_tasks_changed`` with the full list of live tasks (``{task_id,
+    task_type, description}``) before each ``task_started`` and before the terminal
+    ``task_updated`` (``[]`` when none); cbc never does
+    (``claude-2.1.220/mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash``).
+
+    A snapshot is the whole live set or nothing: with more than ``max_tasks`` live tasks
+    (default 256) a snapshot would be that large on every task event, so it is not sent
+    (counted ``suppressed``, logged when it starts) until the live set is back within the cap;
+    a snapshot never leaves a live task out. The registry of live tasks keeps up to
+    ``MAX_LIVE_TASKS`` (16,384, ``compat.taskkit``); past that the oldest is forgotten
+    (counted ``forgotten``, logged) and, since a snapshot could then miss a task, none is sent
+    for the rest of the session.
+    """
 
     rule: ClassVar[str] = "tasks-snapshot"
     reads: ClassVar[frozenset[str]] = frozenset({"session_id"})

@@ -1,38 +1,11 @@
 """``permission-routing``, ``permission-reply``, ``permission-cancel``: tool permission
 prompts the Claude way (PROTOCOL.md §2 "Control protocol", §3 ``permission-routing``).
 
-cbc 2.163.0 asks the client about every tool its policy does not allow
-(``control_request{subtype:"can_use_tool", tool_name, input, tool_use_id}``, no
-``--permission-prompt-tool`` needed) and reads ``{allowed, reason, interrupt,
-updatedInput}`` back; a reply without ``allowed`` is a deny
-(``mockoai_can-use-tool-claude-shaped-allow`` denies a Claude-shaped allow). Claude Code
-2.1.220 asks only when the client passed ``--permission-prompt-tool stdio`` and reads
-``{behavior:"allow", updatedInput}`` / ``{behavior:"deny", message, interrupt?}``
-(``mockapi_permission-prompt-stdio_can-use-tool_{allow,deny}``); otherwise it denies by
-itself with "Claude requested permissions to use X, but you haven't granted it yet."
-(to *write to <path>* for file edits) and lists the call in ``result.permission_denials``.
-
-- ``permission-routing`` (down): mode ``auto`` forwards ``can_use_tool`` when the client
-  asked for stdio prompts (``SessionState.stdio_permissions``, from the launch line) and
-  denies it itself, Claude-worded, otherwise; ``forward`` / ``deny`` force one way. A
-  forwarded request is remembered by ``request_id``; a local denial is recorded in
-  ``ControlState.permission_denials`` (cbc also lists it in its own result, since to cbc
-  it is an SDK deny: ``mockoai_can-use-tool-deny``). The tool_result of a call the
-  client's answer denied gets Claude's ``tool_result_meta: [{id, non_execution_kind:
-  "permission-rule"}]`` (twins permission-deny.claude.jsonl); other user frames are not
-  parsed (nothing denied: the step is cold).
-- ``permission-reply`` (up): the client's answer to a forwarded request (or any answer of
-  Claude's shape) is translated to cbc's, the legacy ``claude-code-sdk`` 0.0.x answer
-  (``{allow, reason | input}``) too, its reason kept; a client error reply becomes a deny, and the
-  denied call's id is noted (``ControlState.denied_uses``).
-- ``permission-cancel`` (down): at the receipt of an interrupt, Claude withdraws every open
-  prompt with ``control_cancel_request{request_id}`` before the receipt
-  (``mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request``); cbc
-  cancels them internally and says nothing (``mockoai_can-use-tool-then-interrupt``).
-  Claude also lists each withdrawn call in the result's ``permission_denials`` and marks
-  its rejected tool_result ``tool_result_meta: [{id, non_execution_kind:
-  "user-rejected"}]`` (raw run interrupt-permission-prompt): the call is recorded for
-  ``result-shape`` and ``permission-routing``.
+Strategy: cbc 2.163.0 asks the client about every tool its policy does not allow, Claude
+Code 2.1.220 only a client that asked for stdio prompts; the rules route each prompt, translate
+the answer between the two shapes, and record every denied or withdrawn call
+(``ControlState.permission_denials``, ``denied_uses``) so the result and the tool_result
+read as Claude's.
 """
 
 from __future__ import annotations
@@ -64,7 +37,26 @@ def claude_denial(tool_name: str, tool_input: dict[str, Any]) -> str:
 @register
 @attrs.define
 class PermissionRouting(Stage):
-    """Forward `can_use_tool` only to a client that asked for stdio prompts; else deny."""
+    """Forward `can_use_tool` only to a client that asked for stdio prompts; else deny.
+
+    cbc 2.163.0 asks the client about every tool its policy does not allow
+    (``control_request{subtype:"can_use_tool", tool_name, input, tool_use_id}``, no
+    ``--permission-prompt-tool`` needed). Claude Code 2.1.220 asks only when the client passed
+    ``--permission-prompt-tool stdio``
+    (``mockapi_permission-prompt-stdio_can-use-tool_{allow,deny}``); otherwise it denies by
+    itself with "Claude requested permissions to use X, but you haven't granted it yet." (to
+    *write to <path>* for file edits) and lists the call in ``result.permission_denials``.
+
+    Mode ``auto`` forwards ``can_use_tool`` when the client asked for stdio prompts
+    (``SessionState.stdio_permissions``, from the launch line) and denies it itself,
+    Claude-worded, otherwise; ``forward`` / ``deny`` force one way. A forwarded request is
+    remembered by ``request_id``; a local denial is recorded in
+    ``ControlState.permission_denials`` (cbc also lists it in its own result, since to cbc it
+    is an SDK deny: ``mockoai_can-use-tool-deny``). The tool_result of a call the client's
+    answer denied gets Claude's ``tool_result_meta: [{id, non_execution_kind:
+    "permission-rule"}]`` (twins permission-deny.claude.jsonl); other user frames are not
+    parsed (nothing denied: the step is cold).
+    """
 
     rule: ClassVar[str] = "permission-routing"
     reads: ClassVar[frozenset[str]] = frozenset(
@@ -152,7 +144,18 @@ class PermissionRouting(Stage):
 @register
 @attrs.define
 class PermissionReply(Stage):
-    """Claude's `{behavior, updatedInput | message}` answer -> cbc's `{allowed, ...}`."""
+    """Claude's `{behavior, updatedInput | message}` answer -> cbc's `{allowed, ...}`.
+
+    cbc reads ``{allowed, reason, interrupt, updatedInput}`` back; a reply without ``allowed``
+    is a deny (``mockoai_can-use-tool-claude-shaped-allow`` denies a Claude-shaped allow).
+    Claude reads ``{behavior:"allow", updatedInput}`` / ``{behavior:"deny", message,
+    interrupt?}`` (``mockapi_permission-prompt-stdio_can-use-tool_{allow,deny}``).
+
+    The client's answer to a forwarded request (or any answer of Claude's shape) is translated
+    to cbc's, the legacy ``claude-code-sdk`` 0.0.x answer (``{allow, reason | input}``) too,
+    its reason kept; a client error reply becomes a deny, and the denied call's id is noted
+    (``ControlState.denied_uses``).
+    """
 
     rule: ClassVar[str] = "permission-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.permissions"})
@@ -225,7 +228,17 @@ class PermissionReply(Stage):
 @register
 @attrs.define
 class PermissionCancel(Stage):
-    """Withdraw open permission prompts before an interrupt's receipt."""
+    """Withdraw open permission prompts before an interrupt's receipt.
+
+    At the receipt of an interrupt, Claude withdraws every open prompt with
+    ``control_cancel_request{request_id}`` before the receipt
+    (``mockapi_permission-prompt-stdio_interrupt_cli-sends-control-cancel-request``); cbc
+    cancels them internally and says nothing (``mockoai_can-use-tool-then-interrupt``). Claude
+    also lists each withdrawn call in the result's ``permission_denials`` and marks its
+    rejected tool_result ``tool_result_meta: [{id, non_execution_kind: "user-rejected"}]``
+    (raw run interrupt-permission-prompt): the call is recorded for ``result-shape`` and
+    ``permission-routing``.
+    """
 
     rule: ClassVar[str] = "permission-cancel"
     reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "control.permissions"})

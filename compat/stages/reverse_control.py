@@ -1,36 +1,11 @@
 """The control protocol of profile ``claude-to-cbc``: a cbc 2.163.0 client (the CodeBuddy
 SDKs) over Claude Code 2.1.220 (REVERSE.md gaps 6, 10-16).
 
-Up (client -> Claude):
-
-- ``rev-requests`` (bookkeeping, always on): every client ``control_request`` by id, for
-  the reply rules below; an ``interrupt`` marks the turn interrupted.
-- ``rev-local-controls``: what Claude lacks is answered here (``Unsupported control
-  request subtype`` otherwise, and the SDK hangs or crashes): ``authenticate`` (the
-  ``auth_url_callback`` / ``auth_result_callback`` pair cbc sends, its result from the
-  account Claude reports), ``logout`` and ``get_auth_methods`` (errors that say why),
-  ``set_config{model}`` (-> ``set_model``), ``get_available_modes``,
-  ``get_available_models`` (from Claude's initialize ``models``), ``subscribe`` /
-  ``unsubscribe`` (the ``commands`` channel gets its ``control_notification`` at once).
-  The client's replies to the callbacks the bridge sent are not passed to Claude.
-- ``rev-permission-reply``: cbc's ``{allowed, updatedInput, reason, interrupt,
-  tool_use_id}`` -> Claude's ``{behavior:"allow", updatedInput}`` /
-  ``{behavior:"deny", message, interrupt}`` (Claude rejects cbc's shape as an invalid
-  permission result and denies the tool).
-
-Down (Claude -> client):
-
-- ``rev-track`` (bookkeeping, always on): open ``can_use_tool`` inputs, Claude's
-  initialize reply, the model, whether a turn runs, background Agent calls and agent tasks.
-- ``rev-initialize-reply``: ``currentModelId``, ``id``/``name`` on each model, and an
-  account cbc's SDKs read as logged in (``userId``, ``userName``, a placeholder
-  ``token``, never a secret) when Claude has a credential.
-- ``rev-mcp-status``: ``mcpServers`` is also given as ``mcp_servers`` (what both SDKs read).
-- ``rev-control-replies``: ``set_model`` -> ``{session_id, model}``,
-  ``set_permission_mode`` -> ``{session_id, mode, previous_mode}``, as cbc answers.
-- ``rev-interrupt-reply``: ``{still_queued}`` + cbc's ``{session_id, interrupted, reason}``.
-- ``rev-cancel-request``: Claude's ``control_cancel_request`` (a withdrawn permission
-  prompt) is dropped: cbc has no such frame; an answer to it is harmless to Claude.
+Strategy: two bookkeeping rules, always on, record what the others need (``rev-requests``
+upstream: the client's requests by id; ``rev-track`` downstream: prompts, Claude's
+initialize reply, the model, turns, agent calls, in the ``rev`` facts); every other rule
+answers a request or reshapes one reply so the client reads cbc's words and shapes, and
+answers locally what Claude lacks, so no client request is left unanswered.
 """
 
 from __future__ import annotations
@@ -102,7 +77,11 @@ def model_id(m: dict[str, Any]) -> str:
 @register
 @attrs.define
 class ReverseRequests(Stage):
-    """Remember the client's control requests (for the reply rules); bookkeeping."""
+    """Remember the client's control requests (for the reply rules); bookkeeping.
+
+    Always on: every client ``control_request`` by id, for the reply rules; an ``interrupt``
+    marks the turn interrupted.
+    """
 
     rule: ClassVar[str] = "rev-requests"
     writes: ClassVar[frozenset[str]] = frozenset({"rev.interrupted", "rev.requests"})
@@ -125,7 +104,17 @@ class ReverseRequests(Stage):
 @attrs.define
 class ReverseLocalControls(Stage):
     """Answer the control requests Claude lacks (authenticate, logout, set_config,
-    get_available_modes/models, subscribe...) the way cbc does."""
+    get_available_modes/models, subscribe...) the way cbc does.
+
+    Claude answers them ``Unsupported control request subtype`` otherwise, and the SDK hangs
+    or crashes. Answered here: ``authenticate`` (the ``auth_url_callback`` /
+    ``auth_result_callback`` pair cbc sends, its result from the account Claude reports),
+    ``logout`` and ``get_auth_methods`` (errors that say why), ``set_config{model}`` (->
+    ``set_model``), ``get_available_modes``, ``get_available_models`` (from Claude's
+    initialize ``models``), ``subscribe`` / ``unsubscribe`` (the ``commands`` channel gets its
+    ``control_notification`` at once). The client's replies to the callbacks the bridge sent
+    are not passed to Claude.
+    """
 
     rule: ClassVar[str] = "rev-local-controls"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.init_reply", "rev.own"})
@@ -261,7 +250,12 @@ class ReverseLocalControls(Stage):
 @register
 @attrs.define
 class ReversePermissionReply(Stage):
-    """cbc's permission answer `{allowed, updatedInput | reason}` -> Claude's `{behavior}`."""
+    """cbc's permission answer `{allowed, updatedInput | reason}` -> Claude's `{behavior}`.
+
+    cbc's ``{allowed, updatedInput, reason, interrupt, tool_use_id}`` -> Claude's
+    ``{behavior:"allow", updatedInput}`` / ``{behavior:"deny", message, interrupt}`` (Claude
+    rejects cbc's shape as an invalid permission result and denies the tool).
+    """
 
     rule: ClassVar[str] = "rev-permission-reply"
     writes: ClassVar[frozenset[str]] = frozenset({"rev.permission_inputs"})
@@ -304,7 +298,11 @@ class ReversePermissionReply(Stage):
 @attrs.define
 class ReverseTrack(Stage):
     """Track permission prompts, Claude's initialize reply, turns and agent calls for the
-    other reverse rules; bookkeeping."""
+    other reverse rules; bookkeeping.
+
+    Always on: open ``can_use_tool`` inputs, Claude's initialize reply, the model, whether a
+    turn runs, background Agent calls and agent tasks.
+    """
 
     rule: ClassVar[str] = "rev-track"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.requests"})
@@ -404,7 +402,12 @@ def _with_body(frame: Frame, resp: dict[str, Any], body: dict[str, Any]) -> Fram
 @attrs.define
 class ReverseInitializeReply(Stage):
     """Claude's initialize reply in cbc's shape: `currentModelId`, models with `id`/`name`,
-    an account the SDKs read as logged in (no secret)."""
+    an account the SDKs read as logged in (no secret).
+
+    Adds ``currentModelId``, ``id``/``name`` on each model, and an account cbc's SDKs read as
+    logged in (``userId``, ``userName``, a placeholder ``token``, never a secret) when Claude
+    has a credential.
+    """
 
     rule: ClassVar[str] = "rev-initialize-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.model", "rev.requests"})
@@ -541,7 +544,10 @@ class ReverseResumeReplay(Stage):
 @register
 @attrs.define
 class ReverseMcpStatus(Stage):
-    """`mcp_status`: Claude's `mcpServers` also as `mcp_servers`, the key the SDKs read."""
+    """`mcp_status`: Claude's `mcpServers` also as `mcp_servers`, the key the SDKs read.
+
+    ``mcpServers`` is also given as ``mcp_servers`` (what both SDKs read).
+    """
 
     rule: ClassVar[str] = "rev-mcp-status"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.requests"})
@@ -561,7 +567,11 @@ class ReverseMcpStatus(Stage):
 @attrs.define
 class ReverseControlReplies(Stage):
     """`set_model` / `set_permission_mode` replies with cbc's bodies (`session_id`,
-    `model`; `mode`, `previous_mode`)."""
+    `model`; `mode`, `previous_mode`).
+
+    ``set_model`` -> ``{session_id, model}``, ``set_permission_mode`` -> ``{session_id, mode,
+    previous_mode}``, as cbc answers.
+    """
 
     rule: ClassVar[str] = "rev-control-replies"
     writes: ClassVar[frozenset[str]] = frozenset({"rev.model", "rev.permission_mode"})
@@ -594,7 +604,10 @@ class ReverseControlReplies(Stage):
 @register
 @attrs.define
 class ReverseInterruptReply(Stage):
-    """The interrupt receipt with cbc's `{session_id, interrupted:true, reason}`."""
+    """The interrupt receipt with cbc's `{session_id, interrupted:true, reason}`.
+
+    Claude's ``{still_queued}`` + cbc's ``{session_id, interrupted, reason}``.
+    """
 
     rule: ClassVar[str] = "rev-interrupt-reply"
     reads: ClassVar[frozenset[str]] = frozenset(
@@ -623,7 +636,11 @@ class ReverseInterruptReply(Stage):
 @register
 @attrs.define
 class ReverseCancelRequest(Stage):
-    """Drop Claude's `control_cancel_request` (cbc has none; its SDKs do not read it)."""
+    """Drop Claude's `control_cancel_request` (cbc has none; its SDKs do not read it).
+
+    Claude's ``control_cancel_request`` (a withdrawn permission prompt) is dropped: cbc has no
+    such frame; an answer to it is harmless to Claude.
+    """
 
     rule: ClassVar[str] = "rev-cancel-request"
     writes: ClassVar[frozenset[str]] = frozenset({"rev.permission_inputs"})

@@ -1,50 +1,10 @@
 """The message stream of profile ``claude-to-cbc``: what a cbc 2.163.0 client sees of a
 Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
 
-- ``rev-session-id`` (down) / ``rev-session-id-up`` (up): a client session id that is not
-  a UUID reaches Claude as ``uuid5`` of it (``compat.argv_cbc``); every string equal to
-  that UUID in Claude's frames is the client's id again, and the client's id in its own
-  frames (``set_model{session_id}``, user lines) is the UUID. Paths that contain the UUID
-  (``transcript_path``, ``output_file``) are real files and stay as they are.
-- ``rev-interrupted-turn``: Claude ends an interrupted turn with ``result{subtype:
-  "error_during_execution", is_error:true, errors:[...], terminal_reason:"aborted_*"}``,
-  which both cbc SDKs raise as ``ExecutionError``; cbc ends it with a success whose
-  ``result`` is empty. After the client's interrupt (or for ``terminal_reason
-  aborted_*``), the result becomes ``subtype:"success", is_error:false, result:""``
-  without ``errors`` (``terminal_reason`` kept); ``rev-interrupt-marker`` makes Claude's
-  ``[Request interrupted by user…]`` user frame cbc's assistant "Interrupted by user".
-- ``rev-local-command``: the replayed ``<local-command-stdout>`` user frame Claude writes
-  after ``set_model`` / ``set_permission_mode`` is dropped (unless the client passed
-  ``--replay-user-messages``): cbc's SDK would surface it as a user message.
-- ``rev-tasks-snapshot``: ``system/background_tasks_changed`` is dropped (not cbc's), and
-  ``rev-command-lifecycle`` drops ``command_lifecycle`` (cbc has no such receipts).
-- ``rev-task-type``: ``task_type`` ``local_bash`` -> ``Bash``, ``local_agent`` -> ``Agent``;
-  ``rev-task-status``: ``task_updated`` gets its ``patch.status`` at the top level (cbc's).
-- ``rev-background-agent``: a background agent's own messages (``assistant``/``user``/
-  ``stream_event`` whose ``parent_tool_use_id`` is an Agent call made with
-  ``run_in_background``) are dropped: cbc keeps them to itself. A foreground Agent's
-  frames pass (cbc sends those with their parent too).
-- ``rev-agent-summary``: a completed agent task's ``summary`` (Claude: the agent's last
-  text) is cbc's ``Background agent "<description>" completed``.
-- ``rev-task-words``: background tasks in cbc's words: a shell's ``description`` is its
-  command (Claude: the call's ``description``) and its notification's ``summary``
-  ``Background command "<command>" completed`` / ``failed`` / ``was stopped`` (Claude adds
-  the exit code, and names the description); a stopped workflow's summary is ``Dynamic workflow
-  "<description>" was stopped`` (Claude: the bare description).
-- ``rev-vocabulary``: a ``system`` frame whose subtype cbc never writes (Claude's
-  ``api_retry``, ``thinking_tokens``, ``hook_started``, ``model_refusal_no_fallback``...:
-  outside ``compat.vocabulary.CBC_SYSTEM``) is dropped, as the forward profile drops what
-  Claude does not write; cbc's own subtypes pass.
-- ``rev-error-result``: a turn that failed ends as cbc ends it, ``subtype:
-  "error_during_execution"`` with ``errors`` (both SDKs raise ``ExecutionError`` on it):
-  Claude's API-error end (``subtype:"success", is_error:true``, the message in ``result``)
-  gets ``errors: [result]`` and no ``result``; ``error_max_turns`` is cbc's ``Max turns (N)
-  exceeded``.
-- ``rev-tool-result``: a ``tool_result`` block without ``is_error`` gets ``is_error: false``
-  (cbc writes it on every tool result, Claude only ``true`` on a failed one).
-- ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
-  at EOF after an error result (also one the bridge made a success); cbc exits 0, so the
-  bridge does, unless Claude failed before any result.
+Strategy: a cbc client sees only what cbc writes: each rule drops a frame of Claude's that
+cbc never sends, or rewrites one field or result into cbc's words and shape; a frame no
+rule recognizes passes untouched. The rules read the ``rev`` facts ``rev-requests`` and
+``rev-track`` keep (``compat/stages/reverse_control.py``).
 """
 
 from __future__ import annotations
@@ -104,7 +64,13 @@ def _swapped(frame: Frame, old: str | None, new: str | None) -> Output:
 @register
 @attrs.define
 class ReverseSessionId(Stage):
-    """Claude's session UUID -> the client's own (non-UUID) session id, in every frame."""
+    """Claude's session UUID -> the client's own (non-UUID) session id, in every frame.
+
+    A client session id that is not a UUID reaches Claude as ``uuid5`` of it
+    (``compat.argv_cbc``); every string equal to that UUID in Claude's frames is the client's
+    id again (``rev-session-id-up`` does the reverse upstream). Paths that contain the UUID
+    (``transcript_path``, ``output_file``) are real files and stay as they are.
+    """
 
     rule: ClassVar[str] = "rev-session-id"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.claude_session", "rev.client_session"})
@@ -119,7 +85,12 @@ class ReverseSessionId(Stage):
 @register
 @attrs.define
 class ReverseSessionIdUp(Stage):
-    """The client's session id -> the UUID Claude was started with, in the client's frames."""
+    """The client's session id -> the UUID Claude was started with, in the client's frames.
+
+    A client session id that is not a UUID reaches Claude as ``uuid5`` of it
+    (``compat.argv_cbc``): the client's id in its own frames (``set_model{session_id}``, user
+    lines) is the UUID (``rev-session-id`` does the reverse downstream).
+    """
 
     rule: ClassVar[str] = "rev-session-id-up"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.claude_session", "rev.client_session"})
@@ -136,7 +107,15 @@ class ReverseSessionIdUp(Stage):
 @attrs.define
 class ReverseInterruptedTurn(Stage):
     """An interrupted turn ends as cbc ends it: `result{subtype:"success", is_error:false,
-    result:""}`, no `errors` (both cbc SDKs raise ExecutionError on Claude's)."""
+    result:""}`, no `errors` (both cbc SDKs raise ExecutionError on Claude's).
+
+    Claude ends an interrupted turn with ``result{subtype: "error_during_execution",
+    is_error:true, errors:[...], terminal_reason:"aborted_*"}``, which both cbc SDKs raise as
+    ``ExecutionError``; cbc ends it with a success whose ``result`` is empty. After the
+    client's interrupt (or for ``terminal_reason aborted_*``), the result becomes
+    ``subtype:"success", is_error:false, result:""`` without ``errors`` (``terminal_reason``
+    kept).
+    """
 
     rule: ClassVar[str] = "rev-interrupted-turn"
     writes: ClassVar[frozenset[str]] = frozenset({"rev.interrupted"})
@@ -255,7 +234,12 @@ class ReverseToolResult(Stage):
 @register
 @attrs.define
 class ReverseLocalCommand(Stage):
-    """Drop Claude's replayed `<local-command-stdout>` user frame (after set_model etc.)."""
+    """Drop Claude's replayed `<local-command-stdout>` user frame (after set_model etc.).
+
+    The replayed ``<local-command-stdout>`` user frame Claude writes after ``set_model`` /
+    ``set_permission_mode`` is dropped (unless the client passed ``--replay-user-messages``):
+    cbc's SDK would surface it as a user message.
+    """
 
     rule: ClassVar[str] = "rev-local-command"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.replay_user_messages"})
@@ -293,7 +277,12 @@ class ReverseTasksSnapshot(Stage):
 @attrs.define
 class ReverseVocabulary(Stage):
     """Drop a ``system`` frame whose subtype cbc 2.163.0 never writes (its contract's
-    ``CBC_SYSTEM``): a cbc client never sees one."""
+    ``CBC_SYSTEM``): a cbc client never sees one.
+
+    Claude's ``api_retry``, ``thinking_tokens``, ``hook_started``,
+    ``model_refusal_no_fallback``...: outside ``compat.vocabulary.CBC_SYSTEM``, dropped, as the
+    forward profile drops what Claude does not write; cbc's own subtypes pass.
+    """
 
     rule: ClassVar[str] = "rev-vocabulary"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system"})
@@ -312,7 +301,13 @@ CBC_MAX_TURNS = "Max turns ({}) exceeded"
 @attrs.define
 class ReverseErrorResult(Stage):
     """A failed turn ends in cbc's ``error_during_execution`` with ``errors``: Claude's
-    API-error result (``success`` with ``is_error``) and its ``error_max_turns``."""
+    API-error result (``success`` with ``is_error``) and its ``error_max_turns``.
+
+    A turn that failed ends as cbc ends it, ``subtype: "error_during_execution"`` with
+    ``errors`` (both SDKs raise ``ExecutionError`` on it): Claude's API-error end
+    (``subtype:"success", is_error:true``, the message in ``result``) gets ``errors:
+    [result]`` and no ``result``; ``error_max_turns`` is cbc's ``Max turns (N) exceeded``.
+    """
 
     rule: ClassVar[str] = "rev-error-result"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
@@ -397,7 +392,12 @@ class ReverseTaskStatus(Stage):
 @attrs.define
 class ReverseBackgroundAgent(Stage):
     """Drop a background agent's own messages (cbc keeps them to itself); a foreground
-    agent's pass."""
+    agent's pass.
+
+    A background agent's own messages are the ``assistant``/``user``/``stream_event`` frames
+    whose ``parent_tool_use_id`` is an Agent call made with ``run_in_background``. A
+    foreground Agent's frames pass (cbc sends those with their parent too).
+    """
 
     rule: ClassVar[str] = "rev-background-agent"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.background_calls"})
@@ -415,7 +415,11 @@ class ReverseBackgroundAgent(Stage):
 @register
 @attrs.define
 class ReverseAgentSummary(Stage):
-    """A completed agent task's summary in cbc's words: `Background agent "<d>" completed`."""
+    """A completed agent task's summary in cbc's words: `Background agent "<d>" completed`.
+
+    Claude's ``summary`` is the agent's last text; cbc's is ``Background agent
+    "<description>" completed``.
+    """
 
     rule: ClassVar[str] = "rev-agent-summary"
     writes: ClassVar[frozenset[str]] = frozenset({"rev.agent_tasks"})
@@ -438,7 +442,14 @@ class ReverseAgentSummary(Stage):
 class ReverseTaskWords(Stage):
     """Background tasks in cbc's words: a shell's ``task_started`` description is its
     command, its summary ``Background command "<command>" completed`` (or ``was stopped``);
-    a stopped workflow's summary ``Dynamic workflow "<description>" was stopped``."""
+    a stopped workflow's summary ``Dynamic workflow "<description>" was stopped``.
+
+    A shell's ``description`` is its command (Claude: the call's ``description``) and its
+    notification's ``summary`` ``Background command "<command>" completed`` / ``failed`` /
+    ``was stopped`` (Claude adds the exit code, and names the description); a stopped
+    workflow's summary is ``Dynamic workflow "<description>" was stopped`` (Claude: the bare
+    description).
+    """
 
     rule: ClassVar[str] = "rev-task-words"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.bash_calls"})
@@ -487,7 +498,12 @@ class ReverseTaskWords(Stage):
 class ReverseExitStatus(Stage):
     """Exit 0 as cbc does when Claude was ended by a signal (143) or exits 1 after a session
     that ran (its last result an error, or an interrupted turn); a Claude that fails before
-    any result (a refused option) keeps its status."""
+    any result (a refused option) keeps its status.
+
+    Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1 at EOF after an error
+    result (also one the bridge made a success); cbc exits 0, so the bridge does, unless
+    Claude failed before any result.
+    """
 
     rule: ClassVar[str] = "rev-exit-status"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})

@@ -2,55 +2,11 @@
 parses look the way Claude Code 2.1.220 writes them (PROTOCOL.md §2 "Session, turns and
 results").
 
-- ``init-shape`` (after ``init-once``: only the init the client sees is touched): cbc's
-  ``system/init`` has ``apiKeySource`` = its endpoint host, ``uuid == session_id`` and no
-  ``claude_code_version``, ``capabilities``, ``agents``, ``skills``, ``plugins``
-  (``cbc-2.163.0/mockoai_simple-success-eof``). Claude sends them all
-  (``claude-2.1.220/*``); the Python SDK warns without a version. ``capabilities`` lists
-  only what the bridge delivers (option ``capabilities``): 2.1.220 claims
-  ``interrupt_receipt_v1`` (the ``{still_queued}`` receipt ``interrupt-reply`` gives),
-  ``interrupt_cancel_queued_v1`` (cbc cannot take back a queued line) and
-  ``msg_lifecycle_v1`` (no rule writes ``command_lifecycle``), so the default claims the
-  first only. Neither SDK reads the list today. Claude 2.1.220 also writes the state of
-  its own features (twins ``*.claude.jsonl``: ``analytics_disabled``,
-  ``product_feedback_disabled``, ``memory_paths``, ``fast_mode_state``,
-  ``fast_mode_disabled_reason``); the bridge writes them as a cbc session has them
-  (``INIT_FEATURES``): no Claude analytics and no feedback survey are sent through it, no
-  auto-memory path (the bridge gives cbc ``CODEBUDDY_DISABLE_AUTO_MEMORY=1``, rule
-  ``env``; Claude then has no ``auto`` entry), fast mode off with Claude's reason
-  ``sdk_opt_in_required``.
-- ``result-shape``: cbc's ``usage`` has ``cache_creation``, ``server_tool_use`` and
-  ``service_tier`` null (every cbc capture); Claude fills them (``{ephemeral_1h…: 0}``,
-  ``{web_search_requests: 0, …}``, ``"standard"``) and the TS SDK types ``usage`` as
-  non-nullable. Null or missing numbers become 0. ``errors``: 2.1.220 sends it on every
-  ``error_*`` result and *not* on a ``success`` result with ``is_error:true`` (api errors,
-  "Not logged in": ``dummykey_*``, ``nocreds_*``; the TS SDK reads ``result`` there and
-  ``errors`` otherwise), so mode ``claude`` adds it to ``error_*`` results only and
-  ``all-errors`` to every ``is_error`` result (PROTOCOL.md's wording). ``terminal_reason``
-  is kept; a plain success gets ``completed`` and ``stop_reason`` is filled from the last
-  main-thread assistant message, as Claude always sends both. ``permission_denials``
-  gains the denials ``permission-routing`` recorded (``ControlState.permission_denials``)
-  that cbc's own list lacks. Claude 2.1.220 also writes (twins ``*.claude.jsonl``)
-  ``fast_mode_state: "off"`` and ``fast_mode_disabled_reason: "sdk_opt_in_required"`` on
-  every result (``RESULT_FEATURES``; cbc has no fast mode) and ``api_error_status: null``
-  on a plain success (not on ``error_*`` results; an API error's status is unknown here,
-  so an ``is_error`` success gets none). A result whose wire frame has no ``stop_reason``
-  is cbc's (Claude always writes one; ``interrupted-turn`` may have added one since); for
-  it ``num_turns`` is recomputed Claude's way: 1 (the line or notification that started
-  the turn) plus the main-thread user messages of the turn as the client saw them (tool
-  results, one per ``tool_result`` block; the interrupt's rejections and marker; not
-  ``isReplay`` echoes). That is Claude's count in every reference and twin capture: 1 for
-  a text answer, 2 for tool call + answer, 3 for a turn interrupted during its tool call
-  (rejection + marker), 2 for one interrupted while streaming (marker); cbc counts across
-  the session, 2 per model call. ``stop_reason`` (unless a rule set it) is the last
-  main-thread message's as cbc sent it (read from the wire frame: ``frame-fields`` nulls
-  it on the frames the client sees, as Claude does), or, where cbc leaves it null,
-  ``tool_use`` for a message with a tool call and ``end_turn`` otherwise (Claude's result
-  says ``end_turn`` after a text answer). A turn ``control-state`` did not
-  start from a client user line (``ControlState.turn_from_client``: cbc answering a task
-  notification by itself) gets Claude's ``origin: {kind: "task-notification"}``.
-- ``tool-parent``: a main-thread ``tool_result`` whose frame names its own ``tool_use_id``
-  as ``parent_tool_use_id`` gets the parent of that tool call (``null`` on the main thread).
+Strategy: each rule fills the keys Claude writes and cbc leaves out or null, with Claude's
+values or the state a cbc session really has (the ``*_FEATURES`` tables), keeps what cbc
+already wrote right, and recomputes what cbc counts differently. Each acts on the frame
+the client will see (``init-shape`` after ``init-once``, ``result-shape`` after the turn
+rules); only ``result-shape`` reads shared facts (``ControlState``).
 """
 
 from __future__ import annotations
@@ -128,7 +84,28 @@ _RESULT_NUMBERS = ("duration_ms", "duration_api_ms", "num_turns", "total_cost_us
 @attrs.define
 class InitShape(Stage):
     """Claude's `system/init` keys: claude_code_version, apiKeySource, capabilities, lists, a
-    fresh uuid, Claude-only features' state."""
+    fresh uuid, Claude-only features' state.
+
+    Runs after ``init-once``: only the init the client sees is touched. cbc's ``system/init``
+    has ``apiKeySource`` = its endpoint host, ``uuid == session_id`` and no
+    ``claude_code_version``, ``capabilities``, ``agents``, ``skills``, ``plugins``
+    (``cbc-2.163.0/mockoai_simple-success-eof``). Claude sends them all
+    (``claude-2.1.220/*``); the Python SDK warns without a version.
+
+    ``capabilities`` lists only what the bridge delivers (option ``capabilities``): 2.1.220
+    claims ``interrupt_receipt_v1`` (the ``{still_queued}`` receipt ``interrupt-reply``
+    gives), ``interrupt_cancel_queued_v1`` (cbc cannot take back a queued line) and
+    ``msg_lifecycle_v1`` (no rule writes ``command_lifecycle``), so the default claims the
+    first only. Neither SDK reads the list today.
+
+    Claude 2.1.220 also writes the state of its own features (twins ``*.claude.jsonl``:
+    ``analytics_disabled``, ``product_feedback_disabled``, ``memory_paths``,
+    ``fast_mode_state``, ``fast_mode_disabled_reason``); the bridge writes them as a cbc
+    session has them (``INIT_FEATURES``): no Claude analytics and no feedback survey are sent
+    through it, no auto-memory path (the bridge gives cbc ``CODEBUDDY_DISABLE_AUTO_MEMORY=1``,
+    rule ``env``; Claude then has no ``auto`` entry), fast mode off with Claude's reason
+    ``sdk_opt_in_required``.
+    """
 
     rule: ClassVar[str] = "init-shape"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init"})
@@ -202,7 +179,48 @@ def _filled_usage(usage: Any) -> dict[str, Any]:
 @attrs.define
 class ResultShape(Stage):
     """Claude's `result`: usage without nulls, `errors` on error results, terminal_reason,
-    stop_reason, num_turns, origin, fast-mode keys, api_error_status, permission_denials."""
+    stop_reason, num_turns, origin, fast-mode keys, api_error_status, permission_denials.
+
+    ``usage``: cbc's has ``cache_creation``, ``server_tool_use`` and ``service_tier`` null
+    (every cbc capture); Claude fills them (``{ephemeral_1h…: 0}``, ``{web_search_requests: 0,
+    …}``, ``"standard"``) and the TS SDK types ``usage`` as non-nullable. Null or missing
+    numbers become 0.
+
+    ``errors``: 2.1.220 sends it on every ``error_*`` result and *not* on a ``success`` result
+    with ``is_error:true`` (api errors, "Not logged in": ``dummykey_*``, ``nocreds_*``; the TS
+    SDK reads ``result`` there and ``errors`` otherwise), so mode ``claude`` adds it to
+    ``error_*`` results only and ``all-errors`` to every ``is_error`` result (PROTOCOL.md's
+    wording).
+
+    ``terminal_reason`` is kept; a plain success gets ``completed`` and ``stop_reason`` is
+    filled from the last main-thread assistant message, as Claude always sends both.
+    ``permission_denials`` gains the denials ``permission-routing`` recorded
+    (``ControlState.permission_denials``) that cbc's own list lacks. Claude 2.1.220 also
+    writes (twins ``*.claude.jsonl``) ``fast_mode_state: "off"`` and
+    ``fast_mode_disabled_reason: "sdk_opt_in_required"`` on every result
+    (``RESULT_FEATURES``; cbc has no fast mode) and ``api_error_status: null`` on a plain
+    success (not on ``error_*`` results; an API error's status is unknown here, so an
+    ``is_error`` success gets none).
+
+    ``num_turns``: a result whose wire frame has no ``stop_reason`` is cbc's (Claude always
+    writes one; ``interrupted-turn`` may have added one since); for it ``num_turns`` is
+    recomputed Claude's way: 1 (the line or notification that started the turn) plus the
+    main-thread user messages of the turn as the client saw them (tool results, one per
+    ``tool_result`` block; the interrupt's rejections and marker; not ``isReplay`` echoes).
+    That is Claude's count in every reference and twin capture: 1 for a text answer, 2 for
+    tool call + answer, 3 for a turn interrupted during its tool call (rejection + marker), 2
+    for one interrupted while streaming (marker); cbc counts across the session, 2 per model
+    call.
+
+    ``stop_reason`` (unless a rule set it) is the last main-thread message's as cbc sent it
+    (read from the wire frame: ``frame-fields`` nulls it on the frames the client sees, as
+    Claude does), or, where cbc leaves it null, ``tool_use`` for a message with a tool call
+    and ``end_turn`` otherwise (Claude's result says ``end_turn`` after a text answer).
+
+    ``origin``: a turn ``control-state`` did not start from a client user line
+    (``ControlState.turn_from_client``: cbc answering a task notification by itself) gets
+    Claude's ``origin: {kind: "task-notification"}``.
+    """
 
     rule: ClassVar[str] = "result-shape"
     reads: ClassVar[frozenset[str]] = frozenset(
@@ -488,7 +506,11 @@ def _user_messages(message: Any) -> int:
 @register
 @attrs.define
 class ToolParent(Stage):
-    """A main-thread `tool_result` never names its own tool call as parent."""
+    """A main-thread `tool_result` never names its own tool call as parent.
+
+    A main-thread ``tool_result`` whose frame names its own ``tool_use_id`` as
+    ``parent_tool_use_id`` gets the parent of that tool call (``null`` on the main thread).
+    """
 
     rule: ClassVar[str] = "tool-parent"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})

@@ -1,44 +1,11 @@
 """``stream-events``: partial messages (``--include-partial-messages``) as Claude Code 2.1.220
 streams them (issue 12).
 
-A client that rebuilds a message from its ``stream_event`` frames (the Anthropic SDKs'
-accumulators, UIs that render as the deltas arrive) indexes the blocks by
-``event.index`` and reads the message's end from ``message_delta``. What cbc 2.163.0 writes
-differently (raw runs of ``scenarios/partial-messages``, ``thinking-partial``,
-``partial-tool-only`` on both CLIs), and what the rule makes of it, for any message:
-
-- ``message_start.message.content``: cbc announces a phantom empty text block
-  (``[{"type":"text","text":""}]``) it may never stream; Claude writes ``[]``.
-- Block indices: Claude numbers the blocks it streams 0, 1, 2… in order. cbc may start at 1
-  (a reply that is only a tool call: no block 0 is ever sent), and gives a second parallel
-  tool call the index of the first while the first is still open (``content_block_start``
-  index 2 twice, one ``content_block_stop``): a client merges the two calls. Each
-  ``content_block_start`` gets the next index of its message; a start at an index that is
-  still open first closes the open block (a ``content_block_stop`` is synthesized for it);
-  deltas and stops follow the block they belong to.
-- cbc writes an empty ``input_json_delta`` (``partial_json: ""``) first in every tool
-  block; Claude does not. It is dropped (it adds nothing to the input).
-- ``message_delta.delta.stop_reason``: cbc says ``end_turn`` when the message ends in tool
-  calls; the API (and Claude) says ``tool_use``. A message that streamed a ``tool_use``
-  block and ends ``end_turn`` ends ``tool_use``; other reasons (``max_tokens``…) are kept.
-- Order: Claude writes each block's ``assistant`` frame right after the block's last
-  delta, before its ``content_block_stop``; cbc writes every stream event of the message
-  first and the assistant frames after ``message_stop``. So a ``content_block_stop`` whose
-  block has had no assistant frame yet is held, with the stream events behind it, until
-  that assistant frame passes (one per block: ``frame-fields`` splits cbc's message
-  first); it is matched by block type (and tool id). cbc sometimes writes no assistant
-  frame for a block (the text after a thinking block, 3 runs in 4): a later block's frame,
-  the turn's next ``user`` or ``result`` frame, the next message, the end of the stream or
-  ``hold`` seconds without one release what is held, in order. A backend that already
-  writes the assistant frame first (Claude's order) has nothing held. The cost: a block
-  streamed after the first one reaches the client when cbc finishes the message (its
-  deltas are behind the held stop), not as cbc streams it.
-- ``system/status`` ``requesting``: Claude writes it before each model request when it
-  streams; cbc writes none (its ``status: null`` is dropped by ``vocabulary``). One is
-  synthesized before a main-thread ``message_start`` that no ``requesting`` status
-  preceded.
-
-Mode ``off`` leaves the stream as cbc writes it.
+Strategy: a client that rebuilds a message from its ``stream_event`` frames (the Anthropic
+SDKs' accumulators, UIs that render as the deltas arrive) indexes the blocks by
+``event.index`` and reads the message's end from ``message_delta``; the rule keeps, per
+message and thread (``_Message``), what it needs to renumber, close, reorder and complete
+the events of any message, so each one reads as Claude's stream would.
 """
 
 from __future__ import annotations
@@ -97,7 +64,45 @@ class StreamEvents(Stage):
     `content_block_stop`, and `system/status` `requesting` before each model request.
 
     Option ``hold`` (seconds, default 10): the longest stream events wait for the
-    assistant frame of the block they follow."""
+    assistant frame of the block they follow.
+
+    What cbc 2.163.0 writes differently (raw runs of ``scenarios/partial-messages``,
+    ``thinking-partial``, ``partial-tool-only`` on both CLIs), and what the rule makes of it,
+    for any message:
+
+    - ``message_start.message.content``: cbc announces a phantom empty text block
+      (``[{"type":"text","text":""}]``) it may never stream; Claude writes ``[]``.
+    - Block indices: Claude numbers the blocks it streams 0, 1, 2… in order. cbc may start at
+      1 (a reply that is only a tool call: no block 0 is ever sent), and gives a second
+      parallel tool call the index of the first while the first is still open
+      (``content_block_start`` index 2 twice, one ``content_block_stop``): a client merges the
+      two calls. Each ``content_block_start`` gets the next index of its message; a start at
+      an index that is still open first closes the open block (a ``content_block_stop`` is
+      synthesized for it); deltas and stops follow the block they belong to.
+    - cbc writes an empty ``input_json_delta`` (``partial_json: ""``) first in every tool
+      block; Claude does not. It is dropped (it adds nothing to the input).
+    - ``message_delta.delta.stop_reason``: cbc says ``end_turn`` when the message ends in tool
+      calls; the API (and Claude) says ``tool_use``. A message that streamed a ``tool_use``
+      block and ends ``end_turn`` ends ``tool_use``; other reasons (``max_tokens``…) are kept.
+    - Order: Claude writes each block's ``assistant`` frame right after the block's last
+      delta, before its ``content_block_stop``; cbc writes every stream event of the message
+      first and the assistant frames after ``message_stop``. So a ``content_block_stop`` whose
+      block has had no assistant frame yet is held, with the stream events behind it, until
+      that assistant frame passes (one per block: ``frame-fields`` splits cbc's message
+      first); it is matched by block type (and tool id). cbc sometimes writes no assistant
+      frame for a block (the text after a thinking block, 3 runs in 4): a later block's frame,
+      the turn's next ``user`` or ``result`` frame, the next message, the end of the stream or
+      ``hold`` seconds without one release what is held, in order. A backend that already
+      writes the assistant frame first (Claude's order) has nothing held. The cost: a block
+      streamed after the first one reaches the client when cbc finishes the message (its
+      deltas are behind the held stop), not as cbc streams it.
+    - ``system/status`` ``requesting``: Claude writes it before each model request when it
+      streams; cbc writes none (its ``status: null`` is dropped by ``vocabulary``). One is
+      synthesized before a main-thread ``message_start`` that no ``requesting`` status
+      preceded.
+
+    Mode ``off`` leaves the stream as cbc writes it.
+    """
 
     rule: ClassVar[str] = _RULE
     kinds: ClassVar[frozenset[str] | None] = frozenset(

@@ -1,30 +1,10 @@
-"""``interrupted-turn``: a turn the client interrupted ends the way it does in Claude Code
+"""``interrupted-turn`` and ``final-answer``: a turn ends the way it does in Claude Code
 2.1.220 (PROTOCOL.md §2 "Session, turns and results").
 
-Claude (``claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-tools``): a
-rejected ``tool_result`` for each tool call still running ("The user doesn't want to
-proceed with this tool use…", ``is_error: true``), a user frame ``[Request interrupted by
-user for tool use]`` (``[Request interrupted by user]`` when no tool was running; each
-rejection marked ``tool_result_meta: [{id, non_execution_kind: "user-rejected"}]``: twins
-interrupt-midturn-workflow.claude.jsonl), then a
-``result`` ``error_during_execution``, ``is_error: true``, ``errors: ["[ede_diagnostic] …"]``,
-``terminal_reason: aborted_tools|aborted_streaming``. Nothing of the model comes after the
-receipt.
-
-cbc 2.163.0 is less regular: an assistant "Interrupted by user" notice and a ``success``
-result with ``result: ""``, ``terminal_reason: aborted_tools``, no tool_result
-(``mockoai_interrupt-during-slow-fg-bash-with-session-id``); or a ``success`` result that
-repeats the previous turn's text with no ``terminal_reason``
-(``mockoai_interrupt-midturn-workflow-2-running-agents``); or its own rejected tool_result
-followed by more model output ("done.") in the same turn (``mockoai_can-use-tool-then-
-interrupt``). So a turn counts as interrupted when the receipt of an interrupt the bridge
-forwarded arrives while it runs (a ``control_response`` to a request in
-``ControlState.interrupts``, or of the receipt's shape) — the contract checker's own
-criterion — or when its result says ``aborted_*``. After the receipt, main-thread model
-output is dropped (mode ``on``; ``keep-output`` forwards it), except cbc's own rejected
-tool_result for a call that was running. At the result: the missing rejections, the
-marker, the rewritten result. A tool_result cbc sends later for a call already rejected is
-dropped.
+Strategy: the frames that end a turn (its last messages, the rejections and marker of an
+interrupt, the result) are made to say what Claude's would, whatever order and shape cbc
+gave them; a turn is judged by what the client saw of it (main-thread frames since the
+last user frame, the interrupt receipts in ``ControlState.interrupts``).
 """
 
 from __future__ import annotations
@@ -106,7 +86,33 @@ def _blocks(obj: dict[str, Any]) -> list[Any]:
 @register
 @attrs.define
 class InterruptedTurn(Stage):
-    """An interrupted turn ends Claude's way: rejections, the marker, an error result."""
+    """An interrupted turn ends Claude's way: rejections, the marker, an error result.
+
+    Claude (``claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-tools``): a
+    rejected ``tool_result`` for each tool call still running ("The user doesn't want to
+    proceed with this tool use…", ``is_error: true``), a user frame ``[Request interrupted by
+    user for tool use]`` (``[Request interrupted by user]`` when no tool was running; each
+    rejection marked ``tool_result_meta: [{id, non_execution_kind: "user-rejected"}]``: twins
+    interrupt-midturn-workflow.claude.jsonl), then a ``result`` ``error_during_execution``,
+    ``is_error: true``, ``errors: ["[ede_diagnostic] …"]``, ``terminal_reason:
+    aborted_tools|aborted_streaming``. Nothing of the model comes after the receipt.
+
+    cbc 2.163.0 is less regular: an assistant "Interrupted by user" notice and a ``success``
+    result with ``result: ""``, ``terminal_reason: aborted_tools``, no tool_result
+    (``mockoai_interrupt-during-slow-fg-bash-with-session-id``); or a ``success`` result that
+    repeats the previous turn's text with no ``terminal_reason``
+    (``mockoai_interrupt-midturn-workflow-2-running-agents``); or its own rejected tool_result
+    followed by more model output ("done.") in the same turn
+    (``mockoai_can-use-tool-then-interrupt``).
+
+    So a turn counts as interrupted when the receipt of an interrupt the bridge forwarded
+    arrives while it runs (a ``control_response`` to a request in ``ControlState.interrupts``,
+    or of the receipt's shape) — the contract checker's own criterion — or when its result
+    says ``aborted_*``. After the receipt, main-thread model output is dropped (mode ``on``;
+    ``keep-output`` forwards it), except cbc's own rejected tool_result for a call that was
+    running. At the result: the missing rejections, the marker, the rewritten result. A
+    tool_result cbc sends later for a call already rejected is dropped.
+    """
 
     rule: ClassVar[str] = "interrupted-turn"
     reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "session_id"})

@@ -7,38 +7,7 @@ the inline ``script`` of the ``Workflow`` call whose id is the task's ``tool_use
 ``ctx.env.read_script`` (the I/O side reads only below the directory the bridge started
 cbc in, or ``script_roots``, never below the ``cwd`` cbc reports). ``meta`` is read by
 ``compat.jsmeta`` without evaluating anything; when it cannot be read the backend's values
-stay and the reason is logged. A file reaches a client-visible ``prompt`` only when cbc ran
-it as a workflow script: the ``task_started`` of a ``local_workflow`` whose ``Workflow``
-call names it (and whose ``path:<name>``, when cbc gives one, is that file's), and a file
-whose ``meta`` parses; ``/etc/passwd``, a key file or any other file that is not a workflow
-script never does.
-
-- ``workflow-name``: ``workflow_name`` = ``meta.name`` (cbc: ``inline-<sha6>``,
-  ``path:<basename>``), kept for every later frame that carries the field.
-- ``workflow-prompt``: ``prompt`` = the script (workflows) or the Agent call's ``prompt``
-  (plus its ``subagent_type``); ``description`` = ``meta.description`` (fallback "Dynamic
-  workflow") when the script is known, and the Bash call's ``description`` for shells
-  (cbc puts the command there: ``mockoai_bg-bash`` vs ``mockapi_background-bash_*``).
-- ``progress-snapshot``: entries pass through (unknown types and ``cached`` included); when
-  ``meta.phases`` agrees with cbc's phase entries, every declared phase is listed first, as
-  Claude does from the first snapshot on; Claude's ``description`` ("<phase>: <label>" of
-  the latest agent), ``last_tool_name`` and ``summary`` are added; cbc's ``endedAt`` is
-  dropped from agent entries (no Claude 2.1.220 entry has it: twins workflow-inline,
-  eof-with-bg-work; reference ``mockapi_workflow_local-workflow-task-progress``).
-- ``progress-final``: cbc's last snapshot before the notification is stale (agents still
-  ``start``: ``mockoai_workflow-inline``). The terminal ``task_updated`` of a workflow is
-  held until its notification (at most ``wait`` s); cbc's stale progress in between is
-  folded in; then one corrected snapshot goes out *before* the update, as in
-  ``claude-2.1.220/mockapi_workflow_local-workflow-task-progress``: every non-cached agent
-  terminal (``done`` when completed; ``error: "subagent aborted: …"`` when stopped, unless
-  ``completed-only``, which leaves them like Claude 2.1.220 does).
-  A workflow that *failed* (its script threw) gets ``done`` for them too, not an abort:
-  cbc writes no agent end state at all (its snapshots keep ``start`` to the end, completed
-  or failed), so its ``start`` says nothing about the agent, and Claude 2.1.220 leaves the
-  agent that had finished before the throw ``done`` (raw runs of
-  ``scenarios/workflow-failed``; no Claude capture has a ``subagent aborted`` entry). An
-  agent cbc itself ended (``error`` with its own message) keeps its state. What cbc's wire
-  cannot tell: an agent still running when the script threw shows ``done`` as well.
+stay and the reason is logged.
 """
 
 from __future__ import annotations
@@ -142,7 +111,11 @@ def _workflow_call_fields(ctx: Context, info: Any, obj: dict[str, Any], rule: st
 @register
 @attrs.define
 class WorkflowName(Stage):
-    """`workflow_name` = the script's `meta.name` (cbc: `inline-…`, `path:…`)."""
+    """`workflow_name` = the script's `meta.name` (cbc: `inline-…`, `path:…`).
+
+    ``workflow_name`` = ``meta.name`` (cbc: ``inline-<sha6>``, ``path:<basename>``), kept for
+    every later frame that carries the field.
+    """
 
     rule: ClassVar[str] = "workflow-name"
     reads: ClassVar[frozenset[str]] = frozenset({"cwd", "task.task_id", "tasks", "tool_uses"})
@@ -180,7 +153,18 @@ class WorkflowName(Stage):
 @register
 @attrs.define
 class WorkflowPrompt(Stage):
-    """Fill `prompt` (script / Agent prompt) and Claude's `description` on task frames."""
+    """Fill `prompt` (script / Agent prompt) and Claude's `description` on task frames.
+
+    ``prompt`` = the script (workflows) or the Agent call's ``prompt`` (plus its
+    ``subagent_type``); ``description`` = ``meta.description`` (fallback "Dynamic workflow")
+    when the script is known, and the Bash call's ``description`` for shells (cbc puts the
+    command there: ``mockoai_bg-bash`` vs ``mockapi_background-bash_*``).
+
+    A file reaches a client-visible ``prompt`` only when cbc ran it as a workflow script: the
+    ``task_started`` of a ``local_workflow`` whose ``Workflow`` call names it (and whose
+    ``path:<name>``, when cbc gives one, is that file's), and a file whose ``meta`` parses;
+    ``/etc/passwd``, a key file or any other file that is not a workflow script never does.
+    """
 
     rule: ClassVar[str] = "workflow-prompt"
     reads: ClassVar[frozenset[str]] = frozenset(
@@ -245,7 +229,15 @@ class WorkflowPrompt(Stage):
 @register
 @attrs.define
 class ProgressSnapshot(Stage):
-    """Workflow progress in Claude's shape: entries pass, declared phases listed first."""
+    """Workflow progress in Claude's shape: entries pass, declared phases listed first.
+
+    Entries pass through (unknown types and ``cached`` included); when ``meta.phases`` agrees
+    with cbc's phase entries, every declared phase is listed first, as Claude does from the
+    first snapshot on; Claude's ``description`` ("<phase>: <label>" of the latest agent),
+    ``last_tool_name`` and ``summary`` are added; cbc's ``endedAt`` is dropped from agent
+    entries (no Claude 2.1.220 entry has it: twins workflow-inline, eof-with-bg-work;
+    reference ``mockapi_workflow_local-workflow-task-progress``).
+    """
 
     rule: ClassVar[str] = "progress-snapshot"
     reads: ClassVar[frozenset[str]] = frozenset({"task.meta", "tasks"})
@@ -320,7 +312,24 @@ def _merge(old: list[Any], new: list[Any]) -> list[Any]:
 @register
 @attrs.define
 class ProgressFinal(Stage):
-    """Before a workflow ends, one snapshot with every non-cached agent terminal."""
+    """Before a workflow ends, one snapshot with every non-cached agent terminal.
+
+    cbc's last snapshot before the notification is stale (agents still ``start``:
+    ``mockoai_workflow-inline``). The terminal ``task_updated`` of a workflow is held until
+    its notification (at most ``wait`` s); cbc's stale progress in between is folded in; then
+    one corrected snapshot goes out *before* the update, as in
+    ``claude-2.1.220/mockapi_workflow_local-workflow-task-progress``: every non-cached agent
+    terminal (``done`` when completed; ``error: "subagent aborted: …"`` when stopped, unless
+    ``completed-only``, which leaves them like Claude 2.1.220 does).
+
+    A workflow that *failed* (its script threw) gets ``done`` for them too, not an abort: cbc
+    writes no agent end state at all (its snapshots keep ``start`` to the end, completed or
+    failed), so its ``start`` says nothing about the agent, and Claude 2.1.220 leaves the
+    agent that had finished before the throw ``done`` (raw runs of ``scenarios/workflow-failed``;
+    no Claude capture has a ``subagent aborted`` entry). An agent cbc itself ended (``error``
+    with its own message) keeps its state. What cbc's wire cannot tell: an agent still running
+    when the script threw shows ``done`` as well.
+    """
 
     rule: ClassVar[str] = "progress-final"
     reads: ClassVar[frozenset[str]] = frozenset({"session_id", "task.meta", "tasks"})
