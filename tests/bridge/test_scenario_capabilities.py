@@ -216,11 +216,16 @@ def test_scrubber_covers_launch_paths_and_the_bare_model_address() -> None:
     assert text == b"{PYTHON} {REPO}/x.py gateway ({MODEL_ADDR}) {MODEL_URL}/v1"
 
 
-ISSUE12 = sorted((runner.REPO / "scenarios" / "issue12").glob("*.toml"))
+CORPUS = sorted((runner.REPO / "scenarios").glob("*.toml"))
 
 
-@pytest.mark.parametrize("path", ISSUE12, ids=[p.stem for p in ISSUE12])
-def test_issue12_scenarios_load_and_are_named_after_their_file(path: Path) -> None:
+def test_the_corpus_is_whole() -> None:
+    assert len(CORPUS) >= 39  # three times the 13 scenarios before issue 12
+    assert not (runner.REPO / "scenarios" / "issue12").exists()  # every one moved up
+
+
+@pytest.mark.parametrize("path", CORPUS, ids=[p.stem for p in CORPUS])
+def test_every_scenario_loads_and_is_named_after_its_file(path: Path) -> None:
     from harness.scenario import load
 
     assert load(path).name == path.stem
