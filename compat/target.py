@@ -27,7 +27,13 @@ lists the same):
   usage's ``output_tokens_details``/``fallback_credit``;
 - an unsupported control request's error has ``error_code: "unsupported_request"``;
 - ``set_model`` is answered ``{model}``;
-- an interrupted turn's result keeps its ``user_message_uuid`` (2.1.220 drops it).
+- an interrupted turn's result keeps its ``user_message_uuid`` (2.1.220 drops it);
+- the first main-thread ``assistant`` frame of a client line's turn (its first model
+  message's first block; not the messages after a tool result, not a subagent's) names the
+  line: ``user_message_uuid`` and ``user_message_uuids`` (``[line]``: a cbc turn answers one
+  line), after ``request_id``; a turn no line started (a task notification's) names none
+  (twins ``*.claude.jsonl``, all six; ``claude-2.1.332/mockapi_*``; a 2-block message:
+  ``scenario run parallel-tools``/``thinking`` on 2.1.332, 2026-12-01, block 1 only).
 
 Not written (nothing honest to put there): timings cbc does not measure
 (``first_content_frame_ms``, ``first_request_*``), Claude's own paths
@@ -98,6 +104,9 @@ class Target:
     #: a stopped/failed workflow's final snapshot: its agents say how the run ended
     #: (``endedWithRun``), its description is the workflow's (no ``last_tool_name``)
     aborted_final_run_state: bool = False
+    #: keys added to the first main-thread ``assistant`` frame of a client line's turn
+    #: (facts ``turn_line``: the line's uuid; ``turn_line_uuids``: the lines it answers)
+    line_answer_keys: tuple[Key, ...] = ()
     #: an interrupted turn's result still names its line (``user_message_uuid``)
     interrupted_result_names_line: bool = False
     #: the body of a successful ``set_model`` reply: the request's keys kept (None: the
@@ -195,6 +204,10 @@ V332 = Target(
     usage_keys=(
         ("output_tokens_details", const({"thinking_tokens": 0})),
         ("fallback_credit", const(None)),
+    ),
+    line_answer_keys=(
+        ("user_message_uuid", session("turn_line")),
+        ("user_message_uuids", session("turn_line_uuids")),
     ),
     origin_run=True,
     run_id=True,

@@ -28,6 +28,11 @@ twins ``interrupt-midturn-workflow.claude.jsonl``; 2.1.332 adds it). A turn coun
 interrupted by ``interrupted-turn``'s criterion, read here on cbc's frames since that rule
 runs later: the receipt of an interrupt arrives while the line's turn runs
 (``compat.stages.turns.is_interrupt_receipt``), or its result says ``aborted_*``.
+
+Under a target that names the line on its first answer (2.1.332, ``Target.line_answer_keys``)
+the first main-thread ``assistant`` frame of the line's turn (after ``frame-fields``' split:
+the first block of the first message) gets ``user_message_uuid``/``user_message_uuids``;
+only until then are the turn's assistant frames hot here.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import attrs
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import TURN_CONTENT, is_interrupt_receipt
-from compat.target import target_of
+from compat.target import target_of, values
 
 
 def lifecycle(command_uuid: str, state: str, ctx: Context, session_id: str) -> dict[str, Any]:
@@ -57,7 +62,8 @@ def lifecycle(command_uuid: str, state: str, ctx: Context, session_id: str) -> d
 @attrs.define
 class CommandLifecycle(Stage):
     """`command_lifecycle` started/completed (cancelled when interrupted) around a client
-    line's turn; the result's `user_message_uuid` (none on an interrupted turn's)."""
+    line's turn; the result's `user_message_uuid` (none on an interrupted turn's); a target's
+    keys on the turn's first main-thread answer (2.1.332: the line's uuid)."""
 
     rule: ClassVar[str] = "command-lifecycle"
     reads: ClassVar[frozenset[str]] = frozenset(
@@ -75,6 +81,8 @@ class CommandLifecycle(Stage):
     _current: str | None = attrs.field(default=None, init=False)
     #: an interrupt's receipt arrived while that line's turn ran
     _interrupted: bool = attrs.field(default=False, init=False)
+    #: the running line's first answer still to name (``Target.line_answer_keys``)
+    _unnamed: bool = attrs.field(default=False, init=False)
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
         """Inside a turn only its result and an interrupt's receipt matter; a control reply
@@ -82,6 +90,8 @@ class CommandLifecycle(Stage):
         active = ctx.state.control.turn_active
         if kind[0] == "control_response":
             return not active or self._current is None or self._interrupted
+        if kind[0] == "assistant" and active and self._unnamed:
+            return False
         return active and kind[0] not in ("system", "result")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -93,6 +103,8 @@ class CommandLifecycle(Stage):
                 if isinstance(obj, dict) and is_interrupt_receipt(obj, ctx):
                     self._interrupted = True
             return None
+        if kind is not None and kind[0] == "assistant" and control.turn_active:
+            return self._name_line(frame, ctx)
         if control.turn_active and (kind is None or kind[0] != "result"):
             return None
         obj = frame.obj
@@ -106,11 +118,16 @@ class CommandLifecycle(Stage):
                 out.append(self._synth(control.unsent_queued.popleft(), "queued", ctx, sid))
             line = control.pending_user[0] if control.pending_user else None
             self._current = line
+            self._unnamed = line is not None and bool(target_of(ctx).line_answer_keys)
             if line is not None:
                 out.append(self._synth(line, "started", ctx, sid))
         if obj.get("type") != "result":
+            if obj.get("type") == "assistant":  # a turn's first frame (no init before it)
+                named = self._name_line(frame, ctx)
+                frame = named[0] if named else frame
             return (*out, frame) if out else None
         line, self._current = self._current, None
+        self._unnamed = False
         interrupted, self._interrupted = self._interrupted, False
         if line is None:
             return (*out, frame) if out else None
@@ -131,6 +148,23 @@ class CommandLifecycle(Stage):
         elif obj.get("user_message_uuid") != line:
             frame = frame.replace({**obj, "user_message_uuid": line})
         return (*out, frame, self._synth(line, "completed", ctx, sid))
+
+    def _name_line(self, frame: Frame, ctx: Context) -> tuple[Frame] | None:
+        """The line's first answer names it (``Target.line_answer_keys``): the first
+        main-thread assistant frame of its turn; a subagent's frame is not that."""
+        obj = frame.obj
+        line = self._current
+        if not self._unnamed or line is None or not isinstance(obj, dict):
+            return None
+        if obj.get("parent_tool_use_id") is not None:
+            return None
+        self._unnamed = False
+        facts = {"turn_line": line, "turn_line_uuids": [line]}
+        keys = values(target_of(ctx).line_answer_keys, facts)
+        if all(obj.get(k) == v for k, v in keys):
+            return None
+        ctx.count(self.rule, "line-answer-named")
+        return (frame.replace({**obj, **dict(keys)}),)
 
     def _synth(self, line: str, state: str, ctx: Context, sid: str) -> Frame:
         return Frame.synth(lifecycle(line, state, ctx, sid), self.rule)
