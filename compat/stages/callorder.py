@@ -74,6 +74,7 @@ class CallOrder(Stage):
     (and its task's frames) and tool result wait until the earlier calls' results passed."""
 
     rule: ClassVar[str] = "call-order"
+    reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"assistant", "user", "result"}
     lazy: ClassVar[bool] = True
 
@@ -94,9 +95,9 @@ class CallOrder(Stage):
     _n_held: int = attrs.field(default=0, init=False)
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        # with fewer than two calls nothing can come out of call order; an assistant frame
-        # may open a message of several
-        return len(self._calls) < 2 and not self._held and kind[0] != "assistant"
+        # with no call of an open message nothing can come out of call order; an assistant
+        # frame may open one
+        return not self._calls and not self._held and kind[0] != "assistant"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         kind = frame.kind()
@@ -107,8 +108,8 @@ class CallOrder(Stage):
             if not self._calls and frame.lacks(kind, b"tool_use"):
                 return None  # no call to track, none tracked
             return self._assistant(frame, frame.obj, ctx)
-        if len(self._calls) < 2 and not self._held:
-            return None  # one call or none: no order to keep
+        if not self._calls and not self._held:
+            return None  # no call: no order to keep
         if t == "result":
             return self._end(frame, ctx)
         obj: dict[str, Any] = frame.obj
@@ -122,12 +123,23 @@ class CallOrder(Stage):
             return None
         if kind[1] == "task_started":
             use_id = obj.get("tool_use_id")
-            if not isinstance(use_id, str) or use_id not in self._calls:
+            if not isinstance(use_id, str):
                 return None
+            if use_id not in self._calls:
+                if self._message is None or use_id in ctx.state.tool_uses:
+                    return None  # no message open, or a call of an earlier one
+                # cbc starts a call's task before it writes the call (twins
+                # two-bg-tasks-apart, bridged): wait for the call to take its place
+                self._tasks[tid] = use_id
+                return self._hold(frame, ctx, use_id)
             self._tasks[tid] = use_id
             return self._belongs(frame, ctx, [use_id], finishes=False)
         call = self._tasks.get(tid)
-        return None if call is None else self._belongs(frame, ctx, [call], finishes=False)
+        if call is None:
+            return None
+        if call not in self._calls:
+            return self._hold(frame, ctx, call) if call in self._held else None
+        return self._belongs(frame, ctx, [call], finishes=False)
 
     # -- the message and its calls ----------------------------------------------------------
     def _assistant(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
@@ -148,12 +160,16 @@ class CallOrder(Stage):
         for use_id in calls:
             if len(self._calls) < MAX_CALLS and use_id not in self._calls:
                 self._calls[use_id] = len(self._calls)
-        return out
+        if not any(c in self._held for c in calls):
+            return out
+        # frames of these calls that came before them now take their place
+        released = self._release(ctx)
+        return (*(out if out is not None else (frame,)), *released)
 
     def _end(self, frame: Frame, ctx: Context) -> Output:
         """The message is over: what it held passes before ``frame``, the tracking resets."""
         released = [f for call in self._calls_in_order() for f in self._held.pop(call, [])]
-        for call in self._calls:
+        for call in (*self._calls, *self._held):
             ctx.cancel_timer(self, call)
         self._message = None
         self._calls.clear()
@@ -169,8 +185,11 @@ class CallOrder(Stage):
         return sorted(self._held, key=lambda c: self._calls.get(c, MAX_CALLS))
 
     def _free(self, call: str) -> bool:
-        """Every call before ``call`` in the message is done."""
-        n = self._calls[call]
+        """Every call before ``call`` in the message is done (not so for a call not written
+        yet)."""
+        n = self._calls.get(call)
+        if n is None:
+            return False
         return all(c in self._done for c, i in self._calls.items() if i < n)
 
     def _belongs(self, frame: Frame, ctx: Context, ids: list[str], *, finishes: bool) -> Output:
@@ -179,22 +198,25 @@ class CallOrder(Stage):
         last = max(ids, key=lambda c: self._calls[c])
         others = [c for c in self._calls if self._calls[c] < self._calls[last] and c not in ids]
         if last in self._held or any(c not in self._done for c in others):
-            if self._n_held >= self.max_held:
-                ctx.log(self.rule, f"more than {self.max_held} frames held: released", "warning")
-                return self._end(frame, ctx)
-            held = self._held.get(last)
-            if held is None:
-                held = self._held[last] = []
-                ctx.set_timer(self, last, self.wait)
-            held.append(frame)
-            self._n_held += 1
-            ctx.hold()
-            return ()
+            return self._hold(frame, ctx, last)
         if not finishes:
             return None
         self._done.update(ids)
         released = self._release(ctx)
         return (frame, *released) if released else None
+
+    def _hold(self, frame: Frame, ctx: Context, call: str) -> Output:
+        if self._n_held >= self.max_held:
+            ctx.log(self.rule, f"more than {self.max_held} frames held: released", "warning")
+            return self._end(frame, ctx)
+        held = self._held.get(call)
+        if held is None:
+            held = self._held[call] = []
+            ctx.set_timer(self, call, self.wait)
+        held.append(frame)
+        self._n_held += 1
+        ctx.hold()
+        return ()
 
     def _release(self, ctx: Context) -> list[Frame]:
         """The held frames of every call now free, in call order; a released tool result
@@ -213,8 +235,13 @@ class CallOrder(Stage):
         return out
 
     def on_timer(self, key: str, ctx: Context) -> Output:
-        if key not in self._held or key not in self._calls:
+        if key not in self._held:
             return None
+        if key not in self._calls:
+            ctx.log(self.rule, f"call {key} not written within {self.wait:g}s: released", "debug")
+            frames = self._held.pop(key)
+            self._n_held -= len(frames)
+            return frames
         n = self._calls[key]
         late = [c for c, i in self._calls.items() if i < n and c not in self._done]
         ctx.log(

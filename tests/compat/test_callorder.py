@@ -28,6 +28,12 @@ from tests.compat.tasks_support import (
 )
 
 TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
+DATA = Path(__file__).resolve().parent / "data"
+#: the raw twin before its regeneration: cbc started the second call first
+LAST_FIRST = DATA / "two-bg-tasks-apart.last-first.cbc-raw.jsonl"
+#: cbc's side of a bridged run (its stdout): the second call's task_started came before
+#: cbc wrote that call's assistant frame
+START_BEFORE_CALL = DATA / "two-bg-tasks-apart.start-before-call.cbc-bridged.jsonl"
 
 
 def _label(f: dict[str, Any]) -> str:
@@ -42,8 +48,8 @@ def _label(f: dict[str, Any]) -> str:
     return tag(f)
 
 
-def _first_turn(rules: list[str], name: str) -> list[str]:
-    got = replay(full_engine(rules), TWINS / f"{name}.cbc-raw.jsonl")
+def _first_turn(rules: list[str], path: Path) -> list[str]:
+    got = replay(full_engine(rules), path)
     frames = [f for _, f in got]
     end = next(i for i, f in enumerate(frames) if f["type"] == "result")
     return [
@@ -57,7 +63,7 @@ def _first_turn(rules: list[str], name: str) -> list[str]:
 def test_two_background_calls_of_one_message_start_and_return_in_call_order() -> None:
     # the raw run: cbc started call_mock_0003 (Long sleep, the second call) first, then
     # wrote both results; Claude writes each call's snapshot, start and result together
-    assert _first_turn([], "two-bg-tasks-apart") == [
+    assert _first_turn([], LAST_FIRST) == [
         "background_tasks_changed:Short sleep",
         "task_started:local_bash:call_mock_0002",
         "user:call_mock_0002",
@@ -69,10 +75,37 @@ def test_two_background_calls_of_one_message_start_and_return_in_call_order() ->
 
 
 def test_switched_off_the_stream_keeps_cbc_order() -> None:
-    assert _first_turn(["call-order=off"], "two-bg-tasks-apart")[:2] == [
+    assert _first_turn(["call-order=off"], LAST_FIRST)[:2] == [
         "background_tasks_changed:Long sleep",
         "task_started:local_bash:call_mock_0003",
     ]
+
+
+def test_a_task_started_before_its_call_waits_for_the_call() -> None:
+    got = [f for _, f in replay(full_engine(), START_BEFORE_CALL)]
+    end = next(i for i, f in enumerate(got) if f["type"] == "result")
+    turn = [
+        (_label(f) if f["type"] != "assistant" else "assistant:" + f["message"]["content"][0]["id"])
+        + (":" + f["description"] if f.get("subtype") == "task_started" else "")
+        for f in got[:end]
+        if f["type"] == "user"
+        or (f["type"] == "assistant" and f["message"]["content"][0]["type"] == "tool_use")
+        or f.get("subtype") in ("task_started", "background_tasks_changed")
+    ]
+    # Claude's description (the call's, workflow-prompt) once the call is known
+    assert turn == [
+        "assistant:call_mock_0002",
+        "background_tasks_changed:Short sleep",
+        "task_started:local_bash:call_mock_0002:Short sleep",
+        "assistant:call_mock_0003",
+        "user:call_mock_0002",
+        "background_tasks_changed:Short sleep,Long sleep",
+        "task_started:local_bash:call_mock_0003:Long sleep",
+        "user:call_mock_0003",
+    ]
+    off = [f for _, f in replay(full_engine(["call-order=off"]), START_BEFORE_CALL)]
+    first = next(f for f in off if f.get("subtype") == "task_started")
+    assert first["description"] == "sleep 8; echo second-done"
 
 
 def _client_bytes(eng: Engine, path: Path) -> bytes:
@@ -154,9 +187,19 @@ def test_frames_of_a_later_call_are_released_after_wait() -> None:
     assert _labels(got) == []
     assert eng.next_deadline() == 1.5
     assert _labels(out(eng.advance(1.5))) == ["task_started:Bash:call_b"]
+    assert eng.statistics()["rules"]["call-order"] == {"held": 1, "released": 1}
     # call_a given up on: its late result and call_b's pass as they come
     got = out(eng.feed("backend", lines(tool_result("call_b", "b"), tool_result("call_a", "a")), 2))
     assert _labels(got) == ["user:call_b", "user:call_a"]
+
+
+def test_a_frame_rewritten_before_the_hold_counts_as_released_not_synthesized() -> None:
+    # frame-fields rewrites the tool result before call-order holds it; the timer lets it go
+    eng = full_engine(["call-order.wait=0.5"])
+    frames = [*_two_calls(), tool_result("call_b", "b")]
+    assert _labels(out(eng.feed("backend", lines(*frames), 0.0))) == []
+    assert _labels(out(eng.advance(0.5))) == ["user:call_b"]
+    assert eng.statistics()["rules"]["call-order"] == {"held": 1, "released": 1}
 
 
 def test_the_turn_result_the_next_message_and_the_exit_release_what_is_held() -> None:
