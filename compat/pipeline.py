@@ -396,8 +396,8 @@ class Pipeline:
         syntheses and run them through the stages after it."""
         counts = self.stats.rule(stage.rule)
         for f in frames:
-            if f.synthesized_by is None and f.root is None and f.raw:
-                counts["released"] += 1  # a wire frame the stage held
+            if f.synthesized_by is None and (f.raw or f.root is not None):
+                counts["released"] += 1  # a wire frame the stage held (maybe rewritten before)
             else:
                 if f.synthesized_by is None:
                     f.synthesized_by = stage.rule

@@ -68,6 +68,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # the client will see; late-progress after it so a synthesized notification also
             # closes the task; tasks-snapshot after every holder; task-fields last.
             "task-correlation",
+            # a message's calls in call order: after task-correlation names an agent's
+            # task_started, before tasks-snapshot writes the snapshots from that order
+            "call-order",
             "task-type",
             "workflow-name",
             "workflow-prompt",

@@ -155,8 +155,10 @@ def test_finished_tasks_do_not_pile_up_in_the_session() -> None:
     t = 0.0
     for i in range(2_000):
         use = f"toolu_{i:06d}"
+        call = tool_use(use, "Bash", {"command": "true", "run_in_background": True})
+        call["message"]["id"] = f"msg_{i:06d}"  # a message per call, as a model writes them
         for obj in (
-            tool_use(use, "Bash", {"command": "true", "run_in_background": True}),
+            call,
             started(f"b{i:06d}", "Bash", f"shell {i}", use_id=use),
             updated(f"b{i:06d}", "completed", end_time=1_795_949_100_000 + i),
         ):
