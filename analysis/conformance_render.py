@@ -275,7 +275,7 @@ def render_text(
         "",
         f"{len(rows)} scenario(s), "
         f"{sum(1 for r in rows if r.bridged and r.bridged.equivalent)} equivalent, "
-        f"{sum(1 for r in rows if r.bridged and r.bridged.equivalent_but_explained)} "
+        f"{sum(1 for r in rows if r.bridged and r.bridged.equivalent_but_explained and not r.bridged.equivalent)} "
         "equivalent but for explained differences, "
         f"{total} unexplained",
     ]
