@@ -180,6 +180,20 @@ def test_finished_tasks_are_forgotten_before_running_ones() -> None:
     assert "running-old" not in state.tasks  # none finished: the oldest goes
 
 
+def test_has_open_task_is_whether_open_tasks_has_one() -> None:
+    """init-once asks it per status frame between turns; the notified tasks kept until
+    forgotten make the list long, the answer is the same."""
+    import itertools
+
+    from compat.session import SessionState, TaskPhase
+
+    for phases in itertools.product(list(TaskPhase), repeat=3):
+        state = SessionState()
+        for i, phase in enumerate(phases):
+            state.task(f"t{i}").phase = phase
+        assert state.has_open_task() == bool(state.open_tasks()), phases
+
+
 # -- the fast paths give what the parsing path gives, on the reference captures ----------
 
 CAPTURES = REFERENCE or Path("reference captures not found")
