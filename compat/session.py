@@ -77,6 +77,10 @@ _TASK_NEXT: dict[TaskPhase, frozenset[TaskPhase]] = {
 }
 
 
+#: the phases of a task shown as started and not notified yet (``SessionState.open_tasks``)
+_OPEN = frozenset({TaskPhase.RUNNING, TaskPhase.ENDED})
+
+
 @attrs.define
 class TaskInfo:
     """What the task rules learned about one background task. Each field has one writer
@@ -275,3 +279,9 @@ class SessionState:
 
     def open_tasks(self) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.started and not t.notified]
+
+    def has_open_task(self) -> bool:
+        """``open_tasks()`` is not empty: newest first (an open task is a recent one; the
+        notified ones stay until forgotten), on the phase itself (a rule asks it per frame
+        between turns)."""
+        return any(t.phase in _OPEN for t in reversed(self.tasks.values()))

@@ -169,7 +169,7 @@ class InitOnce(Stage):
                 and obj.get("status", False) is None
                 and not ctx.state.control.pending_user
                 and not self.interrupted
-                and ctx.state.open_tasks()
+                and ctx.state.has_open_task()
             ):
                 # cbc's status-null after the init of a turn no client line asked for: the
                 # frames of the task that ended come next, then the turn's content

@@ -170,20 +170,34 @@ class EofWindDown(Stage):
 
     # -- frames -------------------------------------------------------------------------
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """An unparsed stream_event changes nothing before the EOF once one was seen at
-        this instant (the pipeline skips the call: ``compat.pipeline`` "Cold steps")."""
+        """An unparsed stream_event changes nothing once one was seen at this instant (the
+        pipeline skips the call: ``compat.pipeline`` "Cold steps"); after the EOF also only
+        while no timer of the turn's end is to be stopped (idle, shells) and cbc's stdin is
+        not closed yet (each frame then re-arms the terminate timer)."""
         return (
             kind == ("stream_event", None)
-            and not self._eof
             and self._active
             and self._last_frame == ctx.now
+            and (
+                not self._eof
+                or not (
+                    self._after_result
+                    or self._idle_timer
+                    or self._shell_timer
+                    or self._phase is Phase.CLOSING
+                )
+            )
         )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if not self._eof and not frame.parsed and frame.kind() == ("stream_event", None):
-            self._last_frame = ctx.now  # what the parsing path below does for it
+        if not frame.parsed and frame.kind() == ("stream_event", None):
+            # decided from the kind (what the parsing path below does for it): a turn runs
+            self._last_frame = ctx.now
             self._active = True
-            return None
+            if not self._eof:
+                return None
+            self._after_result = False
+            return self._after_frame(ctx)
         obj: dict[str, Any] = frame.obj
         if not isinstance(obj, dict):
             return None  # not valid JSON: passes, the engine logs it
@@ -201,6 +215,10 @@ class EofWindDown(Stage):
             self._folded = self._pending_lines(ctx) > 0
         else:
             self._active = True
+        return self._after_frame(ctx)
+
+    def _after_frame(self, ctx: Context) -> Output:
+        """What every frame from cbc does to the wind-down (its state already updated)."""
         if self._phase is Phase.CLOSING:
             # cbc still writes after its stdin was closed: every frame reaches the client,
             # and an idle cbc's time to exit starts over from it

@@ -180,6 +180,20 @@ def test_finished_tasks_are_forgotten_before_running_ones() -> None:
     assert "running-old" not in state.tasks  # none finished: the oldest goes
 
 
+def test_has_open_task_is_whether_open_tasks_has_one() -> None:
+    """init-once asks it per status frame between turns; the notified tasks kept until
+    forgotten make the list long, the answer is the same."""
+    import itertools
+
+    from compat.session import SessionState, TaskPhase
+
+    for phases in itertools.product(list(TaskPhase), repeat=3):
+        state = SessionState()
+        for i, phase in enumerate(phases):
+            state.task(f"t{i}").phase = phase
+        assert state.has_open_task() == bool(state.open_tasks()), phases
+
+
 # -- the fast paths give what the parsing path gives, on the reference captures ----------
 
 CAPTURES = REFERENCE or Path("reference captures not found")
@@ -198,14 +212,20 @@ def _capture_streams() -> list[Path]:
 
 
 def _run_capture(
-    data: bytes, step: int, slow: bool, monkeypatch: pytest.MonkeyPatch, fast: bool = True
+    data: bytes,
+    step: int,
+    slow: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    fast: bool = True,
+    client_eof: bool = False,
 ) -> bytes:
     """The engine's client-side output for ``data`` fed in ``step``-byte chunks; ``slow``:
     every stage non-lazy: frames parsed before any stage sees them, so private-fields
     re-serializes nothing but takes its parsed branch, and the shortcuts taken only for
     unparsed frames (interrupted-turn, eof-wind-down on stream_event), the skipped
     calls of stages that are ``cold`` for a kind and the fast lines (compat.pipeline) are
-    not taken; ``fast=False``: every line becomes a frame (the cold steps still skip)."""
+    not taken; ``fast=False``: every line becomes a frame (the cold steps still skip);
+    ``client_eof``: the client's EOF first (a ``-p`` run: every line in the wind-down)."""
     from compat.stage import REGISTRY
 
     with monkeypatch.context() as m:
@@ -217,7 +237,8 @@ def _run_capture(
         for p in eng.pipelines.values():
             p.use_cold = not slow
             p.use_fast = fast
-        out = [
+        out = [written(eng.eof("client", 0.0))] if client_eof else []
+        out += [
             written(eng.feed("backend", data[i : i + step], i / 1000))  # time moves
             for i in range(0, len(data), step)
         ]
@@ -238,6 +259,49 @@ def test_lazy_paths_give_the_parsing_paths_bytes_on_the_captures(
             assert _run_capture(data, step, False, monkeypatch) == slow, (path.name, step)
             frames_only = _run_capture(data, step, False, monkeypatch, fast=False)
             assert frames_only == slow, (path.name, step)
+
+
+@pytest.mark.skipif(not CAPTURES.is_dir(), reason=NO_CAPTURES)
+def test_after_the_client_eof_the_lazy_paths_give_the_parsing_paths_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same with the client's EOF first (a ``-p`` run: eof-wind-down decides a
+    stream_event from its kind and is cold for it there too)."""
+    for path in _capture_streams():
+        data = path.read_bytes()
+        for step in (len(data) or 1, 7) if len(data) < 200_000 else (len(data),):
+            slow = _run_capture(data, step, True, monkeypatch, client_eof=True)
+            fast = _run_capture(data, step, False, monkeypatch, client_eof=True)
+            assert fast == slow, (path.name, step)
+            frames_only = _run_capture(data, step, False, monkeypatch, False, True)
+            assert frames_only == slow, (path.name, step)
+
+
+def test_after_the_client_eof_stream_events_inside_a_turn_are_fast_lines() -> None:
+    """eof-wind-down is cold for a stream_event of a running turn after the client's EOF,
+    so those lines are not parsed (they were, every one, before)."""
+    from compat.frames import Frame
+
+    eng = _fast_engine()
+    eng.eof("client", 0.0)
+    parsed = 0
+    obj = Frame.obj
+
+    def counting(self: Frame) -> object:
+        nonlocal parsed
+        if not self.parsed and self.raw.startswith(b'{"type":"stream_event"'):
+            parsed += 1
+        return obj.fget(self)  # type: ignore[attr-defined]
+
+    lines = stream_events(200)
+    try:
+        Frame.obj = property(counting)  # type: ignore[assignment,method-assign]
+        out = written(eng.feed("backend", b"\n".join(lines) + b"\n", 1.0))
+    finally:
+        Frame.obj = obj  # type: ignore[method-assign]
+    assert out.count(b"\n") == len(lines)
+    assert b"__timestamp" not in out
+    assert parsed <= 1  # (the first line of the turn may be read by another rule)
 
 
 def _snapshot(stage: object, ctx: object) -> str:
@@ -292,7 +356,9 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
     monkeypatch.setattr(Pipeline, "_one", checked_one)
     for path in _capture_streams():
         data = path.read_bytes()
-        _run_capture(data, 7 if len(data) < 200_000 else len(data), False, monkeypatch, False)
+        step = 7 if len(data) < 200_000 else len(data)
+        _run_capture(data, step, False, monkeypatch, False)
+        _run_capture(data, step, False, monkeypatch, False, client_eof=True)
     assert checked > 500
 
 
