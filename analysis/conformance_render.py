@@ -271,13 +271,16 @@ def render_text(
     if unused:
         out += ["", "known differences that matched nothing in these runs: " + ", ".join(unused)]
     total = sum(r.unexplained for r in rows)
+    same = sum(1 for r in rows if r.bridged and r.bridged.equivalent)
+    explained = sum(
+        1
+        for r in rows
+        if r.bridged and r.bridged.equivalent_but_explained and not r.bridged.equivalent
+    )
     out += [
         "",
-        f"{len(rows)} scenario(s), "
-        f"{sum(1 for r in rows if r.bridged and r.bridged.equivalent)} equivalent, "
-        f"{sum(1 for r in rows if r.bridged and r.bridged.equivalent_but_explained and not r.bridged.equivalent)} "
-        "equivalent but for explained differences, "
-        f"{total} unexplained",
+        f"{len(rows)} scenario(s), {same} equivalent, {explained} equivalent but for "
+        f"explained differences, {total} unexplained",
     ]
     return "\n".join(out) + "\n"
 
