@@ -8,11 +8,12 @@ fails when an installed CLI is none of them. Pure data, no I/O.
 
 from __future__ import annotations
 
-import attrs
+from typing import NamedTuple
 
 
-@attrs.frozen
-class Verified:
+class Verified(NamedTuple):
+    """(A NamedTuple, not attrs: ``--version`` imports this module, and nothing heavy.)"""
+
     name: str  # "claude" | "cbc"
     version: str  # what the CLI's ``--version`` reports
     registry: str  # "npm" | "pypi"

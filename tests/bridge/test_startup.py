@@ -57,6 +57,8 @@ def test_version_and_help_import_nothing_heavy(flag: str) -> None:
     )
     loaded = set(mods["m"])  # type: ignore[call-overload]
     assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+    if flag != "--help":  # --version: not even attrs (SDKs run it before every session)
+        assert "attrs" not in loaded
 
 
 def test_ccbridge_version_imports_nothing_heavy() -> None:
