@@ -18,6 +18,7 @@ from compat.profiles import PROFILES, RuleError, build, parse_rule_settings
 from compat.redact import REDACTED, redact_text
 from compat.stages.initialize import PROMPT_BOUNDARY, claude_initialize
 
+from . import control_support
 from .control_support import cr, engine, label, records, replay, reply_to, stdout_frame, user
 
 SID = "01a226db-6de9-7158-9e55-d5205b00368c"  # nomodel_controls-after-session
@@ -43,17 +44,7 @@ def init_reply(name: str) -> dict[str, Any]:
 
 
 def cbc_init(sid: str = SID, **kw: Any) -> dict[str, Any]:
-    return {
-        "type": "system",
-        "subtype": "init",
-        "uuid": sid,
-        "session_id": sid,
-        "cwd": "/w",
-        "tools": ["Bash"],
-        "mcp_servers": [],
-        "model": "default-model",
-        **kw,
-    }
+    return control_support.cbc_init(sid, **kw)
 
 
 def status(sid: str = SID) -> dict[str, Any]:
