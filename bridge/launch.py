@@ -134,14 +134,16 @@ def plan(
     on = launch_translations(profile, settings)
     forward: ForwardTranslation | None = None
     reverse: ReverseTranslation | None = None
-    if on["rev-argv"] or on["rev-env"]:
+    # translated once, for the launch line and for what the rules learn of the launch
+    # (``bridge.proxy.set_launch_facts``), even with the translation rules off
+    if profile == "claude-to-cbc" or on["rev-argv"] or on["rev-env"]:
         from compat.argv_cbc import translate_to_claude
 
         reverse = translate_to_claude(client_argv, is_root=is_root())
-    if on["argv"]:
+    if profile == "cbc-to-claude" or on["argv"]:
         from compat.argv import translate_to_cbc
 
-        pin = on["session-pin"]
+        pin = on["argv"] and on["session-pin"]
         forward = translate_to_cbc(
             client_argv, session_id=new_session_id() if pin else None, pin=pin
         )
@@ -149,7 +151,7 @@ def plan(
         for w in reverse.warnings:
             log.warning(w, "rev-argv")
         argv = [*backend, *reverse.argv]
-    elif forward is not None:
+    elif on["argv"] and forward is not None:
         for w in forward.warnings:
             log.warning(w, "argv")
         for note in forward.notes:
@@ -165,7 +167,7 @@ def plan(
         profile,
         tuple(client_argv),
         tuple(argv),
-        _backend_env(on, env, forward, reverse),
+        _backend_env(on, env, forward if on["argv"] else None, reverse),
         env,
         settings,
         forward,

@@ -135,3 +135,17 @@ def test_main_reads_the_environment_it_is_given_not_os_environ(
     monkeypatch.setattr("bridge.backends._cbc_from_package", lambda: None)
     assert dropin.main(CLIENT, no_cbc) == Exit.NOT_FOUND
     assert "no cbc backend found" in capsys.readouterr().err
+
+
+def test_with_the_argv_rule_off_the_line_passes_as_is_and_the_rules_still_learn_the_launch() -> (
+    None
+):
+    client = [*CLIENT, "--permission-prompt-tool", "stdio"]
+    plan = launch.plan(
+        "test", "cbc-to-claude", ["b"], client, {"HOME": "/h"}, ["argv=off"], launch.DeferredLog()
+    )
+    assert plan.backend_argv == ("b", *client)  # not translated, no session pin
+    assert plan.forward is not None
+    engine = proxy.build_engine(plan.profile, plan.rules, epoch_ms=0)
+    proxy.set_launch_facts(engine, plan)
+    assert engine.state.stdio_permissions is True  # as before the plan: the client's own flag
