@@ -56,6 +56,9 @@ class Side:
     spec: str  # claude | cbc | a command line
     via: str | None = None  # a bridge profile the backend runs behind
     label: str = ""  # the capture's file stem suffix
+    #: the scenario client's dialect (claude | cbc); None: the served client's
+    #: (``runner.client_dialect``)
+    client: str | None = None
 
     def describe(self) -> str:
         return self.spec + (f" via {self.via}" if self.via else "")
@@ -163,6 +166,7 @@ async def _run_one(job: Job, time_limit: float | None) -> Outcome:
             target,
             partial,
             via=job.side.via,
+            client=job.side.client,
             time_limit=time_limit,
             source=job.path.name,
         )

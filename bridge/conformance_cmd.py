@@ -46,7 +46,8 @@ README = runner.REPO / "README.md"
 SIDES = {
     "claude": ab_cmd.Side("claude", None, "claude"),
     "cbc-bridged": ab_cmd.Side("cbc", "cbc-to-claude", "cbc-bridged"),
-    "cbc-raw": ab_cmd.Side("cbc", None, "cbc-raw"),
+    # what a Claude client sees on raw cbc: the client writes Claude's shapes
+    "cbc-raw": ab_cmd.Side("cbc", None, "cbc-raw", client="claude"),
 }
 REGENERATE = "ccbridge conformance --regenerate --write-readme"
 #: every difference with both values, written next to the captures with --write-readme

@@ -5,10 +5,19 @@ spawn, and writes the capture once at the end (``encode``): the header, then the
 in time order, each scrubbed of the run's paths and redacted (``compat.capture``). It
 splits the backend's streams into lines (``compat.framing``) and keeps stdout's frames.
 
-``Client`` plays the steps of the scenario in order. Waiting is "check, else sleep until
-something new arrives": every stdout line and every model request wakes the waiters
-(one ``trio.Event`` replaced on each arrival), and a condition is always evaluated over
-everything seen since the start, so nothing that arrived before the wait is missed.
+``Client`` plays the steps of the scenario in order, in its client's dialect (``DIALECTS``):
+``claude`` writes what a Claude Agent SDK writes; ``cbc`` what the CodeBuddy SDKs
+(``codebuddy-agent-sdk``, ``@tencent-ai/agent-sdk``) write to cbc 2.163.0 (REVERSE.md,
+"What the cbc SDKs require of the CLI"): the Python SDK's ``initialize``, user lines with
+the session id the client read and no ``uuid``, ``can_use_tool`` answered
+``{allowed, updatedInput | reason, interrupt, tool_use_id}``, and an ``interrupt`` as the JS
+SDK's ``query()`` sends it (``session_id``, ``reason``), ``set_model`` /
+``set_permission_mode`` with ``session_id`` as both SDKs send them.
+
+Waiting is "check, else sleep until something new arrives": every stdout line and every
+model request wakes the waiters (one ``trio.Event`` replaced on each arrival), and a
+condition is always evaluated over everything seen since the start, so nothing that
+arrived before the wait is missed.
 """
 
 from __future__ import annotations
@@ -23,10 +32,28 @@ import trio
 from bridge.testing.brain import Request
 from bridge.testing.scenario import Condition, Scenario, Step
 from compat import capture
+from compat.frames import dict_at
 from compat.framing import Line, LineSplitter, Oversize, Partial
 
 READ_SIZE = 64 * 1024
 INITIALIZE = {"subtype": "initialize", "hooks": {}, "capabilities": {}, "hasPrompt": True}
+#: what codebuddy-agent-sdk's ``Query.initialize`` sends with no options set
+CBC_INITIALIZE = {
+    "subtype": "initialize",
+    "hooks": {},
+    "systemPrompt": None,
+    "appendSystemPrompt": None,
+    "agents": None,
+    "sdkMcpServers": None,
+    "hasPrompt": True,
+    "capabilities": {"askUserQuestion": True},
+}
+#: the client dialects: a Claude Agent SDK, a CodeBuddy SDK
+DIALECTS = ("claude", "cbc")
+#: the reason @tencent-ai/agent-sdk's ``query().interrupt()`` gives
+CBC_INTERRUPT_REASON = "User interrupt"
+#: control requests a cbc SDK sends with the session id (interrupt: the JS SDK)
+CBC_SESSION_CONTROLS = ("interrupt", "set_model", "set_permission_mode")
 
 
 class Recording:
@@ -156,10 +183,19 @@ class Recording:
 
 
 class Client:
-    def __init__(self, scenario: Scenario, proc: trio.Process, rec: Recording) -> None:
+    def __init__(
+        self,
+        scenario: Scenario,
+        stdin: trio.abc.SendStream,
+        rec: Recording,
+        dialect: str = "claude",
+    ) -> None:
+        if dialect not in DIALECTS:
+            raise ValueError(f"unknown client dialect {dialect!r} (one of {DIALECTS})")
         self.scenario = scenario
-        self.proc = proc
+        self.stdin = stdin
         self.rec = rec
+        self.dialect = dialect
         self.answered: set[str] = set()
         self.current = -1  # index of the step being played; -1: initialize
         #: (stdout lines, model requests) seen when the previous step was done
@@ -207,23 +243,20 @@ class Client:
     async def write(self, obj: Any) -> None:
         data = obj if isinstance(obj, bytes) else orjson.dumps(obj)
         self.rec.add(self.rec.in_kind, data)
-        assert self.proc.stdin is not None
-        await self.proc.stdin.send_all(data + b"\n")
+        await self.stdin.send_all(data + b"\n")
 
     async def close_stdin(self) -> None:
-        assert self.proc.stdin is not None
         if not self.stdin_closed:
             self.stdin_closed = True
-            await self.proc.stdin.aclose()
+            await self.stdin.aclose()
             self.rec.note("stdin closed")
 
     # -- the script ---------------------------------------------------------------------
     async def run_steps(self) -> None:
         try:
             if self.scenario.initialize:
-                await self.write(
-                    {"type": "control_request", "request_id": "init", "request": INITIALIZE}
-                )
+                init = CBC_INITIALIZE if self.dialect == "cbc" else INITIALIZE
+                await self.write({"type": "control_request", "request_id": "init", "request": init})
                 await self._wait_frame(_is_reply_to("init"))
             for i, step in enumerate(self.scenario.steps):
                 self.current = i
@@ -264,18 +297,7 @@ class Client:
             if isinstance(v, str | int | float) and not isinstance(v, bool)
         }
         if step.user is not None:
-            uid = step.uuid or str(
-                uuid.uuid5(uuid.NAMESPACE_URL, f"ccbridge-scenario:{self.scenario.name}:{i}")
-            )
-            await self.write(
-                {
-                    "type": "user",
-                    "message": {"role": "user", "content": _sub(step.user, values)},
-                    "parent_tool_use_id": None,
-                    "session_id": "",
-                    "uuid": uid,
-                }
-            )
+            await self.write(self._user(i, step, _sub(step.user, values)))
         elif step.line is not None:
             await self.write(_sub(step.line, values).encode())
         elif step.control is not None:
@@ -283,17 +305,14 @@ class Client:
                 {
                     "type": "control_request",
                     "request_id": step.request_id or f"req-{i + 1}",
-                    "request": _sub(step.control, values),
+                    "request": self._control(_sub(step.control, values)),
                 }
             )
         elif step.permission is not None:
             req = await self._wait_frame(self._unanswered_permission)
             rid = str(req.get("request_id"))
             self.answered.add(rid)
-            answer = dict(step.permission)
-            allow = answer.get("behavior") == "allow" or answer.get("allowed") is True
-            if allow and "updatedInput" not in answer:
-                answer["updatedInput"] = (req.get("request") or {}).get("input", {})
+            answer = self._permission(dict(step.permission), dict_at(req, "request") or {})
             await self.write(
                 {
                     "type": "control_response",
@@ -302,6 +321,76 @@ class Client:
             )
         elif step.close_stdin:
             await self.close_stdin()
+
+    # -- the dialects -----------------------------------------------------------------
+    def session_id(self) -> str | None:
+        """The session id this client read: the first non-empty ``session_id`` of a frame
+        of this run (the SDKs' own rule), None before one arrived."""
+        return next(
+            (
+                f["session_id"]
+                for f in self.rec.frames[self.base_frames :]
+                if isinstance(f.get("session_id"), str) and f["session_id"]
+            ),
+            None,
+        )
+
+    def _user(self, i: int, step: Step, content: Any) -> dict[str, Any]:
+        if self.dialect == "cbc":  # both cbc SDKs: the session id they read, no uuid
+            msg: dict[str, Any] = {
+                "type": "user",
+                "session_id": self.session_id() or "",
+                "message": {"role": "user", "content": content},
+                "parent_tool_use_id": None,
+            }
+            if step.uuid:
+                msg["uuid"] = step.uuid
+            return msg
+        uid = step.uuid or str(
+            uuid.uuid5(uuid.NAMESPACE_URL, f"ccbridge-scenario:{self.scenario.name}:{i}")
+        )
+        return {
+            "type": "user",
+            "message": {"role": "user", "content": content},
+            "parent_tool_use_id": None,
+            "session_id": "",
+            "uuid": uid,
+        }
+
+    def _control(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.dialect != "cbc" or request.get("subtype") not in CBC_SESSION_CONTROLS:
+            return request
+        out = dict(request)
+        sid = self.session_id()
+        if sid is not None:
+            out.setdefault("session_id", sid)
+        if out.get("subtype") == "interrupt":
+            out.setdefault("reason", CBC_INTERRUPT_REASON)
+        return out
+
+    def _permission(self, answer: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        """The scenario's answer (Claude's ``{behavior, updatedInput, message}`` or cbc's
+        ``{allowed, ...}``) in this client's dialect; an allow without ``updatedInput``
+        carries the request's ``input``. An answer already in cbc's shape is sent as
+        written (so a scenario can send a Claude backend what a cbc client writes)."""
+        tool_input = request.get("input", {})
+        if self.dialect == "cbc":
+            if "allowed" not in answer:
+                behavior = answer.pop("behavior", None)
+                message = answer.pop("message", None)
+                allowed = behavior == "allow"
+                answer = {"allowed": allowed, **answer}
+                if not allowed:
+                    answer["reason"] = message if isinstance(message, str) else ""
+                    answer.setdefault("interrupt", False)
+            if answer.get("allowed") is True and "updatedInput" not in answer:
+                answer["updatedInput"] = tool_input
+            answer.setdefault("tool_use_id", request.get("tool_use_id", ""))
+            return answer
+        allow = answer.get("behavior") == "allow" or answer.get("allowed") is True
+        if allow and "updatedInput" not in answer:
+            answer["updatedInput"] = tool_input
+        return answer
 
     def _unanswered_permission(self, frame: dict[str, Any]) -> bool:
         req = frame.get("request")

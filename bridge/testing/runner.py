@@ -92,6 +92,17 @@ def resolve_target(spec: str) -> Target:
     return Target(kind, tuple(argv))
 
 
+def client_dialect(kind: str, via: str | None) -> str:
+    """The dialect the scenario client speaks (``client.DIALECTS``): that of the client the
+    profile serves (``claude-to-cbc``: a cbc SDK's; ``cbc-to-claude``: a Claude SDK's),
+    else the backend's own (raw cbc: a cbc SDK's)."""
+    if via == "claude-to-cbc":
+        return "cbc"
+    if via == "cbc-to-claude":
+        return "claude"
+    return "cbc" if kind == "cbc" else "claude"
+
+
 def backend_env(kind: str, url: str, dirs: dict[str, str], mark: str) -> dict[str, str]:
     env = {
         "PATH": os.environ.get("PATH", os.defpath),
@@ -293,7 +304,10 @@ async def run(
     source: str | None = None,
     keep_root: bool = False,
     dump_requests: Path | None = None,
+    client: str | None = None,
 ) -> RunResult:
+    """``client``: the client's dialect (``claude`` or ``cbc``; default ``client_dialect``)."""
+    dialect = client or client_dialect(target.kind, via)
     dirs = make_root()
     mark = secrets.token_hex(8)
     server = ModelServer(_script_in(scenario.model, dirs), keep_bodies=dump_requests is not None)
@@ -345,6 +359,7 @@ async def run(
                 backend=target.kind,
                 backend_version=version,
                 via=via,
+                client=dialect,
                 time_limit=limit,
                 argv=[rec.scrub_text(a) for a in argv],
                 env={
@@ -353,7 +368,9 @@ async def run(
                     if k not in (MARK, "PATH", "PYTHONPATH")
                 },
             )
-            exit_text = await _drive(scenario, argv, env, dirs["CWD"], rec, server, limit, mark)
+            exit_text = await _drive(
+                scenario, argv, env, dirs["CWD"], rec, server, limit, mark, dialect
+            )
             if via is not None:
                 rec.merge_bridge_capture(bridge_cap)
             if scenario.resume is not None:
@@ -371,7 +388,15 @@ async def run(
                     rec.note("resume: second run: " + rec.scrub_text(shlex.join(argv2)))
                     since = rec.now()
                     exit_text = await _drive(
-                        scenario.second_run(), argv2, env, dirs["CWD"], rec, server, limit, mark
+                        scenario.second_run(),
+                        argv2,
+                        env,
+                        dirs["CWD"],
+                        rec,
+                        server,
+                        limit,
+                        mark,
+                        dialect,
                     )
                     if via is not None:
                         rec.merge_bridge_capture(cap2, since)
@@ -401,6 +426,7 @@ async def _drive(
     server: ModelServer,
     limit: float,
     mark: str,
+    dialect: str = "claude",
 ) -> str:
     try:
         proc = await trio.lowlevel.open_process(
@@ -420,7 +446,8 @@ async def _drive(
     rec.start()
     server.on_request = rec.model_request
     rec.note(f"spawned {'bridge' if rec.via else 'backend'}; time limit {limit:g}s")
-    client = Client(scenario, proc, rec)
+    assert proc.stdin is not None
+    client = Client(scenario, proc.stdin, rec, dialect)
     exit_text = ""
     try:
         async with trio.open_nursery() as n:

@@ -16,14 +16,17 @@ seconds, then does its one action:
     line = "raw"             a line written verbatim (bad JSON, unknown types...)
     control = {subtype=...}  a control_request (``request_id`` or ``req-<n>``)
     permission = {behavior="allow"}   answer the next unanswered ``can_use_tool``
-                             (``updatedInput`` defaults to the request's ``input``)
+                             (``updatedInput`` defaults to the request's ``input``;
+                             a cbc client sends it as ``{allowed, reason, ...}``)
     close_stdin = true
     (none)                   just wait
 
 ``${name}`` in ``user``/``line``/``control`` strings is replaced by the top-level field
 ``name`` of the frame that satisfied ``after`` (e.g. ``${task_id}`` of a task_started).
 After the last step stdin is closed unless ``keep_stdin_open``. With ``initialize`` (the
-default) the client first sends Claude's ``initialize`` request and waits for its reply.
+default) the client first sends its ``initialize`` request and waits for its reply. The
+client speaks the dialect of the client the run serves (``bridge.testing.client``): a cbc
+SDK's on raw cbc and behind ``claude-to-cbc``, a Claude SDK's otherwise.
 With ``headless = true`` the run is Claude's print mode: ``args`` are the whole client
 command line (``["-p", "hello", "--output-format", "json"]``), stdin is what ``line``
 steps write (a piped prompt) and then EOF, stdout is recorded as printed (text, a JSON
