@@ -17,6 +17,15 @@ policy in ``compat.conformance``); one with no reason is "unexplained", never hi
 ``<!-- conformance:end -->`` in README.md, and every difference with both values in
 ``DIR/CONFORMANCE.md``. Exit 0: nothing unexplained; 1: something is;
 2: an error (bad known-differences file, missing markers, a backend not installed).
+
+``--profile claude-to-cbc``: the other direction (``compat.conformance.REVERSE``). The
+twins are ``captures/twins-reverse/<scenario>.cbc.jsonl`` (raw cbc 2.163.0: what a cbc
+client expects), ``.claude-bridged.jsonl`` (Claude behind ``claude-to-cbc``, as
+``cbc-on-claude`` runs it) and ``.claude-raw.jsonl`` (raw Claude), the client speaking a cbc
+SDK's dialect on every side; the checker is cbc's contract, the known differences
+``bridge/data/known_differences_reverse.toml``, the README block the one between
+``<!-- conformance-reverse:start -->`` and ``<!-- conformance-reverse:end -->``. Only the
+scenarios that speak stream-json (every one but the headless ones with text or json output).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import orjson
 import trio
 
@@ -34,7 +44,7 @@ from bridge import ab_cmd
 from bridge.cli import Parser
 from bridge.progress import Progress as Tracker
 from bridge.testing import runner
-from bridge.testing.scenario import ScenarioError, load
+from bridge.testing.scenario import Scenario, ScenarioError, load
 from compat import conformance
 from compat import conformance_render as render
 from compat.capture import Capture, CaptureError
@@ -50,6 +60,55 @@ SIDES = {
     "cbc-raw": ab_cmd.Side("cbc", None, "cbc-raw", client="claude"),
 }
 REGENERATE = "ccbridge conformance --regenerate --write-readme"
+TWINS_REVERSE = runner.REPO / "captures" / "twins-reverse"
+KNOWN_REVERSE = Path(__file__).resolve().parent / "data" / "known_differences_reverse.toml"
+#: the reverse twins: the client is a cbc SDK on every side (raw Claude: what it would see)
+SIDES_REVERSE = {
+    "cbc": ab_cmd.Side("cbc", None, "cbc", client="cbc"),
+    "claude-bridged": ab_cmd.Side("claude", "claude-to-cbc", "claude-bridged", client="cbc"),
+    "claude-raw": ab_cmd.Side("claude", None, "claude-raw", client="cbc"),
+}
+REGENERATE_REVERSE = "ccbridge conformance --profile claude-to-cbc --regenerate --write-readme"
+MARKS_REVERSE = ("<!-- conformance-reverse:start -->", "<!-- conformance-reverse:end -->")
+
+
+@attrs.frozen
+class Setup:
+    """What one direction's table is made of."""
+
+    direction: conformance.Direction
+    twins: Path
+    sides: dict[str, ab_cmd.Side]
+    known: Path
+    command: str
+    marks: tuple[str, str] | None  # None: the forward markers (``render.MARK_*``)
+
+
+def setup(profile: str) -> Setup:
+    if profile == conformance.REVERSE.profile:
+        return Setup(
+            conformance.REVERSE,
+            TWINS_REVERSE,
+            SIDES_REVERSE,
+            KNOWN_REVERSE,
+            REGENERATE_REVERSE,
+            MARKS_REVERSE,
+        )
+    return Setup(conformance.FORWARD, TWINS, SIDES, ab_cmd.KNOWN_DIFFERENCES, REGENERATE, None)
+
+
+def speaks_stream_json(scenario: Scenario) -> bool:
+    """A session of the SDKs' protocol: not a headless run, or one printing stream-json."""
+    if not scenario.headless:
+        return True
+    args = list(scenario.args)
+    return any(
+        a == "--output-format=stream-json"
+        or (a == "--output-format" and args[i + 1 : i + 2] == ["stream-json"])
+        for i, a in enumerate(args)
+    )
+
+
 #: every difference with both values, written next to the captures with --write-readme
 DETAILS = "CONFORMANCE.md"
 
@@ -66,12 +125,14 @@ def scenario_names(scenarios_dir: Path = ab_cmd.SCENARIOS) -> dict[str, Path]:
     return out
 
 
-def twin_files(d: Path) -> dict[str, dict[str, Path]]:
+def twin_files(d: Path, roles: tuple[str, ...] = conformance.ROLES) -> dict[str, dict[str, Path]]:
     """``{scenario: {role: path}}`` for the captures in ``d``."""
     out: dict[str, dict[str, Path]] = {}
+    # the longest role first: "claude-raw" is not role "raw" of scenario "x.claude"
+    by_length = sorted(roles, key=len, reverse=True)
     for f in sorted(d.glob("*.jsonl")):
         stem = f.name[: -len(".jsonl")]
-        for role in conformance.ROLES:
+        for role in by_length:
             if stem.endswith("." + role):
                 out.setdefault(stem[: -len(role) - 1], {})[role] = f
                 break
@@ -79,27 +140,34 @@ def twin_files(d: Path) -> dict[str, dict[str, Path]]:
 
 
 def load_rows(
-    d: Path, known: conformance.Known, names: list[str] | None = None
+    d: Path,
+    known: conformance.Known,
+    names: list[str] | None = None,
+    direction: conformance.Direction = conformance.FORWARD,
 ) -> list[conformance.Row]:
     """One row per scenario: those given (missing captures shown as such), else every
     scenario that has a capture in ``d``."""
-    files = twin_files(d)
+    files = twin_files(d, direction.roles)
     rows = []
     for name in names if names is not None else sorted(files):
         caps: dict[str, Capture] = {}
         for role, path in files.get(name, {}).items():
             caps[role] = ab_cmd.read(path)
-        rows.append(conformance.row(name, caps, known))
+        rows.append(conformance.row(name, caps, known, direction=direction))
     return rows
 
 
 def twin_jobs(
-    d: Path, scenarios: dict[str, Path], roles: tuple[str, ...] = conformance.ROLES
+    d: Path,
+    scenarios: dict[str, Path],
+    roles: tuple[str, ...] = conformance.ROLES,
+    sides: dict[str, ab_cmd.Side] | None = None,
 ) -> list[ab_cmd.Job]:
     """One job per scenario and role, capture ``d/<scenario>.<role>.jsonl``."""
     d.mkdir(parents=True, exist_ok=True)
+    by_role = SIDES if sides is None else sides
     return [
-        ab_cmd.Job(path, load(path), SIDES[role], d / f"{name}.{role}.jsonl")
+        ab_cmd.Job(path, load(path), by_role[role], d / f"{name}.{role}.jsonl")
         for name, path in scenarios.items()
         for role in roles
     ]
@@ -113,6 +181,7 @@ async def regenerate(
     deadline: float,
     tracker: Tracker | None = None,
     known: conformance.Known | None = None,
+    direction: conformance.Direction = conformance.FORWARD,
 ) -> list[ab_cmd.Outcome]:
     """Run the twin jobs into ``d`` and record their durations in ``d/index.json``; with a
     ``tracker``, a one-line summary of each scenario once all its runs are done."""
@@ -126,7 +195,7 @@ async def regenerate(
         mine = [k for k, j in enumerate(work) if j.scenario.name == name]
         if tracker is not None and all(k in finished for k in mine):
             line = await trio.to_thread.run_sync(
-                scenario_line, name, [finished[k] for k in mine], known
+                scenario_line, name, [finished[k] for k in mine], known, direction
             )
             tracker.line(line)
 
@@ -141,7 +210,10 @@ async def regenerate(
 
 
 def scenario_line(
-    name: str, outcomes: list[ab_cmd.Outcome], known: conformance.Known | None
+    name: str,
+    outcomes: list[ab_cmd.Outcome],
+    known: conformance.Known | None,
+    direction: conformance.Direction = conformance.FORWARD,
 ) -> str:
     """``bg-agent: claude 2.1.220 exit 0 24.1s · cbc-bridged … · bridged vs Claude: 12
     differences, 0 unexplained`` (the comparison when both captures are there)."""
@@ -159,12 +231,12 @@ def scenario_line(
         except (OSError, CaptureError):
             pass
     tail = ""
-    if known is not None and "claude" in caps and "cbc-bridged" in caps:
-        row = conformance.row(name, caps, known)
+    if known is not None and all(r in caps for r in direction.roles[:2]):
+        row = conformance.row(name, caps, known, direction=direction)
         if row.bridged is not None:
             n = len(row.bridged.diff.differences)
             tail = (
-                f" · bridged vs Claude: {n} difference{'s' * (n != 1)}, "
+                f" · bridged vs {direction.reference}: {n} difference{'s' * (n != 1)}, "
                 f"{row.unexplained} unexplained"
             )
     return f"{name}: " + " · ".join(runs) + tail
@@ -234,18 +306,27 @@ def main(argv: list[str]) -> int:
         "Claude Code 2.1.220, scenario by scenario, and why it is not closer",
     )
     p.add_argument(
+        "--profile",
+        choices=sorted(conformance.DIRECTIONS),
+        default=conformance.FORWARD.profile,
+        help="the direction: cbc-to-claude (default; cbc through the bridge against Claude) "
+        "or claude-to-cbc (Claude through the bridge against cbc, twins in "
+        f"{TWINS_REVERSE.name}/, known differences {KNOWN_REVERSE.name})",
+    )
+    p.add_argument(
         "--captures",
         type=Path,
-        default=TWINS,
+        default=None,
         metavar="DIR",
-        help=f"the twin captures (default {TWINS})",
+        help=f"the twin captures (default {TWINS}, or {TWINS_REVERSE} for claude-to-cbc)",
     )
     p.add_argument(
         "--known",
         type=Path,
         default=None,
         metavar="FILE",
-        help="the known differences (default bridge/data/known_differences.toml)",
+        help="the known differences (default bridge/data/known_differences.toml, "
+        "or known_differences_reverse.toml)",
     )
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--markdown", action="store_true", help="print the Markdown table")
@@ -296,9 +377,18 @@ def main(argv: list[str]) -> int:
         args = p.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    how = setup(args.profile)
+    direction = how.direction
+    if args.captures is None:
+        args.captures = how.twins
     try:
-        known = ab_cmd.load_known_default(args.known)
+        known_path = args.known or how.known
+        known = conformance.load_known(
+            known_path.read_text(encoding="utf-8"), str(known_path), direction
+        )
         all_names = scenario_names()
+        if direction is conformance.REVERSE:
+            all_names = {n: f for n, f in all_names.items() if speaks_stream_json(load(f))}
     except (OSError, conformance.KnownError, ScenarioError) as e:
         _err(str(e))
         return EXIT_ERROR
@@ -317,7 +407,7 @@ def main(argv: list[str]) -> int:
                 _err(str(e))
                 return EXIT_ERROR
         todo = {n: all_names[n] for n in (args.only or all_names)}
-        work = twin_jobs(args.captures, todo)
+        work = twin_jobs(args.captures, todo, direction.roles, how.sides)
         tracker = Tracker([(j.scenario.name, j.side.label) for j in work], quiet=args.quiet)
         outcomes = trio.run(
             lambda: regenerate(
@@ -327,6 +417,7 @@ def main(argv: list[str]) -> int:
                 deadline=args.deadline,
                 tracker=tracker,
                 known=known,
+                direction=direction,
             )
         )
         failed = [o for o in outcomes if not o.ok]
@@ -337,12 +428,14 @@ def main(argv: list[str]) -> int:
         return EXIT_ERROR
     # the canonical twins list every scenario (a missing capture shows); another
     # directory only what it holds
-    canonical = args.captures.resolve() == TWINS.resolve()
-    everything = sorted(set(twin_files(args.captures)) | (set(all_names) if canonical else set()))
+    canonical = args.captures.resolve() == how.twins.resolve()
+    everything = sorted(
+        set(twin_files(args.captures, direction.roles)) | (set(all_names) if canonical else set())
+    )
     # the README always gets the whole table; --only narrows what is printed
     names = args.only if args.only and not args.write_readme else everything
     try:
-        rows = load_rows(args.captures, known, names)
+        rows = load_rows(args.captures, known, names, direction)
     except (OSError, CaptureError) as e:
         _err(str(e))
         return EXIT_ERROR
@@ -351,13 +444,17 @@ def main(argv: list[str]) -> int:
     md = None
     if args.markdown or args.write_readme:
         link = _link(details, args.write_readme) if args.write_readme else None
-        md = render.render_markdown(rows, known, source=source, command=REGENERATE, details=link)
+        md = render.render_markdown(
+            rows, known, source=source, command=how.command, details=link, direction=direction
+        )
     if args.write_readme:
         try:
             text = args.write_readme.read_text(encoding="utf-8")
-            new = render.replace_block(text, md or "")
+            new = render.replace_block(text, md or "", *(how.marks or ()))
             details.write_text(
-                render.render_details(rows, known, source=source, command=REGENERATE),
+                render.render_details(
+                    rows, known, source=source, command=how.command, direction=direction
+                ),
                 encoding="utf-8",
             )
             args.write_readme.write_text(new, encoding="utf-8")
@@ -370,7 +467,7 @@ def main(argv: list[str]) -> int:
 
         try:
             written = write_html_conformance(
-                args.html, rows, twin_files(args.captures), known, source
+                args.html, rows, twin_files(args.captures, direction.roles), known, source
             )
         except (OSError, CaptureError) as e:
             _err(f"{args.html}: {e}")
@@ -381,7 +478,7 @@ def main(argv: list[str]) -> int:
     elif args.markdown:
         sys.stdout.write(md or "")
     elif not args.write_readme:
-        sys.stdout.write(render.render_text(rows, known))
+        sys.stdout.write(render.render_text(rows, known, direction=direction))
     return EXIT_UNEXPLAINED if any(r.unexplained for r in rows) else EXIT_OK
 
 

@@ -41,6 +41,14 @@ violation of a rule the bridge does not implement yet is explained mechanically 
 whose rule now exists in the profile says so ("<id> is in the profile but does not cover
 this"): a gap, still visible.
 
+The same holds in the other direction (``REVERSE``, profile ``claude-to-cbc``): the
+reference is raw cbc 2.163.0 (``cbc``), the bridged side Claude Code behind the profile
+(``claude-bridged``), the "before" side raw Claude (``claude-raw``), the checker cbc's
+contract (``compat.contract_cbc``), the known differences
+``bridge/data/known_differences_reverse.toml`` (``load_known(..., direction=REVERSE)``:
+``missing_rule`` names a reverse rule or a cbc contract rule; ``side = "reference"``, or
+``"claude"`` in the forward file, is a violation of the reference run).
+
 Pure: text in (TOML, captures), data out; ``compat.conformance_render`` turns it into the
 table (Markdown, text, JSON); ``bridge.conformance_cmd`` does the I/O.
 """
@@ -49,15 +57,58 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import attrs
 import orjson
 
+from compat import contract, contract_cbc
 from compat.capture import Capture
 from compat.contract import Violation, check
 from compat.diff import DiffOptions, DiffResult, diff
+
+
+@attrs.frozen
+class Direction:
+    """Which way a conformance table looks: the profile, the roles of a twin set
+    (reference, bridged, raw), the checker of the client's view, and the names the table
+    gives the two CLIs."""
+
+    profile: str
+    roles: tuple[str, str, str]
+    check: Callable[[Capture], list[Violation]]
+    reference: str  # the CLI the client expects ("Claude")
+    other: str  # the CLI behind the bridge ("cbc")
+    #: the contract's own rule ids (a ``missing_rule`` may name one)
+    contract_rules: frozenset[str] = frozenset()
+
+
+FORWARD = Direction(
+    "cbc-to-claude", ("claude", "cbc-bridged", "cbc-raw"), contract.check, "Claude", "cbc"
+)
+REVERSE = Direction(
+    "claude-to-cbc",
+    ("cbc", "claude-bridged", "claude-raw"),
+    contract_cbc.check,
+    "cbc",
+    "Claude",
+    frozenset(
+        {
+            "framing",
+            "rev-vocabulary",
+            "rev-task-type",
+            "rev-interrupted-turn",
+            "rev-initialize-reply",
+            "rev-mcp-status",
+            "rev-local-command",
+            "rev-interrupt-marker",
+            "rev-background-agent",
+            "rev-session-id",
+        }
+    ),
+)
+DIRECTIONS = {d.profile: d for d in (FORWARD, REVERSE)}
 
 #: the roles of a twin set, in table order
 ROLES = ("claude", "cbc-bridged", "cbc-raw")
@@ -254,7 +305,9 @@ class Known:
         return next((e for e in self.entries if e.matches_violation(scenario, v, side)), None)
 
 
-def load_known(text: str, source: str = "<known differences>") -> Known:
+def load_known(
+    text: str, source: str = "<known differences>", direction: Direction | None = None
+) -> Known:
     """Parse a known-differences file strictly: unknown keys, wrong types, duplicate ids,
     an entry with no match or with zero or two reasons are errors naming the entry."""
     try:
@@ -274,7 +327,7 @@ def load_known(text: str, source: str = "<known differences>") -> Known:
         where = f"{source}: difference[{i}]"
         if not isinstance(item, dict):
             raise KnownError(f"{where}: not a table")
-        entry = _entry(item, where)
+        entry = _entry(item, where, direction or FORWARD)
         if entry.id in seen:
             raise KnownError(f"{where}: duplicate id {entry.id!r}")
         seen.add(entry.id)
@@ -282,7 +335,7 @@ def load_known(text: str, source: str = "<known differences>") -> Known:
     return Known(tuple(entries))
 
 
-def _entry(item: dict[str, Any], where: str) -> Entry:
+def _entry(item: dict[str, Any], where: str, direction: Direction) -> Entry:
     unknown = set(item) - _ENTRY_KEYS
     if unknown:
         raise KnownError(f"{where}: unknown key(s) {sorted(unknown)}")
@@ -318,19 +371,23 @@ def _entry(item: dict[str, Any], where: str) -> Entry:
             f"(got {', '.join(given) or 'none'})"
         )
     rule = reasons["missing_rule"]
-    if rule is not None and rule not in RULE_IDS and rule not in implemented_rules():
+    ids = RULE_IDS if direction is FORWARD else direction.contract_rules
+    if rule is not None and rule not in ids and rule not in implemented_rules(direction.profile):
         raise KnownError(
-            f"{where}: `missing_rule` {rule!r} is neither a PROTOCOL.md rule id "
-            "nor a rule of the cbc-to-claude profile"
+            f"{where}: `missing_rule` {rule!r} is neither a "
+            f"{'PROTOCOL.md' if direction is FORWARD else 'contract'} rule id "
+            f"nor a rule of the {direction.profile} profile"
         )
     if given[0] in ("cbc", "checker") and text("evidence") is None:
         raise KnownError(f"{where}: a `{given[0]}` reason needs its `evidence`")
-    side = text("side") or "cbc"
+    # "cbc"/"claude": the forward names of the bridged and the reference run
+    given_side = text("side") or "cbc"
+    side = {"bridged": "cbc", "reference": "claude"}.get(given_side, given_side)
     if side not in ("cbc", "claude"):
-        raise KnownError(f"{where}: `side` must be cbc or claude")
+        raise KnownError(f"{where}: `side` must be bridged or reference (cbc or claude)")
     if side == "claude" and (not violations or given[0] != "checker"):
         raise KnownError(
-            f'{where}: `side = "claude"` is for `violations` of the Claude '
+            f"{where}: a reference side is for `violations` of the {direction.reference} "
             "run, with a `checker` reason"
         )
     return Entry(
@@ -404,27 +461,36 @@ class Comparison:
         return c
 
 
-def compare(a: Capture, b: Capture, options: DiffOptions | None = None) -> Comparison:
-    """Diff and contract check, without reasons (``explain`` adds them)."""
-    return Comparison(diff(a, b, options), check(a), check(b))
+def compare(
+    a: Capture, b: Capture, options: DiffOptions | None = None, direction: Direction | None = None
+) -> Comparison:
+    """Diff and contract check (the direction's checker), without reasons (``explain``
+    adds them)."""
+    chk = check if direction is None else direction.check
+    return Comparison(diff(a, b, options), chk(a), chk(b))
 
 
 def explain(
-    cmp: Comparison, scenario: str, known: Known, implemented: frozenset[str] | None = None
+    cmp: Comparison,
+    scenario: str,
+    known: Known,
+    implemented: frozenset[str] | None = None,
+    direction: Direction | None = None,
 ) -> Comparison:
     """``cmp`` with an ``Item`` (and its reason) for every difference, every violation of
     side B and every violation of side A."""
-    impl = implemented_rules() if implemented is None else implemented
+    d = direction or FORWARD
+    impl = implemented_rules(d.profile) if implemented is None else implemented
     items: list[Item] = []
-    for d in cmp.diff.differences:
-        e = known.find_difference(scenario, d.path, d.kind, d.a, d.b)
+    for dd in cmp.diff.differences:
+        e = known.find_difference(scenario, dd.path, dd.kind, dd.a, dd.b)
         items.append(
             Item(
                 "difference",
-                d.path,
-                d.kind,
-                d.a,
-                d.b,
+                dd.path,
+                dd.kind,
+                dd.a,
+                dd.b,
                 e.category() if e else UNEXPLAINED,
                 e.reason(impl) if e else UNEXPLAINED,
                 e.id if e else None,
@@ -463,7 +529,7 @@ def explain(
                 )
             )
     for v in cmp.violations_a:
-        path = "Claude side: " + _violation_path(v)
+        path = f"{d.reference} side: " + _violation_path(v)
         e = known.find_violation(scenario, v, "claude")
         if e is not None:
             items.append(
@@ -478,7 +544,7 @@ def explain(
                     v.frame,
                     None,
                     UNEXPLAINED,
-                    f"{UNEXPLAINED}: Claude Code itself violates the contract "
+                    f"{UNEXPLAINED}: {d.reference} itself violates the contract "
                     "(the checker or the capture is wrong)",
                 )
             )
@@ -504,20 +570,29 @@ class Row:
     @property
     def unexplained(self) -> int:
         n = len(self.bridged.unexplained) if self.bridged else 0
-        return n + (1 if "claude" in self.missing or "cbc-bridged" in self.missing else 0)
+        # the reference or the bridged capture is missing: there is no comparison
+        return n + (1 if self.bridged is None and self.missing else 0)
 
 
 def row(
-    scenario: str, caps: dict[str, Capture], known: Known, implemented: frozenset[str] | None = None
+    scenario: str,
+    caps: dict[str, Capture],
+    known: Known,
+    implemented: frozenset[str] | None = None,
+    direction: Direction | None = None,
 ) -> Row:
-    """One scenario's row from its twin captures (keys: ``ROLES``; some may be absent)."""
-    missing = tuple(r for r in ROLES if r not in caps)
-    claude = caps.get("claude")
+    """One scenario's row from its twin captures (keys: the direction's roles, ``ROLES``
+    forward; some may be absent)."""
+    d = direction or FORWARD
+    ref_role, bridged_role, raw_role = d.roles
+    missing = tuple(r for r in d.roles if r not in caps)
+    ref = caps.get(ref_role)
     bridged = raw = None
-    if claude is not None and "cbc-bridged" in caps:
-        bridged = explain(compare(claude, caps["cbc-bridged"]), scenario, known, implemented)
-    if claude is not None and "cbc-raw" in caps:
-        raw = compare(claude, caps["cbc-raw"])
+    if ref is not None and bridged_role in caps:
+        cmp = compare(ref, caps[bridged_role], direction=d)
+        bridged = explain(cmp, scenario, known, implemented, d)
+    if ref is not None and raw_role in caps:
+        raw = compare(ref, caps[raw_role], direction=d)
     meta = {r: _meta(c) for r, c in caps.items()}
     return Row(scenario, bridged, raw, missing, meta)
 
