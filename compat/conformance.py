@@ -231,6 +231,8 @@ class Entry:
     checker: str | None = None
     evidence: str = ""
     note: str = ""
+    #: the CLI behind the bridge, as a ``cbc`` reason names it (Claude in the reverse file)
+    backend: str = "cbc"
     _res: tuple[re.Pattern[str], ...] = attrs.field(init=False, eq=False, repr=False)
     _msg: re.Pattern[str] | None = attrs.field(init=False, eq=False, repr=False)
 
@@ -260,7 +262,7 @@ class Entry:
                 r += f" ({self.missing_rule} is in the profile but does not cover this)"
             return r + note
         if self.cbc:
-            return f"cbc behaviour the bridge cannot change: {self.cbc}{ev}"
+            return f"{self.backend} behaviour the bridge cannot change: {self.cbc}{ev}"
         if self.design:
             return f"by design: {self.design}{ev}"
         if self.timing:
@@ -404,6 +406,7 @@ def _entry(item: dict[str, Any], where: str, direction: Direction) -> Entry:
         side=side,
         evidence=text("evidence") or "",
         note=text("note") or "",
+        backend=direction.other,
         **reasons,
     )
 

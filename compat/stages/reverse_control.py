@@ -344,6 +344,10 @@ class ReverseTrack(Stage):
         elif t == "assistant":
             for block in list_at(dict_at(obj, "message"), "content"):
                 inp = dict_at(block, "input")
+                command = str_at(inp, "command")
+                if str_at(block, "type") == "tool_use" and str_at(block, "name") == "Bash":
+                    if command is not None:
+                        rstate.remember(rs.bash_calls, str(block.get("id")), command)
                 if (
                     str_at(block, "type") == "tool_use"
                     and str_at(block, "name") in ("Agent", "Task")

@@ -26,6 +26,10 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   frames pass (cbc sends those with their parent too).
 - ``rev-agent-summary``: a completed agent task's ``summary`` (Claude: the agent's last
   text) is cbc's ``Background agent "<description>" completed``.
+- ``rev-bash-task``: a background shell's task in cbc's words: its ``description`` is the
+  command (Claude: the call's ``description``), and its notification's ``summary``
+  ``Background command "<command>" completed`` / ``was stopped`` (Claude adds the exit
+  code, and names the description).
 - ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
   at EOF after an error result (also one the bridge made a success); cbc exits 0, so the
   bridge does, unless Claude failed before any result.
@@ -45,6 +49,8 @@ TASK_TYPES = {"local_bash": "Bash", "local_agent": "Agent"}
 LOCAL_COMMAND = "<local-command-stdout>"
 #: Claude's exit status when a signal ended it (SIGHUP, SIGINT, SIGTERM)
 SIGNAL_EXITS = frozenset({129, 130, 143})
+#: how cbc's summary of a background shell ends, by notification status (its captures)
+BASH_ENDINGS = {"completed": "completed", "stopped": "was stopped", "killed": "was stopped"}
 
 
 def swap(value: Any, old: str, new: str) -> Any:
@@ -311,6 +317,42 @@ class ReverseAgentSummary(Stage):
         if task is None or obj.get("status") != "completed":
             return None
         summary = f'Background agent "{task[0]}" completed'
+        return (
+            None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
+        )
+
+
+@register
+@attrs.define
+class ReverseBashTask(Stage):
+    """A background shell's ``task_started`` description is its command, and its
+    notification's summary cbc's ``Background command "<command>" completed`` (or ``was
+    stopped``): cbc names a shell by its command, Claude by the call's description."""
+
+    rule: ClassVar[str] = "rev-bash-task"
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"system/task_started", "system/task_notification"}
+    )
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        rs = rstate.of(ctx.state)
+        tid = str_at(obj, "task_id") or ""
+        if obj.get("subtype") == "task_started":
+            if obj.get("task_type") not in ("local_bash", "Bash"):
+                return None
+            command = rs.bash_calls.get(str_at(obj, "tool_use_id") or "")
+            if command is None:
+                return None
+            rstate.remember(rs.bash_tasks, tid, command)
+            if obj.get("description") == command:
+                return None
+            return (frame.replace({**obj, "description": command}),)
+        command = rs.bash_tasks.pop(tid, None)
+        ending = BASH_ENDINGS.get(str(obj.get("status")))
+        if command is None or ending is None:
+            return None
+        summary = f'Background command "{command}" {ending}'
         return (
             None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
         )

@@ -465,6 +465,37 @@ def test_background_bash_task_type_and_status() -> None:
     assert all(f["status"] == f["patch"]["status"] for f in updated)  # cbc's top-level copy
 
 
+@pytest.mark.parametrize(
+    ("name", "command", "summary"),
+    [
+        (
+            "mockapi_background-bash_task-started-updated-notification",
+            "sleep 3; echo bg-done",
+            'Background command "sleep 3; echo bg-done" completed',
+        ),
+        (
+            "mockapi_stop-task-control-request_bg-bash-killed_unknown-id-also-success",
+            "sleep 20; echo slow-bg-done",
+            'Background command "sleep 20; echo slow-bg-done" was stopped',
+        ),
+    ],
+)
+def test_a_background_shell_is_named_by_its_command_as_cbc_names_it(
+    name: str, command: str, summary: str
+) -> None:
+    """cbc's words (captures/reference/cbc-2.163.0 mockoai_bg-bash, stop-task): the task's
+    description is the command, the summary names it; Claude uses the call's description
+    and adds the exit code."""
+    run = replay(name)
+    [started] = [f for f in run.client if f.get("subtype") == "task_started"]
+    [note] = [f for f in run.client if f.get("subtype") == "task_notification"]
+    assert started["description"] == command
+    assert note["summary"] == summary
+    off = replay(name, rules=["rev-bash-task=off"])
+    [started] = [f for f in off.client if f.get("subtype") == "task_started"]
+    assert started["description"] != command
+
+
 def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
     frame = {
         "type": "user",
