@@ -109,7 +109,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "rev-command-lifecycle",
             "rev-background-agent",
             "rev-agent-summary",
-            "rev-bash-task",
+            "rev-task-words",
             "rev-task-type",
             "rev-task-status",
             "rev-interrupt-marker",

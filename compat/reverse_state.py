@@ -47,8 +47,10 @@ class ReverseState:
     agent_tasks: dict[str, tuple[str, str | None]] = attrs.Factory(dict)
     #: the command of every Bash call: tool_use id -> command [rev-track]
     bash_calls: dict[str, str] = attrs.Factory(dict)
-    #: background shells: task_id -> command [rev-bash-task]
+    #: background shells: task_id -> command [rev-task-words]
     bash_tasks: dict[str, str] = attrs.Factory(dict)
+    #: workflows: task_id -> Claude's description [rev-task-words]
+    workflow_tasks: dict[str, str] = attrs.Factory(dict)
     #: [launch] the resumed session's transcript entries (Claude's ``<session>.jsonl``,
     #: read by the I/O side), for ``rev-resume-replay``; None: not resuming or unreadable
     history: list[dict[str, Any]] | None = None

@@ -26,10 +26,11 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   frames pass (cbc sends those with their parent too).
 - ``rev-agent-summary``: a completed agent task's ``summary`` (Claude: the agent's last
   text) is cbc's ``Background agent "<description>" completed``.
-- ``rev-bash-task``: a background shell's task in cbc's words: its ``description`` is the
-  command (Claude: the call's ``description``), and its notification's ``summary``
+- ``rev-task-words``: background tasks in cbc's words: a shell's ``description`` is its
+  command (Claude: the call's ``description``) and its notification's ``summary``
   ``Background command "<command>" completed`` / ``was stopped`` (Claude adds the exit
-  code, and names the description).
+  code, and names the description); a stopped workflow's summary is ``Dynamic workflow
+  "<description>" was stopped`` (Claude: the bare description).
 - ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
   at EOF after an error result (also one the bridge made a success); cbc exits 0, so the
   bridge does, unless Claude failed before any result.
@@ -51,6 +52,7 @@ LOCAL_COMMAND = "<local-command-stdout>"
 SIGNAL_EXITS = frozenset({129, 130, 143})
 #: how cbc's summary of a background shell ends, by notification status (its captures)
 BASH_ENDINGS = {"completed": "completed", "stopped": "was stopped", "killed": "was stopped"}
+STOPPED = frozenset({"stopped", "killed"})
 
 
 def swap(value: Any, old: str, new: str) -> Any:
@@ -324,12 +326,12 @@ class ReverseAgentSummary(Stage):
 
 @register
 @attrs.define
-class ReverseBashTask(Stage):
-    """A background shell's ``task_started`` description is its command, and its
-    notification's summary cbc's ``Background command "<command>" completed`` (or ``was
-    stopped``): cbc names a shell by its command, Claude by the call's description."""
+class ReverseTaskWords(Stage):
+    """Background tasks in cbc's words: a shell's ``task_started`` description is its
+    command, its summary ``Background command "<command>" completed`` (or ``was stopped``);
+    a stopped workflow's summary ``Dynamic workflow "<description>" was stopped``."""
 
-    rule: ClassVar[str] = "rev-bash-task"
+    rule: ClassVar[str] = "rev-task-words"
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"system/task_started", "system/task_notification"}
     )
@@ -338,8 +340,12 @@ class ReverseBashTask(Stage):
         obj = frame.obj
         rs = rstate.of(ctx.state)
         tid = str_at(obj, "task_id") or ""
+        kind = obj.get("task_type")
         if obj.get("subtype") == "task_started":
-            if obj.get("task_type") not in ("local_bash", "Bash"):
+            if kind in ("local_workflow",):
+                rstate.remember(rs.workflow_tasks, tid, str_at(obj, "description") or "")
+                return None
+            if kind not in ("local_bash", "Bash"):
                 return None
             command = rs.bash_calls.get(str_at(obj, "tool_use_id") or "")
             if command is None:
@@ -348,11 +354,18 @@ class ReverseBashTask(Stage):
             if obj.get("description") == command:
                 return None
             return (frame.replace({**obj, "description": command}),)
-        command = rs.bash_tasks.pop(tid, None)
-        ending = BASH_ENDINGS.get(str(obj.get("status")))
-        if command is None or ending is None:
-            return None
-        summary = f'Background command "{command}" {ending}'
+        status = str(obj.get("status"))
+        if tid in rs.workflow_tasks:
+            described = rs.workflow_tasks.pop(tid)
+            if status not in STOPPED or not described:
+                return None
+            summary = f'Dynamic workflow "{described}" was stopped'
+        else:
+            command = rs.bash_tasks.pop(tid, None)
+            ending = BASH_ENDINGS.get(status)
+            if command is None or ending is None:
+                return None
+            summary = f'Background command "{command}" {ending}'
         return (
             None if obj.get("summary") == summary else (frame.replace({**obj, "summary": summary}),)
         )

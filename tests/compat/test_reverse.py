@@ -491,9 +491,23 @@ def test_a_background_shell_is_named_by_its_command_as_cbc_names_it(
     [note] = [f for f in run.client if f.get("subtype") == "task_notification"]
     assert started["description"] == command
     assert note["summary"] == summary
-    off = replay(name, rules=["rev-bash-task=off"])
+    off = replay(name, rules=["rev-task-words=off"])
     [started] = [f for f in off.client if f.get("subtype") == "task_started"]
     assert started["description"] != command
+
+
+def test_a_stopped_workflow_is_summarised_as_cbc_does() -> None:
+    """cbc: `Dynamic workflow "<name>" was stopped` (twins-reverse interrupt-idle-workflow);
+    Claude writes the bare description."""
+    name = "mockapi_idle-interrupt-kills-bg-workflow-keeps-bg-bash"
+    summaries = [
+        f["summary"] for f in replay(name).client if f.get("subtype") == "task_notification"
+    ]
+    assert 'Dynamic workflow "Slow mock workflow" was stopped' in summaries
+    off = replay(name, rules=["rev-task-words=off"]).client
+    assert "Slow mock workflow" in [
+        f["summary"] for f in off if f.get("subtype") == "task_notification"
+    ]
 
 
 def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
