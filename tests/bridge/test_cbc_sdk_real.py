@@ -6,6 +6,7 @@ does; what is asserted is what the SDK yields. Every wait has a deadline.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from collections.abc import AsyncIterator
@@ -44,7 +45,11 @@ from codebuddy_agent_sdk import (  # noqa: E402
 pytestmark = [pytest.mark.real_backend, pytest.mark.client, *SDK_GC_WARNINGS]
 
 REPO = Path(__file__).resolve().parents[2]
-DROPIN = Path(sys.executable).with_name("cbc-on-claude")
+#: the installed console script (``CCBRIDGE_CBC_DROPIN``: another one, e.g. a checkout's
+#: wrapper when the environment was installed before the script existed)
+DROPIN = Path(
+    os.environ.get("CCBRIDGE_CBC_DROPIN") or Path(sys.executable).with_name("cbc-on-claude")
+)
 LIMIT = 90
 
 
@@ -339,6 +344,40 @@ async def test_js_sdk_session_controls_interrupt_resume_and_deny(
     assert summary["failures"] == [], summary
     assert proc.returncode == 0, summary
     assert summary["facts"]["model"]
+
+
+async def test_js_sdk_mcp_server_and_background_tasks(claude: list[str], tmp_path: Path) -> None:
+    """``@tencent-ai/agent-sdk`` (tests/js/cbc_sdk_tasks.mjs): an SDK MCP server, its tool and
+    ``mcpServerStatus()``; a background shell and a background agent with their
+    notifications, in cbc's names."""
+    import json
+    import shutil
+
+    node = shutil.which("node")
+    if node is None or not JS_SDK.is_dir():
+        pytest.skip(
+            "node or @tencent-ai/agent-sdk missing (cd tests/js && npm install --omit=optional)"
+        )
+    exe = DROPIN.with_name("cbc-on-claude.exe")
+    rules = [Rule(when="TRIGGER_MCP", tool="mcp__probe__echo", input={"text": "hi there"})]
+    for name in ("bg-bash", "bg-agent"):
+        rules += load(REPO / "scenarios" / f"{name}.toml").model.rules
+    async with stage(ModelScript(rules=tuple(rules)), claude, tmp_path) as st:
+        cfg = {"cli": str(exe), "cwd": str(tmp_path / "work"), "env": st.env, "timeout": 80}
+        proc = await trio.run_process(
+            [node, str(JS / "cbc_sdk_tasks.mjs"), json.dumps(cfg)],
+            cwd=str(JS),
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    lines = proc.stdout.decode().strip().splitlines()
+    assert lines, proc.stderr.decode()[-2000:]
+    summary = json.loads(lines[-1])
+    assert summary["failures"] == [], summary
+    assert proc.returncode == 0, summary
+    bash = summary["facts"]["bash_summary"]
+    assert bash == 'Background command "sleep 3; echo bg-done" completed'
 
 
 async def test_background_agent_as_cbc_reports_it(claude: list[str], tmp_path: Path) -> None:
