@@ -391,7 +391,8 @@ def _main(argv: list[str]) -> int:
     jobs: list[Job] = []
     for n, (cmd, _, _) in cands.items():
         spec = shlex.join(cmd)
-        sides = [Side(spec, None, n)]
+        # the verified twins it is compared with were written by a Claude client
+        sides = [Side(spec, None, n, client="claude")]
         if n == "cbc":
             sides.append(Side(spec, BRIDGE_PROFILE, "cbc-bridged"))
         for f, s in scenarios:

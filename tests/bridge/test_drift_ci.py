@@ -54,6 +54,7 @@ async def test_one_scripted_session_shows_nothing_unknown(
         runner.Target(name, tuple(argv)),
         tmp_path / "run.jsonl",
         source=SCENARIO.name,
+        client="claude",  # as the verified twin's client wrote
     )
     assert res.frames, f"{name}: no frame from the scripted session (exit {res.exit})"
     cap = drift_cmd.read_capture(tmp_path / "run.jsonl")
