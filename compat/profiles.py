@@ -113,6 +113,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "rev-task-type",
             "rev-task-status",
             "rev-interrupt-marker",
+            "rev-tool-result",
             "rev-interrupted-turn",
             "rev-exit-status",
             "rev-session-id",

@@ -31,6 +31,8 @@ Claude Code 2.1.220 session (REVERSE.md gaps 2, 9, 16, 19-22, 25).
   ``Background command "<command>" completed`` / ``was stopped`` (Claude adds the exit
   code, and names the description); a stopped workflow's summary is ``Dynamic workflow
   "<description>" was stopped`` (Claude: the bare description).
+- ``rev-tool-result``: a ``tool_result`` block without ``is_error`` gets ``is_error: false``
+  (cbc writes it on every tool result, Claude only ``true`` on a failed one).
 - ``rev-exit-status``: Claude exits 143 (129, 130) when the SDK ends it by a signal, and 1
   at EOF after an error result (also one the bridge made a success); cbc exits 0, so the
   bridge does, unless Claude failed before any result.
@@ -43,7 +45,7 @@ from typing import Any, ClassVar
 import attrs
 
 from compat import reverse_state as rstate
-from compat.frames import Frame, dict_at, str_at
+from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
 
 TASK_TYPES = {"local_bash": "Bash", "local_agent": "Agent"}
@@ -196,6 +198,36 @@ class ReverseInterruptMarker(Stage):
             "parent_tool_use_id": None,
         }
         return (frame.replace(new),)
+
+
+@register
+@attrs.define
+class ReverseToolResult(Stage):
+    """A ``tool_result`` block with no ``is_error`` gets ``is_error: false``, as cbc writes
+    every tool result (Claude writes ``is_error`` only when it is true)."""
+
+    rule: ClassVar[str] = "rev-tool-result"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+    lazy: ClassVar[bool] = True
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if frame.raw and b'"tool_result"' not in frame.raw:
+            return None
+        obj = frame.obj
+        msg = dict_at(obj, "message")
+        content = list_at(msg, "content")
+        if msg is None or not any(
+            type(b) is dict and b.get("type") == "tool_result" and "is_error" not in b
+            for b in content
+        ):
+            return None
+        blocks = [
+            {**b, "is_error": False}
+            if type(b) is dict and b.get("type") == "tool_result" and "is_error" not in b
+            else b
+            for b in content
+        ]
+        return (frame.replace({**obj, "message": {**msg, "content": blocks}}),)
 
 
 @register

@@ -510,6 +510,25 @@ def test_a_stopped_workflow_is_summarised_as_cbc_does() -> None:
     ]
 
 
+def test_a_tool_result_says_is_error_false_as_cbcs_do() -> None:
+    """cbc writes ``is_error`` on every tool result (twins-reverse *.cbc.jsonl), Claude only
+    when true."""
+    ok = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a b"}
+    failed = {**ok, "tool_use_id": "toolu_2", "is_error": True}
+    frame = {
+        "type": "user",
+        "message": {"role": "user", "content": [ok, failed, {"type": "text", "text": "x"}]},
+        "session_id": "s",
+    }
+    run = Run(engine())
+    run.claude_says(frame)
+    blocks = run.client[-1]["message"]["content"]
+    assert [b.get("is_error") for b in blocks] == [False, True, None]
+    off = Run(engine(["rev-tool-result=off"]))
+    off.claude_says(frame)
+    assert off.client[-1] == frame
+
+
 def test_replayed_local_command_output_is_dropped_unless_asked_for() -> None:
     frame = {
         "type": "user",
