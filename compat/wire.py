@@ -38,6 +38,12 @@ class SystemInit(_Frame, total=False):
     apiKeySource: str
 
 
+class SystemStatus(_Frame, total=False):
+    #: null when a turn's work stops (cbc writes it also after an init no client line asked for)
+    status: str | None
+    permissionMode: str
+
+
 class Result(_Frame, total=False):
     is_error: bool
     result: str
