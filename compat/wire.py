@@ -58,6 +58,8 @@ class Result(_Frame, total=False):
     terminal_reason: str
     errors: list[str]
     structured_output: Any
+    #: Claude's HTTP status of a failed model request (null after a refusal)
+    api_error_status: int | None
 
 
 class _Task(_Frame, total=False):
@@ -127,11 +129,16 @@ class Message(TypedDict, total=False):
     stop_reason: str | None
     stop_sequence: str | None
     usage: dict[str, Any]
+    container: Any
+    stop_details: Any
 
 
 class Assistant(_Frame, total=False):
     message: Message
     parent_tool_use_id: str | None
+    #: Claude's synthetic API-error message: its kind (``rate_limit``, ``invalid_request``...)
+    error: str
+    is_api_error_message: bool
 
 
 class User(_Frame, total=False):
@@ -143,6 +150,12 @@ class User(_Frame, total=False):
 class StreamEvent(_Frame, total=False):
     event: dict[str, Any]
     parent_tool_use_id: str | None
+
+
+def as_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A typed frame (a ``TypedDict``) as the plain dict ``Frame.replace``/``Frame.synth``
+    take: the same object, unchanged (a ``TypedDict`` is a dict at run time)."""
+    return cast(dict[str, Any], obj)
 
 
 #: one default: (key, the type a well-formed value has, what to write otherwise)
