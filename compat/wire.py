@@ -29,6 +29,10 @@ class _Frame(TypedDict, total=False):
     session_id: str
 
 
+#: what every frame may carry (its family read from ``type``/``subtype``)
+Envelope = _Frame
+
+
 class SystemInit(_Frame, total=False):
     cwd: str
     model: str
@@ -72,6 +76,7 @@ class TaskStarted(_Task, total=False):
     task_type: str
     workflow_name: str
     prompt: str
+    subagent_type: str
 
 
 class TaskProgress(_Task, total=False):
@@ -99,8 +104,18 @@ class TaskNotification(_Task, total=False):
     usage: Usage
 
 
+class SnapshotTask(TypedDict, total=False):
+    """One live task of a ``background_tasks_changed`` snapshot."""
+
+    task_id: str
+    #: copied from the task's ``task_started`` as the wire gave it
+    task_type: Any
+    subagent_type: str
+    description: str
+
+
 class BackgroundTasksChanged(_Frame, total=False):
-    tasks: list[dict[str, Any]]
+    tasks: list[SnapshotTask]
 
 
 class ControlRequest(TypedDict, total=False):
