@@ -40,6 +40,9 @@ class SystemInit(_Frame, total=False):
     mcp_servers: list[dict[str, Any]]
     permissionMode: str
     apiKeySource: str
+    claude_code_version: str
+    capabilities: list[str]
+    output_style: str
 
 
 class SystemStatus(_Frame, total=False):
@@ -64,6 +67,8 @@ class Result(_Frame, total=False):
     structured_output: Any
     #: Claude's HTTP status of a failed model request (null after a refusal)
     api_error_status: int | None
+    #: what started a turn no client line asked for (``{kind: "task-notification"}``)
+    origin: dict[str, Any]
 
 
 class _Task(_Frame, total=False):
@@ -114,6 +119,10 @@ class SnapshotTask(TypedDict, total=False):
     description: str
 
 
+#: any of the task lifecycle frames (``system/task_*``)
+TaskFrame = TaskStarted | TaskProgress | TaskUpdated | TaskNotification
+
+
 class BackgroundTasksChanged(_Frame, total=False):
     tasks: list[SnapshotTask]
 
@@ -160,6 +169,8 @@ class User(_Frame, total=False):
     message: Message
     parent_tool_use_id: str | None
     tool_use_result: Any
+    #: a client line echoed back (``--replay-user-messages``)
+    isReplay: bool
 
 
 class StreamEvent(_Frame, total=False):
