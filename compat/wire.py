@@ -75,11 +75,13 @@ class _Task(_Frame, total=False):
     task_id: str
     tool_use_id: str
     description: str
+    #: a workflow's name (``meta.name``): on its ``task_started`` and every later frame of
+    #: the task that carries the field
+    workflow_name: str
 
 
 class TaskStarted(_Task, total=False):
     task_type: str
-    workflow_name: str
     prompt: str
     subagent_type: str
 
