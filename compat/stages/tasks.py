@@ -165,7 +165,7 @@ class TaskCorrelation(Stage):
             return (frame.replace(_with(task, tool_use_id=info.tool_use_id)),)
         return None
 
-    def _fill(self, frame: Frame, info: Any, use_id: str) -> Frame:
+    def _fill(self, frame: Frame, info: TaskInfo, use_id: str) -> Frame:
         info.tool_use_id = use_id
         remember(self._claimed, use_id, None)
         return frame.replace(_with(frame.obj, tool_use_id=use_id))
@@ -524,7 +524,7 @@ class TaskFields(Stage):
         "task_notification": _notification,
     }
 
-    def _desc(self, tid: str | None, info: Any) -> str:
+    def _desc(self, tid: str | None, info: TaskInfo | None) -> str:
         if tid in self._seen:
             return self._seen[tid][1]
         return (info.description or info.backend_description or "") if info else ""

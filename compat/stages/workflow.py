@@ -17,6 +17,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat.frames import Frame, str_at
+from compat.session import TaskInfo
 from compat.stage import Context, Output, Stage, register
 from compat.target import target_of
 from compat.taskkit import (
@@ -110,7 +111,7 @@ def _progress_title(entries: list[Any]) -> tuple[str | None, str | None]:
     return label or phase, label
 
 
-def _workflow_call_fields(ctx: Context, info: Any, obj: TaskStarted, rule: str) -> None:
+def _workflow_call_fields(ctx: Context, info: TaskInfo, obj: TaskStarted, rule: str) -> None:
     if not info.source_resolved:
         resolve_workflow(
             ctx, info, obj.get("tool_use_id") or info.tool_use_id, rule, obj.get("workflow_name")
