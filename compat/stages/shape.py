@@ -28,6 +28,7 @@ from compat.wire import (
     Result,
     SystemInit,
     TaskFrame,
+    TaskStarted,
     User,
     as_dict,
     fill,
@@ -352,8 +353,9 @@ class ResultShape(Stage):
             return
         if obj.get("subtype") == "task_notification":
             self._last_notified = tid
-        if obj.get("task_type") == "local_agent" and obj.get("subtype") == "task_started":
-            sub = obj.get("subagent_type")
+        started = cast(TaskStarted, obj)
+        if obj.get("subtype") == "task_started" and started.get("task_type") == "local_agent":
+            sub = started.get("subagent_type")
             self._agents.setdefault("by_type", {})
             key = sub if isinstance(sub, str) and sub else "general-purpose"
             self._agents["by_type"][key] = self._agents["by_type"].get(key, 0) + 1
