@@ -14,6 +14,7 @@ field there has one writer, named in ``compat/session.py``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -116,13 +117,13 @@ def is_known_type(task_type: Any) -> bool:
     return isinstance(task_type, str) and task_type in TASK_TYPES
 
 
-def patch_status(obj: dict[str, Any]) -> str | None:
+def patch_status(obj: Mapping[str, Any]) -> str | None:
     patch = obj.get("patch")
     st = patch.get("status") if isinstance(patch, dict) else None
     return st if isinstance(st, str) else None
 
 
-def task_id_of(obj: dict[str, Any]) -> str | None:
+def task_id_of(obj: Mapping[str, Any]) -> str | None:
     tid = obj.get("task_id")
     return tid if isinstance(tid, str) and tid else None
 

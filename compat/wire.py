@@ -29,6 +29,10 @@ class _Frame(TypedDict, total=False):
     session_id: str
 
 
+#: what every frame may carry (its family read from ``type``/``subtype``)
+Envelope = _Frame
+
+
 class SystemInit(_Frame, total=False):
     cwd: str
     model: str
@@ -36,6 +40,15 @@ class SystemInit(_Frame, total=False):
     mcp_servers: list[dict[str, Any]]
     permissionMode: str
     apiKeySource: str
+    claude_code_version: str
+    capabilities: list[str]
+    output_style: str
+
+
+class SystemStatus(_Frame, total=False):
+    #: null when a turn's work stops (cbc writes it also after an init no client line asked for)
+    status: str | None
+    permissionMode: str
 
 
 class Result(_Frame, total=False):
@@ -52,18 +65,25 @@ class Result(_Frame, total=False):
     terminal_reason: str
     errors: list[str]
     structured_output: Any
+    #: Claude's HTTP status of a failed model request (null after a refusal)
+    api_error_status: int | None
+    #: what started a turn no client line asked for (``{kind: "task-notification"}``)
+    origin: dict[str, Any]
 
 
 class _Task(_Frame, total=False):
     task_id: str
     tool_use_id: str
     description: str
+    #: a workflow's name (``meta.name``): on its ``task_started`` and every later frame of
+    #: the task that carries the field
+    workflow_name: str
 
 
 class TaskStarted(_Task, total=False):
     task_type: str
-    workflow_name: str
     prompt: str
+    subagent_type: str
 
 
 class TaskProgress(_Task, total=False):
@@ -91,8 +111,22 @@ class TaskNotification(_Task, total=False):
     usage: Usage
 
 
+class SnapshotTask(TypedDict, total=False):
+    """One live task of a ``background_tasks_changed`` snapshot."""
+
+    task_id: str
+    #: copied from the task's ``task_started`` as the wire gave it
+    task_type: Any
+    subagent_type: str
+    description: str
+
+
+#: any of the task lifecycle frames (``system/task_*``)
+TaskFrame = TaskStarted | TaskProgress | TaskUpdated | TaskNotification
+
+
 class BackgroundTasksChanged(_Frame, total=False):
-    tasks: list[dict[str, Any]]
+    tasks: list[SnapshotTask]
 
 
 class ControlRequest(TypedDict, total=False):
@@ -121,22 +155,35 @@ class Message(TypedDict, total=False):
     stop_reason: str | None
     stop_sequence: str | None
     usage: dict[str, Any]
+    container: Any
+    stop_details: Any
 
 
 class Assistant(_Frame, total=False):
     message: Message
     parent_tool_use_id: str | None
+    #: Claude's synthetic API-error message: its kind (``rate_limit``, ``invalid_request``...)
+    error: str
+    is_api_error_message: bool
 
 
 class User(_Frame, total=False):
     message: Message
     parent_tool_use_id: str | None
     tool_use_result: Any
+    #: a client line echoed back (``--replay-user-messages``)
+    isReplay: bool
 
 
 class StreamEvent(_Frame, total=False):
     event: dict[str, Any]
     parent_tool_use_id: str | None
+
+
+def as_dict(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A typed frame (a ``TypedDict``) as the plain dict ``Frame.replace``/``Frame.synth``
+    take: the same object, unchanged (a ``TypedDict`` is a dict at run time)."""
+    return cast(dict[str, Any], obj)
 
 
 #: one default: (key, the type a well-formed value has, what to write otherwise)

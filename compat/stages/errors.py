@@ -10,12 +10,13 @@ the frames Claude writes for that case within the same turn (the line's uuid fro
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
+from compat.wire import Assistant, Message, Result, as_dict
 
 #: cbc's text for a failed model request: status, message, (request id/session id)
 _CBC_API_ERROR = re.compile(r"(\d{3}) (.+) \(([0-9a-fA-F-]{8,})/([0-9a-fA-F-]{36})\)", re.S)
@@ -39,7 +40,7 @@ def error_kind(status: int) -> str:
     return "invalid_request" if status == 400 else "unknown"
 
 
-def _only_text(obj: dict[str, Any]) -> str | None:
+def _only_text(obj: Assistant) -> str | None:
     message = obj.get("message")
     if not isinstance(message, dict):
         return None
@@ -55,13 +56,13 @@ def _only_text(obj: dict[str, Any]) -> str | None:
     return None
 
 
-def _no_output(obj: dict[str, Any]) -> bool:
+def _no_output(obj: Assistant) -> bool:
     message = obj.get("message")
     usage = message.get("usage") if isinstance(message, dict) else None
     return isinstance(usage, dict) and usage.get("output_tokens") in (0, None)
 
 
-def _is_cut_stream_notice(obj: dict[str, Any]) -> bool:
+def _is_cut_stream_notice(obj: Assistant) -> bool:
     """cbc's own ``aborted`` message after a cut stream: that one word, zero output, on the
     main thread, its frame uuid its message id (cbc's mark of a message it wrote itself)."""
     message = obj.get("message")
@@ -151,17 +152,18 @@ class ApiError(Stage):
                 self._line = control.pending_user[0] if control.pending_user else None
             return None
         if obj.get("type") == "assistant":
-            if self._aborted is None and _is_cut_stream_notice(obj):
+            assistant = cast(Assistant, obj)
+            if self._aborted is None and _is_cut_stream_notice(assistant):
                 self._aborted = frame
                 ctx.hold()
                 return ()
-            if self._aborted is not None and obj.get("parent_tool_use_id") is None:
+            if self._aborted is not None and assistant.get("parent_tool_use_id") is None:
                 self._aborted = None  # the recovered answer follows: Claude shows only it
                 ctx.drop_held(self.rule)
-            return self._assistant(frame, obj, ctx)
+            return self._assistant(frame, assistant, ctx)
         if obj.get("type") == "result":
             held, self._aborted = self._aborted, None
-            out = self._result(frame, obj)
+            out = self._result(frame, cast(Result, obj))
             if held is None:
                 return out
             return (held, *(out if out is not None else (frame,)))
@@ -171,7 +173,7 @@ class ApiError(Stage):
         held, self._aborted = self._aborted, None
         return (held,) if held is not None else None
 
-    def _assistant(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+    def _assistant(self, frame: Frame, obj: Assistant, ctx: Context) -> Output:
         if obj.get("parent_tool_use_id") is not None or not _no_output(obj):
             return None
         text = _only_text(obj)
@@ -190,11 +192,13 @@ class ApiError(Stage):
             self._refusal = text
             # Claude's notice is a message of its own; cbc's reuses the refused message's id
             notice = self._synthetic(frame, obj, text, "refusal", "invalid_request")
-            body = {**notice.obj["message"], "id": ctx.env.new_uuid()}
-            return (self._no_fallback(obj, ctx), notice.replace({**notice.obj, "message": body}))
+            typed = cast(Assistant, notice.obj)
+            body: Message = {**typed["message"], "id": ctx.env.new_uuid()}
+            new: Assistant = {**typed, "message": body}
+            return (self._no_fallback(obj, ctx), notice.replace(as_dict(new)))
         return None
 
-    def _no_fallback(self, obj: dict[str, Any], ctx: Context) -> Frame:
+    def _no_fallback(self, obj: Assistant, ctx: Context) -> Frame:
         """Claude's report that no fallback model answers the refused line: the session's
         model and the line's uuid (what the bridge knows); no request id or refusal category,
         which are not on cbc's wire (null, as Claude writes them when the API gives none)."""
@@ -216,21 +220,20 @@ class ApiError(Stage):
         )
 
     @staticmethod
-    def _synthetic(frame: Frame, obj: dict[str, Any], text: str, stop: str, error: str) -> Frame:
-        message = dict(obj["message"])
-        message.update(
-            model="<synthetic>",
-            container=None,
-            stop_details=None,
-            stop_reason=stop,
-            stop_sequence="",
-            content=[{"type": "text", "text": text}],
-        )
-        return frame.replace(
-            {**obj, "message": message, "error": error, "is_api_error_message": True}
-        )
+    def _synthetic(frame: Frame, obj: Assistant, text: str, stop: str, error: str) -> Frame:
+        message: Message = {
+            **obj["message"],
+            "model": "<synthetic>",
+            "container": None,
+            "stop_details": None,
+            "stop_reason": stop,
+            "stop_sequence": "",
+            "content": [{"type": "text", "text": text}],
+        }
+        new: Assistant = {**obj, "message": message, "error": error, "is_api_error_message": True}
+        return frame.replace(as_dict(new))
 
-    def _result(self, frame: Frame, obj: dict[str, Any]) -> Output:
+    def _result(self, frame: Frame, obj: Result) -> Output:
         error, self._error = self._error, None
         refusal, self._refusal = self._refusal, None
         if error is None:
@@ -245,27 +248,26 @@ class ApiError(Stage):
                 if parsed is not None:
                     error = (parsed[0], f"API Error: {parsed[0]} {parsed[1]}")
         if error is not None:
-            new = {k: v for k, v in obj.items() if k != "errors"}
+            new = cast(Result, {k: v for k, v in obj.items() if k != "errors"})
             new.update(
-                subtype="success",
-                is_error=True,
-                result=error[1],
-                stop_reason="stop_sequence",
-                terminal_reason="api_error",
-                api_error_status=error[0],
+                {
+                    "subtype": "success",
+                    "is_error": True,
+                    "result": error[1],
+                    "stop_reason": "stop_sequence",
+                    "terminal_reason": "api_error",
+                    "api_error_status": error[0],
+                }
             )
-            return (frame.replace(new),)
+            return (frame.replace(as_dict(new)),)
         if refusal is not None:
-            return (
-                frame.replace(
-                    {
-                        **obj,
-                        "is_error": True,
-                        "result": refusal,
-                        "stop_reason": "refusal",
-                        "terminal_reason": "api_error",
-                        "api_error_status": None,
-                    }
-                ),
-            )
+            refused: Result = {
+                **obj,
+                "is_error": True,
+                "result": refusal,
+                "stop_reason": "refusal",
+                "terminal_reason": "api_error",
+                "api_error_status": None,
+            }
+            return (frame.replace(as_dict(refused)),)
         return None

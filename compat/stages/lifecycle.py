@@ -10,7 +10,7 @@ the other two keep their own per-task records. All three read and build task fra
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
@@ -29,6 +29,14 @@ from compat.taskkit import (
     remember,
     system_frame,
     task_id_of,
+)
+from compat.wire import (
+    Envelope,
+    SnapshotTask,
+    TaskNotification,
+    TaskStarted,
+    TaskUpdated,
+    as_dict,
 )
 
 _LIFECYCLE = frozenset({"system/task_started", "system/task_updated", "system/task_notification"})
@@ -72,7 +80,7 @@ class TerminalGuarantee(Stage):
     _done: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast(Envelope, frame.obj)
         tid = task_id_of(obj)
         if tid is None:
             return None
@@ -82,10 +90,11 @@ class TerminalGuarantee(Stage):
             if tid in self._open or tid in self._done:
                 ctx.log(self.rule, f"task {tid}: second task_started dropped", "debug")
                 return ()
-            d = obj.get("description")
-            use = obj.get("tool_use_id")
+            started = cast(TaskStarted, obj)
+            d = started.get("description")
+            use = started.get("tool_use_id")
             self._open[tid] = _Open(
-                claude_type(obj.get("task_type")),
+                claude_type(started.get("task_type")),
                 d if isinstance(d, str) else "",
                 use if isinstance(use, str) else info.tool_use_id,
             )
@@ -107,7 +116,7 @@ class TerminalGuarantee(Stage):
                 return ()
             if status in TERMINAL:
                 task.status = PATCH_OF.get(status, status)
-                end = obj["patch"].get("end_time")
+                end = cast(TaskUpdated, obj)["patch"].get("end_time")
                 task.end_time = end if type(end) is int else None
                 info.end(task.status, task.end_time)
                 ctx.set_timer(self, tid, self.grace)
@@ -124,7 +133,7 @@ class TerminalGuarantee(Stage):
         if task.status is not None:
             ctx.state.finished(info)
             return None
-        status = obj.get("status")
+        status = cast(TaskNotification, obj).get("status")
         patch_st = PATCH_OF.get(status, "killed") if isinstance(status, str) else "killed"
         end = ctx.wall_ms()
         info.end(patch_st, end)
@@ -132,14 +141,12 @@ class TerminalGuarantee(Stage):
         return (self._update(ctx, tid, patch_st, end), frame)
 
     def _update(self, ctx: Context, tid: str, status: str, end_time: int) -> Frame:
-        obj = system_frame(
-            ctx, "task_updated", {"task_id": tid, "patch": {"status": status, "end_time": end_time}}
-        )
-        return Frame.synth(obj, self.rule)
+        fields: TaskUpdated = {"task_id": tid, "patch": {"status": status, "end_time": end_time}}
+        return Frame.synth(system_frame(ctx, "task_updated", as_dict(fields)), self.rule)
 
     def _notification(self, ctx: Context, tid: str, task: _Open) -> Frame:
         status = NOTIFICATION_OF.get(task.status or "killed", "stopped")
-        fields: dict[str, Any] = {"task_id": tid}
+        fields: TaskNotification = {"task_id": tid}
         if task.tool_use_id:
             fields["tool_use_id"] = task.tool_use_id
         fields["status"] = status
@@ -148,7 +155,7 @@ class TerminalGuarantee(Stage):
         remember(self._done, tid, None)
         info = ctx.state.task(tid)
         ctx.state.finished(info)
-        return Frame.synth(system_frame(ctx, "task_notification", fields), self.rule)
+        return Frame.synth(system_frame(ctx, "task_notification", as_dict(fields)), self.rule)
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         task = self._open.pop(key, None)
@@ -214,7 +221,7 @@ class LateProgress(Stage):
         return super().interested(type_, subtype)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast(Envelope, frame.obj)
         st = obj.get("subtype") if obj.get("type") == "system" else None
         if st not in ("task_progress", "task_notification"):
             return (*self._release_all(ctx), frame) if self._held else None
@@ -275,7 +282,7 @@ class TasksSnapshot(Stage):
     #: the most live tasks a snapshot lists; with more, no snapshot is sent (see above)
     max_tasks: int = 256
 
-    _live: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
+    _live: dict[str, SnapshotTask] = attrs.field(factory=dict, init=False)
     #: snapshots are being suppressed (the live set is over ``max_tasks``)
     _over: bool = attrs.field(default=False, init=False)
     #: a live task was forgotten (registry full): no snapshot can be complete any more
@@ -284,7 +291,7 @@ class TasksSnapshot(Stage):
     _owed: dict[str, bool] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast(Envelope, frame.obj)
         tid = task_id_of(obj)
         if tid is None:
             return None
@@ -292,9 +299,10 @@ class TasksSnapshot(Stage):
         if st == "task_started":
             if tid in self._live:
                 return None
-            d = obj.get("description")
-            entry = {"task_id": tid, "task_type": obj.get("task_type")}
-            sub = obj.get("subagent_type")
+            started = cast(TaskStarted, obj)
+            d = started.get("description")
+            entry: SnapshotTask = {"task_id": tid, "task_type": started.get("task_type")}
+            sub = started.get("subagent_type")
             if target_of(ctx).snapshot_subagent_type and isinstance(sub, str):
                 entry["subagent_type"] = sub
             entry["description"] = d if isinstance(d, str) else ""

@@ -8,13 +8,14 @@ and whether a turn is running. It never changes a frame.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, cast
 
 import attrs
 
 from compat.frames import Frame
 from compat.session import ToolUse
 from compat.stage import Context, Output, Stage, register
+from compat.wire import Assistant, SystemInit
 
 
 @register
@@ -39,7 +40,8 @@ class SessionStage(Stage):
         state = ctx.state
         t = obj.get("type")
         if t == "assistant":
-            message = obj.get("message")
+            assistant = cast(Assistant, obj)
+            message = assistant.get("message")
             content = message.get("content") if isinstance(message, dict) else None
             if isinstance(content, list):
                 for block in content:
@@ -52,17 +54,18 @@ class SessionStage(Stage):
                                     tid,
                                     name,
                                     inp if isinstance(inp, dict) else {},
-                                    obj.get("parent_tool_use_id"),
+                                    assistant.get("parent_tool_use_id"),
                                 )
                             )
         elif t == "result":
             state.result_at = ctx.now
         else:  # system/init
-            sid = obj.get("session_id")
+            init = cast(SystemInit, obj)
+            sid = init.get("session_id")
             if state.session_id is None and isinstance(sid, str):
                 state.session_id = sid
             if sid == state.session_id:
-                cwd, model = obj.get("cwd"), obj.get("model")
+                cwd, model = init.get("cwd"), init.get("model")
                 if isinstance(cwd, str) and cwd:
                     state.cwd = cwd
                 if isinstance(model, str) and model and model != "unknown":

@@ -12,6 +12,7 @@ rules); only ``result-shape`` reads shared facts (``ControlState``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -20,13 +21,24 @@ import orjson
 from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
 from compat.target import run_id, target_of, values
-from compat.wire import Result, fill
+from compat.wire import (
+    Assistant,
+    Envelope,
+    Message,
+    Result,
+    SystemInit,
+    TaskFrame,
+    TaskStarted,
+    User,
+    as_dict,
+    fill,
+)
 
 #: cbc 2.163.0's error for --max-turns (Claude: error_max_turns)
 _CBC_MAX_TURNS = re.compile(r"Max turns \((\d+)\) exceeded")
 
 
-def _is_cbc_max_turns(result: dict[str, Any]) -> bool:
+def _is_cbc_max_turns(result: Mapping[str, Any]) -> bool:
     """cbc's result at ``--max-turns`` (``error_during_execution``, that one error)."""
     errors = result.get("errors")
     return (
@@ -37,7 +49,7 @@ def _is_cbc_max_turns(result: dict[str, Any]) -> bool:
     )
 
 
-def _is_max_turns_notice(message: dict[str, Any]) -> bool:
+def _is_max_turns_notice(message: Message) -> bool:
     """cbc's own assistant message before its max-turns result: one text block, its words
     (tests/bridge/data/headless/cbc-2.163.0/stream-max-turns.json)."""
     content = message.get("content")
@@ -122,38 +134,39 @@ class InitShape(Stage):
         return self.capabilities == "interrupt_receipt_v1"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj: dict[str, Any] = frame.obj
-        new = dict(obj)
+        obj = cast(SystemInit, frame.obj)
+        new = cast(SystemInit, dict(obj))
+        raw = as_dict(new)  # the same dict, for the keys the tables name
         new["claude_code_version"] = ctx.env.target_version
         if str_at(new, "apiKeySource") not in API_KEY_SOURCES:
             new["apiKeySource"] = self.api_key_source
         for key in INIT_LISTS:
-            if not isinstance(new.get(key), list):
-                new[key] = []
+            if not isinstance(raw.get(key), list):
+                raw[key] = []
         target = target_of(ctx)
         if not isinstance(new.get("capabilities"), list):
             given = [c.strip() for c in self.capabilities.split(",") if c.strip()]
             caps = target.init_capabilities
             new["capabilities"] = list(caps) if caps is not None and self._default_caps else given
         for key in ("output_style", "permissionMode"):
-            if not isinstance(new.get(key), str):
-                new[key] = "default"
+            if not isinstance(raw.get(key), str):
+                raw[key] = "default"
         uuid = new.get("uuid")
         if not isinstance(uuid, str) or not uuid or uuid == new.get("session_id"):
             new["uuid"] = ctx.env.new_uuid()
         for key, value in INIT_FEATURES.items():
-            if key not in new:
-                new[key] = dict(value) if isinstance(value, dict) else value
+            if key not in raw:
+                raw[key] = dict(value) if isinstance(value, dict) else value
         if target.init_keys:  # the target's newer keys (compat.target), before none of ours
             pending = ctx.state.control.pending_user
             facts: dict[str, Any] = {"cwd": ctx.state.cwd or str_at(new, "cwd") or ""}
             if pending and pending[0] is not None:
                 facts["turn_line_uuids"] = [pending[0]]
             for key, value in values(target.init_keys, facts):
-                new.setdefault(key, value)
+                raw.setdefault(key, value)
         if new == obj:
             return None
-        return (frame.replace(new),)
+        return (frame.replace(raw),)
 
 
 def _filled_usage(usage: Any) -> dict[str, Any]:
@@ -250,16 +263,17 @@ class ResultShape(Stage):
     _last_notified: str | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj: dict[str, Any] = frame.obj
+        obj = cast(Envelope, frame.obj)
         t = obj.get("type")
         if t == "system":
             if target_of(ctx).result_keys or target_of(ctx).origin_run:
-                self._task_frame(obj)
+                self._task_frame(cast(TaskFrame, obj))
             return None
         if t == "result":
+            result = cast(Result, obj)
             if self._notice is None:
-                return self._result(frame, obj, ctx)
-            if _is_cbc_max_turns(obj):
+                return self._result(frame, result, ctx)
+            if _is_cbc_max_turns(result):
                 self._notice = None
                 ctx.drop_held(self.rule)
                 ctx.log(
@@ -268,21 +282,23 @@ class ResultShape(Stage):
                     "(Claude ends with error_max_turns alone)",
                     "debug",
                 )
-                return self._result(frame, obj, ctx)
+                return self._result(frame, result, ctx)
             released = self._release_notice(frame)  # the model's own words, in order
-            out = self._result(frame, obj, ctx)
+            out = self._result(frame, result, ctx)
             return (*(released or ())[:-1], *(out if out is not None else (frame,)))
         if t == "assistant":
-            message = obj.get("message")
-            if obj.get("parent_tool_use_id") is None and isinstance(message, dict):
+            assistant = cast(Assistant, obj)
+            message = assistant.get("message")
+            if assistant.get("parent_tool_use_id") is None and isinstance(message, dict):
                 if self._notice is None and _is_max_turns_notice(message):
                     self._notice = frame
                     ctx.hold()
                     return ()
                 self._assistant(frame, message)
         elif t == "user":
-            if obj.get("parent_tool_use_id") is None and obj.get("isReplay") is not True:
-                self._user_messages += _user_messages(obj.get("message"))
+            user = cast(User, obj)
+            if user.get("parent_tool_use_id") is None and user.get("isReplay") is not True:
+                self._user_messages += _user_messages(user.get("message"))
         return self._release_notice(frame)
 
     def _release_notice(self, frame: Frame) -> Output:
@@ -290,7 +306,7 @@ class ResultShape(Stage):
         notice, self._notice = self._notice, None
         if notice is None:
             return None
-        message = notice.obj.get("message")
+        message = cast(Assistant, notice.obj).get("message")
         if isinstance(message, dict):
             self._assistant(notice, message)
         return (notice, frame)
@@ -299,18 +315,19 @@ class ResultShape(Stage):
         notice, self._notice = self._notice, None
         return (notice,) if notice is not None else None
 
-    def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
-        new = dict(obj)
+    def _result(self, frame: Frame, obj: Result, ctx: Context) -> Output:
+        new = cast(Result, dict(obj))
+        raw = as_dict(new)  # the same dict, for the keys the tables name
         root = frame.lineage
         wire = root.obj if root is not frame else obj
         # Claude writes stop_reason on every result; a rule may have added one since
         cbc = not isinstance(wire, dict) or "stop_reason" not in wire
         new["usage"] = _filled_usage(obj.get("usage"))
         for key in _RESULT_NUMBERS:  # (a bool is no number here, though an int to Python)
-            if not isinstance(new.get(key), (int, float)) or isinstance(new.get(key), bool):
-                new[key] = 0
-        fill(new, (("modelUsage", dict, dict),))
-        sub, is_error = self._outcome(new)
+            if not isinstance(raw.get(key), (int, float)) or isinstance(raw.get(key), bool):
+                raw[key] = 0
+        fill(raw, (("modelUsage", dict, dict),))
+        sub, is_error = self._outcome(raw)
         if cbc:
             new["num_turns"] = 1 + self._user_messages
             if "stop_reason" not in obj:
@@ -318,26 +335,27 @@ class ResultShape(Stage):
             if not ctx.state.control.turn_from_client and "origin" not in new:
                 new["origin"] = {"kind": "task-notification"}
         for key, value in RESULT_FEATURES.items():
-            new.setdefault(key, value)
+            raw.setdefault(key, value)
         if sub == "success" and not is_error:
             new.setdefault("api_error_status", None)
         self._message, self._message_id, self._wire_stop = False, None, None
         self._tool_call, self._user_messages = False, 0
         new["permission_denials"] = self._denials(new.get("permission_denials"), ctx)
-        self._target_keys(new, ctx)
+        self._target_keys(raw, ctx)
         if new == obj:
             return None
-        return (frame.replace(new),)
+        return (frame.replace(raw),)
 
     # -- the target's newer result keys (compat.target) ---------------------------------
-    def _task_frame(self, obj: dict[str, Any]) -> None:
+    def _task_frame(self, obj: TaskFrame) -> None:
         tid = obj.get("task_id")
         if not isinstance(tid, str):
             return
         if obj.get("subtype") == "task_notification":
             self._last_notified = tid
-        if obj.get("task_type") == "local_agent" and obj.get("subtype") == "task_started":
-            sub = obj.get("subagent_type")
+        started = cast(TaskStarted, obj)
+        if obj.get("subtype") == "task_started" and started.get("task_type") == "local_agent":
+            sub = started.get("subagent_type")
             self._agents.setdefault("by_type", {})
             key = sub if isinstance(sub, str) and sub else "general-purpose"
             self._agents["by_type"][key] = self._agents["by_type"].get(key, 0) + 1
@@ -439,7 +457,7 @@ class ResultShape(Stage):
             new["result"] = orjson.dumps(new["structured_output"]).decode()
         return sub
 
-    def _assistant(self, frame: Frame, message: dict[str, Any]) -> None:
+    def _assistant(self, frame: Frame, message: Message) -> None:
         mid = message.get("id")
         if not self._message or mid is None or mid != self._message_id:
             self._wire_stop, self._tool_call = None, False  # a new message
@@ -489,7 +507,7 @@ def _wire_stop_reason(root: Frame) -> Any:
     if root.raw and b'"stop_reason":"' not in root.raw:
         return None
     obj = root.obj
-    message = obj.get("message") if isinstance(obj, dict) else None
+    message = cast(Assistant, obj).get("message") if isinstance(obj, dict) else None
     return message.get("stop_reason") if isinstance(message, dict) else None
 
 
@@ -516,7 +534,7 @@ class ToolParent(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj: dict[str, Any] = frame.obj
+        obj = cast(User, frame.obj)
         parent = obj.get("parent_tool_use_id")
         if parent is None:
             return None
@@ -535,4 +553,5 @@ class ToolParent(Stage):
         fixed = use.parent_tool_use_id if use is not None else None
         if fixed == parent:
             fixed = None
-        return (frame.replace({**obj, "parent_tool_use_id": fixed}),)
+        new: User = {**obj, "parent_tool_use_id": fixed}
+        return (frame.replace(as_dict(new)),)

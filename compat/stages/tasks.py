@@ -33,7 +33,7 @@ the stream is never parsed for them.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -58,14 +58,25 @@ from compat.taskkit import (
     task_id_of,
 )
 from compat.vocabulary import NOTIFICATION_STATUSES, TASK_STATUSES
-from compat.wire import Default, TaskProgress, TaskStarted, fill
+from compat.wire import (
+    Default,
+    Envelope,
+    TaskFrame,
+    TaskNotification,
+    TaskProgress,
+    TaskStarted,
+    TaskUpdated,
+    User,
+    as_dict,
+    fill,
+)
 
 _RESULT_TASK_ID = re.compile(r"(?m)^\s*task_id:\s*([A-Za-z0-9][A-Za-z0-9_.:@\-]{0,200})\s*$")
 #: tasks with frames held before their task_started, and frames held per task
 MAX_PENDING_TASKS = 256
 
 
-def _result_texts(obj: dict[str, Any]) -> list[tuple[str, str]]:
+def _result_texts(obj: User) -> list[tuple[str, str]]:
     """(tool_use_id, text) of every tool_result block of a ``user`` frame."""
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
@@ -87,7 +98,7 @@ def _result_texts(obj: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
-def _with(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
+def _with(obj: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
     return ordered({**obj, **fields})
 
 
@@ -118,10 +129,11 @@ class TaskCorrelation(Stage):
             return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
         if t == "user":
-            return self._tool_result(frame, obj, ctx)
-        if t != "system" or f"system/{obj.get('subtype')}" not in TASK_FRAMES:
+            return self._tool_result(frame, cast(User, obj), ctx)
+        task = cast(TaskFrame, obj)
+        if t != "system" or f"system/{task.get('subtype')}" not in TASK_FRAMES:
             return None
-        tid = task_id_of(obj)
+        tid = task_id_of(task)
         if tid is None:
             return None
         held = self._held.get(tid)
@@ -130,8 +142,8 @@ class TaskCorrelation(Stage):
             ctx.hold()
             return ()
         info = ctx.state.task(tid)
-        use_id = obj.get("tool_use_id")
-        if obj.get("subtype") == "task_started":
+        use_id = task.get("tool_use_id")
+        if task.get("subtype") == "task_started":
             if isinstance(use_id, str) and use_id:
                 info.tool_use_id = use_id
                 remember(self._claimed, use_id, None)
@@ -146,14 +158,14 @@ class TaskCorrelation(Stage):
             ctx.set_timer(self, tid, self.wait)
             return ()
         if (
-            obj.get("subtype") in ("task_progress", "task_notification")
+            task.get("subtype") in ("task_progress", "task_notification")
             and not use_id
             and info.tool_use_id
         ):
-            return (frame.replace(_with(obj, tool_use_id=info.tool_use_id)),)
+            return (frame.replace(_with(task, tool_use_id=info.tool_use_id)),)
         return None
 
-    def _fill(self, frame: Frame, info: Any, use_id: str) -> Frame:
+    def _fill(self, frame: Frame, info: TaskInfo, use_id: str) -> Frame:
         info.tool_use_id = use_id
         remember(self._claimed, use_id, None)
         return frame.replace(_with(frame.obj, tool_use_id=use_id))
@@ -165,7 +177,7 @@ class TaskCorrelation(Stage):
             for use in reversed(ctx.state.tool_uses.values())
         )
 
-    def _candidates(self, ctx: Context, started: dict[str, Any]) -> list[str]:
+    def _candidates(self, ctx: Context, started: TaskStarted) -> list[str]:
         """Unclaimed Agent calls, oldest first; those with the task's description first."""
         desc = started.get("description")
         same: list[str] = []
@@ -175,7 +187,7 @@ class TaskCorrelation(Stage):
                 (same if use.input.get("description") == desc else other).append(use.id)
         return same + other
 
-    def _tool_result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+    def _tool_result(self, frame: Frame, obj: User, ctx: Context) -> Output:
         released: list[Frame] = []
         for use_id, text in _result_texts(obj):
             for m in _RESULT_TASK_ID.finditer(text):
@@ -200,7 +212,7 @@ class TaskCorrelation(Stage):
             return held
         out = [self._fill(held[0], info, use_id)]
         for f in held[1:]:
-            o = f.obj
+            o = cast(TaskFrame, f.obj)
             if o.get("subtype") in ("task_progress", "task_notification") and not o.get(
                 "tool_use_id"
             ):
@@ -212,9 +224,10 @@ class TaskCorrelation(Stage):
         held = self._held.pop(key, None)
         if held is None:
             return None
-        cands = self._candidates(ctx, held[0].obj)
+        started = cast(TaskStarted, held[0].obj)
+        cands = self._candidates(ctx, started)
         use = ctx.state.tool_uses.get(cands[0]) if cands else None
-        if use is not None and use.input.get("description") == held[0].obj.get("description"):
+        if use is not None and use.input.get("description") == started.get("description"):
             ctx.log(self.rule, f"task {key}: matched to {use.id} by description", "debug")
             return self._release(ctx, key, held, use.id)
         return self._release(ctx, key, held, None)
@@ -239,7 +252,7 @@ class TaskType(Stage):
     _unknown: set[str] = attrs.field(factory=set, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast(TaskStarted, frame.obj)
         tt = obj.get("task_type")
         tid = task_id_of(obj)
         mapped = TASK_TYPE_MAP.get(tt) if isinstance(tt, str) else None
@@ -257,12 +270,13 @@ def _zero_progress(obj: Any) -> bool:
     """A ``task_progress`` that reports nothing done yet (cbc's, before an agent starts)."""
     if not isinstance(obj, dict) or obj.get("subtype") != "task_progress":
         return False
-    usage = obj.get("usage")
+    progress = cast(TaskProgress, obj)
+    usage = progress.get("usage")
     return (
         isinstance(usage, dict)
         and not usage.get("total_tokens")
         and not usage.get("tool_uses")
-        and not obj.get("workflow_progress")
+        and not progress.get("workflow_progress")
     )
 
 
@@ -282,7 +296,7 @@ class TaskNoise(Stage):
     _paused: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast(TaskFrame, frame.obj)
         tid = task_id_of(obj)
         if tid is None:
             return None
@@ -312,11 +326,11 @@ class TaskNoise(Stage):
                 self._paused.pop(tid, None)
             if status in ("pending", "running") and not was_paused:
                 # not a transition Claude reports; keep whatever else the patch says
-                patch = {k: v for k, v in obj["patch"].items() if k != "status"}
+                patch = {k: v for k, v in cast(TaskUpdated, obj)["patch"].items() if k != "status"}
                 if not patch:
                     return ()
-                obj = {k: v for k, v in obj.items() if k != "status"}
-                frame, rewritten = frame.replace({**obj, "patch": patch}), True
+                rest = {k: v for k, v in obj.items() if k != "status"}
+                frame, rewritten = frame.replace({**rest, "patch": patch}), True
         if tid in self._started:
             return (frame,) if rewritten else None
         if st == "task_notification":
@@ -362,13 +376,15 @@ class TaskStatus(Stage):
             ctx.log(self.rule, f"unknown task status {value!r} passed unchanged", "warning")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        if obj.get("subtype") == "task_notification":
-            status = obj.get("status")
+        if cast(Envelope, frame.obj).get("subtype") == "task_notification":
+            note = cast(TaskNotification, frame.obj)
+            status = note.get("status")
             if status in ("killed", "cancelled"):
-                return (frame.replace({**obj, "status": "stopped"}),)
+                stopped: TaskNotification = {**note, "status": "stopped"}
+                return (frame.replace(as_dict(stopped)),)
             self._note(ctx, status, NOTIFICATION_STATUSES)
             return None
+        obj = cast(TaskUpdated, frame.obj)
         patch = obj.get("patch")
         if not isinstance(patch, dict):
             return None
@@ -378,9 +394,9 @@ class TaskStatus(Stage):
             new = {**obj, "patch": {**patch, "status": "killed"}}
         elif status is not None:
             self._note(ctx, status, TASK_STATUSES)
-        if "status" in new:
-            new = {k: v for k, v in new.items() if k != "status"}
-        return None if new is obj else (frame.replace(new),)
+        if "status" in new:  # cbc's own top-level status: Claude's is the patch's
+            new = cast(TaskUpdated, {k: v for k, v in new.items() if k != "status"})
+        return None if new is obj else (frame.replace(as_dict(new)),)
 
 
 _ZERO_USAGE = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0}
@@ -431,22 +447,23 @@ class TaskFields(Stage):
     _usage: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj: dict[str, Any] = frame.obj
+        obj = cast(Envelope, frame.obj)
         st = obj.get("subtype")
         tid = task_id_of(obj)
         info = ctx.state.tasks.get(tid) if tid else None
-        new = dict(obj)
+        new: dict[str, Any] = dict(obj)
         if tid is not None:
             fix = self._FIX.get(st) if isinstance(st, str) else None
             if fix is not None:
                 fix(self, new, tid, info)
+        task = cast(TaskFrame, new)
         if (
             st in _CARRY_TOOL_USE
-            and not new.get("tool_use_id")
+            and not task.get("tool_use_id")
             and info is not None
             and info.tool_use_id
         ):
-            new["tool_use_id"] = info.tool_use_id
+            task["tool_use_id"] = info.tool_use_id
         fill(new, _SHAPE.get(st, ()) if isinstance(st, str) else ())
         fill(
             new,
@@ -469,7 +486,7 @@ class TaskFields(Stage):
     def _started(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
         ts = cast(TaskStarted, new)
         fill(new, (("description", str, lambda: (info.description if info else "") or ""),))
-        remember(self._seen, tid, (claude_type(new.get("task_type")), ts["description"]))
+        remember(self._seen, tid, (claude_type(ts.get("task_type")), ts["description"]))
 
     def _progress(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
         tp = cast(TaskProgress, new)
@@ -481,13 +498,14 @@ class TaskFields(Stage):
             remember(self._usage, tid, dict(tp["usage"]))
 
     def _notification(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
+        tn = cast(TaskNotification, new)
         fill(new, (("output_file", str, str),))
-        status = new.get("status")
+        status = tn.get("status")
         status = NOTIFICATION_OF.get(status, status) if isinstance(status, str) else ""
         ttype = self._seen[tid][0] if tid in self._seen else (info.task_type if info else "")
         desc = self._desc(tid, info)
-        summary = new.get("summary")
-        new["summary"] = (
+        summary = tn.get("summary")
+        tn["summary"] = (
             claude_summary(ttype, status, desc)
             if not isinstance(summary, str)
             else rewrite_summary(summary, status, ttype, desc or None)
@@ -506,7 +524,7 @@ class TaskFields(Stage):
         "task_notification": _notification,
     }
 
-    def _desc(self, tid: str | None, info: Any) -> str:
+    def _desc(self, tid: str | None, info: TaskInfo | None) -> str:
         if tid in self._seen:
             return self._seen[tid][1]
         return (info.description or info.backend_description or "") if info else ""

@@ -12,11 +12,12 @@ stay and the reason is logged.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat.frames import Frame, str_at
+from compat.session import TaskInfo
 from compat.stage import Context, Output, Stage, register
 from compat.target import target_of
 from compat.taskkit import (
@@ -36,6 +37,15 @@ from compat.taskkit import (
     starting_call,
     system_frame,
     task_id_of,
+)
+from compat.wire import (
+    Envelope,
+    TaskFrame,
+    TaskNotification,
+    TaskProgress,
+    TaskStarted,
+    TaskUpdated,
+    as_dict,
 )
 
 FINAL_AGENT_STATES = frozenset({"done", "error", "cached"})
@@ -101,7 +111,7 @@ def _progress_title(entries: list[Any]) -> tuple[str | None, str | None]:
     return label or phase, label
 
 
-def _workflow_call_fields(ctx: Context, info: Any, obj: dict[str, Any], rule: str) -> None:
+def _workflow_call_fields(ctx: Context, info: TaskInfo, obj: TaskStarted, rule: str) -> None:
     if not info.source_resolved:
         resolve_workflow(
             ctx, info, obj.get("tool_use_id") or info.tool_use_id, rule, obj.get("workflow_name")
@@ -128,19 +138,20 @@ class WorkflowName(Stage):
     _names: dict[str, str] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast(TaskFrame, frame.obj)
         if obj.get("type") != "system" or f"system/{obj.get('subtype')}" not in TASK_FRAMES:
             return None
         tid = task_id_of(obj)
         if tid is None:
             return None
         if obj.get("subtype") == "task_started":
-            if claude_type(obj.get("task_type")) != WORKFLOW:
+            started = cast(TaskStarted, obj)
+            if claude_type(started.get("task_type")) != WORKFLOW:
                 return None
             info = ctx.state.task(tid)
-            _workflow_call_fields(ctx, info, obj, self.rule)
+            _workflow_call_fields(ctx, info, started, self.rule)
             name, _, _ = meta_fields(info)
-            given = obj.get("workflow_name")
+            given = started.get("workflow_name")
             info.workflow_name = name or (given if isinstance(given, str) else None)
             if info.workflow_name is not None:
                 remember(self._names, tid, info.workflow_name)
@@ -178,21 +189,27 @@ class WorkflowPrompt(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        tid = task_id_of(obj)
-        if tid is None:
-            return None
-        info = ctx.state.task(tid)
-        if obj.get("subtype") == "task_progress":
-            desc = obj.get("description")
+        if cast(Envelope, frame.obj).get("subtype") == "task_progress":
+            progress = cast(TaskProgress, frame.obj)
+            tid = task_id_of(progress)
+            if tid is None:
+                return None
+            info = ctx.state.task(tid)
+            desc = progress.get("description")
             if (
                 info.backend_description is not None
                 and desc == info.backend_description
                 and info.description
                 and desc != info.description
             ):
-                return (frame.replace({**obj, "description": info.description}),)
+                new: TaskProgress = {**progress, "description": info.description}
+                return (frame.replace(as_dict(new)),)
             return None
+        obj = cast(TaskStarted, frame.obj)
+        tid = task_id_of(obj)
+        if tid is None:
+            return None
+        info = ctx.state.task(tid)
         desc = obj.get("description")
         if info.backend_description is None:
             info.backend_description = desc if isinstance(desc, str) else ""
@@ -249,21 +266,23 @@ class ProgressSnapshot(Stage):
     _workflows: dict[str, str] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        tid = task_id_of(obj)
+        head = cast(Envelope, frame.obj)
+        tid = task_id_of(head)
         if tid is None:
             return None
-        if obj.get("subtype") == "task_started":
-            if claude_type(obj.get("task_type")) == WORKFLOW:
-                d = obj.get("description")
+        if head.get("subtype") == "task_started":
+            started = cast(TaskStarted, head)
+            if claude_type(started.get("task_type")) == WORKFLOW:
+                d = started.get("description")
                 remember(self._workflows, tid, d if isinstance(d, str) else "")
             return None
+        obj = cast(TaskProgress, head)
         entries = obj.get("workflow_progress")
         if tid not in self._workflows or not isinstance(entries, list):
             return None
         info = ctx.state.tasks.get(tid)
         titles = meta_fields(info)[2] if info is not None else None
-        new = dict(obj)
+        new = cast(TaskProgress, dict(obj))
         new["workflow_progress"] = complete_phases(_without_ended_at(entries), titles)
         title, tool = _progress_title(new["workflow_progress"])
         if title is not None:
@@ -274,7 +293,7 @@ class ProgressSnapshot(Stage):
             new["summary"] = self._workflows[tid]
         if new == obj:
             return None
-        return (frame.replace(ordered(new)),)
+        return (frame.replace(ordered(as_dict(new))),)
 
 
 @attrs.define
@@ -343,39 +362,42 @@ class ProgressFinal(Stage):
     _runs: dict[str, _Run] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast(Envelope, frame.obj)
         tid = task_id_of(obj)
         if tid is None:
             return None
         st = obj.get("subtype")
         if st == "task_started":
-            if claude_type(obj.get("task_type")) == WORKFLOW and tid not in self._runs:
+            task_type = cast(TaskStarted, obj).get("task_type")
+            if claude_type(task_type) == WORKFLOW and tid not in self._runs:
                 remember(self._runs, tid, _Run(), cap=1024)
             return None
         run = self._runs.get(tid)
         if run is None or run.final:
             return None
         if st == "task_progress":
-            if isinstance(obj.get("workflow_progress"), list):
+            progress = cast(TaskProgress, obj)
+            if isinstance(progress.get("workflow_progress"), list):
                 if run.held is not None and run.last is not None:
-                    merged = _merge(run.last["workflow_progress"], obj["workflow_progress"])
-                    run.last = {**obj, "workflow_progress": merged}
+                    merged = _merge(run.last["workflow_progress"], progress["workflow_progress"])
+                    folded: TaskProgress = {**progress, "workflow_progress": merged}
+                    run.last = as_dict(folded)
                     return ()  # stale: folded into the corrected snapshot
-                run.last = obj
+                run.last = as_dict(progress)
             return None
         if st == "task_updated":
             status = patch_status(obj)
             if status not in TERMINAL or run.held is not None:
                 return None
             run.held, run.status = frame, NOTIFICATION_OF[status]
-            end = obj["patch"].get("end_time")
+            end = cast(TaskUpdated, obj)["patch"].get("end_time")
             run.end_time = end if type(end) is int else None
             ctx.hold()
             ctx.set_timer(self, tid, self.wait)
             return ()
         # task_notification
         ctx.cancel_timer(self, tid)
-        status = obj.get("status")
+        status = cast(TaskNotification, obj).get("status")
         if run.status is None and isinstance(status, str):
             run.status = NOTIFICATION_OF.get(status, status)
         return (*self._finish(ctx, tid, run), frame)
