@@ -151,3 +151,38 @@ def fill(new: Mapping[str, Any], defaults: tuple[Default, ...]) -> dict[str, Any
         if not isinstance(out.get(key), kind):
             out[key] = make()
     return out
+
+
+# -- control and messages (typedB) --
+
+
+class Envelope(_Frame, total=False):
+    """What a stage reads of a frame before it knows the family (it dispatches on ``type``
+    and the thread): the keys every message frame may carry."""
+
+    parent_tool_use_id: str | None
+    timestamp: str
+
+
+class CancelRequest(TypedDict, total=False):
+    type: Literal["control_cancel_request"]
+    request_id: str
+
+
+class TurnResult(Result, total=False):
+    """A ``result`` as the turn rules read it: the uuid of the user line it answers."""
+
+    user_message_uuid: str
+
+
+class StatusFrame(_Frame, total=False):
+    """``system/status`` (and the other ``system`` frames that carry a status or an error)."""
+
+    status: str | None
+    error: Any
+    message: Any
+
+
+def plain(obj: Mapping[str, object]) -> dict[str, Any]:
+    """A typed frame as the plain dict ``Frame.replace``/``Frame.synth`` take (no copy)."""
+    return cast(dict[str, Any], obj)
