@@ -32,10 +32,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import iso_ms
@@ -84,7 +85,7 @@ class FrameFields(Stage):
     split: bool = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.Assistant | wire.User", frame.obj)
         if not isinstance(obj, dict):
             return None
         message = obj.get("message")
@@ -108,8 +109,8 @@ class FrameFields(Stage):
     def _assistant(
         self,
         frame: Frame,
-        obj: dict[str, Any],
-        message: dict[str, Any],
+        obj: wire.Assistant,
+        message: wire.Message,
         changed: dict[str, Any],
         ctx: Context,
     ) -> Output:
