@@ -186,3 +186,50 @@ class StatusFrame(_Frame, total=False):
 def plain(obj: Mapping[str, object]) -> dict[str, Any]:
     """A typed frame as the plain dict ``Frame.replace``/``Frame.synth`` take (no copy)."""
     return cast(dict[str, Any], obj)
+
+
+class CanUseTool(TypedDict, total=False):
+    """The body of a ``can_use_tool`` control request (backend -> client)."""
+
+    subtype: str
+    tool_name: str
+    input: dict[str, Any]
+    tool_use_id: str
+
+
+class PermissionAnswer(TypedDict, total=False):
+    """A client's answer to ``can_use_tool``: Claude's ``{behavior, updatedInput | message,
+    interrupt}``, cbc's ``{allowed, reason, interrupt, updatedInput}``, or the legacy
+    claude-code-sdk 0.0.x ``{allow, input | reason}``."""
+
+    behavior: str
+    updatedInput: dict[str, Any]
+    updatedPermissions: list[Any]
+    message: str
+    interrupt: bool
+    allowed: bool
+    reason: str
+    allow: bool
+    input: dict[str, Any]
+    tool_use_id: str
+
+
+class InterruptRequest(TypedDict, total=False):
+    """The body of an ``interrupt`` control request (client -> backend); cbc reads
+    ``session_id`` and ``reason`` too."""
+
+    subtype: Literal["interrupt"]
+    cancel_queued: bool
+    reason: str
+    session_id: str
+
+
+class InterruptReceipt(TypedDict, total=False):
+    """The body of an interrupt's reply: cbc's ``{session_id, interrupted, reason}``,
+    Claude's ``{still_queued, cancelled?}``."""
+
+    session_id: str
+    interrupted: bool
+    reason: str
+    still_queued: list[str]
+    cancelled: list[str]
