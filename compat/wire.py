@@ -233,3 +233,39 @@ class InterruptReceipt(TypedDict, total=False):
     reason: str
     still_queued: list[str]
     cancelled: list[str]
+
+
+class InitializeBody(TypedDict, total=False):
+    """The body of an ``initialize`` control request (client -> backend): the keys the
+    bridge rewrites (``systemPrompt`` as blocks, ``settings`` as an object or JSON text);
+    the rest passes by name."""
+
+    subtype: Literal["initialize"]
+    systemPrompt: str | list[Any]
+    appendSystemPrompt: str
+    settings: dict[str, Any] | str
+
+
+class Account(TypedDict, total=False):
+    """The ``account`` of an initialize reply (Claude's keys, and cbc's ``uid``)."""
+
+    tokenSource: str
+    apiKeySource: str
+    apiProvider: str
+    uid: str
+
+
+class InitializeReplyBody(TypedDict, total=False):
+    """The body of an initialize reply: cbc's keys the bridge reads (``currentModelId``,
+    ``permissionMode``/``currentPermissionMode``) and the ones both write."""
+
+    commands: list[dict[str, Any]]
+    agents: list[dict[str, Any]]
+    output_style: str
+    available_output_styles: list[str]
+    models: list[dict[str, Any]]
+    account: Account
+    pid: int
+    currentModelId: str
+    permissionMode: str
+    currentPermissionMode: str
