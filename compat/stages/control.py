@@ -9,11 +9,12 @@ by cbc when it can, by the bridge when it cannot or does not in time. The rules 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import controlkit as ck
+from compat import wire
 from compat.frames import Frame
 from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
@@ -31,7 +32,7 @@ def for_target(ctx: Context, reply: dict[str, Any], req: ControlRequest | None) 
     (2.1.332), a successful ``set_model``'s body (2.1.332: ``{model}``, the model set);
     ``reply`` itself when nothing changes."""
     target = target_of(ctx)
-    resp = reply.get("response")
+    resp = cast("wire.ControlResponse", reply).get("response")
     if not isinstance(resp, dict):
         return reply
     if resp.get("subtype") == "error":
@@ -60,7 +61,7 @@ def _without_deny_errors(frame: Frame) -> Frame:
     """A result without the ``errors`` cbc writes for the bridge's own deny + interrupt
     (``Permission denied for tool(s): X``: the client denied nothing; ``interrupted-turn``
     writes Claude's)."""
-    obj = frame.obj
+    obj = cast("wire.Result", frame.obj)
     errors = obj.get("errors")
     if (
         isinstance(errors, list)
@@ -69,7 +70,8 @@ def _without_deny_errors(frame: Frame) -> Frame:
             isinstance(e, str) and e.startswith("Permission denied for tool(s)") for e in errors
         )
     ):
-        return frame.replace({k: v for k, v in obj.items() if k != "errors"})
+        kept: dict[str, Any] = {k: v for k, v in obj.items() if k != "errors"}
+        return frame.replace(kept)
     return frame
 
 
@@ -172,7 +174,7 @@ class StdinVocabulary(Stage):
         return type_ not in ck.CBC_INPUT_TYPES
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         t = obj.get("type") if isinstance(obj, dict) else None
         if isinstance(t, str) and t in ck.CBC_INPUT_TYPES:
             return None
@@ -251,7 +253,7 @@ class UserLine(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.kind() != ("user", None):
             return self._hold(frame, ctx) if self._held else None
-        obj = frame.obj
+        obj = cast("wire.User", frame.obj)
         uuid = obj.get("uuid") if isinstance(obj, dict) else None
         control = ctx.state.control
         busy = self.queue and (control.turn_active or bool(control.pending_user))
@@ -364,8 +366,8 @@ class UnsupportedControl(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         control = ctx.state.control
-        if obj.get("type") == "control_cancel_request":
-            rid = obj.get("request_id")
+        if cast("wire.Envelope", obj).get("type") == "control_cancel_request":
+            rid = cast("wire.CancelRequest", obj).get("request_id")
             req = control.requests.get(rid) if isinstance(rid, str) else None
             if req is not None and not req.answered:
                 req.answered = True  # the client gave up on it: no reply, no timer
@@ -583,8 +585,9 @@ class ControlReply(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
+        env = cast("wire.Envelope", obj)
         control = ctx.state.control
-        if obj.get("type") == "result":
+        if env.get("type") == "result":
             rid = control.prompt_interrupt
             if rid is None:
                 return None
@@ -597,18 +600,19 @@ class ControlReply(Stage):
             )
             ctx.count(self.rule, "receipt:prompt-interrupt")
             return (Frame.synth(receipt, self.rule), _without_deny_errors(frame))
-        if obj.get("type") == "control_response" and control.prompt_interrupt is not None:
+        if env.get("type") == "control_response" and control.prompt_interrupt is not None:
             if ck.response_of(obj)[0] == control.prompt_interrupt:
                 control.prompt_interrupt = None  # cbc got the interrupt and answered it
-        if obj.get("type") == "system":
+        if env.get("type") == "system":
             if (
                 control.deferred
                 and ctx.state.session_id is not None
-                and (obj.get("session_id") == ctx.state.session_id)
+                and (env.get("session_id") == ctx.state.session_id)
             ):
                 self._send_deferred(ctx)
             return None
-        rid, sub, resp = ck.response_of(obj)
+        rid, sub, response = ck.response_of(obj)
+        resp = cast("wire.ControlResponseBody", response)
         if rid is None:
             return None
         purpose = control.own.pop(rid, None)
@@ -640,7 +644,7 @@ class ControlReply(Stage):
         message = message if isinstance(message, str) else ""
         better = ck.reworded(message)
         if better is not None:
-            fixed = ck.with_response(frame, {**resp, "error": better})
+            fixed = ck.with_response(frame, {**response, "error": better})
             return (fixed.replace(for_target(ctx, fixed.obj, req)),)
         if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
             control.deferred.append(req.request)
@@ -734,7 +738,7 @@ class ControlState(Stage):
         kind = frame.kind()
         if control.turn_active and kind is not None and kind[0] not in ("system", "result"):
             return None
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         if not isinstance(obj, dict):
             return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
@@ -746,12 +750,16 @@ class ControlState(Stage):
                 control.pending_user.popleft()
                 control.client_turns += 1
         if t == "system" and obj.get("session_id") == ctx.state.session_id:
-            servers = obj.get("mcp_servers")
+            servers = cast("wire.SystemInit", obj).get("mcp_servers")
             if isinstance(servers, list):
                 control.mcp_servers = servers
         elif t == "result":
             control.turn_active = False
-            control.last_result = {k: obj.get(k) for k in ("usage", "modelUsage")}
+            result = cast("wire.Result", obj)
+            control.last_result = {
+                "usage": result.get("usage"),
+                "modelUsage": result.get("modelUsage"),
+            }
             if control.queued_lines and isinstance(control.line_waker, Stage):
                 ctx.set_timer(control.line_waker, "turn-end", 0.0)  # (user-line, upstream)
         return None
