@@ -269,3 +269,15 @@ class InitializeReplyBody(TypedDict, total=False):
     currentModelId: str
     permissionMode: str
     currentPermissionMode: str
+
+
+class SetterBody(TypedDict, total=False):
+    """The body of a control request the bridge answers or reshapes itself: ``set_model``,
+    ``set_permission_mode``, ``set_max_thinking_tokens``, ``stop_task`` (and the subtype of
+    any other)."""
+
+    subtype: str
+    model: str | None
+    mode: str
+    max_thinking_tokens: int | None
+    task_id: str

@@ -75,7 +75,7 @@ def _without_deny_errors(frame: Frame) -> Frame:
     return frame
 
 
-def setter_reply(ctx: Context, rid: str, body: dict[str, Any]) -> list[Frame]:
+def setter_reply(ctx: Context, rid: str, request: dict[str, Any]) -> list[Frame]:
     """What Claude Code 2.1.220 writes for a successful ``set_model`` /
     ``set_permission_mode`` (raw run midsession-controls, 2026-12-01): ``set_model``: the
     replayed ``<local-command-stdout>Set model to M</local-command-stdout>`` user frame
@@ -83,6 +83,7 @@ def setter_reply(ctx: Context, rid: str, body: dict[str, Any]) -> list[Frame]:
     ``response`` body; ``set_permission_mode``: ``{mode}``, then a ``system/status``
     (``status: null``) with the new ``permissionMode``. The side frames need the session
     id: before cbc has told it, only the reply."""
+    body = cast("wire.SetterBody", request)
     sub = body.get("subtype")
     sid = ctx.state.session_id
     if sub == "set_model":
@@ -375,7 +376,8 @@ class UnsupportedControl(Stage):
             ctx.count(self.rule, "absorbed:control_cancel_request")
             return ()  # cbc has nothing to cancel on the client's behalf
         rid, body = ck.request_of(obj)
-        sub = body.get("subtype")
+        setter = cast("wire.SetterBody", body)
+        sub = setter.get("subtype")
         if rid is None:
             ctx.log(self.rule, "a control_request without request_id dropped", "warning")
             return ()
@@ -387,9 +389,9 @@ class UnsupportedControl(Stage):
         remember(control.requests, rid, req, cap=1024)
         local = _LOCAL.get(sub)
         if local is not None:
-            return self._answer(ctx, local(self, ctx, rid, body), sub)
+            return self._answer(ctx, local(self, ctx, rid, setter), sub)
         out: Output = None
-        if sub == "set_model" and body.get("model") is None:
+        if sub == "set_model" and setter.get("model") is None:
             default = control.default_model
             if default is None:  # cbc refuses a null model ("Model is required")
                 return self._answer(ctx, ck.success(rid, {}), "set_model:null")
@@ -438,7 +440,7 @@ class UnsupportedControl(Stage):
         return None
 
     # -- local answers: what Claude Code 2.1.220 answers, from what the bridge knows ------
-    def _local_mcp_status(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_mcp_status(self, ctx: Context, rid: str, body: wire.SetterBody) -> dict[str, Any]:
         servers = []
         for s in ctx.state.control.mcp_servers:
             if isinstance(s, dict) and isinstance(s.get("name"), str):
@@ -447,7 +449,9 @@ class UnsupportedControl(Stage):
                 servers.append(entry)
         return ck.success(rid, {"mcpServers": servers})
 
-    def _local_get_context_usage(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_get_context_usage(
+        self, ctx: Context, rid: str, body: wire.SetterBody
+    ) -> dict[str, Any]:
         """Claude's shape (raw run midsession-controls), from what the session knows: the
         last result's usage (``apiUsage``; the context is its input, cached or not) and
         the current model's window (``modelUsage.contextWindow``; Claude's 200,000 when
@@ -519,7 +523,9 @@ class UnsupportedControl(Stage):
             },
         )
 
-    def _local_set_max_thinking_tokens(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_set_max_thinking_tokens(
+        self, ctx: Context, rid: str, body: wire.SetterBody
+    ) -> dict[str, Any]:
         """Claude: a success without a body. cbc refuses the request (``Unknown control
         request subtype``) but its ``set_config`` takes ``alwaysThinkingEnabled``: a
         budget above 0 turns thinking on, 0 off (Claude's meaning of 0); null (Claude's
@@ -539,7 +545,7 @@ class UnsupportedControl(Stage):
             ctx.log(self.rule, f"set_max_thinking_tokens sent as set_config {config}", "info")
         return {"type": "control_response", "response": {"subtype": "success", "request_id": rid}}
 
-    def _local_stop_task(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_stop_task(self, ctx: Context, rid: str, body: wire.SetterBody) -> dict[str, Any]:
         # Claude stops the task; an unknown or finished id also succeeds
         # (mockapi_stop-task-control-request_bg-bash-killed_unknown-id-also-success). cbc
         # cannot stop a task on request, so a running one gets the unsupported error.
