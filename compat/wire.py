@@ -281,3 +281,29 @@ class SetterBody(TypedDict, total=False):
     mode: str
     max_thinking_tokens: int | None
     task_id: str
+
+
+class Command(TypedDict, total=False):
+    """A slash command of an initialize reply: Claude's ``{name, description,
+    argumentHint}``; cbc writes ``/name`` and maybe ``argument_hint``."""
+
+    name: str
+    description: str
+    argumentHint: str
+    argument_hint: str
+
+
+class Agent(TypedDict, total=False):
+    name: str
+    description: str
+
+
+class ModelInfo(TypedDict, total=False):
+    """A model of an initialize reply: Claude's ``{value, displayName, description}``, cbc's
+    ``{id, name}``."""
+
+    value: str
+    displayName: str
+    description: str
+    id: str
+    name: str

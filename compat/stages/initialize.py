@@ -312,10 +312,11 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _command(c: dict[str, Any]) -> dict[str, Any]:
+def _command(command: dict[str, Any]) -> dict[str, Any]:
+    c = cast("wire.Command", command)
     name = c.get("name")
     hint = c.get("argumentHint", c.get("argument_hint", ""))
-    out = {
+    out: dict[str, Any] = {
         "name": name.removeprefix("/") if isinstance(name, str) else str(name),
         "description": c.get("description") if isinstance(c.get("description"), str) else "",
         "argumentHint": hint if isinstance(hint, str) else "",
@@ -324,7 +325,8 @@ def _command(c: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _agent(a: dict[str, Any]) -> dict[str, Any]:
+def _agent(agent: dict[str, Any]) -> dict[str, Any]:
+    a = cast("wire.Agent", agent)
     return {
         "name": str(a.get("name", "")),
         "description": str(a.get("description", "")),
@@ -332,10 +334,11 @@ def _agent(a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _model(m: dict[str, Any]) -> dict[str, Any]:
+def _model(model: dict[str, Any]) -> dict[str, Any]:
+    m = cast("wire.ModelInfo", model)
     value = m.get("value", m.get("id"))
     shown = m.get("displayName", m.get("name", value))
-    out = {
+    out: dict[str, Any] = {
         "value": str(value),
         "displayName": str(shown),
         "description": str(m.get("description", shown)),
