@@ -25,7 +25,7 @@ _RULE = "stream-events"
 class _Message:
     """One streamed message of one thread (``parent_tool_use_id``)."""
 
-    message_id: Any = None
+    message_id: str | None = None
     next_index: int = 0
     #: cbc's index of an open block -> the client's index
     open: dict[int, int] = attrs.Factory(dict)

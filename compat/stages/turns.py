@@ -128,7 +128,7 @@ class InterruptedTurn(Stage):
     _interrupted: bool = attrs.field(default=False, init=False)
     _tool_turn: bool = attrs.field(default=False, init=False)  # a tool ran at the receipt
     _running: dict[str, None] = attrs.field(factory=dict, init=False)  # main-thread calls
-    _stop_reason: Any = attrs.field(default=None, init=False)
+    _stop_reason: str | None = attrs.field(default=None, init=False)
     _marked: bool = attrs.field(default=False, init=False)  # the marker came already
     _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
 
@@ -315,10 +315,12 @@ class FinalAnswer(Stage):
     _text_seen: bool = attrs.field(default=False, init=False)
     #: the last main-thread assistant message: (id, model, usage), and whether its last
     #: block was thinking
-    _last: tuple[Any, Any, Any] | None = attrs.field(default=None, init=False)
+    _last: tuple[str | None, str | None, dict[str, Any] | None] | None = attrs.field(
+        default=None, init=False
+    )
     _after_thinking: bool = attrs.field(default=False, init=False)
     #: the turn's last main-thread text (a result repeating it is not a lost answer)
-    _said: Any = attrs.field(default=None, init=False)
+    _said: str | None = attrs.field(default=None, init=False)
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
         return kind[0] == "stream_event" and self._model_wrote
