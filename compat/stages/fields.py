@@ -90,7 +90,7 @@ class FrameFields(Stage):
             return None
         message = obj.get("message")
         changed: dict[str, Any] = {}
-        if not isinstance(obj.get("timestamp"), str):
+        if not isinstance(cast("wire.Envelope", obj).get("timestamp"), str):
             changed["timestamp"] = wire_timestamp(frame) or iso_ms(ctx.wall_ms())
         if isinstance(message, dict):
             if obj.get("type") == "assistant":
