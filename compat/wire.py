@@ -29,8 +29,12 @@ class _Frame(TypedDict, total=False):
     session_id: str
 
 
-#: what every frame may carry (its family read from ``type``/``subtype``)
-Envelope = _Frame
+class Envelope(_Frame, total=False):
+    """What a stage reads of a frame before it knows the family (it dispatches on ``type``
+    and the thread): the keys every message frame may carry."""
+
+    parent_tool_use_id: str | None
+    timestamp: str
 
 
 class SystemInit(_Frame, total=False):
@@ -198,3 +202,151 @@ def fill(new: Mapping[str, Any], defaults: tuple[Default, ...]) -> dict[str, Any
         if not isinstance(out.get(key), kind):
             out[key] = make()
     return out
+
+
+# -- control and messages (typedB) --
+
+
+class CancelRequest(TypedDict, total=False):
+    type: Literal["control_cancel_request"]
+    request_id: str
+
+
+class TurnResult(Result, total=False):
+    """A ``result`` as the turn rules read it: the uuid of the user line it answers."""
+
+    user_message_uuid: str
+
+
+class StatusFrame(_Frame, total=False):
+    """``system/status`` (and the other ``system`` frames that carry a status or an error)."""
+
+    status: str | None
+    error: Any
+    message: Any
+
+
+def plain(obj: Mapping[str, object]) -> dict[str, Any]:
+    """A typed frame as the plain dict ``Frame.replace``/``Frame.synth`` take (no copy)."""
+    return cast(dict[str, Any], obj)
+
+
+class CanUseTool(TypedDict, total=False):
+    """The body of a ``can_use_tool`` control request (backend -> client)."""
+
+    subtype: str
+    tool_name: str
+    input: dict[str, Any]
+    tool_use_id: str
+
+
+class PermissionAnswer(TypedDict, total=False):
+    """A client's answer to ``can_use_tool``: Claude's ``{behavior, updatedInput | message,
+    interrupt}``, cbc's ``{allowed, reason, interrupt, updatedInput}``, or the legacy
+    claude-code-sdk 0.0.x ``{allow, input | reason}``."""
+
+    behavior: str
+    updatedInput: dict[str, Any]
+    updatedPermissions: list[Any]
+    message: str
+    interrupt: bool
+    allowed: bool
+    reason: str
+    allow: bool
+    input: dict[str, Any]
+    tool_use_id: str
+
+
+class InterruptRequest(TypedDict, total=False):
+    """The body of an ``interrupt`` control request (client -> backend); cbc reads
+    ``session_id`` and ``reason`` too."""
+
+    subtype: Literal["interrupt"]
+    cancel_queued: bool
+    reason: str
+    session_id: str
+
+
+class InterruptReceipt(TypedDict, total=False):
+    """The body of an interrupt's reply: cbc's ``{session_id, interrupted, reason}``,
+    Claude's ``{still_queued, cancelled?}``."""
+
+    session_id: str
+    interrupted: bool
+    reason: str
+    still_queued: list[str]
+    cancelled: list[str]
+
+
+class InitializeBody(TypedDict, total=False):
+    """The body of an ``initialize`` control request (client -> backend): the keys the
+    bridge rewrites (``systemPrompt`` as blocks, ``settings`` as an object or JSON text);
+    the rest passes by name."""
+
+    subtype: Literal["initialize"]
+    systemPrompt: str | list[Any]
+    appendSystemPrompt: str
+    settings: dict[str, Any] | str
+
+
+class Account(TypedDict, total=False):
+    """The ``account`` of an initialize reply (Claude's keys, and cbc's ``uid``)."""
+
+    tokenSource: str
+    apiKeySource: str
+    apiProvider: str
+    uid: str
+
+
+class InitializeReplyBody(TypedDict, total=False):
+    """The body of an initialize reply: cbc's keys the bridge reads (``currentModelId``,
+    ``permissionMode``/``currentPermissionMode``) and the ones both write."""
+
+    commands: list[dict[str, Any]]
+    agents: list[dict[str, Any]]
+    output_style: str
+    available_output_styles: list[str]
+    models: list[dict[str, Any]]
+    account: Account
+    pid: int
+    currentModelId: str
+    permissionMode: str
+    currentPermissionMode: str
+
+
+class SetterBody(TypedDict, total=False):
+    """The body of a control request the bridge answers or reshapes itself: ``set_model``,
+    ``set_permission_mode``, ``set_max_thinking_tokens``, ``stop_task`` (and the subtype of
+    any other)."""
+
+    subtype: str
+    model: str | None
+    mode: str
+    max_thinking_tokens: int | None
+    task_id: str
+
+
+class Command(TypedDict, total=False):
+    """A slash command of an initialize reply: Claude's ``{name, description,
+    argumentHint}``; cbc writes ``/name`` and maybe ``argument_hint``."""
+
+    name: str
+    description: str
+    argumentHint: str
+    argument_hint: str
+
+
+class Agent(TypedDict, total=False):
+    name: str
+    description: str
+
+
+class ModelInfo(TypedDict, total=False):
+    """A model of an initialize reply: Claude's ``{value, displayName, description}``, cbc's
+    ``{id, name}``."""
+
+    value: str
+    displayName: str
+    description: str
+    id: str
+    name: str

@@ -27,10 +27,11 @@ It sits after task-correlation (which gives a background agent's ``task_started`
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import TASK_FRAMES, task_id_of
@@ -39,7 +40,7 @@ from compat.taskkit import TASK_FRAMES, task_id_of
 MAX_CALLS = 256
 
 
-def _calls_of(obj: dict[str, Any]) -> list[str]:
+def _calls_of(obj: wire.Assistant) -> list[str]:
     """The ids of the ``tool_use`` blocks of an assistant frame, in order."""
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
@@ -52,7 +53,7 @@ def _calls_of(obj: dict[str, Any]) -> list[str]:
     ]
 
 
-def _results_of(obj: dict[str, Any]) -> list[str]:
+def _results_of(obj: wire.User) -> list[str]:
     """The ``tool_use_id`` of every tool_result block of a ``user`` frame."""
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
@@ -107,18 +108,19 @@ class CallOrder(Stage):
         if t == "assistant":
             if not self._calls and frame.lacks(kind, b"tool_use"):
                 return None  # no call to track, none tracked
-            return self._assistant(frame, frame.obj, ctx)
+            return self._assistant(frame, cast("wire.Assistant", frame.obj), ctx)
         if not self._calls and not self._held:
             return None  # no call: no order to keep
         if t == "result":
             return self._end(frame, ctx)
-        obj: dict[str, Any] = frame.obj
         if t == "user":
-            if obj.get("parent_tool_use_id"):
+            user = cast("wire.User", frame.obj)
+            if user.get("parent_tool_use_id"):
                 return None  # a subagent's own tool result
-            ids = [i for i in _results_of(obj) if i in self._calls]
+            ids = [i for i in _results_of(user) if i in self._calls]
             return self._belongs(frame, ctx, ids, finishes=True) if ids else None
-        tid = task_id_of(obj)
+        obj = cast("wire.TaskStarted", frame.obj)  # a task frame (they share these keys)
+        tid = task_id_of(wire.plain(obj))
         if tid is None:
             return None
         if kind[1] == "task_started":
@@ -142,7 +144,7 @@ class CallOrder(Stage):
         return self._belongs(frame, ctx, [call], finishes=False)
 
     # -- the message and its calls ----------------------------------------------------------
-    def _assistant(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+    def _assistant(self, frame: Frame, obj: wire.Assistant, ctx: Context) -> Output:
         if obj.get("parent_tool_use_id"):
             return None  # a subagent's own message: not a call of the main thread
         msg = obj.get("message")
@@ -230,7 +232,7 @@ class CallOrder(Stage):
             self._n_held -= len(frames)
             for f in frames:
                 if f.type == "user":
-                    self._done.update(_results_of(f.obj))
+                    self._done.update(_results_of(cast("wire.User", f.obj)))
             out.extend(frames)
         return out
 

@@ -9,11 +9,12 @@ by cbc when it can, by the bridge when it cannot or does not in time. The rules 
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import controlkit as ck
+from compat import wire
 from compat.frames import Frame
 from compat.session import ControlRequest
 from compat.stage import Context, Direction, Output, Stage, register
@@ -31,7 +32,7 @@ def for_target(ctx: Context, reply: dict[str, Any], req: ControlRequest | None) 
     (2.1.332), a successful ``set_model``'s body (2.1.332: ``{model}``, the model set);
     ``reply`` itself when nothing changes."""
     target = target_of(ctx)
-    resp = reply.get("response")
+    resp = cast("wire.ControlResponse", reply).get("response")
     if not isinstance(resp, dict):
         return reply
     if resp.get("subtype") == "error":
@@ -60,7 +61,7 @@ def _without_deny_errors(frame: Frame) -> Frame:
     """A result without the ``errors`` cbc writes for the bridge's own deny + interrupt
     (``Permission denied for tool(s): X``: the client denied nothing; ``interrupted-turn``
     writes Claude's)."""
-    obj = frame.obj
+    obj = cast("wire.Result", frame.obj)
     errors = obj.get("errors")
     if (
         isinstance(errors, list)
@@ -69,11 +70,12 @@ def _without_deny_errors(frame: Frame) -> Frame:
             isinstance(e, str) and e.startswith("Permission denied for tool(s)") for e in errors
         )
     ):
-        return frame.replace({k: v for k, v in obj.items() if k != "errors"})
+        kept: dict[str, Any] = {k: v for k, v in obj.items() if k != "errors"}
+        return frame.replace(kept)
     return frame
 
 
-def setter_reply(ctx: Context, rid: str, body: dict[str, Any]) -> list[Frame]:
+def setter_reply(ctx: Context, rid: str, request: dict[str, Any]) -> list[Frame]:
     """What Claude Code 2.1.220 writes for a successful ``set_model`` /
     ``set_permission_mode`` (raw run midsession-controls, 2026-12-01): ``set_model``: the
     replayed ``<local-command-stdout>Set model to M</local-command-stdout>`` user frame
@@ -81,6 +83,7 @@ def setter_reply(ctx: Context, rid: str, body: dict[str, Any]) -> list[Frame]:
     ``response`` body; ``set_permission_mode``: ``{mode}``, then a ``system/status``
     (``status: null``) with the new ``permissionMode``. The side frames need the session
     id: before cbc has told it, only the reply."""
+    body = cast("wire.SetterBody", request)
     sub = body.get("subtype")
     sid = ctx.state.session_id
     if sub == "set_model":
@@ -172,7 +175,7 @@ class StdinVocabulary(Stage):
         return type_ not in ck.CBC_INPUT_TYPES
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         t = obj.get("type") if isinstance(obj, dict) else None
         if isinstance(t, str) and t in ck.CBC_INPUT_TYPES:
             return None
@@ -251,7 +254,7 @@ class UserLine(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.kind() != ("user", None):
             return self._hold(frame, ctx) if self._held else None
-        obj = frame.obj
+        obj = cast("wire.User", frame.obj)
         uuid = obj.get("uuid") if isinstance(obj, dict) else None
         control = ctx.state.control
         busy = self.queue and (control.turn_active or bool(control.pending_user))
@@ -364,8 +367,8 @@ class UnsupportedControl(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         control = ctx.state.control
-        if obj.get("type") == "control_cancel_request":
-            rid = obj.get("request_id")
+        if cast("wire.Envelope", obj).get("type") == "control_cancel_request":
+            rid = cast("wire.CancelRequest", obj).get("request_id")
             req = control.requests.get(rid) if isinstance(rid, str) else None
             if req is not None and not req.answered:
                 req.answered = True  # the client gave up on it: no reply, no timer
@@ -373,7 +376,8 @@ class UnsupportedControl(Stage):
             ctx.count(self.rule, "absorbed:control_cancel_request")
             return ()  # cbc has nothing to cancel on the client's behalf
         rid, body = ck.request_of(obj)
-        sub = body.get("subtype")
+        setter = cast("wire.SetterBody", body)
+        sub = setter.get("subtype")
         if rid is None:
             ctx.log(self.rule, "a control_request without request_id dropped", "warning")
             return ()
@@ -385,9 +389,9 @@ class UnsupportedControl(Stage):
         remember(control.requests, rid, req, cap=1024)
         local = _LOCAL.get(sub)
         if local is not None:
-            return self._answer(ctx, local(self, ctx, rid, body), sub)
+            return self._answer(ctx, local(self, ctx, rid, setter), sub)
         out: Output = None
-        if sub == "set_model" and body.get("model") is None:
+        if sub == "set_model" and setter.get("model") is None:
             default = control.default_model
             if default is None:  # cbc refuses a null model ("Model is required")
                 return self._answer(ctx, ck.success(rid, {}), "set_model:null")
@@ -436,7 +440,7 @@ class UnsupportedControl(Stage):
         return None
 
     # -- local answers: what Claude Code 2.1.220 answers, from what the bridge knows ------
-    def _local_mcp_status(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_mcp_status(self, ctx: Context, rid: str, body: wire.SetterBody) -> dict[str, Any]:
         servers = []
         for s in ctx.state.control.mcp_servers:
             if isinstance(s, dict) and isinstance(s.get("name"), str):
@@ -445,7 +449,9 @@ class UnsupportedControl(Stage):
                 servers.append(entry)
         return ck.success(rid, {"mcpServers": servers})
 
-    def _local_get_context_usage(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_get_context_usage(
+        self, ctx: Context, rid: str, body: wire.SetterBody
+    ) -> dict[str, Any]:
         """Claude's shape (raw run midsession-controls), from what the session knows: the
         last result's usage (``apiUsage``; the context is its input, cached or not) and
         the current model's window (``modelUsage.contextWindow``; Claude's 200,000 when
@@ -517,7 +523,9 @@ class UnsupportedControl(Stage):
             },
         )
 
-    def _local_set_max_thinking_tokens(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_set_max_thinking_tokens(
+        self, ctx: Context, rid: str, body: wire.SetterBody
+    ) -> dict[str, Any]:
         """Claude: a success without a body. cbc refuses the request (``Unknown control
         request subtype``) but its ``set_config`` takes ``alwaysThinkingEnabled``: a
         budget above 0 turns thinking on, 0 off (Claude's meaning of 0); null (Claude's
@@ -537,7 +545,7 @@ class UnsupportedControl(Stage):
             ctx.log(self.rule, f"set_max_thinking_tokens sent as set_config {config}", "info")
         return {"type": "control_response", "response": {"subtype": "success", "request_id": rid}}
 
-    def _local_stop_task(self, ctx: Context, rid: str, body: dict[str, Any]) -> Any:
+    def _local_stop_task(self, ctx: Context, rid: str, body: wire.SetterBody) -> dict[str, Any]:
         # Claude stops the task; an unknown or finished id also succeeds
         # (mockapi_stop-task-control-request_bg-bash-killed_unknown-id-also-success). cbc
         # cannot stop a task on request, so a running one gets the unsupported error.
@@ -583,8 +591,9 @@ class ControlReply(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
+        env = cast("wire.Envelope", obj)
         control = ctx.state.control
-        if obj.get("type") == "result":
+        if env.get("type") == "result":
             rid = control.prompt_interrupt
             if rid is None:
                 return None
@@ -597,18 +606,19 @@ class ControlReply(Stage):
             )
             ctx.count(self.rule, "receipt:prompt-interrupt")
             return (Frame.synth(receipt, self.rule), _without_deny_errors(frame))
-        if obj.get("type") == "control_response" and control.prompt_interrupt is not None:
+        if env.get("type") == "control_response" and control.prompt_interrupt is not None:
             if ck.response_of(obj)[0] == control.prompt_interrupt:
                 control.prompt_interrupt = None  # cbc got the interrupt and answered it
-        if obj.get("type") == "system":
+        if env.get("type") == "system":
             if (
                 control.deferred
                 and ctx.state.session_id is not None
-                and (obj.get("session_id") == ctx.state.session_id)
+                and (env.get("session_id") == ctx.state.session_id)
             ):
                 self._send_deferred(ctx)
             return None
-        rid, sub, resp = ck.response_of(obj)
+        rid, sub, response = ck.response_of(obj)
+        resp = cast("wire.ControlResponseBody", response)
         if rid is None:
             return None
         purpose = control.own.pop(rid, None)
@@ -640,7 +650,7 @@ class ControlReply(Stage):
         message = message if isinstance(message, str) else ""
         better = ck.reworded(message)
         if better is not None:
-            fixed = ck.with_response(frame, {**resp, "error": better})
+            fixed = ck.with_response(frame, {**response, "error": better})
             return (fixed.replace(for_target(ctx, fixed.obj, req)),)
         if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
             control.deferred.append(req.request)
@@ -734,7 +744,7 @@ class ControlState(Stage):
         kind = frame.kind()
         if control.turn_active and kind is not None and kind[0] not in ("system", "result"):
             return None
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         if not isinstance(obj, dict):
             return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
@@ -746,12 +756,16 @@ class ControlState(Stage):
                 control.pending_user.popleft()
                 control.client_turns += 1
         if t == "system" and obj.get("session_id") == ctx.state.session_id:
-            servers = obj.get("mcp_servers")
+            servers = cast("wire.SystemInit", obj).get("mcp_servers")
             if isinstance(servers, list):
                 control.mcp_servers = servers
         elif t == "result":
             control.turn_active = False
-            control.last_result = {k: obj.get(k) for k in ("usage", "modelUsage")}
+            result = cast("wire.Result", obj)
+            control.last_result = {
+                "usage": result.get("usage"),
+                "modelUsage": result.get("modelUsage"),
+            }
             if control.queued_lines and isinstance(control.line_waker, Stage):
                 ctx.set_timer(control.line_waker, "turn-end", 0.0)  # (user-line, upstream)
         return None

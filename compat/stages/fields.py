@@ -32,10 +32,11 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import iso_ms
@@ -84,16 +85,16 @@ class FrameFields(Stage):
     split: bool = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.Assistant | wire.User", frame.obj)
         if not isinstance(obj, dict):
             return None
         message = obj.get("message")
         changed: dict[str, Any] = {}
-        if not isinstance(obj.get("timestamp"), str):
+        if not isinstance(cast("wire.Envelope", obj).get("timestamp"), str):
             changed["timestamp"] = wire_timestamp(frame) or iso_ms(ctx.wall_ms())
         if isinstance(message, dict):
             if obj.get("type") == "assistant":
-                return self._assistant(frame, obj, message, changed, ctx)
+                return self._assistant(frame, cast("wire.Assistant", obj), message, changed, ctx)
             else:
                 content = message.get("content")
                 if isinstance(content, list):
@@ -108,8 +109,8 @@ class FrameFields(Stage):
     def _assistant(
         self,
         frame: Frame,
-        obj: dict[str, Any],
-        message: dict[str, Any],
+        obj: wire.Assistant,
+        message: wire.Message,
         changed: dict[str, Any],
         ctx: Context,
     ) -> Output:

@@ -36,10 +36,11 @@ order: ``init-once`` < ``private-fields`` < ``vocabulary``; ``control-reply`` re
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.frames import LINE_SEPARATORS, Frame, escape_line_separators, loads
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
@@ -109,7 +110,7 @@ class PrivateFields(Stage):
             return None  # (not valid JSON: passes, the engine logs it)
         if found is None and obj.get("type") == "user":
             inner = True
-        content = _without_block_meta(obj) if inner else None
+        content = _without_block_meta(cast("wire.User", obj)) if inner else None
         if content is None and not any(k in obj for k in PRIVATE_FIELDS):
             return None
         kept = {k: v for k, v in obj.items() if k not in _PRIVATE}
@@ -170,7 +171,7 @@ def _block_meta_before(raw: bytes, cut: int) -> bool:
     return raw.startswith(b'{"type":"user"') and raw.find(b'"_meta"', 0, cut) >= 0
 
 
-def _without_block_meta(obj: dict[str, Any]) -> list[Any] | None:
+def _without_block_meta(obj: wire.User) -> list[Any] | None:
     """A user frame's ``message.content`` without the ``_meta`` of its tool_result blocks;
     None when no block has one."""
     message = obj.get("message")
@@ -277,7 +278,7 @@ class ToolErrors(Stage):
             and (b'"tool_result"' not in raw or b'"is_error":true' not in raw)
         ):
             return None  # nothing failed (cbc writes the flag compact, in ``_meta`` too)
-        obj = frame.obj
+        obj = cast("wire.User", frame.obj)
         message = obj.get("message") if isinstance(obj, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict) or not isinstance(content, list):
@@ -304,7 +305,7 @@ class ToolErrors(Stage):
                 blocks.append(b)
         if not texts and all(n is o for n, o in zip(blocks, content, strict=True)):
             return None
-        new_obj = {**obj, "message": {**message, "content": blocks}}
+        new_obj: dict[str, Any] = {**obj, "message": {**message, "content": blocks}}
         results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
         if len(results) == 1 and len(texts) == 1 and "tool_use_result" not in obj:
             text = texts[0]
@@ -337,7 +338,7 @@ class Vocabulary(Stage):
         return not in_vocabulary(type_, subtype) or (type_, subtype) == ("system", "status")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.StatusFrame", frame.obj)  # a system frame, or another type's
         if not isinstance(obj, dict):
             return None
         t, st = obj.get("type"), obj.get("subtype")

@@ -10,11 +10,13 @@ shape and key order, with no credential in it. Both read and build control frame
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import controlkit as ck
+from compat import wire
 from compat.frames import Frame, list_at, loads
 from compat.redact import redact_obj, strip_obj
 from compat.stage import Context, Direction, Output, Stage, register
@@ -157,10 +159,11 @@ class InitializeRequest(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
-        rid, body = ck.request_of(obj)
+        rid, request = ck.request_of(obj)
+        body = cast("wire.InitializeBody", request)
         if body.get("subtype") != "initialize":
             return None
-        new = dict(body)
+        new: dict[str, Any] = dict(request)
         prompt = body.get("systemPrompt")
         if isinstance(prompt, list):
             if all(isinstance(b, str) for b in prompt):
@@ -241,7 +244,7 @@ class InitializeReply(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rid, sub, resp = ck.response_of(frame.obj)
-        body = ck.body_of(resp)
+        body = cast("wire.InitializeReplyBody", ck.body_of(resp))
         req = ctx.state.control.requests.get(rid) if rid is not None else None
         is_init = (
             req.subtype == "initialize"
@@ -277,10 +280,11 @@ class InitializeReply(Stage):
         return (ck.with_response(frame, {**resp, "response": out, **outer}),)
 
 
-def claude_initialize(body: dict[str, Any], pid: int) -> dict[str, Any]:
+def claude_initialize(reply: Mapping[str, Any], pid: int) -> dict[str, Any]:
     """cbc's initialize reply in Claude Code 2.1.220's shape and key order (capture
     ``nocreds_idle-interrupt_…``, twins): Claude's off/false feature flags after ``pid``,
     unknown keys kept after Claude's, cbc's ``currentModelId`` dropped."""
+    body = cast("wire.InitializeReplyBody", reply)
     commands = [_command(c) for c in _dicts(body.get("commands"))]
     styles = [
         ("default" if s == "Default" else s)
@@ -308,10 +312,11 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
 
 
-def _command(c: dict[str, Any]) -> dict[str, Any]:
+def _command(command: dict[str, Any]) -> dict[str, Any]:
+    c = cast("wire.Command", command)
     name = c.get("name")
     hint = c.get("argumentHint", c.get("argument_hint", ""))
-    out = {
+    out: dict[str, Any] = {
         "name": name.removeprefix("/") if isinstance(name, str) else str(name),
         "description": c.get("description") if isinstance(c.get("description"), str) else "",
         "argumentHint": hint if isinstance(hint, str) else "",
@@ -320,7 +325,8 @@ def _command(c: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _agent(a: dict[str, Any]) -> dict[str, Any]:
+def _agent(agent: dict[str, Any]) -> dict[str, Any]:
+    a = cast("wire.Agent", agent)
     return {
         "name": str(a.get("name", "")),
         "description": str(a.get("description", "")),
@@ -328,10 +334,11 @@ def _agent(a: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _model(m: dict[str, Any]) -> dict[str, Any]:
+def _model(model: dict[str, Any]) -> dict[str, Any]:
+    m = cast("wire.ModelInfo", model)
     value = m.get("value", m.get("id"))
     shown = m.get("displayName", m.get("name", value))
-    out = {
+    out: dict[str, Any] = {
         "value": str(value),
         "displayName": str(shown),
         "description": str(m.get("description", shown)),
@@ -340,12 +347,12 @@ def _model(m: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _account(acc: Any) -> dict[str, Any]:
+def _account(value: Any) -> dict[str, Any]:
     """Claude's ``{tokenSource, apiKeySource?, apiProvider}`` (captures ``claude-2.1.220/
     mockapi_*``: ``apiKeySource: ANTHROPIC_API_KEY`` with a key), then cbc's own fields.
     cbc names an API-key login ``anonymous_<key tail>``; its credentials are scrubbed by
     the caller."""
-    acc = acc if isinstance(acc, dict) else {}
+    acc = cast("wire.Account", value if isinstance(value, dict) else {})
     out: dict[str, Any] = {"tokenSource": acc.get("tokenSource", "none")}
     uid = acc.get("uid")
     if "apiKeySource" in acc or (isinstance(uid, str) and uid.startswith("anonymous_")):

@@ -11,11 +11,12 @@ by ``interrupt-request``) and read the pending and queued user lines.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import controlkit as ck
+from compat import wire
 from compat.frames import Frame
 from compat.session import ControlRequest, Interrupt
 from compat.stage import Context, Direction, Output, Stage, register
@@ -89,8 +90,9 @@ class InterruptRequest(Stage):
     _held: Frame | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        rid, body = ck.request_of(obj)
+        obj = cast("wire.ControlRequest", frame.obj)
+        rid, request = ck.request_of(frame.obj)
+        body = cast("wire.InterruptRequest", request)
         if rid is None or body.get("subtype") != "interrupt":
             return None
         control = ctx.state.control
@@ -119,7 +121,7 @@ class InterruptRequest(Stage):
             ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
             ctx.count(self.rule, "answered:no-session")
             remember(
-                control.requests, rid, ControlRequest(rid, "interrupt", body, True), cap=1024
+                control.requests, rid, ControlRequest(rid, "interrupt", request, True), cap=1024
             )  # a reply cbc may still send is dropped (control-reply)
             return ()
         new = {"subtype": "interrupt", "session_id": ctx.state.session_id, "reason": reason}
@@ -188,7 +190,8 @@ class InterruptRequest(Stage):
         cancelled: list[str] = []
         sid = ctx.state.session_id
         for f in queued:
-            uuid = f.obj.get("uuid") if isinstance(f.obj, dict) else None
+            line = cast("wire.User", f.obj)
+            uuid = line.get("uuid") if isinstance(line, dict) else None
             if not isinstance(uuid, str) or not uuid:
                 continue
             cancelled.append(uuid)
@@ -217,12 +220,13 @@ class InterruptReply(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        rid, sub, resp = ck.response_of(frame.obj)
+        rid, sub, response = ck.response_of(frame.obj)
         if rid is None:
             return None
         control = ctx.state.control
         info = control.interrupts.get(rid)
-        body = ck.body_of(resp)
+        resp = cast("wire.ControlResponseBody", response)
+        body = cast("wire.InterruptReceipt", ck.body_of(response))
         if info is None:  # interrupt-request off: recognise cbc's receipt by its shape
             if sub != "success" or "interrupted" not in body or "still_queued" in body:
                 return None
@@ -315,7 +319,7 @@ class InterruptTerminal(Stage):
                 kind in TURN_CONTENT and ctx.state.control.turns != self._turn_no
             ):
                 return None  # no interrupt pending, not a turn's start: left unparsed
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         if not isinstance(obj, dict):
             return None  # not valid JSON: passes, the engine logs it
         t, st = obj.get("type"), obj.get("subtype")
@@ -442,7 +446,8 @@ class InterruptTerminal(Stage):
         )
 
     def _permission(self, frame: Frame, ctx: Context) -> Output:
-        rid, body = ck.request_of(frame.obj)
+        rid, request = ck.request_of(frame.obj)
+        body = cast("wire.CanUseTool", request)
         if rid is None or body.get("subtype") != "can_use_tool":
             return None
         if self._turn == "pending" and self._current(ctx, ""):

@@ -37,10 +37,11 @@ only until then are the turn's assistant frames hot here.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import TURN_CONTENT, is_interrupt_receipt
@@ -107,7 +108,7 @@ class CommandLifecycle(Stage):
             return self._name_line(frame, ctx)
         if control.turn_active and (kind is None or kind[0] != "result"):
             return None
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         if not isinstance(obj, dict):
             return None  # not valid JSON: passes, the engine logs it
         sid = ctx.state.session_id or obj.get("session_id")
@@ -131,6 +132,20 @@ class CommandLifecycle(Stage):
         interrupted, self._interrupted = self._interrupted, False
         if line is None:
             return (*out, frame) if out else None
+        return self._end(frame, cast("wire.TurnResult", obj), line, interrupted, out, ctx, sid)
+
+    def _end(
+        self,
+        frame: Frame,
+        obj: wire.TurnResult,
+        line: str,
+        interrupted: bool,
+        out: list[Frame],
+        ctx: Context,
+        sid: str,
+    ) -> Output:
+        """The turn's ``result``: it names its line (or not, as the target's does), and the
+        line's lifecycle ends ``cancelled`` or ``completed``."""
         reason = obj.get("terminal_reason")
         if interrupted or (
             isinstance(reason, str) and (reason.startswith("aborted") or reason == "api_error")
@@ -152,7 +167,7 @@ class CommandLifecycle(Stage):
     def _name_line(self, frame: Frame, ctx: Context) -> tuple[Frame] | None:
         """The line's first answer names it (``Target.line_answer_keys``): the first
         main-thread assistant frame of its turn; a subagent's frame is not that."""
-        obj = frame.obj
+        obj = cast("wire.Assistant", frame.obj)
         line = self._current
         if not self._unnamed or line is None or not isinstance(obj, dict):
             return None
@@ -170,7 +185,7 @@ class CommandLifecycle(Stage):
         return Frame.synth(lifecycle(line, state, ctx, sid), self.rule)
 
 
-def _ends_at_max_turns(obj: dict[str, Any]) -> bool:
+def _ends_at_max_turns(obj: wire.Result) -> bool:
     from compat.stages.shape import _is_cbc_max_turns
 
-    return obj.get("subtype") == "error_max_turns" or _is_cbc_max_turns(obj)
+    return obj.get("subtype") == "error_max_turns" or _is_cbc_max_turns(wire.plain(obj))

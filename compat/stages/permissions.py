@@ -10,11 +10,12 @@ read as Claude's.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import controlkit as ck
+from compat import wire
 from compat.frames import Frame
 from compat.session import PermissionRequest
 from compat.stage import Context, Direction, Output, Stage, register
@@ -85,7 +86,8 @@ class PermissionRouting(Stage):
             return None
         if not isinstance(frame.obj, dict):
             return None
-        rid, body = ck.request_of(frame.obj)
+        rid, request = ck.request_of(frame.obj)
+        body = cast("wire.CanUseTool", request)
         if rid is None or body.get("subtype") != "can_use_tool":
             return None
         tool = body.get("tool_name")
@@ -120,7 +122,7 @@ class PermissionRouting(Stage):
         denied = ctx.state.control.denied_uses
         if not denied or (frame.raw and not any(u.encode() in frame.raw for u in denied)):
             return None
-        obj = frame.obj
+        obj = cast("wire.User", frame.obj)
         message = obj.get("message") if isinstance(obj, dict) else None
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list) or obj.get("parent_tool_use_id") is not None:
@@ -136,7 +138,7 @@ class PermissionRouting(Stage):
             return None
         for m in meta:
             denied.pop(m["id"], None)
-        new = {k: v for k, v in obj.items() if k != "tool_result_meta"}
+        new: dict[str, Any] = {k: v for k, v in obj.items() if k != "tool_result_meta"}
         new["tool_result_meta"] = meta
         return (frame.replace(new),)
 
@@ -163,11 +165,12 @@ class PermissionReply(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        rid, sub, resp = ck.response_of(frame.obj)
+        rid, sub, response = ck.response_of(frame.obj)
         if rid is None:
             return None
         pending = ctx.state.control.permissions.pop(rid, None)
-        body = ck.body_of(resp)
+        resp = cast("wire.ControlResponseBody", response)
+        body = cast("wire.PermissionAnswer", ck.body_of(response))
         if pending is None and not ("behavior" in body and "allowed" not in body):
             return None  # not an answer to a permission prompt (hooks, MCP messages...)
         if sub == "error":

@@ -10,10 +10,11 @@ the events of any message, so each one reads as Claude's stream would.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.frames import Frame, dict_at
 from compat.stage import Context, Output, Stage, register
 
@@ -24,7 +25,7 @@ _RULE = "stream-events"
 class _Message:
     """One streamed message of one thread (``parent_tool_use_id``)."""
 
-    message_id: Any = None
+    message_id: str | None = None
     next_index: int = 0
     #: cbc's index of an open block -> the client's index
     open: dict[int, int] = attrs.Factory(dict)
@@ -40,7 +41,7 @@ class _Message:
     held: list[tuple[Frame, int | None]] = attrs.Factory(list)
 
 
-def _thread(obj: dict[str, Any]) -> str | None:
+def _thread(obj: wire.StreamEvent | wire.Assistant) -> str | None:
     """The thread a frame belongs to: its ``parent_tool_use_id`` (None: the main one)."""
     parent = obj.get("parent_tool_use_id")
     return parent if isinstance(parent, str) else None
@@ -148,12 +149,13 @@ class StreamEvents(Stage):
         if not isinstance(obj, dict):
             return None
         if t == "stream_event":
-            return self._event(frame, obj, ctx)
+            return self._event(frame, cast("wire.StreamEvent", obj), ctx)
         if t == "assistant":
-            return self._assistant(frame, obj, ctx)
+            return self._assistant(frame, cast("wire.Assistant", obj), ctx)
         if t == "system":
-            if obj.get("subtype") == "status":
-                self._requesting = obj.get("status") == "requesting"
+            status = cast("wire.StatusFrame", obj)
+            if status.get("subtype") == "status":
+                self._requesting = status.get("status") == "requesting"
                 return None
             return self._flush_before(frame, ctx)  # a new turn's init
         return self._flush_before(frame, ctx)  # user, result: the message is over
@@ -162,7 +164,7 @@ class StreamEvents(Stage):
         out = self._flush_all(ctx)
         return (*out, frame) if out else None
 
-    def _event(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+    def _event(self, frame: Frame, obj: wire.StreamEvent, ctx: Context) -> Output:
         event = dict_at(obj, "event")
         if event is None:
             return None
@@ -240,7 +242,7 @@ class StreamEvents(Stage):
             del self._streams[key]
 
     @staticmethod
-    def _reindex(frame: Frame, obj: dict[str, Any], event: dict[str, Any], client: int) -> Frame:
+    def _reindex(frame: Frame, obj: wire.StreamEvent, event: dict[str, Any], client: int) -> Frame:
         if event.get("index") == client:
             return frame
         return frame.replace({**obj, "event": {**event, "index": client}})
@@ -250,7 +252,7 @@ class StreamEvents(Stage):
         msg: _Message,
         client: int,
         frame: Frame,
-        obj: dict[str, Any],
+        obj: wire.StreamEvent,
         out: list[Frame],
         ctx: Context,
         synth: bool = False,
@@ -283,7 +285,7 @@ class StreamEvents(Stage):
             ctx.hold()  # the frame this call was given is kept, not dropped
         ctx.set_timer(self, "hold", self.hold)
 
-    def _assistant(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+    def _assistant(self, frame: Frame, obj: wire.Assistant, ctx: Context) -> Output:
         key = _thread(obj)
         msg = self._streams.get(key)
         if msg is None:

@@ -10,10 +10,12 @@ last user frame, the interrupt receipts in ``ControlState.interrupts``).
 from __future__ import annotations
 
 import datetime
-from typing import Any, ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import remember
@@ -53,10 +55,11 @@ def iso_ms(ms: int) -> str:
     return t.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def is_interrupt_receipt(obj: dict[str, Any], ctx: Context) -> bool:
-    """A successful reply to an interrupt: its request id is one ``interrupt-request``
-    recorded, or (that rule off) it has the shape of cbc's or Claude's receipt."""
-    resp = obj.get("response")
+def is_interrupt_receipt(obj: Mapping[str, Any], ctx: Context) -> bool:
+    """A successful reply to an interrupt (a ``control_response``): its request id is one
+    ``interrupt-request`` recorded, or (that rule off) it has the shape of cbc's or Claude's
+    receipt."""
+    resp = cast("wire.ControlResponse", obj).get("response")
     if not isinstance(resp, dict) or resp.get("subtype") != "success":
         return False
     if str_at(resp, "request_id") in ctx.state.control.interrupts:
@@ -77,7 +80,7 @@ def user_frame(ctx: Context, content: list[dict[str, Any]], **extra: Any) -> dic
     }
 
 
-def _blocks(obj: dict[str, Any]) -> list[Any]:
+def _blocks(obj: wire.Assistant | wire.User) -> list[Any]:
     message = obj.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, list) else []
@@ -125,7 +128,7 @@ class InterruptedTurn(Stage):
     _interrupted: bool = attrs.field(default=False, init=False)
     _tool_turn: bool = attrs.field(default=False, init=False)  # a tool ran at the receipt
     _running: dict[str, None] = attrs.field(factory=dict, init=False)  # main-thread calls
-    _stop_reason: Any = attrs.field(default=None, init=False)
+    _stop_reason: str | None = attrs.field(default=None, init=False)
     _marked: bool = attrs.field(default=False, init=False)  # the marker came already
     _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
 
@@ -146,7 +149,7 @@ class InterruptedTurn(Stage):
         ):
             self._active = True  # what the parsing path below does for it
             return None
-        obj: dict[str, Any] = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         if not isinstance(obj, dict):
             return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
@@ -159,19 +162,20 @@ class InterruptedTurn(Stage):
                 )
             return None
         if t == "result":
-            return self._result(frame, obj, ctx)
+            return self._result(frame, cast("wire.Result", obj), ctx)
         main = obj.get("parent_tool_use_id") is None
         if t == "user" and main:
-            return self._user(frame, obj, ctx)
+            return self._user(frame, cast("wire.User", obj), ctx)
         self._active = True
         if t == "assistant" and main:
             if self._interrupted and self.mode == "on":
                 ctx.count(self.rule, "dropped-after-interrupt")
                 return ()
-            message = obj.get("message")
+            assistant = cast("wire.Assistant", obj)
+            message = assistant.get("message")
             if isinstance(message, dict):
                 self._stop_reason = message.get("stop_reason")
-            for b in _blocks(obj):
+            for b in _blocks(assistant):
                 if (
                     isinstance(b, dict)
                     and b.get("type") == "tool_use"
@@ -183,7 +187,7 @@ class InterruptedTurn(Stage):
             return ()
         return None
 
-    def _user(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+    def _user(self, frame: Frame, obj: wire.User, ctx: Context) -> Output:
         results = [
             str_at(b, "tool_use_id")
             for b in _blocks(obj)
@@ -207,7 +211,7 @@ class InterruptedTurn(Stage):
             return ()
         return None
 
-    def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+    def _result(self, frame: Frame, obj: wire.Result, ctx: Context) -> Output:
         reason = obj.get("terminal_reason")
         aborted = isinstance(reason, str) and reason.startswith("aborted")
         interrupted, tool_turn = self._interrupted, self._tool_turn or bool(self._running)
@@ -254,7 +258,7 @@ class InterruptedTurn(Stage):
                     self.rule,
                 )
             )
-        new = {k: v for k, v in obj.items() if k != "result"}
+        new: dict[str, Any] = {k: v for k, v in obj.items() if k != "result"}
         if tooly:
             stop_reason = "tool_use"
         new["subtype"] = "error_during_execution"
@@ -311,10 +315,12 @@ class FinalAnswer(Stage):
     _text_seen: bool = attrs.field(default=False, init=False)
     #: the last main-thread assistant message: (id, model, usage), and whether its last
     #: block was thinking
-    _last: tuple[Any, Any, Any] | None = attrs.field(default=None, init=False)
+    _last: tuple[str | None, str | None, dict[str, Any] | None] | None = attrs.field(
+        default=None, init=False
+    )
     _after_thinking: bool = attrs.field(default=False, init=False)
     #: the turn's last main-thread text (a result repeating it is not a lost answer)
-    _said: Any = attrs.field(default=None, init=False)
+    _said: str | None = attrs.field(default=None, init=False)
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
         return kind[0] == "stream_event" and self._model_wrote
@@ -324,16 +330,17 @@ class FinalAnswer(Stage):
         if kind is not None and kind[0] == "stream_event":
             self._model_wrote = True  # (a sub-agent's too: cbc streams none)
             return None
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         if not isinstance(obj, dict) or obj.get("parent_tool_use_id") is not None:
             return None
         t = obj.get("type")
         if t == "assistant":
             self._model_wrote = True
-            message = obj.get("message")
+            assistant = cast("wire.Assistant", obj)
+            message = assistant.get("message")
             if isinstance(message, dict):
                 self._last = (message.get("id"), message.get("model"), message.get("usage"))
-            for block in _blocks(obj):
+            for block in _blocks(assistant):
                 if not isinstance(block, dict):
                     continue
                 kind = block.get("type")
@@ -344,14 +351,14 @@ class FinalAnswer(Stage):
         elif t == "user":
             self._text_seen = self._after_thinking = False
         elif t == "result":
-            out = self._answer(obj, ctx)
+            out = self._answer(cast("wire.Result", obj), ctx)
             self._model_wrote = self._text_seen = self._after_thinking = False
             self._last = self._said = None
             if out is not None:
                 return (out, frame)
         return None
 
-    def _answer(self, result: dict[str, Any], ctx: Context) -> Frame | None:
+    def _answer(self, result: wire.Result, ctx: Context) -> Frame | None:
         text = result.get("result")
         if (
             result.get("subtype") != "success"
