@@ -273,17 +273,24 @@ async def test_sdk_mcp_server_its_tool_and_its_status(claude: list[str], tmp_pat
     assert [(s.name, s.status) for s in status] == [("probe", "connected")]  # was []
 
 
+async def until_notified(client: CodeBuddySDKClient) -> list[Any]:
+    """The messages of a turn that starts a background task, up to its notification and
+    the result of the turn that notification started."""
+    msgs: list[Any] = []
+    results = 0
+    async for m in client.receive_messages():
+        msgs.append(m)
+        results += isinstance(m, ResultMessage)
+        if any(isinstance(x, TaskNotificationMessage) for x in msgs) and results >= 2:
+            break
+    return msgs
+
+
 async def test_background_shell_and_its_notification(claude: list[str], tmp_path: Path) -> None:
     async with stage("bg-bash", claude, tmp_path) as st:
         async with CodeBuddySDKClient(st.options(allowed_tools=["Bash"])) as client:
             await client.query("please TRIGGER_BG_BASH")
-            msgs: list[Any] = []
-            results = 0
-            async for m in client.receive_messages():
-                msgs.append(m)
-                results += isinstance(m, ResultMessage)
-                if any(isinstance(x, TaskNotificationMessage) for x in msgs) and results >= 2:
-                    break
+            msgs = await until_notified(client)
     [started] = [m for m in msgs if isinstance(m, TaskStartedMessage)]
     assert started.task_type == "Bash"  # cbc's name, not local_bash
     [note] = [m for m in msgs if isinstance(m, TaskNotificationMessage)]
@@ -381,13 +388,7 @@ async def test_background_agent_as_cbc_reports_it(claude: list[str], tmp_path: P
         opts = st.options(allowed_tools=["Agent", "Bash"])
         async with CodeBuddySDKClient(opts) as client:
             await client.query("please TRIGGER_BG_AGENT")
-            msgs: list[Any] = []
-            results = 0
-            async for m in client.receive_messages():
-                msgs.append(m)
-                results += isinstance(m, ResultMessage)
-                if any(isinstance(x, TaskNotificationMessage) for x in msgs) and results >= 2:
-                    break
+            msgs = await until_notified(client)
     [started] = [m for m in msgs if isinstance(m, TaskStartedMessage)]
     assert started.task_type == "Agent"  # cbc's name, not local_agent
     [note] = [m for m in msgs if isinstance(m, TaskNotificationMessage)]

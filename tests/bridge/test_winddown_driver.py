@@ -169,11 +169,17 @@ def cbc_like(error: bool, workflow: bool) -> Any:
 
 
 async def memory_session(
-    script: Any, rules: list[str], eof_grace: float = 30.0
+    script: Any,
+    rules: list[str],
+    eof_grace: float = 30.0,
+    *,
+    user: bytes = USER,
+    engine: Engine | None = None,
 ) -> tuple[int, list[dict[str, Any]], MemoryBackend, float]:
-    """The session over a memory backend; the client writes USER and EOF at t=0."""
-    up, down = build("cbc-to-claude", parse_rule_settings(rules))
-    engine = Engine(up, down, det_env())
+    """The session over a memory backend (``engine``: default one of ``rules``); the client
+    writes ``user`` (none when empty) and EOF at t=0."""
+    if engine is None:
+        engine = Engine(*build("cbc-to-claude", parse_rule_settings(rules)), det_env())
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     got = bytearray()
@@ -194,7 +200,8 @@ async def memory_session(
             backend=b,
         )
         n.start_soon(drain)
-        await in_send.send_all(USER)
+        if user:
+            await in_send.send_all(user)
         await in_send.aclose()
         status = await s.run()
         ended = trio.current_time()
@@ -282,30 +289,7 @@ async def test_stdin_at_dev_null_loses_none_of_the_backends_output(autojump_cloc
     client (before: 0 of 6 frames, dropped as 'after-close'), and once it went idle after
     its result (1.5 s) it is ended close_wait (default 0.2 s) later: at exactly 1.7 s."""
     engine = Engine(*build("cbc-to-claude", {}), det_env())
-    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
-    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
-    got = bytearray()
-
-    async def drain() -> None:
-        while data := await out_recv.receive_some(65536):
-            got.extend(data)
-
-    async with trio.open_nursery() as n:
-        b = MemoryBackend(n, self_starting, on_signal={signal.SIGTERM: 0})
-        s = Session(
-            SessionConfig([], eof_grace=30.0),
-            engine,
-            in_recv,
-            out_send,
-            Logger(io.StringIO()),
-            stderr=lambda _: None,
-            backend=b,
-        )
-        n.start_soon(drain)
-        await in_send.aclose()
-        status = await s.run()
-        await out_send.aclose()
-    frames = [json.loads(x) for x in bytes(got).splitlines() if x.strip()]
+    status, frames, b, _ = await memory_session(self_starting, [], user=b"", engine=engine)
     assert [f["type"] for f in frames] == ["system", *["assistant"] * 4, "result"]
     assert status == 0
     stats = engine.statistics()["rules"]["eof-wind-down"]

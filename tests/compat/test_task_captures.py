@@ -50,6 +50,23 @@ CLAUDE = [
 ]
 
 
+#: the task and workflow rules in their cbc-to-claude order
+TASK_ORDER = (
+    "task-correlation",
+    "task-type",
+    "workflow-name",
+    "workflow-prompt",
+    "task-noise",
+    "task-status",
+    "progress-snapshot",
+    "progress-final",
+    "terminal-guarantee",
+    "late-progress",
+    "tasks-snapshot",
+    "task-fields",
+)
+
+
 def run(
     name: str,
     rules: tuple[str, ...] = (),
@@ -129,23 +146,7 @@ def test_inline_workflow_claude_lifecycle() -> None:
 
 def test_inline_workflow_raw_cbc_breaks_the_contract() -> None:
     # the oracle is not blind: the same capture without the task rules fails it
-    off = tuple(
-        f"{r}=off"
-        for r in (
-            "task-correlation",
-            "task-type",
-            "workflow-name",
-            "workflow-prompt",
-            "task-noise",
-            "task-status",
-            "progress-snapshot",
-            "progress-final",
-            "terminal-guarantee",
-            "late-progress",
-            "tasks-snapshot",
-            "task-fields",
-        )
-    )
+    off = tuple(f"{r}=off" for r in TASK_ORDER)
     fs = frames(run("mockoai_workflow-inline", off))
     rules = {v.split(":")[0] for v in task_violations(fs)}
     assert {"task-noise", "task-status", "progress-final"} <= rules
@@ -333,17 +334,4 @@ def test_task_rules_order_in_the_profile() -> None:
         if r
         in TASK_RULES | {"workflow-name", "workflow-prompt", "progress-snapshot", "tasks-snapshot"}
     ]
-    assert task == [
-        "task-correlation",
-        "task-type",
-        "workflow-name",
-        "workflow-prompt",
-        "task-noise",
-        "task-status",
-        "progress-snapshot",
-        "progress-final",
-        "terminal-guarantee",
-        "late-progress",
-        "tasks-snapshot",
-        "task-fields",
-    ]
+    assert task == list(TASK_ORDER)
