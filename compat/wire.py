@@ -153,6 +153,8 @@ class ControlResponse(TypedDict, total=False):
 
 class Message(TypedDict, total=False):
     id: str
+    #: ``"message"`` (the Messages API's object type)
+    type: str
     role: str
     model: str
     content: list[dict[str, Any]] | str
@@ -350,3 +352,83 @@ class ModelInfo(TypedDict, total=False):
     description: str
     id: str
     name: str
+
+
+# -- the reverse profile (typedC) --
+
+
+class ContentBlock(TypedDict, total=False):
+    """One block of a message's ``content``: ``text``, ``tool_use`` (``id``, ``name``,
+    ``input``) or ``tool_result`` (``tool_use_id``, ``content``, ``is_error``)."""
+
+    type: str
+    text: str
+    id: str
+    name: str
+    input: dict[str, Any]
+    tool_use_id: str
+    content: Any
+    is_error: bool
+
+
+class ToolCallInput(TypedDict, total=False):
+    """The ``input`` of a ``tool_use`` block as the reverse rules read it: a Bash call's
+    ``command``, an Agent/Task call's ``run_in_background``."""
+
+    command: str
+    run_in_background: bool
+
+
+class ClientRequest(SetterBody, total=False):
+    """The body of a cbc client's control request (client -> Claude) as the reverse rules
+    read it: ``subscribe{channel}``, ``set_config{config}``, ``authenticate{methodId}``,
+    ``interrupt{reason}``, ``initialize{hasPrompt}``; cbc's SDKs send ``session_id`` too."""
+
+    channel: str
+    config: dict[str, Any]
+    methodId: str
+    reason: str
+    hasPrompt: bool
+    session_id: str
+
+
+class ClientConfig(TypedDict, total=False):
+    """``set_config``'s ``config`` (the JS SDK's): only ``model`` reaches Claude."""
+
+    model: str
+
+
+class ClaudeModel(ModelInfo, total=False):
+    """A model of Claude's initialize reply, with the ``resolvedModel`` of its ``default``."""
+
+    resolvedModel: str
+
+
+class CbcAccount(Account, total=False):
+    """An account as cbc's SDKs read one (``userId`` and ``token`` mean logged in)."""
+
+    userId: str
+    userName: str
+    userNickname: str
+    nickname: str
+    type: str
+    token: str
+
+
+class McpStatusReply(TypedDict, total=False):
+    """The body of an ``mcp_status`` reply: Claude's ``mcpServers``, cbc's ``mcp_servers``."""
+
+    mcpServers: Any
+    mcp_servers: Any
+
+
+class TranscriptEntry(_Frame, total=False):
+    """One entry of Claude's session transcript (its ``.jsonl``), as a resume replay reads it."""
+
+    message: Message
+    isSidechain: bool
+    isMeta: bool
+
+
+class ReverseTask(TaskStarted, TaskUpdated, TaskNotification, total=False):
+    """Any ``system/task_*`` frame as the reverse rules read it (the keys of all of them)."""

@@ -10,12 +10,13 @@ answers locally what Claude lacks, so no client request is left unanswered.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import controlkit as ck
 from compat import reverse_state as rstate
+from compat import wire
 from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
 
@@ -45,14 +46,14 @@ def client_session(ctx: Context) -> str:
     return sid
 
 
-def logged_in(init: dict[str, Any] | None) -> bool:
-    account = dict_at(init, "account") or {}
+def logged_in(init: dict[str, Any] | wire.InitializeReplyBody | None) -> bool:
+    account = cast("wire.Account", dict_at(init, "account") or {})
     return any(account.get(k) not in (None, "", "none") for k in ("apiKeySource", "tokenSource"))
 
 
-def cbc_account(init: dict[str, Any] | None) -> dict[str, Any]:
+def cbc_account(init: dict[str, Any] | wire.InitializeReplyBody | None) -> wire.CbcAccount:
     """Claude's account as cbc's SDKs read one (``userId`` and ``token`` mean logged in)."""
-    account = dict(dict_at(init, "account") or {})
+    account = cast("wire.CbcAccount", dict(dict_at(init, "account") or {}))
     if logged_in(init):
         who = str(account.get("apiProvider") or "claude")
         name = f"claude-{who}"
@@ -66,11 +67,13 @@ def cbc_account(init: dict[str, Any] | None) -> dict[str, Any]:
     return account
 
 
-def claude_models(init: dict[str, Any] | None) -> list[dict[str, Any]]:
-    return [m for m in list_at(init, "models") if isinstance(m, dict)]
+def claude_models(
+    init: dict[str, Any] | wire.InitializeReplyBody | None,
+) -> list[wire.ClaudeModel]:
+    return [cast("wire.ClaudeModel", m) for m in list_at(init, "models") if isinstance(m, dict)]
 
 
-def model_id(m: dict[str, Any]) -> str:
+def model_id(m: wire.ClaudeModel) -> str:
     return str(m.get("id") or m.get("value") or m.get("resolvedModel") or "")
 
 
@@ -129,11 +132,12 @@ class ReverseLocalControls(Stage):
                 del rs.own[rid]
                 return ()  # the client's answer to a callback the bridge sent
             return None
-        rid, body = ck.request_of(frame.obj)
+        rid, request = ck.request_of(frame.obj)
+        body = cast("wire.ClientRequest", request)
         sub = str_at(body, "subtype")
         if rid is None or sub is None:
             return None
-        init = rs.init_reply
+        init = cast("wire.InitializeReplyBody | None", rs.init_reply)
         if sub == "set_config":
             return self._set_config(frame, rid, body, ctx)
         reply: dict[str, Any] | str
@@ -170,7 +174,7 @@ class ReverseLocalControls(Stage):
             ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
             if channel == "commands":
                 commands = [
-                    {**c, "name": "/" + str(c.get("name", "")).lstrip("/")}
+                    {**c, "name": "/" + str(cast("wire.Command", c).get("name", "")).lstrip("/")}
                     for c in list_at(init, "commands")
                     if isinstance(c, dict)
                 ]
@@ -194,13 +198,13 @@ class ReverseLocalControls(Stage):
         ctx.emit("down", Frame.from_obj(answer), self.rule)
         return ()
 
-    def _set_config(self, frame: Frame, rid: str, body: dict[str, Any], ctx: Context) -> Output:
+    def _set_config(self, frame: Frame, rid: str, body: wire.ClientRequest, ctx: Context) -> Output:
         # the JS SDK sends ``{subtype, session_id, config: {...}}``
         config = dict_at(body, "config")
         if config is None:
             config = {k: v for k, v in body.items() if k not in ("subtype", "session_id")}
         other = sorted(k for k in config if k != "model")
-        model = config.get("model")
+        model = cast("wire.ClientConfig", config).get("model")
         if other or not isinstance(model, str):
             what = ", ".join(other) if other else "model (missing)"
             ctx.emit(
@@ -213,7 +217,7 @@ class ReverseLocalControls(Stage):
             return ()
         return (frame.replace(ck.request(rid, {"subtype": "set_model", "model": model})),)
 
-    def _authenticate(self, body: dict[str, Any], ctx: Context) -> None:
+    def _authenticate(self, body: wire.ClientRequest, ctx: Context) -> None:
         rs = rstate.of(ctx.state)
         n = len(rs.own)
         url_id, result_id = f"ccbridge_auth_url_{n}", f"ccbridge_auth_result_{n}"
@@ -236,7 +240,7 @@ class ReverseLocalControls(Stage):
             result: dict[str, Any] = {
                 "subtype": "auth_result_callback",
                 "success": True,
-                "userinfo": cbc_account(rs.init_reply),
+                "userinfo": wire.plain(cbc_account(rs.init_reply)),
             }
         else:
             result = {
@@ -269,9 +273,9 @@ class ReversePermissionReply(Stage):
         rs = rstate.of(ctx.state)
         pending = rid in rs.permission_inputs
         original = rs.permission_inputs.pop(rid, None)
-        body = ck.body_of(resp)
+        body = cast("wire.PermissionAnswer", ck.body_of(resp))
         if sub == "error" and pending:
-            message = resp.get("error")
+            message = cast("wire.ControlResponseBody", resp).get("error")
             reply: dict[str, Any] = {"behavior": "deny", "message": str(message or "")}
         elif "allowed" in body and "behavior" not in body:
             if body.get("allowed") is True:
@@ -331,7 +335,7 @@ class ReverseTrack(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.Envelope", frame.obj)
         rs = rstate.of(ctx.state)
         state = ctx.state
         t = obj.get("type")
@@ -339,12 +343,13 @@ class ReverseTrack(Stage):
         if sid and state.session_id is None:
             state.session_id = sid
         if t == "control_request":
-            rid, body = ck.request_of(obj)
+            rid, request = ck.request_of(frame.obj)
+            body = cast("wire.CanUseTool", request)
             if rid is not None and body.get("subtype") == "can_use_tool":
                 inp = body.get("input")
                 rstate.remember(rs.permission_inputs, rid, inp if isinstance(inp, dict) else {})
         elif t == "control_response":
-            rid, sub, resp = ck.response_of(obj)
+            rid, sub, resp = ck.response_of(frame.obj)
             req = rs.requests.get(rid or "")
             if req is not None and req[0] == "initialize" and sub == "success":
                 rs.init_reply = ck.body_of(resp)
@@ -356,22 +361,23 @@ class ReverseTrack(Stage):
         elif t == "result":
             rs.in_turn = False
         elif t == "assistant":
-            for block in list_at(dict_at(obj, "message"), "content"):
-                inp = dict_at(block, "input")
-                command = str_at(inp, "command")
+            for item in list_at(dict_at(obj, "message"), "content"):
+                block = cast("wire.ContentBlock", item)
+                args = cast("wire.ToolCallInput | None", dict_at(block, "input"))
+                command = str_at(args, "command")
                 if str_at(block, "type") == "tool_use" and str_at(block, "name") == "Bash":
                     if command is not None:
                         rstate.remember(rs.bash_calls, str(block.get("id")), command)
                 if (
                     str_at(block, "type") == "tool_use"
                     and str_at(block, "name") in ("Agent", "Task")
-                    and inp is not None
-                    and inp.get("run_in_background") is True
+                    and args is not None
+                    and args.get("run_in_background") is True
                 ):
                     rstate.remember(rs.background_calls, str(block.get("id")), None)
         elif obj.get("subtype") == "task_started":
             tid = str_at(obj, "task_id")
-            if tid and obj.get("task_type") == "local_agent":
+            if tid and cast("wire.TaskStarted", obj).get("task_type") == "local_agent":
                 rstate.remember(
                     rs.agent_tasks,
                     tid,
@@ -382,7 +388,7 @@ class ReverseTrack(Stage):
 
 def _request_for(
     frame: Frame, ctx: Context, *subtypes: str
-) -> tuple[str, dict[str, Any], dict[str, Any]] | None:
+) -> tuple[str, wire.ClientRequest, dict[str, Any]] | None:
     """(subtype, request body, response object) when ``frame`` answers a client request
     of one of ``subtypes`` with success."""
     rid, sub, resp = ck.response_of(frame.obj)
@@ -391,7 +397,7 @@ def _request_for(
     req = rstate.of(ctx.state).requests.get(rid)
     if req is None or req[0] not in subtypes:
         return None
-    return req[0], req[1], resp
+    return req[0], cast("wire.ClientRequest", req[1]), resp
 
 
 def _with_body(frame: Frame, resp: dict[str, Any], body: dict[str, Any]) -> Frame:
@@ -420,7 +426,7 @@ class ReverseInitializeReply(Stage):
         if got is None:
             return None
         _, _, resp = got
-        body = dict(ck.body_of(resp))
+        body = cast("wire.InitializeReplyBody", dict(ck.body_of(resp)))
         models = claude_models(body)
         out_models = [
             {
@@ -444,7 +450,7 @@ class ReverseInitializeReply(Stage):
             body["models"] = out_models
         if "account" in body:
             body["account"] = cbc_account(body)
-        return (_with_body(frame, resp, body),)
+        return (_with_body(frame, resp, wire.plain(body)),)
 
 
 #: transcript entry types that are conversation (the others: attachments, queue operations)
@@ -458,7 +464,7 @@ def history_frames(
     Claude's transcript entries; sidechains (sub-agents) and meta entries are left out."""
     turns = [
         e
-        for e in history
+        for e in cast("list[wire.TranscriptEntry]", history)
         if e.get("type") in HISTORY_TYPES
         and dict_at(e, "message") is not None
         and not e.get("isSidechain")
@@ -488,9 +494,10 @@ def history_frames(
         if e["type"] == "user":
             frame["isReplay"] = True
         else:
+            blocks = list_at(e["message"], "content")
             texts = [
                 str(b.get("text", ""))
-                for b in list_at(e["message"], "content")
+                for b in cast("list[wire.ContentBlock]", blocks)
                 if isinstance(b, dict) and b.get("type") == "text"
             ]
             last = "".join(texts) or last
@@ -557,7 +564,7 @@ class ReverseMcpStatus(Stage):
         got = _request_for(frame, ctx, "mcp_status")
         if got is None:
             return None
-        body = ck.body_of(got[2])
+        body = cast("wire.McpStatusReply", ck.body_of(got[2]))
         if "mcp_servers" in body or "mcpServers" not in body:
             return None
         return (_with_body(frame, got[2], {**body, "mcp_servers": body["mcpServers"]}),)

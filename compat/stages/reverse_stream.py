@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 import signal
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import reverse_state as rstate
+from compat import wire
 from compat.exits import Exit
 from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
@@ -123,7 +124,7 @@ class ReverseInterruptedTurn(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rs = rstate.of(ctx.state)
-        obj = frame.obj
+        obj = cast("wire.Result", frame.obj)
         asked, rs.interrupted = rs.interrupted, False
         reason = str_at(obj, "terminal_reason") or ""
         aborted = reason.startswith("aborted")
@@ -143,18 +144,18 @@ INTERRUPT_MARKERS = frozenset(
 CBC_INTERRUPTED = "Interrupted by user"
 
 
-def marker_text(obj: dict[str, Any]) -> str | None:
+def marker_text(obj: wire.User) -> str | None:
     """The marker of one of Claude's interrupted-turn user frames, else None."""
-    content = (dict_at(obj, "message") or {}).get("content")
+    content = cast("wire.Message", dict_at(obj, "message") or {}).get("content")
     if isinstance(content, str):
         text = content
     elif (
         isinstance(content, list)
         and len(content) == 1
         and isinstance(content[0], dict)
-        and content[0].get("type") == "text"
+        and cast("wire.ContentBlock", content[0]).get("type") == "text"
     ):
-        text = str(content[0].get("text", ""))
+        text = str(cast("wire.ContentBlock", content[0]).get("text", ""))
     else:
         return None
     return text if text in INTERRUPT_MARKERS else None
@@ -174,12 +175,10 @@ class ReverseInterruptMarker(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.raw and b"[Request interrupted by user" not in frame.raw:
             return None
-        obj = frame.obj
-        if (
-            not isinstance(obj, dict)
-            or obj.get("parent_tool_use_id") is not None
-            or marker_text(obj) is None
-        ):
+        if not isinstance(frame.obj, dict):
+            return None
+        obj = cast("wire.User", frame.obj)
+        if obj.get("parent_tool_use_id") is not None or marker_text(obj) is None:
             return None
         uid = str_at(obj, "uuid") or ctx.env.new_uuid()
         new: dict[str, Any] = {
@@ -214,9 +213,9 @@ class ReverseToolResult(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.raw and b'"tool_result"' not in frame.raw:
             return None
-        obj = frame.obj
+        obj = cast("wire.User", frame.obj)
         msg = dict_at(obj, "message")
-        content = list_at(msg, "content")
+        content = cast("list[wire.ContentBlock]", list_at(msg, "content"))
         if msg is None or not any(
             type(b) is dict and b.get("type") == "tool_result" and "is_error" not in b
             for b in content
@@ -251,12 +250,14 @@ class ReverseLocalCommand(Stage):
             b'"isReplay"' not in frame.raw or LOCAL_COMMAND.encode() not in frame.raw
         ):
             return None
-        obj = frame.obj
-        if not isinstance(obj, dict) or obj.get("isReplay") is not True:
+        if not isinstance(frame.obj, dict):
+            return None
+        obj = cast("wire.User", frame.obj)
+        if obj.get("isReplay") is not True:
             return None
         if rstate.of(ctx.state).replay_user_messages:
             return None
-        content = (dict_at(obj, "message") or {}).get("content")
+        content = cast("wire.Message", dict_at(obj, "message") or {}).get("content")
         text = content if isinstance(content, str) else ""
         return () if text.lstrip().startswith(LOCAL_COMMAND) else None
 
@@ -313,7 +314,7 @@ class ReverseErrorResult(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.Result", frame.obj)
         if obj.get("is_error") is not True:
             return None
         sub = obj.get("subtype")
@@ -365,7 +366,7 @@ class ReverseTaskType(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.ReverseTask", frame.obj)
         t = obj.get("task_type")
         if not isinstance(t, str) or t not in TASK_TYPES:
             return None
@@ -381,7 +382,7 @@ class ReverseTaskStatus(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_updated"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.TaskUpdated", frame.obj)
         status = str_at(dict_at(obj, "patch"), "status")
         if status is None or "status" in obj:
             return None
@@ -426,7 +427,7 @@ class ReverseAgentSummary(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_notification"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.TaskNotification", frame.obj)
         tid = str_at(obj, "task_id")
         task = rstate.of(ctx.state).agent_tasks.pop(tid or "", None)
         if task is None or obj.get("status") != "completed":
@@ -459,7 +460,7 @@ class ReverseTaskWords(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        obj = cast("wire.ReverseTask", frame.obj)
         rs = rstate.of(ctx.state)
         tid = str_at(obj, "task_id") or ""
         kind = obj.get("task_type")

@@ -56,10 +56,11 @@ wind-down).
 from __future__ import annotations
 
 import enum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import attrs
 
+from compat import wire
 from compat.exits import Exit
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
@@ -201,7 +202,8 @@ class EofWindDown(Stage):
         obj: dict[str, Any] = frame.obj
         if not isinstance(obj, dict):
             return None  # not valid JSON: passes, the engine logs it
-        t, st = obj.get("type"), obj.get("subtype")
+        env = cast("wire.Envelope", obj)
+        t, st = env.get("type"), env.get("subtype")
         kind = f"system/{st}" if t == "system" else str(t)
         if t == "control_request":
             return self._request(obj, ctx) if self._eof else None
@@ -211,7 +213,7 @@ class EofWindDown(Stage):
             self._task(obj, kind)
         elif t == "result":
             self._active = False
-            self._last_error = obj.get("is_error") is True
+            self._last_error = cast("wire.Result", obj).get("is_error") is True
             self._folded = self._pending_lines(ctx) > 0
         else:
             self._active = True
@@ -251,13 +253,14 @@ class EofWindDown(Stage):
 
     def _request(self, obj: dict[str, Any], ctx: Context) -> Output:
         """A request from cbc after the client's EOF: nobody can answer it but us."""
-        rid, req = obj.get("request_id"), obj.get("request")
+        request = cast("wire.ControlRequest", obj)
+        rid, req = request.get("request_id"), request.get("request")
         if not isinstance(rid, str) or not isinstance(req, dict):
             return None
-        self._answer(ctx, rid, req.get("subtype"))
+        self._answer(ctx, rid, cast("wire.SetterBody", req).get("subtype"))
         return ()
 
-    def _answer(self, ctx: Context, rid: str, subtype: Any) -> None:
+    def _answer(self, ctx: Context, rid: str, subtype: object) -> None:
         if subtype == "can_use_tool":
             resp = {
                 "subtype": "success",
@@ -441,13 +444,13 @@ class EofWindDown(Stage):
         closed = self._phase is Phase.CLOSING
         if self._active:
             self._active, self._last_error = False, True
-            out.append(Frame.synth(self._abandoned_result(ctx), self.rule))
+            out.append(Frame.synth(wire.plain(self._abandoned_result(ctx)), self.rule))
         if closed or status == 0:
             ctx.set_exit_status(Exit.FAILED if self._last_error else Exit.OK)
         self._phase = self._phase.to(Phase.DONE)
         return out or None
 
-    def _abandoned_result(self, ctx: Context) -> dict[str, Any]:
+    def _abandoned_result(self, ctx: Context) -> wire.Result:
         why = (
             "the backend exited before the turn ended"
             if self._phase is not Phase.CLOSING

@@ -54,6 +54,11 @@ def write(sid: str) -> wire.Result:
 
 def union(o: Any) -> object:
     return cast(wire.TaskFrame, o).get("tool_use_id") or cast(wire.User, o).get("isReplay")
+
+def reverse(o: Any) -> object:
+    if cast(wire.ClientRequest, o).get("hasPrompt") is False:
+        return cast(wire.ReverseTask, o).get("task_type") or cast(wire.CbcAccount, o)["token"]
+    return cast(wire.ContentBlock, o).get("tool_use_id")
 """,
         monkeypatch,
         tmp_path,
@@ -81,6 +86,11 @@ _DEF = "def f(o: Any) -> object:\n    return "
         # a misspelled key written into a frame a rule builds
         ("wire.Assistant(is_api_eror_message=True)", "is_api_eror_message"),
         ("wire.Result(**cast(wire.Result, o), api_eror_status=1)", "api_eror_status"),
+        # the reverse profile's shapes (a cbc client's requests, Claude's frames to it)
+        ("cast(wire.ClientRequest, o).get('hasprompt')", "hasprompt"),
+        ("cast(wire.ReverseTask, o)['task_typ']", "task_typ"),
+        ("cast(wire.ToolCallInput, o).get('run_in_backgrund')", "run_in_backgrund"),
+        ("wire.CbcAccount(userID='x')", "userID"),
     ],
 )
 def test_a_misspelled_key_is_a_type_error(
