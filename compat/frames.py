@@ -420,13 +420,15 @@ class Frame:
         """A rewritten version of this frame (same lineage)."""
         return Frame(b"", obj=obj, root=self.lineage, synthesized_by=self.synthesized_by)
 
-    def replace_raw(self, raw: bytes, obj: Any = _UNPARSED) -> Frame:
+    def replace_raw(self, raw: bytes, obj: Any = _UNPARSED, proven: bool = False) -> Frame:
         """A rewritten version of this frame given as its bytes (same lineage), for a stage
         that edits the line itself and keeps its ``type`` and ``subtype`` (the kind is
         carried over); ``obj``, when given, must be what ``raw`` parses to (otherwise
-        ``raw`` is parsed only if a later stage asks)."""
+        ``raw`` is parsed only if a later stage asks); ``proven``: ``raw`` is known to be a
+        JSON object (what ``raw_pass`` stages make of a proved line)."""
         f = Frame(raw, obj=obj, root=self.lineage, synthesized_by=self.synthesized_by)
         f._kind = self._kind
+        f._proven = proven
         return f
 
     @classmethod

@@ -21,8 +21,9 @@ unless some rule had to look inside.
 Cold steps: a lazy stage may also say, from its state alone, that an unparsed frame of a
 kind would pass it untouched and change nothing (``cold(kind, ctx) -> bool``: e.g.
 ``control-state`` inside a turn, ``init-once`` with nothing held); such steps are skipped
-without a call. On the frame way a stage is asked just before its call would be made, so
-the answer is the state's as it stands then and nothing is cached there; a stage whose
+without a call. On the frame way a stage is asked when its call is due, and the answer is
+kept for the kind only until a stage that is not ``pure`` is called (``generation``): it is
+the state's as it stands then; a stage whose
 ``on_frame`` decides from ``kind()`` alone where ``cold`` does (``cold_parsed``) is also
 skipped for a frame an earlier stage parsed or rewrote.
 
@@ -35,16 +36,17 @@ one the proof cannot take (a lone surrogate escape, or not JSON: ``compat.frames
 then decides), takes the frame way with the kind its parse gives.
 
 Fast lines (``run_lines``, what the engine feeds wire lines through): a line whose kind is
-proved, and whose plan, once the cold steps are left out, holds only stages that can act on
-its bytes (``raw_pass``: lazy and pure, like ``private-fields``) and triggers that are not in
-it, never becomes a ``Frame``: those stages' ``on_raw`` run on the bytes and the result is
-written as it is. A stage's ``on_raw`` answering None, a trigger found, or any other step
-sends the line the frame way (``_one``) from its original bytes. Whether a kind can have
-fast lines at all is the plan's (``Plan.fast``); the steps, which depend on the cold
-answers, are kept per kind until a stage that is not ``pure`` is called (or the next block
-of lines: ``ctx.now`` may have moved), and only then asked again, for the next line of
-that kind; a kind whose last line was sent the frame way by a stage that is not cold asks
-that stage first (``Plan.blocker``).
+proved, and whose plan, once the cold steps are left out, holds only stages that can act
+on its bytes (``raw_pass``: lazy and pure, like ``private-fields``) and triggers that are
+not in it, never becomes a ``Frame``: those stages' ``on_raw`` run on the bytes and the
+result is written as it is. A stage's ``on_raw`` answering None, a trigger found, or any
+other step sends the line the frame way (``_one``) from that stage on, as the steps before
+it left it (they ran once: an ``on_raw`` may keep its stage's own state as ``on_frame``
+would). Whether a kind can have fast lines at all is the plan's (``Plan.fast``); the
+steps, which depend on the cold answers, are kept per kind until a stage that is not
+``pure`` is called (or the next block of lines: ``ctx.now`` may have moved), and only then
+asked again, for the next line of that kind; a kind whose last line was sent the frame way
+by a stage that is not cold asks that stage first (``Plan.blocker``).
 
 Counting (per rule): an output that is the input passes; an output of the input's lineage
 that is another object is a rewrite; an output of another lineage is a synthesis; an input
@@ -66,8 +68,8 @@ from compat.stats import Stats
 #: wanted)
 Step = tuple[int, Stage, bool, int, bool, tuple[bytes, ...] | None]
 #: a fast line's steps: (``on_raw`` of a ``raw_pass`` stage, or None for a triggered stage
-#: that must not see the line, its triggers, the rule id)
-FastStep = tuple[Callable[[bytes], bytes | None] | None, tuple[bytes, ...], str]
+#: that must not see the line, its triggers, the rule id, the stage's index)
+FastStep = tuple[Callable[[bytes], bytes | None] | None, tuple[bytes, ...], str, int]
 _NOT_YET: Any = object()
 #: kinds whose plan is kept (a hostile stream can name any number of kinds: past this,
 #: plans are made per line, not kept)
@@ -89,7 +91,7 @@ class Plan:
     (a ``raw_pass`` stage, a trigger, or a stage that may be cold), so whether a line of
     this kind is a fast line depends only on the cold answers."""
 
-    __slots__ = ("steps", "first", "fast", "blocker")
+    __slots__ = ("steps", "first", "fast", "blocker", "cold_at", "cold_is")
 
     def __init__(self, stages: Sequence[Stage], kind: Kind) -> None:
         steps: list[Step] = []
@@ -111,6 +113,10 @@ class Plan:
         )
         #: the stage (one that may be cold) that last sent a line of this kind the frame way
         self.blocker: Stage | None = None
+        #: per stage index: the ``Pipeline.generation`` its cold answer for this kind was
+        #: given in, and the answer (the frame way asks again only in a later generation)
+        self.cold_at = [-1] * len(stages)
+        self.cold_is = [False] * len(stages)
 
     def since(self, start: int) -> tuple[Step, ...]:
         return self.steps[self.first[start] :] if start else self.steps
@@ -133,6 +139,9 @@ class Pipeline:
         self._fast: dict[Kind, tuple[FastStep, ...] | None] = {}
         #: the rules of the plain rewrites of the current run (counted at its end)
         self._rewrites: list[str] = []
+        #: bumped after every call of a stage that is not ``pure`` and at each run: cold
+        #: answers given in the current generation still hold
+        self.generation = 0
         #: cold steps and fast lines on (tests switch them off to compare with the
         #: calling path)
         self.use_cold = True
@@ -156,6 +165,7 @@ class Pipeline:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
         out: list[Frame] = []
         self._fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
+        self.generation += 1
         try:
             for frame in frames:
                 self._one(frame, start, ctx, out)
@@ -180,6 +190,7 @@ class Pipeline:
         frames: list[Frame] = []
         fast = self._fast
         fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
+        self.generation += 1
         try:
             for raw in lines:
                 kind = wire_kind(raw)
@@ -187,15 +198,21 @@ class Pipeline:
                     steps = fast.get(kind, _NOT_YET)
                     if steps is _NOT_YET:
                         steps = self._fast_steps(kind, ctx)
+                    start = 0
+                    frame = None
                     if steps is not None:
-                        new = self._fast_line(raw, steps, rewrites)
-                        if new is not None:
+                        new, start = self._fast_line(raw, steps, rewrites)
+                        if start < 0:
                             out.append(new)
                             continue
-                    frame = Frame.wire(raw, kind, True)
+                        if new is not raw:  # the steps before ``start`` rewrote it
+                            frame = Frame.wire(raw, kind, True).replace_raw(new, proven=True)
+                    if frame is None:
+                        frame = Frame.wire(raw, kind, True)
                 else:
+                    start = 0
                     frame = Frame(raw)
-                self._one(frame, 0, ctx, frames)
+                self._one(frame, start, ctx, frames)
                 if len(frames) == 1 and frames[0].raw:  # the common case: one line out
                     f = frames[0]
                     out.append(f.raw)
@@ -253,25 +270,27 @@ class Pipeline:
                 f.raw = b""
 
     @staticmethod
-    def _fast_line(raw: bytes, steps: tuple[FastStep, ...], rewrites: list[str]) -> bytes | None:
-        """A fast line through its steps (see "Fast lines"); None: it takes the frame way."""
+    def _fast_line(
+        raw: bytes, steps: tuple[FastStep, ...], rewrites: list[str]
+    ) -> tuple[bytes, int]:
+        """A fast line through its steps (see "Fast lines"): the line as they left it, and
+        -1 when it is done, else the index of the stage the frame way goes on from (a
+        trigger found, or an ``on_raw`` that answered None: the steps before it are
+        settled, their rewrites counted, and are not run again)."""
         new = raw
-        done = len(rewrites)
-        for on_raw, triggers, rule in steps:
+        for on_raw, triggers, rule, index in steps:
             if on_raw is None:
                 for t in triggers:
                     if t in new:
-                        del rewrites[done:]
-                        return None
+                        return new, index
                 continue
             got = on_raw(new)
             if got is None:
-                del rewrites[done:]
-                return None
+                return new, index
             if got is not new:
                 rewrites.append(rule)
                 new = got
-        return new
+        return new, -1
 
     def _fast_steps(self, kind: Kind, ctx: Context) -> tuple[FastStep, ...] | None:
         """A fast line's steps for ``kind`` as the cold answers stand (see "Fast lines")."""
@@ -285,13 +304,13 @@ class Pipeline:
             pass  # still not cold: the line takes the frame way (one question, not a walk)
         else:
             steps: list[FastStep] = []
-            for _, stage, lazy, cools, pure, triggers in plan.steps:
+            for i, stage, lazy, cools, pure, triggers in plan.steps:
                 if cools and use_cold and stage.cold(kind, ctx):
                     continue
                 if triggers is not None:
-                    steps.append((None, triggers, stage.rule))
+                    steps.append((None, triggers, stage.rule, i))
                 elif lazy and stage.raw_pass and pure:
-                    steps.append((stage.on_raw, (), stage.rule))
+                    steps.append((stage.on_raw, (), stage.rule, i))
                 else:
                     plan.blocker = stage  # (a stage that may be cold: ``Plan.fast``)
                     break
@@ -304,9 +323,10 @@ class Pipeline:
         """``frame`` through stages ``start..``, what comes out appended to ``out``; what a
         stage returns goes on through the stages after it (depth first, so order holds).
 
-        A stage that may be cold is asked (``cold``) just before its call, while the frame
-        is an unparsed wire line: the answer is the state's as it stands then, so nothing
-        is cached across calls that may change it."""
+        A stage that may be cold is asked (``cold``) when its call is due, while the frame
+        is an unparsed wire line (or any frame, ``cold_parsed``): the answer is the state's
+        as it stands then; it is kept (``Plan.cold_at``) only until a stage that is not
+        ``pure`` is called, which may change it."""
         kind = frame.kind()
         if kind is None:
             self._not_json(frame, start, ctx, out)
@@ -314,14 +334,16 @@ class Pipeline:
         raw = frame.raw
         use_cold = self.use_cold
         plan = self._plans.get(kind) or self.plan(kind)
+        cold_at = plan.cold_at
         for i, stage, lazy, cools, pure, triggers in plan.since(start) if start else plan.steps:
-            if (
-                cools
-                and use_cold
-                and (cools == 2 or (raw and not frame.parsed))
-                and stage.cold(kind, ctx)
-            ):
-                continue  # it would pass this frame and change nothing
+            if cools and use_cold and (cools == 2 or (raw and not frame.parsed)):
+                if cold_at[i] == self.generation:
+                    cold = plan.cold_is[i]
+                else:
+                    cold = plan.cold_is[i] = stage.cold(kind, ctx)
+                    cold_at[i] = self.generation
+                if cold:
+                    continue  # it would pass this frame and change nothing
             if triggers is not None and raw:  # a frame without raw is one a rule rewrote:
                 for t in triggers:  # let the triggered stages look at it
                     if t in raw:
@@ -337,8 +359,10 @@ class Pipeline:
             try:
                 result = stage.on_frame(frame, ctx)
             except Exception as exc:
+                result = None
                 self.failed(stage, exc, ctx)
-                continue
+            if not pure:
+                self.generation += 1  # (after the call: what it changed, answers ask again)
             if result is None:
                 continue
             if len(result) == 1:

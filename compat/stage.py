@@ -241,9 +241,11 @@ class Stage:
         return False
 
     def on_raw(self, raw: bytes) -> bytes | None:
-        """(``raw_pass`` stages) what ``on_frame`` makes of the unparsed wire line ``raw``,
-        as bytes: ``raw`` itself when it passes, the rewritten line (same type and subtype)
-        otherwise, None when only ``on_frame`` can tell."""
+        """(``raw_pass`` stages) what ``on_frame`` makes of the unparsed wire line ``raw``
+        (proved a JSON object), as bytes: ``raw`` itself when it passes, the rewritten line
+        (a JSON object of the same type and subtype) otherwise, None when only ``on_frame``
+        can tell. A line is given to one of the two, never both: what ``on_raw`` keeps of
+        its own state for a line is what ``on_frame`` would have kept."""
         return None
 
     def on_timer(self, key: str, ctx: Context) -> Output:

@@ -123,6 +123,7 @@ class InterruptedTurn(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result", *TURN_KINDS})
     #: a stream_event outside an interrupt only marks the turn active: left unparsed
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     _active: bool = attrs.field(default=False, init=False)
     _interrupted: bool = attrs.field(default=False, init=False)
@@ -308,6 +309,7 @@ class FinalAnswer(Stage):
     )
     #: a stream event only says the model wrote: read from its kind, then cold
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: the model wrote in this turn
     _model_wrote: bool = attrs.field(default=False, init=False)

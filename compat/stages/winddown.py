@@ -131,6 +131,7 @@ class EofWindDown(Stage):
     )
     #: a stream_event before the EOF only marks cbc active: read from its kind, unparsed
     lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: seconds background shells get, once only they run and no turn does, before they are
     #: killed
