@@ -405,7 +405,7 @@ def test_fast_lines_are_cut_and_counted_like_frames() -> None:
     assert stats[0]["rules"]["private-fields"]["rewritten"] == len(lines)
 
 
-def test_a_line_fast_steps_cannot_settle_takes_the_frame_way_from_its_own_bytes() -> None:
+def test_a_line_fast_steps_cannot_settle_takes_the_frame_way_from_the_stage_that_said_so() -> None:
     from compat.pipeline import Pipeline
 
     taken: list[bytes] = []
@@ -428,6 +428,55 @@ def test_a_line_fast_steps_cannot_settle_takes_the_frame_way_from_its_own_bytes(
     first, second = out.splitlines()
     assert first == stripped(se)
     assert orjson.loads(second) == orjson.loads(stripped(escaped))
+
+
+def test_a_fast_line_a_later_step_sends_the_frame_way_is_not_cut_twice() -> None:
+    """private-fields' ``on_raw`` cut the line, then stream-events' could not settle it (a
+    message_start): the frame way goes on from stream-events with the cut line, and the
+    output and counts are the calling path's."""
+    from compat.pipeline import Pipeline
+    from compat.stages.hygiene import PrivateFields
+
+    start = stream_events(1)[0].replace(
+        b'"event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta",'
+        b'"text":"word 0 "}}',
+        b'"event":{"type":"message_start","message":{"id":"m1","content":[]}}',
+    )
+    assert start != stream_events(1)[0]
+    lines = [*stream_events(3), start, *stream_events(2)]
+    data = b"\n".join(lines) + b"\n"
+    taken: list[tuple[bytes, int]] = []
+    tails = 0
+    one, tail = Pipeline._one, PrivateFields._tail
+
+    def spy(self: Pipeline, frame, at, ctx, out):  # type: ignore[no-untyped-def]
+        taken.append((frame.raw, at))
+        one(self, frame, at, ctx, out)
+
+    def counted(self: PrivateFields, raw: bytes):  # type: ignore[no-untyped-def]
+        nonlocal tails
+        tails += 1
+        return tail(self, raw)
+
+    outs, stats = [], []
+    for fast in (True, False):
+        eng = _fast_engine(fast)
+        eng.feed("backend", stream_events(1)[0] + b"\n", 0.0)  # (a session's first line)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(Pipeline, "_one", spy)
+            m.setattr(PrivateFields, "_tail", counted)
+            taken.clear()
+            tails = 0
+            outs.append(written(eng.feed("backend", data, 0.0)))
+        stats.append(eng.statistics())
+        if fast:
+            pipeline = eng.pipelines["down"]
+            (raw, at), *_ = taken
+            assert raw == stripped(start)  # already cut
+            assert pipeline.stages[at].rule == "stream-events"
+            assert tails == len(lines)  # one cut a line
+    assert outs[0] == outs[1]
+    assert stats[0] == stats[1]
 
 
 # -- the kind of a wire line, and its plan (compat.pipeline "The proof") -------------------
@@ -500,3 +549,52 @@ def test_the_task_lifecycle_is_a_machine_and_an_illegal_step_raises() -> None:
     with pytest.raises(ValueError, match="no transition new -> ended"):
         TaskInfo("u").end("completed", 1)  # an end the client never saw start
     assert TaskPhase.NEW.to(TaskPhase.NOTIFIED) is TaskPhase.NOTIFIED  # a notification alone
+
+
+def test_a_cold_answer_is_asked_again_after_a_stage_that_is_not_pure_ran() -> None:
+    """The frame way keeps a cold answer only while no stage that is not ``pure`` has run
+    (``Pipeline.generation``): a stage that warms another up in the middle of a block of
+    lines is seen at once, and an answer is not asked twice when nothing could change it."""
+    from typing import ClassVar
+
+    import attrs
+
+    from compat.frames import Frame
+    from compat.stage import Context, Output, Stage
+
+    @attrs.define
+    class Warmer(Stage):  # not pure: a "go" frame warms Listener up
+        rule: ClassVar[str] = "test-warmer"
+        kinds: ClassVar[frozenset[str] | None] = frozenset({"go"})
+        warm: bool = False
+
+        def on_frame(self, frame: Frame, ctx: Context) -> Output:
+            self.warm = True
+            return None
+
+    @attrs.define
+    class Listener(Stage):
+        rule: ClassVar[str] = "test-listener"
+        kinds: ClassVar[frozenset[str] | None] = frozenset({"x"})
+        lazy: ClassVar[bool] = True
+        warmer: Warmer = attrs.field(factory=Warmer)
+        asked: int = 0
+        seen: list[bytes] = attrs.field(factory=list)
+
+        def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+            self.asked += 1
+            return not self.warmer.warm
+
+        def on_frame(self, frame: Frame, ctx: Context) -> Output:
+            self.seen.append(frame.raw)
+            return None
+
+    warmer = Warmer()
+    listener = Listener(warmer=warmer)
+    eng = engine_for("identity", down=[warmer, listener])
+    eng.pipelines["down"].use_fast = False  # (the frame way only)
+    lines = [b'{"type":"x","n":1}', b'{"type":"x","n":2}', b'{"type":"go"}', b'{"type":"x","n":3}']
+    out = written(eng.feed("backend", b"\n".join(lines) + b"\n", 0.0))
+    assert out.splitlines() == lines
+    assert listener.seen == [lines[3]]  # cold for 1 and 2, warm at once after "go"
+    assert listener.asked == 2  # once before "go", once after
