@@ -284,4 +284,9 @@ class SessionState:
         """``open_tasks()`` is not empty: newest first (an open task is a recent one; the
         notified ones stay until forgotten), on the phase itself (a rule asks it per frame
         between turns)."""
-        return any(t.phase in _OPEN for t in reversed(self.tasks.values()))
+        running, ended = TaskPhase.RUNNING, TaskPhase.ENDED  # (``is``: no enum hashing)
+        for t in reversed(self.tasks.values()):
+            phase = t.phase
+            if phase is running or phase is ended:
+                return True
+        return False

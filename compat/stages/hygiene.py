@@ -41,7 +41,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import wire
-from compat.frames import LINE_SEPARATORS, Frame, escape_line_separators, loads
+from compat.frames import Frame, escape_line_separators, loads
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import REJECTED
@@ -380,6 +380,7 @@ class LineSeparators(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         raw = frame.raw
-        if not raw or not any(char in raw for char, _ in LINE_SEPARATORS):
+        if not raw:
             return None
-        return (frame.replace_raw(escape_line_separators(raw)),)
+        escaped = escape_line_separators(raw)
+        return None if escaped is raw else (frame.replace_raw(escaped),)

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import wire
-from compat.frames import Frame, dict_at
+from compat.frames import Frame, dict_at, loads
 from compat.stage import Context, Output, Stage, register
 
 _RULE = "stream-events"
@@ -119,21 +119,118 @@ class StreamEvents(Stage):
     hold: float = 10.0
     _streams: dict[Any, _Message] = attrs.field(factory=dict, init=False)
     _requesting: bool = attrs.field(default=False, init=False)
+    #: nothing is held and no open block was renumbered (None: to be found out again,
+    #: after any call that may have changed it)
+    _plain: bool | None = attrs.field(default=None, init=False)
 
     # -- frames -----------------------------------------------------------------------
+    def _is_plain(self) -> bool:
+        plain = self._plain
+        if plain is None:
+            plain = self._plain = not self._any_held() and all(
+                c == i for m in self._streams.values() for i, c in m.open.items()
+            )
+        return plain
+
     def _plain_delta(self, raw: bytes) -> bool:
         """``raw`` is a delta this stage passes unchanged as things stand (read from its
         bytes: a line with an escape, or that might be anything else, is not)."""
         return (
-            b'{"type":"content_block_delta","index":' in raw[:96]
+            raw.find(b'{"type":"content_block_delta","index":', 0, 96) >= 0
             and b'"partial_json":""' not in raw
             and b"\\u" not in raw
-            and not self._any_held()
-            and all(c == i for m in self._streams.values() for i, c in m.open.items())
+            and (self._plain or (self._plain is None and self._is_plain()))
         )
 
     def on_raw(self, raw: bytes) -> bytes | None:
-        return raw if self._plain_delta(raw) else None
+        """A plain delta passes on its bytes; so do, as things stand plain, a block's start
+        at its own next index, the stop of a block whose assistant frame passed, and a
+        ``message_stop`` or ``message_delta`` that changes nothing (their line is parsed
+        here for the state they keep: no ctx is needed)."""
+        if self._plain_delta(raw):
+            return raw
+        head = raw[:64]
+        if b'"event":{"type":"' not in head or not self._is_plain():
+            return None
+        if b'"content_block_start"' in head:
+            return raw if self._start_in_place(raw) else None
+        if b'"content_block_stop"' in head:
+            return raw if self._stop_in_place(raw) else None
+        if b'"message_stop"' in head or b'"message_delta"' in head:
+            return raw if self._end_in_place(raw) else None
+        return None
+
+    def _parsed_event(self, raw: bytes) -> tuple[_Message, wire.StreamEvent, dict[str, Any]] | None:
+        try:
+            obj = loads(raw)
+        except ValueError:
+            return None
+        event = dict_at(obj, "event") if isinstance(obj, dict) else None
+        if event is None:
+            return None
+        msg = self._streams.get(_thread(cast("wire.StreamEvent", obj)))
+        return None if msg is None or msg.held else (msg, cast("wire.StreamEvent", obj), event)
+
+    def _start_in_place(self, raw: bytes) -> bool:
+        """``_event``'s ``content_block_start`` when it passes the frame unchanged: the
+        block opens at the message's next index, which no open block holds."""
+        found = self._parsed_event(raw)
+        if found is None:
+            return False
+        msg, _, event = found
+        index = event.get("index")
+        if (
+            event.get("type") != "content_block_start"
+            or type(index) is not int
+            or index != msg.next_index
+            or index in msg.open
+        ):
+            return False
+        msg.next_index += 1
+        msg.open[index] = index
+        block = _block_key(event.get("content_block"))
+        if block is not None:
+            msg.blocks[index] = block
+            msg.has_tool_use |= block[0] == "tool_use"
+        return True
+
+    def _stop_in_place(self, raw: bytes) -> bool:
+        """``_event``'s ``content_block_stop`` when it passes the frame unchanged: the
+        block's assistant frame has passed already (Claude's order), or it has none."""
+        found = self._parsed_event(raw)
+        if found is None:
+            return False
+        msg, _, event = found
+        index = event.get("index")
+        if (
+            event.get("type") != "content_block_stop"
+            or type(index) is not int
+            or msg.open.get(index, index) != index
+            or (index not in msg.delivered and index in msg.blocks)
+        ):
+            return False
+        msg.open.pop(index, None)
+        return True
+
+    def _end_in_place(self, raw: bytes) -> bool:
+        """``_event``'s ``message_delta`` and ``message_stop`` when they pass the frame
+        unchanged (nothing held; no stop_reason to correct)."""
+        found = self._parsed_event(raw)
+        if found is None:
+            return False
+        msg, obj, event = found
+        etype = event.get("type")
+        if etype == "message_delta":
+            delta = dict_at(event, "delta")
+            return not (
+                delta is not None and delta.get("stop_reason") == "end_turn" and msg.has_tool_use
+            )
+        if etype != "message_stop":
+            return False
+        msg.stopped = True
+        self._forget_done(_thread(obj))
+        self._plain = None
+        return True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         kind = frame.kind()
@@ -145,6 +242,7 @@ class StreamEvents(Stage):
                 return None  # no message is streaming: nothing to do
         if t == "stream_event" and frame.raw and self._plain_delta(frame.raw):
             return None
+        self._plain = None  # (what the rest may change is found out again when asked)
         obj = frame.obj
         if not isinstance(obj, dict):
             return None
@@ -345,13 +443,16 @@ class StreamEvents(Stage):
         return out
 
     def on_timer(self, key: str, ctx: Context) -> Output:
+        self._plain = None
         out = self._flush_all(ctx)
         if out:
             ctx.count(self.rule, "released-by-timer", len(out))
         return out or None
 
     def on_input_eof(self, ctx: Context) -> Output:
+        self._plain = None
         return self._flush_all(ctx) or None
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
+        self._plain = None
         return self._flush_all(ctx) or None

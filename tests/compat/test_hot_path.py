@@ -261,6 +261,24 @@ def test_lazy_paths_give_the_parsing_paths_bytes_on_the_captures(
             assert frames_only == slow, (path.name, step)
 
 
+def test_lazy_paths_give_the_parsing_paths_bytes_on_the_raw_twin_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same over what cbc wrote in the corpus's raw runs (captures/twins, in the
+    repository: partial messages, renumbered blocks, interrupts, tasks), fed whole and in
+    7-byte chunks."""
+    from compat.capture import parse
+
+    twins = sorted((Path(__file__).parents[2] / "captures" / "twins").glob("*.cbc-raw.jsonl"))
+    assert len(twins) > 40
+    for path in twins:
+        cap = parse(path.read_bytes().splitlines())
+        data = b"".join(r.data + b"\n" for r in cap.records if r.kind == "stdout")
+        for step in (len(data) or 1, 7):
+            slow = _run_capture(data, step, True, monkeypatch)
+            assert _run_capture(data, step, False, monkeypatch) == slow, (path.name, step)
+
+
 @pytest.mark.skipif(not CAPTURES.is_dir(), reason=NO_CAPTURES)
 def test_after_the_client_eof_the_lazy_paths_give_the_parsing_paths_bytes(
     monkeypatch: pytest.MonkeyPatch,

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from compat.engine import Engine, Write
 from compat.profiles import build, parse_rule_settings
 from tests.compat.tasks_support import SID, det_env, full_engine, lines, out, result
@@ -286,3 +288,63 @@ def test_claude_order_passes_byte_identical() -> None:
     data = lines(*frames)
     cmds = eng.feed("backend", data, 0.0)
     assert b"".join(c.data for c in cmds if isinstance(c, Write) and c.side == "client") == data
+
+
+def test_claude_order_streams_as_fast_lines_and_as_the_frame_way_would() -> None:
+    """In Claude's order only the status, the message's start and the assistant frame take
+    the frame way: a block's start, its deltas and stop and the message's end pass on
+    their bytes (stream-events keeps their state from the line), with the output and
+    counts of the frame way."""
+    from compat.pipeline import Pipeline
+
+    start = start_msg("m1")
+    start["event"]["message"]["content"] = []
+    frames = [
+        {"type": "system", "subtype": "status", "status": "requesting", "session_id": SID},
+        start,
+        block_start(0, tool_block("toolu_1")),
+        delta(0, {"type": "input_json_delta", "partial_json": '{"command":"ls"}'}),
+        assistant("m1", bash("toolu_1", "ls")),
+        block_stop(0),
+        *msg_end("tool_use"),
+        start_msg("m2"),  # (a next message: the first one's state was kept right)
+        block_start(1, {"type": "text", "text": ""}),
+        delta(1, {"type": "text_delta", "text": "ok"}),
+        block_stop(1),
+        assistant("m2", {"type": "text", "text": "ok"}),
+        *msg_end(),
+    ]
+    data = lines(*frames)
+    taken: list[str] = []
+    one = Pipeline._one
+
+    def spy(self: Pipeline, frame, at, ctx, out_):  # type: ignore[no-untyped-def]
+        if at == 0 or frame.raw:
+            taken.append(label(frame.obj))
+        one(self, frame, at, ctx, out_)
+
+    results = []
+    for fast in (True, False):
+        up, down = build("cbc-to-claude", parse_rule_settings([]))
+        stage = next(s for s in down if s.rule == "stream-events")
+        eng = Engine([], [stage], det_env(), strict=True)
+        eng.pipelines["down"].use_fast = fast
+        taken.clear()
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(Pipeline, "_one", spy)
+            cmds = eng.feed("backend", data, 0.0)
+        results.append((out(cmds), eng.statistics(), list(taken)))
+    (fast_out, fast_stats, fast_taken), (frame_out, frame_stats, _) = results
+    assert fast_out == frame_out
+    assert fast_stats == frame_stats
+    assert fast_taken[:3] == ["status requesting", "message_start", "assistant toolu_1"]
+    assert "content_block_stop 0" not in fast_taken  # its assistant frame had passed
+    assert "message_stop" not in fast_taken[:4]
+    assert stream_only(fast_out)[-6:] == [
+        "content_block_start 0 text",  # renumbered from cbc's 1 (the frame way's work)
+        "content_block_delta 0 text_delta",
+        "assistant text",
+        "content_block_stop 0",
+        "message_delta end_turn",
+        "message_stop",
+    ]
