@@ -19,11 +19,12 @@ also proves the line is valid JSON before a stage edits its bytes) and keeps tha
 (``proof``) for the stages that look inside; a frame whose kind was not given is parsed.
 
 Robust JSON (``loads``/``dumps``): the wire is JSON as ``JSON.parse``/``JSON.stringify``
-read and write it, which is wider than what orjson takes. ``loads`` falls back to the
-standard library for what orjson rejects or reads lossily: a lone surrogate escape
-(``"\\ud83d"``, half an emoji), a number out of a double's range (``1e400``, Infinity like
-``JSON.parse``), integers past 64 bits (orjson reads them as floats: the standard parser
-keeps every digit; past Python's 4,300-digit limit they stay as written, ``JSONNumber``).
+read and write it, which is wider than what a fast parser takes. ``loads`` is msgspec's
+(it keeps every digit of an integer past 64 bits, where orjson reads a float, so no scan
+for long digit runs is needed) and falls back to the standard library for what msgspec
+rejects: a lone surrogate escape (``"\\ud83d"``, half an emoji), a number out of a double's
+range (``1e400``, Infinity like ``JSON.parse``), an integer past Python's 4,300-digit limit
+(kept as written, ``JSONNumber``), nesting past its depth limit.
 ``dumps`` is orjson's; what orjson cannot write (nesting past 255 levels, those surrogates and
 integers) is written by ``_dumps_slow``: the same bytes orjson would write for every value it
 can write, a lone surrogate as its lowercase ``\\udXXX`` escape (what ``JSON.stringify``
@@ -94,9 +95,6 @@ class JSONNumber:
     text: str
 
 
-#: an integer literal with this many digits may be past 64 bits (orjson reads it lossily)
-_LONG_DIGITS = b"0" * 19
-_DIGITS = bytes.maketrans(b"123456789", b"0" * 9)
 _INT_DIGITS = 4300
 
 
@@ -109,7 +107,7 @@ def _constant(name: str) -> Any:
 
 
 def _loads_std(data: bytes | str) -> Any:
-    """The standard library's reading of a JSON text (``JSON.parse``'s, for what orjson does
+    """The standard library's reading of a JSON text (``JSON.parse``'s, for what msgspec does
     not take); ``ValueError`` when it is not JSON."""
     text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
     try:
@@ -118,24 +116,18 @@ def _loads_std(data: bytes | str) -> Any:
         raise ValueError("nested too deeply") from None
 
 
-def might_lose_digits(data: bytes) -> bool:
-    """True when ``data`` holds a run of 19 digits: an integer orjson may read as a float."""
-    return _LONG_DIGITS in data.translate(_DIGITS)
+_DECODE = msgspec.json.Decoder().decode
+#: what msgspec raises for a text it does not read (``loads`` then asks the standard library)
+_DECODE_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 def loads(data: bytes | str) -> Any:
-    """``JSON.parse``: orjson, or the standard library for what orjson rejects or would read
-    lossily (see the module docstring). ``ValueError`` (``orjson.JSONDecodeError`` is one)
-    when ``data`` is not JSON, or not UTF-8."""
+    """``JSON.parse``: msgspec, or the standard library for what msgspec rejects (see the
+    module docstring). ``ValueError`` when ``data`` is not JSON, or not UTF-8."""
     try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError:
+        return _DECODE(data)
+    except _DECODE_ERRORS:
         return _loads_std(data)
-    if type(data) is not bytes:
-        data = data.encode("utf-8", "replace") if isinstance(data, str) else bytes(data)
-    if _LONG_DIGITS in data.translate(_DIGITS):  # (``might_lose_digits``, inlined: hot)
-        return _loads_std(data)
-    return obj
 
 
 class _KindOnly(msgspec.Struct):
