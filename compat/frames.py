@@ -132,7 +132,8 @@ def loads(data: bytes | str) -> Any:
 
 class _KindOnly(msgspec.Struct):
     type: str
-    subtype: str | None = None
+    #: UNSET: the object has no ``subtype`` key (None: one that is null)
+    subtype: str | None | msgspec.UnsetType = msgspec.UNSET
 
 
 _KIND_DECODER = msgspec.json.Decoder(_KindOnly)
@@ -153,7 +154,7 @@ def prove(raw: bytes) -> Kind | None:
             raw.decode()  # (msgspec does not check UTF-8 in the strings it skips)
     except PROOF_ERRORS:
         return None
-    return k.type, k.subtype
+    return k.type, k.subtype if k.subtype is not msgspec.UNSET else None
 
 
 #: what ``prove``'s steps raise for a line they do not prove (for a caller that inlines it)
@@ -178,14 +179,19 @@ def wire_kind(raw: bytes) -> Kind | Any:
     """The kind of a wire line when ``prefix_kind`` reads it and ``prove`` confirms it (what
     the pipeline needs to leave a line unparsed), else ``UNKNOWN``: the proof first (C), then
     one ``startswith`` of the prefix that kind is written with, so the prefix is never
-    scanned in Python. Same answer as comparing the two (a test checks it)."""
+    scanned in Python. Same answer as comparing the two (a test checks it), but for a line
+    the proof finds no top-level ``subtype`` in: it has none, even where the word occurs
+    deeper (``prefix_kind``, which reads no further than the prefix, cannot tell)."""
     try:
         k = prove_kind(raw)
         if not raw.isascii():
             raw.decode()  # (msgspec does not check UTF-8 in the strings it skips)
     except PROOF_ERRORS:
         return UNKNOWN
-    kind = (k.type, k.subtype)
+    st = k.subtype
+    if st is None:
+        return UNKNOWN  # ``"subtype":null``: a prefix names no such kind
+    kind = (k.type, None if st is msgspec.UNSET else st)
     prefix = _PREFIXES.get(kind)
     if prefix is None:
         prefix = _prefix_of(kind)
@@ -193,8 +199,6 @@ def wire_kind(raw: bytes) -> Kind | Any:
             _PREFIXES[kind] = prefix
     if not prefix or not raw.startswith(prefix):
         return UNKNOWN
-    if kind[1] is None and b'"subtype"' in raw:
-        return UNKNOWN  # a subtype further on: the prefix cannot tell
     return kind
 
 
