@@ -41,7 +41,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import wire
-from compat.frames import Frame, escape_line_separators, loads
+from compat.frames import LINE_SEPARATORS, Frame, escape_line_separators, loads
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import REJECTED
@@ -140,19 +140,22 @@ class PrivateFields(Stage):
             if b'"errors_info"' in raw or b"\\u" in raw:
                 return None
             return -1, 0
-        if raw[at - 1] != 0x2C:  # ","
-            return None
-        end = raw.find(b'"', at + 1)
-        if raw[at + 1 : end] not in _PRIVATE_KEYS or raw[end + 1 : end + 2] != b":":
-            return None  # a string that is not a private key (``"_compact"`` in a list)
         cut = at - 1
+        run, fields = self._known
+        # the known run (it starts with its comma and a private key), or a private key
+        known = run and raw.startswith(run, cut) and _STAMP.fullmatch(raw, cut + len(run))
+        if not known:
+            if raw[cut] != 0x2C:  # ","
+                return None
+            end = raw.find(b'"', at + 1)
+            if raw[at + 1 : end] not in _PRIVATE_KEYS or raw[end + 1 : end + 2] != b":":
+                return None  # a string that is not a private key (``"_compact"`` in a list)
         if raw.find(b'"errors_info"', 0, cut) >= 0:
             return None
         bs = raw.find(b"\\", 0, cut)  # (memchr; then a regex, faster than bytes.find here)
         if bs >= 0 and _ESCAPE_U.search(raw, bs, cut) is not None:
             return None
-        run, fields = self._known
-        if run and raw.startswith(run, cut) and _STAMP.fullmatch(raw, cut + len(run)):
+        if known:
             return cut, fields
         try:
             tail = loads(b"{" + raw[at:])
@@ -366,17 +369,16 @@ class LineSeparators(Stage):
     cbc writes the characters raw inside JSON strings; a client that splits its input with
     ``str.splitlines()`` (which breaks at U+2028/U+2029, unlike ``\\n``-only JSON Lines
     readers) then reads half lines (issue "Fidelity beyond the corpus"). The escape is the
-    same JSON value. Wire lines are fixed on their bytes (a fast-line step, counted as
-    rewrites); frames a rule re-encodes get the escapes from ``compat.frames.dumps``."""
+    same JSON value. It is called only for a line that holds one (its ``triggers``: no call
+    for the others, and no kind is of interest otherwise), and fixes it on its bytes
+    (counted as a rewrite); frames a rule re-encodes get the escapes from
+    ``compat.frames.dumps``."""
 
     rule: ClassVar[str] = "line-separators"
-    kinds: ClassVar[frozenset[str] | None] = None
+    kinds: ClassVar[frozenset[str] | None] = frozenset()
+    triggers: ClassVar[tuple[bytes, ...]] = tuple(char for char, _ in LINE_SEPARATORS)
     lazy: ClassVar[bool] = True
     pure: ClassVar[bool] = True
-    raw_pass: ClassVar[bool] = True
-
-    def on_raw(self, raw: bytes) -> bytes | None:
-        return escape_line_separators(raw)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         raw = frame.raw
