@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime
 import os
-import uuid
 from collections.abc import Sequence
 
 import trio
@@ -43,13 +42,36 @@ def build_engine(
     are read only below it (or ``script_roots``), whatever ``cwd`` the backend reports."""
     up, down = build(profile, rulespec.settings(rules))
     env = Env(
-        new_uuid=lambda: str(uuid.uuid4()),
+        new_uuid=Uuid4(),
         read_script=script_reader(cwd or os.getcwd(), script_roots),
         epoch_ms=epoch_ms if epoch_ms is not None else _epoch_ms_now(),
         target_version=target,
     )
     kwargs = {"max_line": max_line} if max_line else {}
     return Engine(up, down, env, strict=strict, **kwargs)
+
+
+class Uuid4:
+    """Random (version 4) UUIDs as strings, like ``str(uuid.uuid4())`` from the same source
+    (``os.urandom``), read 4 KiB at a time: a rule may make one per frame it writes
+    (``system/status`` before each model request), and one system call and one ``UUID``
+    object each cost more than the rest of that frame's way."""
+
+    _VERSION_MASK = ~((0xF000 << 64) | (0xC000 << 48))
+    _VERSION_BITS = (0x4000 << 64) | (0x8000 << 48)  # version 4, RFC 4122 variant
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+
+    def __call__(self) -> str:
+        at = self._at
+        if at + 16 > len(self._pool):
+            self._pool, at = os.urandom(4096), 0
+        self._at = at + 16
+        n = int.from_bytes(self._pool[at : at + 16]) & self._VERSION_MASK | self._VERSION_BITS
+        h = f"{n:032x}"
+        return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _epoch_ms_now() -> int:
