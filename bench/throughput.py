@@ -135,6 +135,30 @@ def best_of(runs: int, fn: Callable[[], Any]) -> dict[str, Any]:
     return {"best_s": min(cpu), "cpu_s": cpu, "best_wall_s": min(wall), "wall_s": wall}
 
 
+def per_rule(path: Path, runs: int, client_eof: bool = False) -> dict[str, float]:
+    """What each rule of the stream's direction costs: the engine's CPU with every rule on
+    minus its CPU with that rule off (``--rule ID=off``), best of ``runs`` each, the rules
+    interleaved round by round so a load change hits them all alike. A negative figure is
+    noise, or a rule whose work saves others theirs (a dropped frame no later rule sees)."""
+    from compat.profiles import ALWAYS_ON, PROFILES
+
+    rules = [r for r in PROFILES["cbc-to-claude"]["down"] if r not in ALWAYS_ON]
+
+    def engine(off: str | None) -> Callable[[], Engine]:
+        settings = [f"{off}=off"] if off else []
+        return lambda: build_engine("cbc-to-claude", settings, epoch_ms=EPOCH_MS)
+
+    best: dict[str | None, float] = {}
+    for _ in range(runs):
+        for off in (None, *rules):
+            gc.collect()
+            c0 = time.process_time()
+            bridge(path, make=engine(off), client_eof=client_eof)
+            cpu = time.process_time() - c0
+            best[off] = min(best.get(off, cpu), cpu)
+    return {r: best[None] - best[r] for r in rules}
+
+
 def _rss() -> int:
     try:
         with open("/proc/self/statm") as f:
@@ -222,6 +246,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             else None
         )
         prof = profile(full, client_eof=eof) if args.profile else None
+        rules = per_rule(full, args.runs, eof) if args.per_rule else None
         violations = verify(full) if args.verify else None
     n = stream["frames"]
     grows = mem_f["peak"] > MEM_FACTOR * mem_q["peak"] + MEM_SLACK
@@ -257,6 +282,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["contract_violations"] = violations
     if prof is not None:
         result["profile"] = prof
+    if rules is not None:
+        result["per_rule"] = rules
     return result
 
 
@@ -335,6 +362,11 @@ def report(r: dict[str, Any]) -> str:
             if bad
         )
     )
+    if "per_rule" in r:
+        total = r["bridge"]["best_s"]
+        lines.append("CPU of each rule (the engine with it off, best of runs, minus all on):")
+        for rule, cost in sorted(r["per_rule"].items(), key=lambda kv: -kv[1]):
+            lines.append(f"  {rule:<20} {cost:+.3f} s  {cost / total:+6.1%}")
     if "profile" in r:
         lines.append(r["profile"])
     return "\n".join(lines)
@@ -366,6 +398,11 @@ def main(argv: list[str] | None = None) -> int:
         "--breakdown",
         action="store_true",
         help="also time the engine with no rule and with private-fields only",
+    )
+    p.add_argument(
+        "--per-rule",
+        action="store_true",
+        help="also time the engine once with each rule off: what each rule costs (slow)",
     )
     p.add_argument(
         "--client-eof",

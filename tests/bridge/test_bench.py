@@ -40,6 +40,23 @@ def test_client_eof_runs_the_stream_through_the_wind_down(
     assert r["statistics"]["rules"]["eof-wind-down"]["passed-after-close"] > 0
 
 
+@pytest.mark.skipif(
+    not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
+    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES} (set CCBRIDGE_SHARED)",
+)
+def test_per_rule_reports_every_switchable_rule_of_the_stream_direction(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from compat.profiles import ALWAYS_ON, PROFILES
+
+    assert main(["--frames", "1000", "--runs", "1", "--per-rule"]) == 0
+    out = capsys.readouterr().out
+    assert "CPU of each rule" in out
+    for rule in PROFILES["cbc-to-claude"]["down"]:
+        if rule not in ALWAYS_ON:
+            assert f"  {rule} " in out, rule
+
+
 def test_long_lines_benchmark_runs_and_checks_its_output(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
