@@ -33,6 +33,7 @@ import json
 import os
 import pstats
 import resource
+import statistics
 import sys
 import tempfile
 import time
@@ -137,26 +138,30 @@ def best_of(runs: int, fn: Callable[[], Any]) -> dict[str, Any]:
 
 def per_rule(path: Path, runs: int, client_eof: bool = False) -> dict[str, float]:
     """What each rule of the stream's direction costs: the engine's CPU with every rule on
-    minus its CPU with that rule off (``--rule ID=off``), best of ``runs`` each, the rules
-    interleaved round by round so a load change hits them all alike. A negative figure is
-    noise, or a rule whose work saves others theirs (a dropped frame no later rule sees)."""
+    minus its CPU with that rule off (``--rule ID=off``), each pair run back to back (a load
+    that drifts over the minutes this takes hits both alike), the median of ``runs`` pairs.
+    A negative figure is noise, or a rule whose work saves others theirs (a dropped frame
+    no later rule sees)."""
     from compat.profiles import ALWAYS_ON, PROFILES
 
     rules = [r for r in PROFILES["cbc-to-claude"]["down"] if r not in ALWAYS_ON]
 
-    def engine(off: str | None) -> Callable[[], Engine]:
+    def cpu(off: str | None) -> float:
         settings = [f"{off}=off"] if off else []
-        return lambda: build_engine("cbc-to-claude", settings, epoch_ms=EPOCH_MS)
+        gc.collect()
+        c0 = time.process_time()
+        bridge(
+            path,
+            make=lambda: build_engine("cbc-to-claude", settings, epoch_ms=EPOCH_MS),
+            client_eof=client_eof,
+        )
+        return time.process_time() - c0
 
-    best: dict[str | None, float] = {}
+    pairs: dict[str, list[float]] = {r: [] for r in rules}
     for _ in range(runs):
-        for off in (None, *rules):
-            gc.collect()
-            c0 = time.process_time()
-            bridge(path, make=engine(off), client_eof=client_eof)
-            cpu = time.process_time() - c0
-            best[off] = min(best.get(off, cpu), cpu)
-    return {r: best[None] - best[r] for r in rules}
+        for rule in rules:
+            pairs[rule].append(cpu(None) - cpu(rule))
+    return {r: statistics.median(d) for r, d in pairs.items()}
 
 
 def _rss() -> int:
@@ -364,7 +369,7 @@ def report(r: dict[str, Any]) -> str:
     )
     if "per_rule" in r:
         total = r["bridge"]["best_s"]
-        lines.append("CPU of each rule (the engine with it off, best of runs, minus all on):")
+        lines.append("CPU of each rule (all on minus it off, back to back, median of runs):")
         for rule, cost in sorted(r["per_rule"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {rule:<20} {cost:+.3f} s  {cost / total:+6.1%}")
     if "profile" in r:

@@ -160,31 +160,30 @@ class StreamEvents(Stage):
             return raw if self._end_in_place(raw) else None
         return None
 
-    def _parsed_event(self, raw: bytes) -> tuple[_Message, wire.StreamEvent, dict[str, Any]] | None:
+    def _parsed_event(
+        self, raw: bytes, *types: str
+    ) -> tuple[_Message, wire.StreamEvent, dict[str, Any], Any] | None:
+        """The line's message (one that holds nothing), frame, event and its index, when
+        the event is of one of ``types``."""
         try:
             obj = loads(raw)
         except ValueError:
             return None
         event = dict_at(obj, "event") if isinstance(obj, dict) else None
-        if event is None:
+        if event is None or event.get("type") not in types:
             return None
-        msg = self._streams.get(_thread(cast("wire.StreamEvent", obj)))
-        return None if msg is None or msg.held else (msg, cast("wire.StreamEvent", obj), event)
+        frame = cast("wire.StreamEvent", obj)
+        msg = self._streams.get(_thread(frame))
+        return None if msg is None or msg.held else (msg, frame, event, event.get("index"))
 
     def _start_in_place(self, raw: bytes) -> bool:
         """``_event``'s ``content_block_start`` when it passes the frame unchanged: the
         block opens at the message's next index, which no open block holds."""
-        found = self._parsed_event(raw)
+        found = self._parsed_event(raw, "content_block_start")
         if found is None:
             return False
-        msg, _, event = found
-        index = event.get("index")
-        if (
-            event.get("type") != "content_block_start"
-            or type(index) is not int
-            or index != msg.next_index
-            or index in msg.open
-        ):
+        msg, _, event, index = found
+        if type(index) is not int or index != msg.next_index or index in msg.open:
             return False
         msg.next_index += 1
         msg.open[index] = index
@@ -197,14 +196,12 @@ class StreamEvents(Stage):
     def _stop_in_place(self, raw: bytes) -> bool:
         """``_event``'s ``content_block_stop`` when it passes the frame unchanged: the
         block's assistant frame has passed already (Claude's order), or it has none."""
-        found = self._parsed_event(raw)
+        found = self._parsed_event(raw, "content_block_stop")
         if found is None:
             return False
-        msg, _, event = found
-        index = event.get("index")
+        msg, _, _, index = found
         if (
-            event.get("type") != "content_block_stop"
-            or type(index) is not int
+            type(index) is not int
             or msg.open.get(index, index) != index
             or (index not in msg.delivered and index in msg.blocks)
         ):
@@ -215,18 +212,15 @@ class StreamEvents(Stage):
     def _end_in_place(self, raw: bytes) -> bool:
         """``_event``'s ``message_delta`` and ``message_stop`` when they pass the frame
         unchanged (nothing held; no stop_reason to correct)."""
-        found = self._parsed_event(raw)
+        found = self._parsed_event(raw, "message_delta", "message_stop")
         if found is None:
             return False
-        msg, obj, event = found
-        etype = event.get("type")
-        if etype == "message_delta":
+        msg, obj, event, _ = found
+        if event.get("type") == "message_delta":
             delta = dict_at(event, "delta")
             return not (
                 delta is not None and delta.get("stop_reason") == "end_turn" and msg.has_tool_use
             )
-        if etype != "message_stop":
-            return False
         msg.stopped = True
         self._forget_done(_thread(obj))
         self._plain = None

@@ -10,11 +10,13 @@ import pytest
 from bench.cbcstream import DEFAULT_CAPTURES, TURN_TEMPLATE
 from bench.throughput import main
 
-
-@pytest.mark.skipif(
+needs_captures = pytest.mark.skipif(
     not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
     reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES} (set CCBRIDGE_SHARED)",
 )
+
+
+@needs_captures
 def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--frames", "3000", "--runs", "1", "--breakdown", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
@@ -27,10 +29,7 @@ def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture
     assert r["memory"]["full"]["peak"] > 0
 
 
-@pytest.mark.skipif(
-    not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
-    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES} (set CCBRIDGE_SHARED)",
-)
+@needs_captures
 def test_client_eof_runs_the_stream_through_the_wind_down(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
@@ -40,10 +39,7 @@ def test_client_eof_runs_the_stream_through_the_wind_down(
     assert r["statistics"]["rules"]["eof-wind-down"]["passed-after-close"] > 0
 
 
-@pytest.mark.skipif(
-    not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
-    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES} (set CCBRIDGE_SHARED)",
-)
+@needs_captures
 def test_per_rule_reports_every_switchable_rule_of_the_stream_direction(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

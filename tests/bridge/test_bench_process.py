@@ -8,14 +8,12 @@ import shutil
 
 import pytest
 
-from bench.cbcstream import DEFAULT_CAPTURES, TURN_TEMPLATE
 from bench.process import MODES, RATES, main
 
+from .test_bench import needs_captures
 
-@pytest.mark.skipif(
-    not (DEFAULT_CAPTURES / TURN_TEMPLATE).is_file(),
-    reason=f"no cbc 2.163.0 reference captures at {DEFAULT_CAPTURES}",
-)
+
+@needs_captures
 def test_a_small_run_reports_throughput_latency_and_start_up(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -268,15 +268,12 @@ def test_held_events_are_released_after_hold_seconds_without_their_frame() -> No
     assert [label(f) for f in later] == ["content_block_stop 0"]
 
 
-def test_claude_order_passes_byte_identical() -> None:
-    """A backend that already writes each block's assistant frame before its stop, with
-    indices from 0, no phantom content and the right stop_reason: nothing changes."""
-    up, down = build("cbc-to-claude", parse_rule_settings([]))
-    stage = next(s for s in down if s.rule == "stream-events")
-    eng = Engine([], [stage], det_env(), strict=True)
+def claude_order_message() -> list[dict[str, Any]]:
+    """A message streamed as Claude streams it: a requesting status first, indices from 0,
+    no phantom content, the block's assistant frame before its stop, ``tool_use``."""
     start = start_msg("m1")
     start["event"]["message"]["content"] = []
-    frames = [
+    return [
         {"type": "system", "subtype": "status", "status": "requesting", "session_id": SID},
         start,
         block_start(0, tool_block("toolu_1")),
@@ -285,7 +282,15 @@ def test_claude_order_passes_byte_identical() -> None:
         block_stop(0),
         *msg_end("tool_use"),
     ]
-    data = lines(*frames)
+
+
+def test_claude_order_passes_byte_identical() -> None:
+    """A backend that already writes each block's assistant frame before its stop, with
+    indices from 0, no phantom content and the right stop_reason: nothing changes."""
+    up, down = build("cbc-to-claude", parse_rule_settings([]))
+    stage = next(s for s in down if s.rule == "stream-events")
+    eng = Engine([], [stage], det_env(), strict=True)
+    data = lines(*claude_order_message())
     cmds = eng.feed("backend", data, 0.0)
     assert b"".join(c.data for c in cmds if isinstance(c, Write) and c.side == "client") == data
 
@@ -297,16 +302,8 @@ def test_claude_order_streams_as_fast_lines_and_as_the_frame_way_would() -> None
     counts of the frame way."""
     from compat.pipeline import Pipeline
 
-    start = start_msg("m1")
-    start["event"]["message"]["content"] = []
     frames = [
-        {"type": "system", "subtype": "status", "status": "requesting", "session_id": SID},
-        start,
-        block_start(0, tool_block("toolu_1")),
-        delta(0, {"type": "input_json_delta", "partial_json": '{"command":"ls"}'}),
-        assistant("m1", bash("toolu_1", "ls")),
-        block_stop(0),
-        *msg_end("tool_use"),
+        *claude_order_message(),
         start_msg("m2"),  # (a next message: the first one's state was kept right)
         block_start(1, {"type": "text", "text": ""}),
         delta(1, {"type": "text_delta", "text": "ok"}),
