@@ -15,21 +15,22 @@ starts (``check_log``, ``check_record``, ``check_out_file``, ``check_out_dir``).
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import os
 import re
 import shlex
 import tomllib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import attrs
-import cattrs
-
-from compat import rulespec
-from compat.framing import DEFAULT_MAX_LINE
+from compat import DEFAULT_MAX_LINE, rulespec
 from compat.rulespec import RuleSettings
 from compat.versions import TARGET_CLAUDE_VERSION, TARGET_VERSIONS
+
+if TYPE_CHECKING:
+    import cattrs
 
 #: log levels, quietest last; the default shows only what means something is wrong
 LEVELS = ("debug", "info", "warning", "error")
@@ -42,19 +43,22 @@ class ConfigError(Exception):
     pass
 
 
-@attrs.define
+#: a dataclass, and cattrs imported only to read a config file: the settings are read
+#: before the backend is spawned, and attrs and cattrs take 20 ms to import
+#: (``bench.process``, "spawn -> backend started")
+@dataclasses.dataclass
 class Settings:
     backend: str | None = None  # a command line, shlex-split
     profile: str = "cbc-to-claude"
     #: parsed once (``compat.rulespec``): {"late-progress": {"mode": "pass", "grace": "2"}}
-    rules: RuleSettings = attrs.Factory(dict)
+    rules: RuleSettings = dataclasses.field(default_factory=dict)
     record: str | None = None  # a directory: one capture per session
     log: str | None = None  # a file; default stderr
     log_level: str = DEFAULT_LOG_LEVEL
     max_line: int = DEFAULT_MAX_LINE
     eof_grace: float = 60.0
     stats: bool = False
-    script_roots: list[str] = attrs.Factory(list)  # extra roots for workflow scripts
+    script_roots: list[str] = dataclasses.field(default_factory=list)  # roots for scripts
     target: str = TARGET_CLAUDE_VERSION  # the Claude Code version emulated (compat.target)
 
 
@@ -81,22 +85,41 @@ def _shown(value: Any) -> str:
     return f"{kind} ({value!r})"
 
 
-_converter = cattrs.Converter(forbid_extra_keys=True)
-_converter.register_structure_hook(str, _strict(str, "a string"))
-_converter.register_structure_hook(bool, _strict(bool, "true or false"))
-_converter.register_structure_hook(int, _strict(int, "a whole number"))
-_converter.register_structure_hook(float, _strict(float, "a number"))
+@functools.cache
+def _converter() -> cattrs.Converter:
+    import cattrs
+
+    converter = cattrs.Converter(forbid_extra_keys=True)
+    converter.register_structure_hook(str, _strict(str, "a string"))
+    converter.register_structure_hook(bool, _strict(bool, "true or false"))
+    converter.register_structure_hook(int, _strict(int, "a whole number"))
+    converter.register_structure_hook(float, _strict(float, "a number"))
+    converter.register_structure_hook_func(lambda t: t == list[str], _list_hook)
+    converter.register_structure_hook_func(lambda t: t == RuleSettings, _rules_hook)
+    return converter
+
+
+def _structured(data: dict[str, Any], path: str | None) -> Settings:
+    """A config file's keys as ``Settings`` (cattrs: unknown keys and wrong types named)."""
+    import cattrs
+
+    try:
+        return _converter().structure(data, Settings)
+    except cattrs.BaseValidationError as e:
+        raise ConfigError(f"config file {path}: {_plain(e)}") from e
 
 
 def _plain(exc: cattrs.BaseValidationError) -> str:
     """cattrs' nested exception as ``key: what is wrong``, without the library's words."""
+    import cattrs
+
     out: list[str] = []
 
     def walk(e: BaseException, path: str) -> None:
         if isinstance(e, cattrs.ForbiddenExtraKeysError):
             out.append(
                 f"unknown key(s) {', '.join(sorted(e.extra_fields))} (known: "
-                f"{', '.join(f.name for f in attrs.fields(Settings))})"
+                f"{', '.join(f.name for f in dataclasses.fields(Settings))})"
             )
         elif isinstance(e, BaseExceptionGroup):
             for sub in e.exceptions:
@@ -168,10 +191,6 @@ def _rule_value(name: str, v: Any) -> str:
     return v
 
 
-_converter.register_structure_hook_func(lambda t: t == list[str], _list_hook)
-_converter.register_structure_hook_func(lambda t: t == RuleSettings, _rules_hook)
-
-
 def load(env: Mapping[str, str]) -> Settings:
     data: dict[str, Any] = {}
     path = config_path(env)
@@ -186,10 +205,7 @@ def load(env: Mapping[str, str]) -> Settings:
         except (OSError, tomllib.TOMLDecodeError) as e:
             raise ConfigError(f"config file {path}: {e}") from e
         data = data.get("ccbridge", data)  # a [ccbridge] table or top-level keys
-    try:
-        settings = _converter.structure(data, Settings)
-    except cattrs.BaseValidationError as e:
-        raise ConfigError(f"config file {path}: {_plain(e)}") from e
+    settings = _structured(data, path) if data else Settings()
     where = f"config file {path}"
     if env.get("CCBRIDGE_BACKEND"):
         settings.backend = env["CCBRIDGE_BACKEND"]

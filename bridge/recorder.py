@@ -17,8 +17,8 @@ import time
 from typing import IO, Any
 
 from bridge.files import open_private
-from compat import capture, frames
-from compat.framing import DEFAULT_MAX_LINE, Line, LineSplitter, Oversize, Partial
+from compat import DEFAULT_MAX_LINE, capture, frames
+from compat.framing import Line, LineSplitter, Oversize, Partial
 from compat.redact import redact_obj, redact_text
 
 #: the most bytes of an over-long line's piece carried into the next piece

@@ -31,10 +31,10 @@ the uuid the caller supplies (the bridge's, so tests are deterministic).
 
 from __future__ import annotations
 
+import dataclasses  # (not attrs: read before the backend is spawned; bridge.launch)
 from collections.abc import Sequence
 from typing import Any
 
-import attrs
 import orjson
 
 from compat.flags import (
@@ -68,7 +68,7 @@ SESSION_FLAGS = frozenset({"--resume", "--continue", "--session-id"})
 _STREAM = "stream-json"
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class Translation:
     argv: list[str]
     #: one line per option dropped or changed in meaning (one per option name)
@@ -79,22 +79,22 @@ class Translation:
     #: the client named the session itself (--resume/--continue/--session-id)
     session_given: bool = False
     #: variables to add to cbc's environment (``--max-thinking-tokens``)
-    env: dict[str, str] = attrs.Factory(dict)
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
     #: the session id cbc will use, when known (pinned, --session-id, --resume <id>)
     session_id: str | None = None
     #: session-pin added ``--session-id``
     pinned: bool = False
     #: Claude options dropped (canonical names), for tests and ``--stats``
-    dropped: list[str] = attrs.Factory(list)
+    dropped: list[str] = dataclasses.field(default_factory=list)
     #: the prompt given on the command line (the first positional word), if any
     prompt: str | None = None
     #: every Claude option the table knows, by canonical name, with the values given
     #: (the last occurrence wins for single-valued options; ``[]`` for a switch)
-    options: dict[str, list[str]] = attrs.Factory(dict)
+    options: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     #: positional words after the prompt (Claude ignores them)
-    ignored: list[str] = attrs.Factory(list)
+    ignored: list[str] = dataclasses.field(default_factory=list)
     #: options handled otherwise with nothing lost (logged at info, not warned about)
-    notes: list[str] = attrs.Factory(list)
+    notes: list[str] = dataclasses.field(default_factory=list)
 
 
 def readme_tables() -> str:

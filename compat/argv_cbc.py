@@ -28,10 +28,9 @@ Every word passes in the client's order, except:
 
 from __future__ import annotations
 
+import dataclasses  # (not attrs: read before the backend is spawned; bridge.launch)
 import uuid
 from collections.abc import Sequence
-
-import attrs
 
 #: the namespace of the UUIDs that stand for non-UUID client session ids
 SESSION_NAMESPACE = uuid.UUID("6b2f1c9e-4d3a-5e8f-9a1b-c0ffee5e55e1")
@@ -85,13 +84,13 @@ def _mapped(client_id: str) -> str:
     return str(uuid.uuid5(SESSION_NAMESPACE, client_id))
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class Translation:
     argv: list[str]
     #: one line per option dropped or changed in meaning
-    warnings: list[str] = attrs.Factory(list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
     #: variables to add to Claude's environment (``IS_SANDBOX``)
-    env: dict[str, str] = attrs.Factory(dict)
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
     #: (client id, Claude UUID) when the client's id is not a UUID, else None
     session_map: tuple[str, str] | None = None
     #: the client passed ``--replay-user-messages`` (rev-local-command keeps replays)

@@ -28,8 +28,9 @@ from typing import Any, Literal
 
 import attrs
 
+from compat import DEFAULT_MAX_LINE
 from compat.frames import Frame
-from compat.framing import DEFAULT_MAX_LINE, Line, LineSplitter, Oversize, Partial
+from compat.framing import Line, LineSplitter, Oversize, Partial
 from compat.pipeline import Pipeline
 from compat.session import MAX_TASKS, SessionState
 from compat.stage import Context, Direction, Env, Stage

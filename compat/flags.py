@@ -17,14 +17,13 @@ translator (``compat.argv``) does; ``ACTIONS`` words each for the README.
 
 from __future__ import annotations
 
+import dataclasses  # (not attrs: read before the backend is spawned; bridge.launch)
 from typing import Literal
-
-import attrs
 
 Arity = Literal["none", "one", "optional", "variadic"]
 
 
-@attrs.frozen
+@dataclasses.dataclass(frozen=True)
 class Flag:
     names: tuple[str, ...]  # Claude spellings, the canonical long one first
     arity: Arity

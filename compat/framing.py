@@ -15,8 +15,7 @@ from collections.abc import Iterator
 
 import attrs
 
-#: 64 MiB lines must pass as ordinary lines (issue "Core"); the default leaves headroom.
-DEFAULT_MAX_LINE = 128 * 1024 * 1024
+from compat import DEFAULT_MAX_LINE
 
 
 @attrs.frozen

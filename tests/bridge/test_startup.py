@@ -35,6 +35,10 @@ LATE = (
     "compat.stages",
     "compat.engine",
     "compat.redact",
+    # attrs and cattrs cost 20 ms of import: the settings, the argv and the headless mode
+    # read before the spawn are plain classes (cattrs reads a config file only)
+    "attrs",
+    "cattrs",
 )
 #: the layers a session never imports (issue 10: the runtime is lean)
 TOOL_LAYERS = {"analysis", "harness", "h11", "hypothesis", "msgspec.yaml"}
