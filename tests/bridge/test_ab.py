@@ -589,3 +589,17 @@ def test_committed_twins_are_fully_explained_and_in_the_readme() -> None:
     block = readme[start : readme.index(render.MARK_END)]
     for r in rows:
         assert f"| `{r.scenario}` |" in block
+
+
+def test_a_cbc_variant_run_is_explained_by_its_behaviour_entry() -> None:
+    """A run of structured-output on which cbc offered its tool with the `data` wrapper and
+    rejected its own call (tests/bridge/data/cbc-variants: the CI run of 2026-12-01 17:40):
+    every difference is explained, the rejected call's tool_use_result by the entry that
+    names that behaviour (the committed twin is a run where that did not show)."""
+    k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
+    variants = Path(__file__).parent / "data" / "cbc-variants"
+    (row,) = conformance_cmd.load_rows(variants, k, ["structured-output"])
+    assert row.bridged is not None
+    assert not row.bridged.unexplained
+    (item,) = [i for i in row.bridged.items if i.path.endswith("/ user / tool_use_result")]
+    assert item.entry == "structured-output-data-wrapper"
