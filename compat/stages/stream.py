@@ -40,6 +40,17 @@ class _Message:
     #: the block it stops when it is such a stop, else None)
     held: list[tuple[Frame, int | None]] = attrs.Factory(list)
 
+    def open_block(self, index: int, content_block: Any) -> int:
+        """A block starts at cbc's ``index``: it gets the message's next client index."""
+        client = self.next_index
+        self.next_index += 1
+        self.open[index] = client
+        block = _block_key(content_block)
+        if block is not None:
+            self.blocks[client] = block
+            self.has_tool_use |= block[0] == "tool_use"
+        return client
+
 
 def _thread(obj: wire.StreamEvent | wire.Assistant) -> str | None:
     """The thread a frame belongs to: its ``parent_tool_use_id`` (None: the main one)."""
@@ -185,12 +196,7 @@ class StreamEvents(Stage):
         msg, _, event, index = found
         if type(index) is not int or index != msg.next_index or index in msg.open:
             return False
-        msg.next_index += 1
-        msg.open[index] = index
-        block = _block_key(event.get("content_block"))
-        if block is not None:
-            msg.blocks[index] = block
-            msg.has_tool_use |= block[0] == "tool_use"
+        msg.open_block(index, event.get("content_block"))
         return True
 
     def _stop_in_place(self, raw: bytes) -> bool:
@@ -291,13 +297,7 @@ class StreamEvents(Stage):
         if etype == "content_block_start" and isinstance(index, int):
             if index in msg.open:  # cbc reused an open block's index: close that block
                 self._stop(msg, msg.open.pop(index), frame, obj, out, ctx, synth=True)
-            client = msg.next_index
-            msg.next_index += 1
-            msg.open[index] = client
-            block = _block_key(event.get("content_block"))
-            if block is not None:
-                msg.blocks[client] = block
-                msg.has_tool_use |= block[0] == "tool_use"
+            client = msg.open_block(index, event.get("content_block"))
             self._emit(msg, self._reindex(frame, obj, event, client), out, ctx)
             return out
         if etype == "content_block_delta" and isinstance(index, int):
