@@ -346,3 +346,48 @@ def test_the_mutator_makes_what_it_says() -> None:
     assert invalid > 10
     assert len(mutate(events, [(0, rng.randrange(99), 0)])) == len(events) - 1
     assert len(mutate(events, [(1, rng.randrange(99), 0)])) == len(events) + 1
+
+
+def _client_bytes(events: list[Event], way: str) -> bytes:
+    """The client's bytes for ``events`` taken the ``fast`` way (fast lines, cold steps),
+    the ``frames`` way (every line a frame, cold steps), or the ``parsing`` way (every
+    stage parses, no cold step: what each shortcut must give)."""
+    from compat.stage import REGISTRY
+
+    with pytest.MonkeyPatch.context() as m:
+        if way == "parsing":
+            for cls in REGISTRY.values():
+                m.setattr(cls, "lazy", False, raising=False)
+        eng = engine()
+        for p in eng.pipelines.values():
+            p.use_fast = way == "fast"
+            p.use_cold = way != "parsing"
+            p.strict = False  # (a mutated line may be one a rule rejects)
+        return run(eng, events)["client"]
+
+
+#: ... and what cbc wrote in the corpus's raw runs (captures/twins, in the repository:
+#: partial messages, renumbered blocks, interrupts, queued lines, tasks)
+WAYS_SOURCES = SOURCES + [
+    (p.name, transcript_events(p))
+    for p in sorted((Path(__file__).parents[2] / "captures" / "twins").glob("*.cbc-raw.jsonl"))
+]
+
+
+@pytest.mark.skipif(not WAYS_SOURCES, reason="no captures to mutate")
+@settings(FUZZ, max_examples=max(1, EXAMPLES // 5))
+@given(st.integers(0, max(0, len(WAYS_SOURCES) - 1)), OPS)
+def test_mutated_streams_give_the_same_bytes_the_fast_the_frame_and_the_parsing_way(
+    which: int, ops: list[tuple[int, int, int]]
+) -> None:
+    """The shortcuts (fast lines, a stage's ``on_raw`` keeping its state, cold answers kept
+    per generation, lazy stages) change nothing a client reads, on any mutated stream."""
+    events = mutate(WAYS_SOURCES[which][1], ops)
+    # and the same lines with each second's at one instant, as a fast backend writes them (a
+    # rule that decides a stream_event from its kind once a frame came at that instant,
+    # eof-wind-down, is then cold, and the stream events take the fast way)
+    bursts = [(float(int(t)), side, data) for t, side, data in events]
+    for stream in (events, bursts):
+        fast = _client_bytes(stream, "fast")
+        assert fast == _client_bytes(stream, "frames")
+        assert fast == _client_bytes(stream, "parsing")
