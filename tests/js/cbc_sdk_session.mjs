@@ -6,16 +6,7 @@
 
 import { query, unstable_v2_createSession, unstable_v2_resumeSession } from "@tencent-ai/agent-sdk";
 
-const cfg = JSON.parse(process.argv[2]);
-const failures = [];
-const facts = {};
-const check = (ok, what) => { if (!ok) failures.push(what); };
-const finish = (code, extra = {}) => {
-  console.log(JSON.stringify({ failures, facts, ...extra }));
-  process.exit(code);
-};
-setTimeout(() => finish(2, { timed_out: true }), (cfg.timeout ?? 90) * 1000).unref();
-process.on("unhandledRejection", (e) => finish(3, { error: `unhandled: ${e?.stack ?? e}` }));
+import { cfg, check, facts, failures, finish } from "./cbc_sdk_common.mjs";
 
 const asked = [];
 const base = {
