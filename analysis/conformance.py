@@ -726,34 +726,16 @@ def explain(
         path = _violation_path(v)
         e = known.find_violation(scenario, v, "cbc", run)
         if e is not None:
-            items.append(
-                Item("violation", path, v.rule, None, v.frame, e.category(), e.reason(impl), e.id)
-            )
+            category, reason, entry = e.category(), e.reason(impl), e.id
         elif v.rule not in impl:
-            items.append(
-                Item(
-                    "violation",
-                    path,
-                    v.rule,
-                    None,
-                    v.frame,
-                    "missing-rule",
-                    f"missing rule: {v.rule} (a contract rule the bridge does not implement yet)",
-                )
-            )
+            category, entry = "missing-rule", None
+            reason = f"missing rule: {v.rule} (a contract rule the bridge does not implement yet)"
         else:
-            items.append(
-                Item(
-                    "violation",
-                    path,
-                    v.rule,
-                    None,
-                    v.frame,
-                    UNEXPLAINED,
-                    f"{UNEXPLAINED}: the bridge implements {v.rule} but its "
-                    "output still violates it",
-                )
+            category, entry = UNEXPLAINED, None
+            reason = (
+                f"{UNEXPLAINED}: the bridge implements {v.rule} but its output still violates it"
             )
+        items.append(Item("violation", path, v.rule, None, v.frame, category, reason, entry))
     for v in cmp.violations_a:
         path = f"{d.reference} side: " + _violation_path(v)
         e = known.find_violation(scenario, v, "claude", run)
