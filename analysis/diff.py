@@ -10,7 +10,9 @@ counts, paths under cwd/HOME/tmp, model names: ``analysis.diffside``), then alig
 compared key by key (key sets, then masked values).
 
 Alignment: a turn is the frames up to and including a ``result`` (what follows the last one
-is "after turn N"); turns pair by index and, inside a turn, frames pair by signature
+is "after turn N"; a turn followed by lone results holds that many more turns that started
+before its result, and is cut before its last main-session inits: ``diffside._unfold``);
+turns pair by index and, inside a turn, frames pair by signature
 (``type`` or ``system/<subtype>``, ``control_request/<subtype>``, a ``system/init`` of
 another session marked) with difflib, leaving frames present on one side only. Task frames
 and the ``background_tasks_changed`` snapshots before them form one lifecycle per task,

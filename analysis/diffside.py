@@ -279,4 +279,36 @@ def load_side(capture: Capture, keep_model: bool = False) -> Side:
                 turns.append([])
     for pos, f in reversed(snaps):  # a snapshot no task frame followed stays in its turn
         turns[f.turn - 1].insert(pos, f)
-    return Side(turns, list(tasks.values()), len(turns) - 1, len(raw))
+    return Side(_unfold(turns), list(tasks.values()), len(turns) - 1, len(raw))
+
+
+def _unfold(turns: list[list[Frame]]) -> list[list[Frame]]:
+    """Overlapping turns, one turn each: a turn followed by ``k`` turns that are a lone
+    ``result`` holds ``k + 1`` turns that started before the first of them ended (Claude
+    Code starts a second notification turn before the first one's result: init, assistant,
+    init, assistant, result, result). It is cut before each of its last ``k`` main-session
+    ``system/init`` frames, and the results close the pieces in order (the first result
+    the first turn started). Turns are numbered by their results either way, so a frame
+    between two turns keeps its number. Without ``k + 1`` inits the turns stay as they are."""
+    out: list[list[Frame]] = []
+    i = 0
+    while i < len(turns):
+        turn = turns[i]
+        k = 0
+        while i + k + 1 < len(turns) and [f.sig for f in turns[i + k + 1]] == ["result"]:
+            k += 1
+        inits = [j for j, f in enumerate(turn) if f.sig == "system/init"]
+        if not k or len(inits) < k + 1 or not turn or turn[-1].sig != "result":
+            out.append(turn)
+            i += 1
+            continue
+        cuts = [*inits[-k:], len(turn) - 1]
+        results = [turn[-1], *(turns[i + j][0] for j in range(1, k + 1))]
+        start = 0
+        for cut, result in zip(cuts, results, strict=True):
+            number = len(out) + 1
+            piece = [*turn[start:cut], result]
+            out.append([attrs.evolve(f, turn=number) if f.turn != number else f for f in piece])
+            start = cut
+        i += k + 1
+    return out

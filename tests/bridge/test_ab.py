@@ -11,6 +11,7 @@ the committed known differences, and the README must carry their table.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import sys
 from pathlib import Path
@@ -603,3 +604,25 @@ def test_a_cbc_variant_run_is_explained_by_its_behaviour_entry() -> None:
     assert not row.bridged.unexplained
     (item,) = [i for i in row.bridged.items if i.path.endswith("/ user / tool_use_result")]
     assert item.entry == "structured-output-data-wrapper"
+
+
+def test_a_shell_that_outlives_its_grace_on_cbc_is_explained_turn_by_turn() -> None:
+    """The order the CI run of 2026-12-01 18:40 met in eof-with-bg-work: cbc reported its
+    agent's and workflow's ends late enough that the shell's `sleep 30` ended before its
+    5 s grace, inside cbc's second answer to the agent (tests/bridge/data/cbc-variants:
+    the committed Claude twin, and cbc through the bridge on the scenario with the third
+    line sent 5 s after the second turn's result instead of 2, which gives that order on
+    an idle machine). Claude's overlapping notification turns pair with cbc's two turns,
+    and the shell's end one turn earlier is the race's (the five differences that run left
+    unexplained)."""
+    k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
+    variants = Path(__file__).parent / "data" / "cbc-variants"
+    (row,) = conformance_cmd.load_rows(variants, k, ["eof-with-bg-work"])
+    assert row.bridged is not None
+    assert not row.bridged.unexplained
+    by_path = {i.path: i.entry for i in row.bridged.items}
+    # no turn holds an init the other side's turn lacks: the turns pair
+    assert not [p for p in by_path if re.fullmatch(r"turn \d+ / system/init( #\d+)?", p)]
+    shell = 'after turn 5 / task local_bash "Slow background sleep"'
+    assert by_path[f"{shell} / task_updated (turn)"] == "eof-shell-outlives-grace-turn"
+    assert by_path[f"{shell} / task_updated.patch.status"] == "eof-shell-outlives-grace"

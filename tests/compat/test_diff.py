@@ -301,6 +301,37 @@ def test_turns_pair_by_index_and_what_follows_the_last_result_is_labelled() -> N
     assert {d.kind for d in r.values()} == {"only-b"}
 
 
+def test_overlapping_turns_are_unfolded_and_pair_with_sequential_ones() -> None:
+    """Claude starts a second notification turn before the first one's result (twins
+    eof-with-bg-work: init, assistant, init, assistant, result, result): the diff reads two
+    turns, each closed by a result in order, so they pair with a side that ran the same two
+    turns one after the other."""
+    text = {"type": "text", "text": "ok"}
+    first = [init(), assistant(text), result()]
+    overlapped = [*first, init(), assistant(text), init(), assistant(text), result(), result()]
+    sequential = [*first, init(), assistant(text), result(), init(), assistant(text), result()]
+    side = load_side(dump(overlapped))
+    assert [[f.sig for f in t] for t in side.turns] == [
+        ["system/init", "assistant", "result"],
+        ["system/init", "assistant", "result"],
+        ["system/init", "assistant", "result"],
+        [],
+    ]
+    assert [{f.turn for f in t} for t in side.turns[:3]] == [{1}, {2}, {3}]
+    assert side.results == 3
+    assert diff(dump(overlapped), dump(sequential)).equivalent
+    # three at once (the last one ended before it wrote more than its init)
+    three = [*first, init(), assistant(text), init(), assistant(text), init()]
+    three += [result(), result(), result()]
+    assert [len(t) for t in load_side(dump(three)).turns] == [3, 3, 3, 2, 0]
+    # cbc's second init in one turn, and a lone result after a turn with one init, stay
+    assert [len(t) for t in load_side(dump([init(), init(), assistant(text), result()])).turns] == [
+        4,
+        0,
+    ]
+    assert [len(t) for t in load_side(dump([*first, result()])).turns] == [3, 1, 0]
+
+
 def test_tasks_match_by_type_and_name_not_by_id_or_arrival_order() -> None:
     def bash(tid: str, desc: str) -> list[dict[str, Any]]:
         return [
