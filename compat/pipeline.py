@@ -22,8 +22,10 @@ Cold steps: a lazy stage may also say, from its state alone, that an unparsed fr
 kind would pass it untouched and change nothing (``cold(kind, ctx) -> bool``: e.g.
 ``control-state`` inside a turn, ``init-once`` with nothing held); such steps are skipped
 without a call. On the frame way a stage is asked when its call is due, and the answer is
-kept for the kind only until a stage that is not ``pure`` is called (``generation``): it is
-the state's as it stands then; a stage whose
+kept for the kind only until a stage that is not ``pure`` is called (``generation``), or
+anything else ran that may change stage state (the engine's ``invalidate``: the other
+direction's lines, a timer, a hook): it is the state's as it stands then, and so a cold
+answer reads the stages' state and the shared facts, never the clock; a stage whose
 ``on_frame`` decides from ``kind()`` alone where ``cold`` does (``cold_parsed``) is also
 skipped for a frame an earlier stage parsed or rewrote.
 
@@ -44,7 +46,7 @@ other step sends the line the frame way (``_one``) from that stage on, as the st
 it left it (they ran once: an ``on_raw`` may keep its stage's own state as ``on_frame``
 would). Whether a kind can have fast lines at all is the plan's (``Plan.fast``); the
 steps, which depend on the cold answers, are kept per kind until a stage that is not
-``pure`` is called (or the next block of lines: ``ctx.now`` may have moved), and only then
+``pure`` is called (or the engine says something else ran: ``invalidate``), and only then
 asked again, for the next line of that kind; a kind whose last line was sent the frame way
 by a stage that is not cold asks that stage first (``Plan.blocker``).
 
@@ -164,8 +166,7 @@ class Pipeline:
     def run(self, frames: Sequence[Frame], ctx: Context, start: int = 0) -> list[Frame]:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
         out: list[Frame] = []
-        self._fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
-        self.generation += 1
+        self.invalidate()  # (out of band: a timer or hook may have changed any state)
         try:
             for frame in frames:
                 self._one(frame, start, ctx, out)
@@ -173,12 +174,23 @@ class Pipeline:
             self._count_rewrites()
         return out
 
+    def invalidate(self) -> None:
+        """Forget every kept cold answer and fast line's steps: something other than this
+        pipeline's own stage calls may have changed the state they were read from (the
+        engine calls it when another pipeline, a timer or a hook ran since this one last
+        did)."""
+        self._fast.clear()
+        self.generation += 1
+
     def _count_rewrites(self) -> None:
         """The plain rewrites of a run, counted per rule at its end (one count a rule)."""
         rewrites = self._rewrites
         if rewrites:
-            for rule, n in Counter(rewrites).items():
-                self.stats.rule(rule)["rewritten"] += n
+            if len(rewrites) == 1 or rewrites.count(rewrites[0]) == len(rewrites):
+                self.stats.rule(rewrites[0])["rewritten"] += len(rewrites)
+            else:
+                for rule, n in Counter(rewrites).items():
+                    self.stats.rule(rule)["rewritten"] += n
             rewrites.clear()
 
     def run_lines(self, lines: Sequence[bytes], ctx: Context) -> tuple[list[bytes], list[bytes]]:
@@ -189,8 +201,6 @@ class Pipeline:
         rewrites = self._rewrites
         frames: list[Frame] = []
         fast = self._fast
-        fast.clear()  # (``ctx.now`` may have moved: cold answers may differ)
-        self.generation += 1
         try:
             for raw in lines:
                 kind = wire_kind(raw)

@@ -172,14 +172,16 @@ class EofWindDown(Stage):
 
     # -- frames -------------------------------------------------------------------------
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """An unparsed stream_event changes nothing once one was seen at this instant (the
-        pipeline skips the call: ``compat.pipeline`` "Cold steps"); after the EOF also only
-        while no timer of the turn's end is to be stopped (idle, shells) and cbc's stdin is
-        not closed yet (each frame then re-arms the terminate timer)."""
+        """A stream_event changes nothing while a turn runs (the pipeline skips the call:
+        ``compat.pipeline`` "Cold steps"); after the EOF also only while no timer of the
+        turn's end is to be stopped (idle, shells) and cbc's stdin is not closed yet (each
+        frame then re-arms the terminate timer). Its time is not needed: ``_last_frame`` is
+        read only while no turn runs (the settle after a task's end), and the frame that
+        ends a turn, its ``result``, sets it. So a backend that writes one line per read (a
+        model streaming slowly) sends its deltas the fast way too."""
         return (
             kind == ("stream_event", None)
             and self._active
-            and self._last_frame == ctx.now
             and (
                 not self._eof
                 or not (
@@ -192,7 +194,10 @@ class EofWindDown(Stage):
         )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if not frame.parsed and frame.kind() == ("stream_event", None):
+        wk = frame.kind()
+        if wk == ("stream_event", None) and self.cold(wk, ctx):
+            return None  # what the pipeline's skip gives, on every way (its time: see cold)
+        if not frame.parsed and wk == ("stream_event", None):
             # decided from the kind (what the parsing path below does for it): a turn runs
             self._last_frame = ctx.now
             self._active = True

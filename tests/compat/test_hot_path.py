@@ -631,3 +631,69 @@ def test_a_cold_answer_is_asked_again_after_a_stage_that_is_not_pure_ran() -> No
     assert out.splitlines() == lines
     assert listener.seen == [lines[3]]  # cold for 1 and 2, warm at once after "go"
     assert listener.asked == 2  # once before "go", once after
+
+
+def test_kept_cold_answers_are_forgotten_when_the_other_direction_or_a_timer_ran() -> None:
+    """Cold answers and fast lines' steps are kept from one block of lines to the next of
+    the same direction (a backend that writes a line per read pays no rebuild per line), but
+    a client line, a timer or a hook may change what they were read from: the next backend
+    line asks again."""
+    from typing import ClassVar
+
+    import attrs
+
+    from compat.frames import Frame
+    from compat.stage import Context, Direction, Output, Stage
+
+    @attrs.define
+    class Warmer(Stage):  # the client's "go" line warms Listener up
+        rule: ClassVar[str] = "test-warmer"
+        direction: ClassVar[Direction] = "up"
+        kinds: ClassVar[frozenset[str] | None] = frozenset({"go"})
+        warm: bool = False
+
+        def on_frame(self, frame: Frame, ctx: Context) -> Output:
+            self.warm = True
+            return None
+
+        def on_timer(self, key: str, ctx: Context) -> Output:
+            self.warm = False
+            return None
+
+    @attrs.define
+    class Listener(Stage):
+        rule: ClassVar[str] = "test-listener"
+        kinds: ClassVar[frozenset[str] | None] = frozenset({"x"})
+        lazy: ClassVar[bool] = True
+        pure: ClassVar[bool] = True
+        raw_pass: ClassVar[bool] = True
+        warmer: Warmer = attrs.field(factory=Warmer)
+        asked: int = 0
+
+        def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+            self.asked += 1
+            return not self.warmer.warm
+
+        def on_raw(self, raw: bytes) -> bytes | None:
+            return raw.replace(b'"x"', b'"y"')
+
+        def on_frame(self, frame: Frame, ctx: Context) -> Output:
+            return None
+
+    warmer = Warmer()
+    listener = Listener(warmer=warmer)
+    eng = engine_for("identity", up=[warmer], down=[listener])
+
+    def line(n: int, now: float) -> bytes:
+        return written(eng.feed("backend", b'{"type":"x","n":%d}\n' % n, now))
+
+    assert [line(n, n / 10) for n in range(3)] == [b'{"type":"x","n":%d}\n' % n for n in range(3)]
+    assert listener.asked == 1  # one answer for the three reads
+    eng.feed("client", b'{"type":"go"}\n', 0.5)
+    assert line(3, 0.6) == b'{"type":"y","n":3}\n'  # warm at once
+    assert line(4, 0.7) == b'{"type":"y","n":4}\n'
+    assert listener.asked == 2
+    eng.set_timer(warmer, "cool", 1.0)
+    eng.advance(1.0)
+    assert line(5, 1.1) == b'{"type":"x","n":5}\n'  # the timer cooled it down
+    assert listener.asked == 3
