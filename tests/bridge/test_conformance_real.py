@@ -9,12 +9,22 @@ and the captures' location. All pairs run up front, at most ``JOBS`` CLIs at onc
 cores), under one deadline; each scenario then gets its own test. Skipped, with the way to
 install them, when a CLI is not found (``ccbridge backends install``;
 ``CCBRIDGE_BACKENDS_DIR`` points at another cache).
+
+Both CLIs race their own timers and the stand-in model (the scenarios' notes name the races
+each one has), so an order that shows in one run of many can leave a difference no entry
+explains yet (tests/bridge/data/cbc-variants keeps the ones met so far, with the entries
+that now explain them). A scenario whose pair did not finish, or left anything unexplained,
+runs once more; its test fails when the second pair does too (a regression does that), and
+otherwise passes with a warning that names the first pair's unexplained differences and
+where its captures are, to be explained (an entry, a variant) rather than forgotten.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -47,29 +57,68 @@ def _need(*names: str) -> dict[str, list[str]]:
 def twins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Run every scenario on both sides once; ``{"rows": {name: Row}, "dir", "seconds"}``."""
     _need("claude", "cbc")
-    d = tmp_path_factory.mktemp("twins")
-    work = conformance_cmd.twin_jobs(d, SCENARIOS, ("claude", "cbc-bridged"))
+    return _run_all(tmp_path_factory.mktemp("twins"), sorted(SCENARIOS))
+
+
+def _run_all(d: Path, names: list[str], known: conformance.Known | None = None) -> dict[str, Any]:
+    """Both sides of ``names`` into ``d``, and the troubled pairs once more into ``d/again``."""
+    known = known or ab_cmd.load_known_default()
     t0 = time.monotonic()
-    outcomes = trio.run(
-        lambda: ab_cmd.run_jobs(
-            work, limit=JOBS, deadline=DEADLINE, progress=lambda m: print(m, file=sys.stderr)
-        )
-    )
+    rows, errors = _pairs(d, names, known, DEADLINE)
     seconds = time.monotonic() - t0
-    known = ab_cmd.load_known_default()
-    errors = {o.job.out.name: o.error for o in outcomes if not o.ok}
-    rows = {r.scenario: r for r in conformance_cmd.load_rows(d, known, sorted(SCENARIOS))}
+    first = {n: t for n in names if (t := _trouble(n, rows, errors))}
+    if first:
+        retry = d / "again"
+        retry.mkdir()
+        rows2, errors2 = _pairs(retry, sorted(first), known, DEADLINE)
+        rows.update(rows2)
+        errors = {k: v for k, v in errors.items() if k.split(".", 1)[0] not in first}
+        errors.update(errors2)
     print(
-        f"\nA/B of {len(SCENARIOS)} scenarios: {seconds:.0f}s with {JOBS} CLIs at once; "
-        f"captures in {d}",
+        f"\nA/B of {len(names)} scenarios: {seconds:.0f}s with {JOBS} CLIs at once "
+        f"({len(first)} run again: {', '.join(sorted(first)) or 'none'}); captures in {d}",
         file=sys.stderr,
     )
-    return {"rows": rows, "dir": d, "seconds": seconds, "errors": errors, "known": known}
+    return {
+        "rows": rows,
+        "dir": d,
+        "seconds": seconds,
+        "errors": errors,
+        "known": known,
+        "first": first,
+    }
+
+
+def _pairs(
+    d: Path, names: list[str], known: conformance.Known, deadline: float
+) -> tuple[dict[str, conformance.Row], dict[str, str]]:
+    """Both sides of ``names`` into ``d``: the rows, and the runs that did not finish."""
+    work = conformance_cmd.twin_jobs(d, {n: SCENARIOS[n] for n in names}, ("claude", "cbc-bridged"))
+    outcomes = trio.run(
+        lambda: ab_cmd.run_jobs(
+            work, limit=JOBS, deadline=deadline, progress=lambda m: print(m, file=sys.stderr)
+        )
+    )
+    errors = {o.job.out.name: str(o.error) for o in outcomes if not o.ok}
+    return {r.scenario: r for r in conformance_cmd.load_rows(d, known, names)}, errors
+
+
+def _trouble(name: str, rows: dict[str, conformance.Row], errors: dict[str, str]) -> list[str]:
+    """What is wrong with a scenario's pair: runs that did not finish, a side missing, the
+    differences no entry explains (empty: nothing)."""
+    out = [f"{k}: {v}" for k, v in errors.items() if k.startswith(name + ".")]
+    row = rows.get(name)
+    if row is None or {"claude", "cbc-bridged"} & set(row.missing) or row.bridged is None:
+        return [*out, "a side's capture is missing"]
+    return out + [
+        f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}" for i in row.bridged.unexplained
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_claude_and_bridged_cbc_differ_only_as_explained(twins: dict[str, Any], name: str) -> None:
-    where = f"(captures: {twins['dir']}/{name}.*.jsonl)"
+    first = twins["first"].get(name)
+    where = f"(captures: {twins['dir'] / 'again' if first else twins['dir']}/{name}.*.jsonl)"
     errors = {k: v for k, v in twins["errors"].items() if k.startswith(name + ".")}
     assert not errors, f"runs did not finish: {errors} {where}"
     row: conformance.Row = twins["rows"][name]
@@ -80,10 +129,18 @@ def test_claude_and_bridged_cbc_differ_only_as_explained(twins: dict[str, Any], 
     unexplained = [
         f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}" for i in row.bridged.unexplained
     ]
+    again = f" (and in the first pair, {twins['dir']}/{name}.*.jsonl: {first})" if first else ""
     assert not unexplained, (
         f"{len(unexplained)} difference(s) no entry of known_differences.toml explains "
-        f"{where}:\n" + "\n".join(unexplained)
+        f"{where}:\n" + "\n".join(unexplained) + again
     )
+    if first:
+        warnings.warn(
+            f"{name}: the first pair ({twins['dir']}/{name}.*.jsonl) left {len(first)} thing(s) "
+            f"unexplained, a second pair none (a race to explain: an entry or a variant): "
+            + "; ".join(first),
+            stacklevel=1,
+        )
 
 
 def test_the_ab_batch_stays_within_budget(twins: dict[str, Any]) -> None:
