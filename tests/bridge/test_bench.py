@@ -27,6 +27,10 @@ def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture
     assert rules["private-fields"]["rewritten"] > 0.9 * r["stream"]["frames"]
     assert r["statistics"]["frames"]["down"]["in"] == r["stream"]["frames"]
     assert r["memory"]["full"]["peak"] > 0
+    reads = r["line_reads"]
+    assert reads["lines"] == r["stream"]["frames"]  # (fewer than --line-reads: all of them)
+    assert reads["one_line"]["best_s"] > 0
+    assert reads["blocks"]["best_s"] > 0
 
 
 @needs_captures
