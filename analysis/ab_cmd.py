@@ -42,7 +42,7 @@ from analysis.progress import Progress as Tracker
 from bridge.cli import Parser
 from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
-from harness import corpus, runner
+from harness import corpus, runner, stop
 from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
@@ -548,7 +548,7 @@ def main(argv: list[str]) -> int:
         _stderr(f"ccbridge ab: captures in {out_dir}")
     work = pair_jobs(files, a, b, out_dir)
     tracker = Tracker([(j.scenario.name, j.side.describe()) for j in work], quiet=args.quiet)
-    pairs = trio.run(
+    pairs = stop.run(
         lambda: run_ab(
             work,
             sequential=args.sequential,
@@ -557,7 +557,8 @@ def main(argv: list[str]) -> int:
             time_limit=args.time_limit,
             explain=args.explain,
             tracker=tracker,
-        )
+        ),
+        "ccbridge ab",
     )
     if args.html:
         from analysis.report import write_html_ab

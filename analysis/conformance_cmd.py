@@ -48,7 +48,7 @@ from bridge.cli import Parser
 from compat.capture import Capture, CaptureError
 from compat.exits import Exit
 from compat.versions import TARGET_CLAUDE_VERSION
-from harness import corpus, runner
+from harness import corpus, runner, stop
 from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
@@ -488,7 +488,7 @@ def main(argv: list[str]) -> int:
         todo = {n: all_names[n] for n in (args.only or all_names)}
         work = twin_jobs(args.captures, todo, direction.roles, run)
         tracker = Tracker([(j.scenario.name, j.side.label) for j in work], quiet=args.quiet)
-        outcomes = trio.run(
+        outcomes = stop.run(
             lambda: regenerate(
                 args.captures,
                 work,
@@ -497,7 +497,8 @@ def main(argv: list[str]) -> int:
                 tracker=tracker,
                 known=known,
                 direction=direction,
-            )
+            ),
+            "ccbridge conformance",
         )
         failed = [o for o in outcomes if not o.ok]
         for o in failed:

@@ -32,7 +32,6 @@ from typing import Any
 
 import attrs
 import orjson
-import trio
 
 from analysis import drift
 from analysis.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, run_jobs
@@ -43,7 +42,7 @@ from bridge.cli import Parser
 from compat import versions
 from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
-from harness import corpus
+from harness import corpus, stop
 from harness.scenario import ScenarioError, load
 
 EXIT_OK, EXIT_UNKNOWN, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
@@ -401,7 +400,10 @@ def _main(argv: list[str]) -> int:
                 jobs.append(Job(f, s, side, out_dir / f"{s.name}.{side.label}.jsonl"))
     tracker = Tracker([(j.scenario.name, j.side.label) for j in jobs], quiet=args.quiet)
     outcomes: list[Outcome] = (
-        trio.run(lambda: run_jobs(jobs, limit=args.jobs, deadline=args.deadline, tracker=tracker))
+        stop.run(
+            lambda: run_jobs(jobs, limit=args.jobs, deadline=args.deadline, tracker=tracker),
+            "ccbridge drift",
+        )
         if jobs
         else []
     )

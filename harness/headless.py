@@ -29,6 +29,7 @@ import attrs
 import orjson
 import trio
 
+from harness import stop
 from harness.brain import ModelScript, Rule
 from harness.model import ModelServer
 from harness.runner import REPO, backend_env, make_root, resolve_target, sweep
@@ -283,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("names", nargs="*")
     args = p.parse_args(argv)
-    results = trio.run(run_all, args.backend, args.names)
+    results = stop.run(lambda: run_all(args.backend, args.names), "harness.headless")
     args.out.mkdir(parents=True, exist_ok=True)
     for r in results:
         (args.out / f"{r.name}.json").write_bytes(r.to_json() + b"\n")

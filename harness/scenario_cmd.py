@@ -15,11 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import trio
-
 from bridge.cli import Parser
 from compat.exits import Exit
-from harness import runner
+from harness import runner, stop
 from harness.scenario import ScenarioError, load
 
 EXIT_USAGE = Exit.USAGE
@@ -145,7 +143,7 @@ def main(argv: list[str]) -> int:
     config.check_out_file("--out", args.out)
     if args.dump_requests:
         config.check_out_dir("--dump-requests", args.dump_requests)
-    return trio.run(
+    return stop.run(
         lambda: run_scenario(
             args.file,
             args.backend,
@@ -154,7 +152,8 @@ def main(argv: list[str]) -> int:
             time_limit=args.time_limit,
             keep=args.keep,
             dump_requests=args.dump_requests,
-        )
+        ),
+        "ccbridge scenario",
     )
 
 

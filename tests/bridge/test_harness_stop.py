@@ -1,0 +1,84 @@
+"""SIGTERM and SIGHUP end a harness command (``ccbridge scenario run``, ``ab``,
+``conformance --regenerate``, ``drift``) as Ctrl-C does: the run is cancelled, the backend it
+started is killed, the capture is written, the exit status is 128 + the signal (before, the
+command died at once and left its backend running, orphaned). A real-process smoke test:
+the backend is a Python script that writes its pid and waits forever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .. import conftest
+
+SCENARIO = conftest.REPO / "scenarios" / "simple-success.toml"
+
+BACKEND = """
+import os, sys, time
+if "--version" in sys.argv:  # (the harness asks first)
+    sys.exit(0)
+open(sys.argv[1], "w").write(str(os.getpid()))
+while True:
+    time.sleep(1)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # (a zombie is gone but for its reaping)
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(") ", 1)[1].startswith("Z"))
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_stops_a_scenario_run_and_its_backend(tmp_path: Path, signum: int) -> None:
+    script = tmp_path / "backend.py"
+    script.write_text(BACKEND)
+    pid_file = tmp_path / "backend.pid"
+    out = tmp_path / "run.jsonl"
+    backend = f"{sys.executable} {script} {pid_file}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bridge",
+            "scenario",
+            "run",
+            str(SCENARIO),
+            "--backend",
+            backend,
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=conftest.REPO,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the backend never started"
+            time.sleep(0.05)
+        pid = int(pid_file.read_text())
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signum, err
+    assert f"{signal.Signals(signum).name}: stopping".encode() in err
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid), "the backend outlived the run"
+    assert out.is_file()  # the capture of what happened until then
