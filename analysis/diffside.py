@@ -298,7 +298,7 @@ def _unfold(turns: list[list[Frame]]) -> list[list[Frame]]:
         while i + k + 1 < len(turns) and [f.sig for f in turns[i + k + 1]] == ["result"]:
             k += 1
         inits = [j for j, f in enumerate(turn) if f.sig == "system/init"]
-        if not k or len(inits) < k + 1 or not turn or turn[-1].sig != "result":
+        if not k or len(inits) < k + 1 or turn[-1].sig != "result":
             out.append(turn)
             i += 1
             continue

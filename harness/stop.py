@@ -28,12 +28,12 @@ class Stopped(SystemExit):
 
 
 def run(fn: Callable[[], Awaitable[T]], what: str = "ccbridge") -> T:
-    """``trio.run(fn)``; SIGTERM or SIGHUP cancel it and raise ``Stopped``."""
+    """``trio.run(fn)``; SIGTERM or SIGHUP cancel it and raise ``Stopped``. What ``fn``
+    raises comes out as it is (no task group around it: the watcher is a system task)."""
     got: list[int] = []
 
     async def main() -> T:
-        result: list[T] = []
-        async with trio.open_nursery() as nursery:
+        with trio.CancelScope() as scope:
 
             async def watch() -> None:
                 with trio.open_signal_receiver(*SIGNALS) as signals:
@@ -45,17 +45,11 @@ def run(fn: Callable[[], Awaitable[T]], what: str = "ccbridge") -> T:
                             file=sys.stderr,
                             flush=True,
                         )
-                        nursery.cancel_scope.cancel()
+                        scope.cancel()
                         return
 
-            async def work() -> None:
-                result.append(await fn())
-                nursery.cancel_scope.cancel()  # (the watcher too)
-
-            nursery.start_soon(watch)
-            nursery.start_soon(work)
-        if got:
-            raise Stopped(128 + got[0])
-        return result[0]
+            trio.lowlevel.spawn_system_task(watch)
+            return await fn()
+        raise Stopped(128 + (got[0] if got else signal.SIGTERM))
 
     return trio.run(main)

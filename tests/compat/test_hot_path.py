@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import ClassVar
 
+import attrs
 import orjson
 import pytest
 
 from compat.engine import Log
+from compat.frames import Frame
+from compat.stage import Context, Direction, Output, Stage
 from compat.stages.hygiene import PRIVATE_FIELDS
 
 from ..conftest import REFERENCE
@@ -339,7 +343,6 @@ def test_a_cold_stage_would_have_passed_the_frame_and_changed_nothing(
     state."""
     from compat.frames import Frame
     from compat.pipeline import Pipeline
-    from compat.stage import Context
 
     checked = 0
 
@@ -584,46 +587,67 @@ def test_the_task_lifecycle_is_a_machine_and_an_illegal_step_raises() -> None:
     assert TaskPhase.NEW.to(TaskPhase.NOTIFIED) is TaskPhase.NOTIFIED  # a notification alone
 
 
+@attrs.define
+class _Warmer(Stage):
+    """Not pure: a "go" frame warms a listener up, a timer cools it down."""
+
+    rule: ClassVar[str] = "test-warmer"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"go"})
+    warm: bool = False
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        self.warm = True
+        return None
+
+    def on_timer(self, key: str, ctx: Context) -> Output:
+        self.warm = False
+        return None
+
+
+@attrs.define
+class _UpWarmer(_Warmer):
+    """The same on the client's lines."""
+
+    direction: ClassVar[Direction] = "up"
+
+
+@attrs.define
+class _Listener(Stage):
+    """Cold for "x" frames while its warmer is not warm; counts the questions."""
+
+    rule: ClassVar[str] = "test-listener"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"x"})
+    lazy: ClassVar[bool] = True
+    warmer: _Warmer = attrs.field(factory=_Warmer)
+    asked: int = 0
+    seen: list[bytes] = attrs.field(factory=list)
+
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        self.asked += 1
+        return not self.warmer.warm
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        self.seen.append(frame.raw)
+        return None
+
+
+@attrs.define
+class _RawListener(_Listener):
+    """The same on fast lines: renames "x" to "y" on their bytes when warm."""
+
+    pure: ClassVar[bool] = True
+    raw_pass: ClassVar[bool] = True
+
+    def on_raw(self, raw: bytes) -> bytes | None:
+        return raw.replace(b'"x"', b'"y"')
+
+
 def test_a_cold_answer_is_asked_again_after_a_stage_that_is_not_pure_ran() -> None:
     """The frame way keeps a cold answer only while no stage that is not ``pure`` has run
     (``Pipeline.generation``): a stage that warms another up in the middle of a block of
     lines is seen at once, and an answer is not asked twice when nothing could change it."""
-    from typing import ClassVar
-
-    import attrs
-
-    from compat.frames import Frame
-    from compat.stage import Context, Output, Stage
-
-    @attrs.define
-    class Warmer(Stage):  # not pure: a "go" frame warms Listener up
-        rule: ClassVar[str] = "test-warmer"
-        kinds: ClassVar[frozenset[str] | None] = frozenset({"go"})
-        warm: bool = False
-
-        def on_frame(self, frame: Frame, ctx: Context) -> Output:
-            self.warm = True
-            return None
-
-    @attrs.define
-    class Listener(Stage):
-        rule: ClassVar[str] = "test-listener"
-        kinds: ClassVar[frozenset[str] | None] = frozenset({"x"})
-        lazy: ClassVar[bool] = True
-        warmer: Warmer = attrs.field(factory=Warmer)
-        asked: int = 0
-        seen: list[bytes] = attrs.field(factory=list)
-
-        def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-            self.asked += 1
-            return not self.warmer.warm
-
-        def on_frame(self, frame: Frame, ctx: Context) -> Output:
-            self.seen.append(frame.raw)
-            return None
-
-    warmer = Warmer()
-    listener = Listener(warmer=warmer)
+    warmer = _Warmer()
+    listener = _Listener(warmer=warmer)
     eng = engine_for("identity", down=[warmer, listener])
     eng.pipelines["down"].use_fast = False  # (the frame way only)
     lines = [b'{"type":"x","n":1}', b'{"type":"x","n":2}', b'{"type":"go"}', b'{"type":"x","n":3}']
@@ -638,50 +662,8 @@ def test_kept_cold_answers_are_forgotten_when_the_other_direction_or_a_timer_ran
     the same direction (a backend that writes a line per read pays no rebuild per line), but
     a client line, a timer or a hook may change what they were read from: the next backend
     line asks again."""
-    from typing import ClassVar
-
-    import attrs
-
-    from compat.frames import Frame
-    from compat.stage import Context, Direction, Output, Stage
-
-    @attrs.define
-    class Warmer(Stage):  # the client's "go" line warms Listener up
-        rule: ClassVar[str] = "test-warmer"
-        direction: ClassVar[Direction] = "up"
-        kinds: ClassVar[frozenset[str] | None] = frozenset({"go"})
-        warm: bool = False
-
-        def on_frame(self, frame: Frame, ctx: Context) -> Output:
-            self.warm = True
-            return None
-
-        def on_timer(self, key: str, ctx: Context) -> Output:
-            self.warm = False
-            return None
-
-    @attrs.define
-    class Listener(Stage):
-        rule: ClassVar[str] = "test-listener"
-        kinds: ClassVar[frozenset[str] | None] = frozenset({"x"})
-        lazy: ClassVar[bool] = True
-        pure: ClassVar[bool] = True
-        raw_pass: ClassVar[bool] = True
-        warmer: Warmer = attrs.field(factory=Warmer)
-        asked: int = 0
-
-        def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-            self.asked += 1
-            return not self.warmer.warm
-
-        def on_raw(self, raw: bytes) -> bytes | None:
-            return raw.replace(b'"x"', b'"y"')
-
-        def on_frame(self, frame: Frame, ctx: Context) -> Output:
-            return None
-
-    warmer = Warmer()
-    listener = Listener(warmer=warmer)
+    warmer = _UpWarmer()
+    listener = _RawListener(warmer=warmer)
     eng = engine_for("identity", up=[warmer], down=[listener])
 
     def line(n: int, now: float) -> bytes:
