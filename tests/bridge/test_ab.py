@@ -30,6 +30,8 @@ from compat import capture
 
 from ..conftest import CAPTURES, REPO
 
+VARIANTS = Path(__file__).parent / "data" / "cbc-variants"
+
 SCENARIOS = REPO / "scenarios"
 TWINS = CAPTURES / "twins"
 KNOWN = REPO / "analysis" / "data" / "known_differences.toml"
@@ -594,12 +596,14 @@ def test_committed_twins_are_fully_explained_and_in_the_readme() -> None:
 
 def test_a_cbc_variant_run_is_explained_by_its_behaviour_entry() -> None:
     """A run of structured-output on which cbc offered its tool with the `data` wrapper and
-    rejected its own call (tests/bridge/data/cbc-variants: the CI run of 2026-12-01 17:40):
-    every difference is explained, the rejected call's tool_use_result by the entry that
-    names that behaviour (the committed twin is a run where that did not show)."""
+    rejected its own call (tests/bridge/data/cbc-variants/structured-output-data-wrapper:
+    the CI run of 2026-12-01 17:40): every difference is explained, the rejected call's
+    tool_use_result by the entry that names that behaviour (the committed twin is a run
+    where that did not show)."""
     k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
-    variants = Path(__file__).parent / "data" / "cbc-variants"
-    (row,) = conformance_cmd.load_rows(variants, k, ["structured-output"])
+    (row,) = conformance_cmd.load_rows(
+        VARIANTS / "structured-output-data-wrapper", k, ["structured-output"]
+    )
     assert row.bridged is not None
     assert not row.bridged.unexplained
     (item,) = [i for i in row.bridged.items if i.path.endswith("/ user / tool_use_result")]
@@ -609,15 +613,14 @@ def test_a_cbc_variant_run_is_explained_by_its_behaviour_entry() -> None:
 def test_a_shell_that_outlives_its_grace_on_cbc_is_explained_turn_by_turn() -> None:
     """The order the CI run of 2026-12-01 18:40 met in eof-with-bg-work: cbc reported its
     agent's and workflow's ends late enough that the shell's `sleep 30` ended before its
-    5 s grace, inside cbc's second answer to the agent (tests/bridge/data/cbc-variants:
-    the committed Claude twin, and cbc through the bridge on the scenario with the third
-    line sent 5 s after the second turn's result instead of 2, which gives that order on
-    an idle machine). Claude's overlapping notification turns pair with cbc's two turns,
-    and the shell's end one turn earlier is the race's (the five differences that run left
-    unexplained)."""
+    5 s grace, inside cbc's second answer to the agent (tests/bridge/data/cbc-variants/
+    shell-outlives-grace: the committed Claude twin, and cbc through the bridge on the
+    scenario with the third line sent 5 s after the second turn's result instead of 2,
+    which gives that order on an idle machine). Claude's overlapping notification turns
+    pair with cbc's two turns, and the shell's end one turn earlier is the race's (the five
+    differences that run left unexplained)."""
     k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
-    variants = Path(__file__).parent / "data" / "cbc-variants"
-    (row,) = conformance_cmd.load_rows(variants, k, ["eof-with-bg-work"])
+    (row,) = conformance_cmd.load_rows(VARIANTS / "shell-outlives-grace", k, ["eof-with-bg-work"])
     assert row.bridged is not None
     assert not row.bridged.unexplained
     by_path = {i.path: i.entry for i in row.bridged.items}
@@ -626,3 +629,19 @@ def test_a_shell_that_outlives_its_grace_on_cbc_is_explained_turn_by_turn() -> N
     shell = 'after turn 5 / task local_bash "Slow background sleep"'
     assert by_path[f"{shell} / task_updated (turn)"] == "eof-shell-outlives-grace-turn"
     assert by_path[f"{shell} / task_updated.patch.status"] == "eof-shell-outlives-grace"
+
+
+def test_a_shell_killed_before_cbc_answers_its_agent_again_is_explained() -> None:
+    """The first pair of the CI run of 2026-12-01 19:58 (tests/bridge/data/cbc-variants/
+    shell-killed-before-second-answer): the wind-down killed the shell 5 s after cbc's last
+    result, and cbc's second answer to its finished agent (a turn Claude does not run) came
+    after the kill; both sides killed the shell, cbc's kill one turn earlier."""
+    k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
+    variant = VARIANTS / "shell-killed-before-second-answer"
+    (row,) = conformance_cmd.load_rows(variant, k, ["eof-with-bg-work"])
+    assert row.bridged is not None
+    assert not row.bridged.unexplained
+    by_path = {i.path: i.entry for i in row.bridged.items}
+    shell = 'after turn 5 / task local_bash "Slow background sleep"'
+    assert by_path[f"{shell} / task_updated (turn)"] == "eof-shell-killed-before-cbc-second-answer"
+    assert f"{shell} / task_updated.patch.status" not in by_path  # killed on both sides
