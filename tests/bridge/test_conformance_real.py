@@ -55,7 +55,8 @@ def _need(*names: str) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def twins(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Run every scenario on both sides once; ``{"rows": {name: Row}, "dir", "seconds"}``."""
+    """Run every scenario on both sides, a troubled pair once more (see the module's
+    docstring); ``{"rows": {name: Row}, "dir", "seconds", "errors", "known", "first"}``."""
     _need("claude", "cbc")
     return _run_all(tmp_path_factory.mktemp("twins"), sorted(SCENARIOS))
 
