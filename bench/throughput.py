@@ -60,6 +60,8 @@ MEM_FACTOR = 1.25
 MEM_SLACK = 1 << 20
 #: engine seconds per 64 KiB read (~1000 frames/s from the backend): drives the timers
 SECONDS_PER_READ = 0.05
+#: and per read of one line (``--line-reads``)
+SECONDS_PER_LINE = 0.001
 
 # -- the measurements ---------------------------------------------------------------------
 
@@ -96,23 +98,30 @@ def bridge(
     out: str = os.devnull,
     make: Callable[[], Engine] = full_engine,
     client_eof: bool = False,
+    line_per_read: bool = False,
 ) -> Engine:
     """The engine over the same bytes, fed and drained the way ``bridge.driver`` does;
     ``client_eof``: the client's EOF first (a ``-p`` run: the stream goes through the
-    wind-down)."""
+    wind-down); ``line_per_read``: one line per read, 1 ms apart (a backend writing each
+    frame as it has it), instead of 64 KiB reads."""
     engine = make()
     if client_eof:
         engine.eof("client", 0.0)
     now = 0.0
     reads = 0
-    with open(path, "rb", buffering=0) as f_in, open(out, "wb") as f_out:
+    step = SECONDS_PER_LINE if line_per_read else SECONDS_PER_READ
+    with (
+        open(path, "rb", buffering=-1 if line_per_read else 0) as f_in,
+        open(out, "wb") as f_out,
+    ):
         write = f_out.write
-        while chunk := f_in.read(READ_SIZE):
+        chunks = iter(f_in) if line_per_read else iter(lambda: f_in.read(READ_SIZE), b"")
+        for chunk in chunks:
             for cmd in engine.feed("backend", chunk, now):
                 if type(cmd) is Write:
                     write(cmd.data)
             deadline = engine.next_deadline()
-            now += SECONDS_PER_READ
+            now += step
             if deadline is not None and deadline <= now:
                 for cmd in engine.advance(now):
                     if type(cmd) is Write:
@@ -124,26 +133,6 @@ def bridge(
             if type(cmd) is Write:
                 write(cmd.data)
     return engine
-
-
-def line_reads(path: Path, limit: int) -> int:
-    """The engine fed ``path``'s first ``limit`` lines one line per read, 1 ms apart (a
-    backend writing each frame as it has it), timers fired as the driver would."""
-    engine = full_engine()
-    now = 0.0
-    n = 0
-    with open(path, "rb") as f_in:
-        for line in f_in:
-            if n == limit:
-                break
-            engine.feed("backend", line, now)
-            now += 0.001
-            deadline = engine.next_deadline()
-            if deadline is not None and deadline <= now:
-                engine.advance(now)
-            n += 1
-    engine.backend_exited(0, now)
-    return n
 
 
 def _head(path: Path, out: Path, limit: int) -> int:
@@ -289,7 +278,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         n_head = _head(full, head, args.line_reads)
         reads = {
             "lines": n_head,
-            "one_line": best_of(args.runs, lambda: line_reads(head, n_head)),
+            "one_line": best_of(args.runs, lambda: bridge(head, line_per_read=True)),
             "blocks": best_of(args.runs, lambda: bridge(head)),
         }
         prof = profile(full, client_eof=eof) if args.profile else None

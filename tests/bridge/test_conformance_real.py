@@ -111,9 +111,13 @@ def _trouble(name: str, rows: dict[str, conformance.Row], errors: dict[str, str]
     row = rows.get(name)
     if row is None or {"claude", "cbc-bridged"} & set(row.missing) or row.bridged is None:
         return [*out, "a side's capture is missing"]
-    return out + [
-        f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}" for i in row.bridged.unexplained
-    ]
+    return out + _unexplained(row)
+
+
+def _unexplained(row: conformance.Row) -> list[str]:
+    """The bridged side's differences no entry explains, a line each."""
+    assert row.bridged is not None
+    return [f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}" for i in row.bridged.unexplained]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
@@ -127,9 +131,7 @@ def test_claude_and_bridged_cbc_differ_only_as_explained(twins: dict[str, Any], 
     assert row.bridged is not None
     assert row.meta["claude"].get("backend_version") == "2.1.220"
     assert row.meta["cbc-bridged"].get("backend_version") == "2.163.0"
-    unexplained = [
-        f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}" for i in row.bridged.unexplained
-    ]
+    unexplained = _unexplained(row)
     again = f" (and in the first pair, {twins['dir']}/{name}.*.jsonl: {first})" if first else ""
     assert not unexplained, (
         f"{len(unexplained)} difference(s) no entry of known_differences.toml explains "
