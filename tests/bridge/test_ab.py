@@ -645,3 +645,34 @@ def test_a_shell_killed_before_cbc_answers_its_agent_again_is_explained() -> Non
     shell = 'after turn 5 / task local_bash "Slow background sleep"'
     assert by_path[f"{shell} / task_updated (turn)"] == "eof-shell-killed-before-cbc-second-answer"
     assert f"{shell} / task_updated.patch.status" not in by_path  # killed on both sides
+
+
+def test_a_streamed_answer_cbc_wrote_no_frame_for_is_explained_as_final_answer_gap() -> None:
+    """A run of thinking-partial (as the first pairs of the last two CI runs met it) in
+    which cbc streamed its answer 'done.' and wrote its result with no assistant frame for
+    it (tests/bridge/data/cbc-variants/streamed-answer-without-frame: 3 runs in 21 on an
+    idle machine). final-answer writes the frame, but after the stream's message_stop and
+    under a new message id, so Claude's answer frame and the bridge's pair with nothing:
+    both are explained, as a gap of final-answer, by the entries that name it."""
+    k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
+    variant = VARIANTS / "streamed-answer-without-frame"
+    cbc = ab_cmd.read(variant / "thinking-partial.cbc-bridged.jsonl")
+    # cbc streamed the answer (its message_start id is on its stdout) but wrote no frame
+    raw = [json.loads(r.text) for r in cbc.lines("stdout")]
+    assert [f for f in raw if f["type"] == "stream_event" and "done." in json.dumps(f)]
+    assert not [f for f in raw if f["type"] == "assistant" and "done." in json.dumps(f)]
+    (row,) = conformance_cmd.load_rows(variant, k, ["thinking-partial"])
+    assert row.bridged is not None
+    assert not row.bridged.unexplained
+    answer = {i.kind: i for i in row.bridged.items if i.path == "turn 1 / assistant #5"}
+    assert {kind: i.entry for kind, i in answer.items()} == {
+        "only-a": "final-answer-outside-stream-pairing",
+        "only-b": "final-answer-outside-stream",
+    }
+    assert {i.category for i in answer.values()} == {"missing-rule"}
+    assert answer["only-a"].a["message"]["content"] == [{"type": "text", "text": "done."}]
+    assert answer["only-b"].b["message"]["content"] == [{"type": "text", "text": "done."}]
+    # the only differences the committed twin, where cbc wrote the frame, does not have
+    (twin,) = conformance_cmd.load_rows(TWINS, k, ["thinking-partial"])
+    assert twin.bridged is not None
+    assert not [i for i in twin.bridged.items if i.entry and "final-answer" in i.entry]
