@@ -85,7 +85,8 @@ def _epoch_ms_now() -> int:
 def set_launch_facts(engine: Engine, plan: Plan) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
     told (``initialize-reply``); under ``cbc-to-claude`` whether the client asked for
-    permission prompts over stdio (``permission-routing``); under ``claude-to-cbc`` the
+    permission prompts over stdio (``permission-routing``) and resumes a session
+    (``resume-replay``); under ``claude-to-cbc`` the
     client's launch as the reverse rules read it (``compat.reverse_state``), with the
     history of a resumed session from Claude's transcript."""
     engine.state.pid = os.getpid()
@@ -96,6 +97,7 @@ def set_launch_facts(engine: Engine, plan: Plan) -> None:
         reverse_state.launch(engine.state, rev, history, cwd)
     if plan.profile == "cbc-to-claude" and plan.forward is not None:
         engine.state.stdio_permissions = plan.forward.stdio_permissions
+        engine.state.resumes = plan.forward.resumes
 
 
 def record_file(record: str | None) -> str | None:

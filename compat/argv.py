@@ -96,6 +96,11 @@ class Translation:
     #: options handled otherwise with nothing lost (logged at info, not warned about)
     notes: list[str] = dataclasses.field(default_factory=list)
 
+    @property
+    def resumes(self) -> bool:
+        """The client resumes a session (``--resume``, ``--continue``)."""
+        return "--resume" in self.options or "--continue" in self.options
+
 
 def readme_tables() -> str:
     """The README's block between ``<!-- launch-tables -->`` markers: the argv table and the

@@ -41,6 +41,7 @@ LAUNCH = frozenset(
     {
         "pid",
         "stdio_permissions",
+        "resumes",
         "rev.client_session",
         "rev.claude_session",
         "rev.replay_user_messages",

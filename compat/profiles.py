@@ -33,6 +33,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "user-line",
             "permission-reply",
             "initialize-request",
+            "resume-replay",
             "interrupt-request",
             "unsupported-control",
         ),

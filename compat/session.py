@@ -229,6 +229,9 @@ class SessionState:
     #: a launch fact ``bridge/proxy.py`` copies from ``compat.argv.Translation``: the client
     #: passed ``--permission-prompt-tool stdio`` (permission-routing)
     stdio_permissions: bool = False
+    #: a launch fact: the client resumes a session (``--resume``, ``--continue``): cbc
+    #: would replay its history unless told a prompt follows (``resume-replay``)
+    resumes: bool = False
     #: the pid the client is told in the initialize reply (the bridge's own; 0 unknown)
     pid: int = 0
     control: ControlState = attrs.Factory(ControlState)

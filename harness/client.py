@@ -36,7 +36,9 @@ from harness.brain import Request
 from harness.scenario import Condition, Scenario, Step
 
 READ_SIZE = 64 * 1024
-INITIALIZE = {"subtype": "initialize", "hooks": {}, "capabilities": {}, "hasPrompt": True}
+#: a Claude Agent SDK's ``initialize`` (never with ``hasPrompt``, which only codebuddy's SDKs
+#: send: rule ``resume-replay``)
+INITIALIZE = {"subtype": "initialize", "hooks": {}, "capabilities": {}}
 #: what codebuddy-agent-sdk's ``Query.initialize`` sends with no options set
 CBC_INITIALIZE = {
     "subtype": "initialize",

@@ -216,6 +216,46 @@ class InitializeRequest(Stage):
 
 @register
 @attrs.define
+class ResumeReplay(Stage):
+    """A resumed session starts with nothing replayed, as Claude's does: cbc is told a
+    prompt follows (`initialize.hasPrompt: true`) when the client did not say.
+
+    cbc 2.163.0, started with ``--resume``, waits for the client's first line before it
+    answers it: a user line, or an ``initialize`` whose ``hasPrompt`` is true, means a prompt
+    follows and nothing is replayed; an ``initialize`` without ``hasPrompt`` (or false), or
+    stdin closed first, makes it replay the session's history, an ``init``, the old user
+    and assistant messages and a ``result`` (read in its binary: ``[ResumeReplay] skipped
+    (hasPrompt=true, SDK will send a prompt)``). codebuddy's own SDKs send ``hasPrompt`` for
+    that; the Claude Agent SDKs (Python and TypeScript) never send it, and Claude Code
+    2.1.220 replays nothing on ``--resume``. So under a resumed launch (``--resume``,
+    ``--continue``: the launch fact ``resumes``) an ``initialize`` without ``hasPrompt`` gets
+    ``hasPrompt: true``. Without it the client reads the old exchange as if it were new,
+    and its old ``result`` as the answer to the new prompt: a Python ``query()`` ends there
+    (and the wind-down, seeing that ``result``, may end cbc while it starts the new turn).
+    A ``hasPrompt`` the client sent is kept (``false``: a client that asks for the replay).
+
+    Mode ``off`` forwards the ``initialize`` as the client wrote it (cbc replays).
+    """
+
+    rule: ClassVar[str] = "resume-replay"
+    direction: ClassVar[Direction] = "up"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
+    reads: ClassVar[frozenset[str]] = frozenset({"resumes"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        if not ctx.state.resumes:
+            return None
+        obj = frame.obj
+        _, request = ck.request_of(obj)
+        body = cast("wire.InitializeBody", request)
+        if body.get("subtype") != "initialize" or "hasPrompt" in body:
+            return None
+        ctx.log(self.rule, "resumed session: initialize.hasPrompt set, cbc replays nothing")
+        return (frame.replace({**obj, "request": {**request, "hasPrompt": True}}),)
+
+
+@register
+@attrs.define
 class InitializeReply(Stage):
     """Claude-shaped `initialize` reply; credentials never forwarded (redact | strip).
 

@@ -202,7 +202,9 @@ async def test_sdk_query_ends_at_its_result_and_the_session_resumes(
     """After the client's EOF and the last result, with nothing running, Claude exits at
     once; cbc lingers up to ~20 s after its stdin closes, so the bridge ends it
     (eof-wind-down close_wait, 0.2 s). Ending it so must not lose the session: a second
-    run resumes it: cbc replays the first run's exchange."""
+    run resumes it, and, as on Claude, nothing of the first run is replayed to the client
+    (resume-replay: the SDK sends no hasPrompt, on which cbc would replay the old exchange,
+    its result included, which this query() would then take for its answer)."""
     s = await open_session("simple-success", cbc, tmp_path, nursery)
     ends: list[float] = []
     sid = None
@@ -226,10 +228,11 @@ async def test_sdk_query_ends_at_its_result_and_the_session_resumes(
     # 4.06 s before); typically ~0.1 s
     assert max(ends) < 1.0, ends
     # the resumed session holds the first run's exchange, so the session file was complete
-    # when cbc was terminated: cbc either replays that history first (it does so on some
-    # runs) or sends it to the model with the new line
-    history = any("PAPAYA" in repr(getattr(m, "content", "")) for m in replayed)
+    # when cbc was terminated: cbc sends it to the model with the new line; the client is
+    # shown none of it (no old prompt, one result: the new line's)
+    history = [m for m in replayed if "PAPAYA" in repr(getattr(m, "content", ""))]
     asked = [e for e in s.server.log[first:] if "which word?" in str(e.get("latest", ""))]
     with_history = any(e["n_messages"] > s.server.log[0]["n_messages"] for e in asked)
-    assert history or with_history, (replayed, s.server.log[first:])
-    assert any(isinstance(m, ResultMessage) for m in replayed)
+    assert with_history, (replayed, s.server.log[first:])
+    assert not history, history
+    assert len([m for m in replayed if isinstance(m, ResultMessage)]) == 1, replayed

@@ -62,6 +62,7 @@ def test_control_rules_order_in_the_profile() -> None:
         "user-line",
         "permission-reply",
         "initialize-request",
+        "resume-replay",
         "interrupt-request",
         "unsupported-control",
     )
@@ -208,6 +209,32 @@ def test_initialize_fields_of_newer_ts_sdks_reach_cbc_as_it_takes_them() -> None
     # what the 0.3.220 SDK sends passes untouched
     plain = cr("i", subtype="initialize", hooks={}, systemPrompt="x")
     assert replay(engine(), extra=[(0.0, "client", plain)]).frames("backend") == [plain]
+
+
+def test_a_resumed_cbc_is_told_a_prompt_follows_so_it_replays_nothing() -> None:
+    """resume-replay: cbc 2.163.0 on --resume replays the old exchange (init, messages, a
+    result) unless the first line says a prompt follows (``hasPrompt: true``, or a user
+    line); the Claude SDKs never send ``hasPrompt`` and Claude replays nothing. Only a
+    resumed launch's initialize changes; a hasPrompt the client sent is kept."""
+    sdk = cr("i", subtype="initialize", hooks={}, systemPrompt="x")  # Python SDK's shape
+
+    def sent(resumes: bool, request: dict[str, Any], *rules: str) -> Any:
+        eng = engine(rules)
+        eng.state.resumes = resumes
+        run = replay(eng, extra=[(0.0, "client", request)])
+        return run.frames("backend"), run.logs
+
+    (got,), logs = sent(True, sdk)
+    assert got == {**sdk, "request": {**sdk["request"], "hasPrompt": True}}
+    assert [g.rule for g in logs] == ["resume-replay"]
+    # not resumed: nothing to replay, the line passes as it came
+    assert sent(False, sdk)[0] == [sdk]
+    # the client's own answer wins (codebuddy's SDKs: false asks for the replay)
+    for has_prompt in (False, True):
+        asked = cr("i", subtype="initialize", hooks={}, hasPrompt=has_prompt)
+        assert sent(True, asked)[0] == [asked]
+    # the rule switched off
+    assert sent(True, sdk, "resume-replay=off")[0] == [sdk]
 
 
 def test_initialize_reply_never_forwards_the_token() -> None:
