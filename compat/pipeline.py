@@ -354,12 +354,15 @@ class Pipeline:
                     cold_at[i] = self.generation
                 if cold:
                     continue  # it would pass this frame and change nothing
-            if triggers is not None and raw:  # a frame without raw is one a rule rewrote:
-                for t in triggers:  # let the triggered stages look at it
-                    if t in raw:
-                        break
-                else:
-                    continue
+            if triggers is not None:
+                if raw:
+                    for t in triggers:
+                        if t in raw:
+                            break
+                    else:
+                        continue
+                elif stage.raw_triggers:  # a frame a rule rewrote: dumps does its job
+                    continue  # (the other triggered stages look at it)
             if not lazy and not isinstance(frame.obj, dict):
                 self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
                 return

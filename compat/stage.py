@@ -144,6 +144,9 @@ class Stage:
     kinds: ClassVar[frozenset[str] | None] = frozenset()
     #: raw substrings that also make a frame interesting, whatever its type
     triggers: ClassVar[tuple[bytes, ...]] = ()
+    #: its triggers are about the bytes a frame is written with: a frame a rule rewrote
+    #: (no bytes yet; ``Frame.encode`` writes them) does not reach it through them
+    raw_triggers: ClassVar[bool] = False
     #: also called for lines that are not JSON objects (``frame.obj`` is then not a dict)
     invalid: ClassVar[bool] = False
     #: the client's EOF does not close the backend's stdin until this stage calls
@@ -187,6 +190,8 @@ class Stage:
             )
         if cls.cold_parsed and not cls.cools:
             raise TypeError(f"{cls.__name__}: cold_parsed needs a cold method")
+        if cls.raw_triggers and not cls.triggers:
+            raise TypeError(f"{cls.__name__}: raw_triggers needs triggers")
         if cls.raw_pass and not (cls.lazy and cls.pure):
             raise TypeError(f"{cls.__name__}: raw_pass needs lazy and pure")
         kinds = cls.kinds

@@ -377,6 +377,8 @@ class LineSeparators(Stage):
     rule: ClassVar[str] = "line-separators"
     kinds: ClassVar[frozenset[str] | None] = frozenset()
     triggers: ClassVar[tuple[bytes, ...]] = tuple(char for char, _ in LINE_SEPARATORS)
+    #: a frame a rule re-encodes gets the escapes from ``dumps``: not called for it
+    raw_triggers: ClassVar[bool] = True
     lazy: ClassVar[bool] = True
     pure: ClassVar[bool] = True
 
