@@ -47,9 +47,6 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields
             # cut), context_management; compat/stages/fields.py
             "frame-fields",
-            # partial messages (compat/stages/stream.py): after frame-fields, which writes
-            # one assistant frame per block, each matched to the block's stream events
-            "stream-events",
             # session shapes (compat/stages/shape.py): init-shape after init-once touches
             # only the init the client sees
             "init-shape",
@@ -90,6 +87,18 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # will, and its synthesized shell kills pass the task rules below
             "interrupted-turn",
             "final-answer",
+            # partial messages (compat/stages/stream.py): after frame-fields, which writes
+            # one assistant frame per block, each matched to the block's stream events; and
+            # after final-answer, so that the answer frame it synthesizes for a streamed
+            # message cbc wrote none for is matched to that message's held
+            # content_block_stop like cbc's own frames: it reaches the client before the
+            # stop, as Claude writes it, not after message_stop (final-answer cannot come
+            # before stream-events: it judges the result the rules above it rewrote, an
+            # interrupted turn's, an API error's). The rules between frame-fields and here
+            # see the stream events in cbc's order and without the synthesized
+            # `system/status` `requesting`, which none of them reads for what it does (the
+            # move alone replays every capture to the output and counts it had 8th)
+            "stream-events",
             "result-shape",
             "eof-wind-down",
             "progress-final",

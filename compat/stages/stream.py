@@ -102,12 +102,16 @@ class StreamEvents(Stage):
       block has had no assistant frame yet is held, with the stream events behind it, until
       that assistant frame passes (one per block: ``frame-fields`` splits cbc's message
       first); it is matched by block type (and tool id). cbc sometimes writes no assistant
-      frame for a block (the text after a thinking block, 3 runs in 4): a later block's frame,
-      the turn's next ``user`` or ``result`` frame, the next message, the end of the stream or
-      ``hold`` seconds without one release what is held, in order. A backend that already
-      writes the assistant frame first (Claude's order) has nothing held. The cost: a block
-      streamed after the first one reaches the client when cbc finishes the message (its
-      deltas are behind the held stop), not as cbc streams it.
+      frame for a block (the text after a thinking block, 3 runs in 4; the streamed answer
+      of a turn, 8 runs in 33 of ``thinking-partial``): when it is the turn's answer,
+      ``final-answer``, which runs before this rule, writes that frame from the ``result``
+      under the streamed message's id, and it is matched like cbc's (so it goes out before
+      the block's stop); otherwise a later block's frame, the turn's next ``user`` or
+      ``result`` frame, the next message, the end of the stream or ``hold`` seconds without
+      one release what is held, in order. A backend that already writes the assistant
+      frame first (Claude's order) has nothing held. The cost: a block streamed after the
+      first one reaches the client when cbc finishes the message (its deltas are behind the
+      held stop), not as cbc streams it.
     - ``system/status`` ``requesting``: Claude writes it before each model request when it
       streams; cbc writes none (its ``status: null`` is dropped by ``vocabulary``). One is
       synthesized before a main-thread ``message_start`` that no ``requesting`` status

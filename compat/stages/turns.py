@@ -16,7 +16,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import wire
-from compat.frames import Frame, str_at
+from compat.frames import Frame, dict_at, str_at
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import remember
 
@@ -291,7 +291,9 @@ class FinalAnswer(Stage):
 
     cbc 2.163.0 sometimes writes no ``assistant`` frame for the text that ends a turn: the
     text after a thinking block (3 raw runs in 4 of ``scenarios/thinking``), the answer
-    after parallel tool calls (twins parallel-tools, one run); its ``result`` still holds
+    after parallel tool calls (twins parallel-tools, one run), a streamed answer (with
+    ``--include-partial-messages``: its ``message_start`` … ``message_stop``, then the
+    result; 8 runs in 33 of ``scenarios/thinking-partial``); its ``result`` still holds
     the text. Claude writes every model message as assistant frames, so a client that shows
     the assistant frames (or keeps the transcript from them) loses the answer, and
     ``result-shape`` takes the turn's ``stop_reason`` from the message before it
@@ -301,13 +303,31 @@ class FinalAnswer(Stage):
     assistant frame with that text goes out first: the message of the thinking block
     before it when that was the last block (one message, as the model wrote it), else a
     message of its own. A turn with no model output (a local command's result), and a
-    result that repeats the turn's last text, are left alone."""
+    result that repeats the turn's last text, are left alone.
+
+    When the main thread streamed a message since that ``user`` frame, the frame is that
+    message's, as Claude writes it: its ``message_start``'s ``id``, ``model`` and ``usage``
+    (each of Claude's streamed assistant frames carries exactly those: twins
+    partial-messages, partial-tool-only, thinking-partial, 16 frames of 16). The rule runs
+    before ``stream-events``, which holds the text block's ``content_block_stop`` and what
+    follows it until that block's frame passes: the synthesized frame is matched to it
+    like one cbc wrote, so it reaches the client after the block's last delta and before
+    its ``content_block_stop``, ``message_delta`` and ``message_stop``, Claude's order
+    (``tests/bridge/data/cbc-variants/streamed-answer-without-frame``). The
+    ``message_start`` is read from the first stream event after the turn's start and after
+    each main-thread ``user`` frame; a sub-agent's message streaming then (its
+    ``parent_tool_use_id`` set) is not the answer's, and the rule reads on until the main
+    thread's own."""
 
     rule: ClassVar[str] = "final-answer"
+    #: (the session id only when a result carries none)
+    reads: ClassVar[frozenset[str]] = frozenset({"session_id"})
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"assistant", "user", "result", "stream_event"}
     )
-    #: a stream event only says the model wrote: read from its kind, then cold
+    #: a stream event says the model wrote, and a main-thread message_start which message
+    #: streams: read from its kind and bytes (a message_start parsed), then cold until the
+    #: next main-thread user frame
     lazy: ClassVar[bool] = True
     cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
@@ -323,14 +343,26 @@ class FinalAnswer(Stage):
     _after_thinking: bool = attrs.field(default=False, init=False)
     #: the turn's last main-thread text (a result repeating it is not a lost answer)
     _said: str | None = attrs.field(default=None, init=False)
+    #: the main-thread message streamed since the last main-thread user frame: its
+    #: message_start's (id, model, usage)
+    _streamed: tuple[str | None, str | None, dict[str, Any] | None] | None = attrs.field(
+        default=None, init=False
+    )
+    #: the next stream event is read (the turn started, or a main-thread user frame came)
+    _listening: bool = attrs.field(default=True, init=False)
+    #: a sub-agent's message streams: read on until the main thread's message_start
+    _sub_streaming: bool = attrs.field(default=False, init=False)
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        return kind[0] == "stream_event" and self._model_wrote
+        # (not listening: the model wrote already, and nothing of a stream event is read)
+        return kind[0] == "stream_event" and not self._listening
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         kind = frame.kind()
         if kind is not None and kind[0] == "stream_event":
-            self._model_wrote = True  # (a sub-agent's too: cbc streams none)
+            self._model_wrote = True  # (a sub-agent's too)
+            if self._listening:
+                self._heard(frame)
             return None
         obj = cast("wire.Envelope", frame.obj)
         if not isinstance(obj, dict) or obj.get("parent_tool_use_id") is not None:
@@ -352,13 +384,40 @@ class FinalAnswer(Stage):
                     self._said = block.get("text")
         elif t == "user":
             self._text_seen = self._after_thinking = False
+            self._streamed = None
+            self._listening = True
         elif t == "result":
             out = self._answer(cast("wire.Result", obj), ctx)
             self._model_wrote = self._text_seen = self._after_thinking = False
-            self._last = self._said = None
+            self._last = self._said = self._streamed = None
+            self._listening, self._sub_streaming = True, False
             if out is not None:
                 return (out, frame)
         return None
+
+    def _heard(self, frame: Frame) -> None:
+        """The first stream event since the turn's start or the last main-thread user
+        frame: a main-thread ``message_start`` names the message that streams."""
+        raw = frame.raw
+        if not frame.parsed and raw and b"message_start" not in raw and b"\\u" not in raw:
+            obj: Any = None  # (its bytes tell: not a message_start, and not parsed for it)
+        else:
+            obj = frame.obj
+        event = dict_at(obj, "event")
+        if event is None or event.get("type") != "message_start":
+            if not self._sub_streaming:
+                self._listening = False
+            return
+        if cast("wire.StreamEvent", obj).get("parent_tool_use_id") is not None:
+            self._sub_streaming = True  # not the answer's message: read on
+            return
+        message = dict_at(event, "message")
+        self._streamed = (
+            str_at(message, "id"),
+            str_at(message, "model"),
+            dict_at(message, "usage"),
+        )
+        self._listening = False
 
     def _answer(self, result: wire.Result, ctx: Context) -> Frame | None:
         text = result.get("result")
@@ -373,9 +432,17 @@ class FinalAnswer(Stage):
         ):
             return None
         last = self._last if self._after_thinking else None
-        message_id = last[0] if last is not None else ctx.env.new_uuid().replace("-", "")
-        model = self._last[1] if self._last is not None else None
-        usage = last[2] if last is not None and isinstance(last[2], dict) else dict(_NO_USAGE)
+        streamed = self._streamed
+        message_id: str | None
+        if streamed is not None and streamed[0]:
+            # the streamed message's frame, as Claude writes it (stream-events places it)
+            message_id = streamed[0]
+            model = streamed[1] or (self._last[1] if self._last is not None else None)
+            usage = dict(streamed[2]) if streamed[2] is not None else dict(_NO_USAGE)
+        else:
+            message_id = last[0] if last is not None else ctx.env.new_uuid().replace("-", "")
+            model = self._last[1] if self._last is not None else None
+            usage = last[2] if last is not None and isinstance(last[2], dict) else dict(_NO_USAGE)
         ctx.log(self.rule, "the turn's answer had no assistant frame: synthesized", "debug")
         return Frame.synth(
             {

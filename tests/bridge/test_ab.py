@@ -647,13 +647,15 @@ def test_a_shell_killed_before_cbc_answers_its_agent_again_is_explained() -> Non
     assert f"{shell} / task_updated.patch.status" not in by_path  # killed on both sides
 
 
-def test_a_streamed_answer_cbc_wrote_no_frame_for_is_explained_as_final_answer_gap() -> None:
-    """A run of thinking-partial (as the first pairs of the last two CI runs met it) in
-    which cbc streamed its answer 'done.' and wrote its result with no assistant frame for
-    it (tests/bridge/data/cbc-variants/streamed-answer-without-frame: 3 runs in 21 on an
-    idle machine). final-answer writes the frame, but after the stream's message_stop and
-    under a new message id, so Claude's answer frame and the bridge's pair with nothing:
-    both are explained, as a gap of final-answer, by the entries that name it."""
+def test_a_streamed_answer_cbc_wrote_no_frame_for_reaches_the_client_as_claudes() -> None:
+    """A run of thinking-partial in which cbc streamed its answer 'done.' and wrote its
+    result with no assistant frame for it (tests/bridge/data/cbc-variants/streamed-answer-
+    without-frame, made by the bridge of this commit: 5 runs in 12 on an idle machine).
+    final-answer writes the frame from the result under the streamed message's id, and
+    stream-events places it after the text's last delta, before its content_block_stop,
+    message_delta and message_stop, as Claude does: the frame pairs with Claude's, and the
+    run has no difference from Claude's that the committed twin, where cbc wrote the frame,
+    does not have."""
     k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
     variant = VARIANTS / "streamed-answer-without-frame"
     cbc = ab_cmd.read(variant / "thinking-partial.cbc-bridged.jsonl")
@@ -661,18 +663,36 @@ def test_a_streamed_answer_cbc_wrote_no_frame_for_is_explained_as_final_answer_g
     raw = [json.loads(r.text) for r in cbc.lines("stdout")]
     assert [f for f in raw if f["type"] == "stream_event" and "done." in json.dumps(f)]
     assert not [f for f in raw if f["type"] == "assistant" and "done." in json.dumps(f)]
+    (stats,) = [json.loads(r.text) for r in cbc.records if r.kind == "stats"]
+    assert stats["rules"]["final-answer"] == {"synthesized": 1}
+    # the client: the frame under the message_start's id, right after the text's delta
+    client = [json.loads(r.text) for r in cbc.records if r.kind == "client_out"]
+    streamed = [f for f in client if f["type"] in ("stream_event", "assistant", "result")]
+    (answer,) = [f for f in streamed if f["type"] == "assistant" and "done." in json.dumps(f)]
+    at = streamed.index(answer)
+    events = [f["event"] for f in streamed[at - 3 : at] + streamed[at + 1 : at + 4]]
+    assert [e["type"] for e in events] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
+    assert answer["message"]["id"] == events[0]["message"]["id"]
+    assert answer["message"]["model"] == events[0]["message"]["model"]
+    assert answer["message"]["usage"] == events[0]["message"]["usage"]
+    assert answer["message"]["content"] == [{"type": "text", "text": "done."}]
+    assert streamed[at + 4]["type"] == "result"
+    # Claude's run: the same order, so the two answer frames pair
     (row,) = conformance_cmd.load_rows(variant, k, ["thinking-partial"])
     assert row.bridged is not None
     assert not row.bridged.unexplained
-    answer = {i.kind: i for i in row.bridged.items if i.path == "turn 1 / assistant #5"}
-    assert {kind: i.entry for kind, i in answer.items()} == {
-        "only-a": "final-answer-outside-stream-pairing",
-        "only-b": "final-answer-outside-stream",
-    }
-    assert {i.category for i in answer.values()} == {"missing-rule"}
-    assert answer["only-a"].a["message"]["content"] == [{"type": "text", "text": "done."}]
-    assert answer["only-b"].b["message"]["content"] == [{"type": "text", "text": "done."}]
-    # the only differences the committed twin, where cbc wrote the frame, does not have
+    answer_diffs = {(i.path, i.kind) for i in row.bridged.items if "assistant #5" in i.path}
+    assert answer_diffs == {("turn 1 / assistant #5 / request_id", "only-a")}
+    assert not [i for i in row.bridged.items if i.entry and "final-answer" in i.entry]
     (twin,) = conformance_cmd.load_rows(TWINS, k, ["thinking-partial"])
     assert twin.bridged is not None
-    assert not [i for i in twin.bridged.items if i.entry and "final-answer" in i.entry]
+    assert {(i.path, i.kind, i.entry) for i in row.bridged.items} <= {
+        (i.path, i.kind, i.entry) for i in twin.bridged.items
+    }

@@ -223,9 +223,12 @@ def test_parallel_calls_at_one_index_become_two_blocks_each_closed_before_the_ne
     assert eng.statistics()["rules"]["stream-events"]["synthesized"] == 2  # status, a stop
 
 
-def test_a_block_cbc_writes_no_assistant_frame_for_is_released_in_order() -> None:
-    """cbc sometimes writes no assistant frame for the text after a thinking block: what
-    waits for it goes out before the turn's result, in stream order."""
+def test_a_block_cbc_writes_no_assistant_frame_for_gets_final_answers_frame_before_its_stop() -> (
+    None
+):
+    """cbc sometimes writes no assistant frame for the text after a thinking block: the
+    frame final-answer makes of the result is the streamed message's, and what waits for
+    it goes out behind it, before the turn's result, Claude's order."""
     eng = full_engine()
     frames = [
         start_msg("m1"),
@@ -243,13 +246,17 @@ def test_a_block_cbc_writes_no_assistant_frame_for_is_released_in_order() -> Non
     labels = [label(f) for f in got if f["type"] != "command_lifecycle"]
     assert labels[-6:] == [
         "content_block_delta 1 text_delta",
+        "assistant text",  # final-answer: the text's frame, from the result
         "content_block_stop 1",
         "message_delta end_turn",
         "message_stop",
-        "assistant text",  # final-answer: the text's frame, from the result
         "result",
     ]
     assert labels.index("assistant thinking") < labels.index("content_block_stop 0")
+    (text,) = [
+        f for f in got if f["type"] == "assistant" and f["message"]["content"][0]["type"] == "text"
+    ]
+    assert text["message"]["id"] == "m1"
 
 
 def test_held_events_are_released_after_hold_seconds_without_their_frame() -> None:
