@@ -4,6 +4,7 @@ the benchmark's business, compared within one run, never asserted by a test)."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -73,3 +74,37 @@ def test_long_lines_benchmark_runs_and_checks_its_output(
         assert modes["relay"]["ratio"] == 1.0
         assert all(m["peak_rss_mib"] > 0 for m in modes.values())
     assert r["sizes"]["2"]["identity"]["extra_rss_per_line"] is not None
+
+
+def test_instruction_counts_are_read_from_callgrinds_report() -> None:
+    from bench.instructions import collected
+
+    assert collected(b"==41== Events    : Ir\n==41== Collected : 5448699402\n") == 5448699402
+    with pytest.raises(RuntimeError, match="no instruction count"):
+        collected(b"valgrind: not a tool\n")
+
+
+def test_instructions_says_when_valgrind_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench import instructions
+
+    monkeypatch.setattr(shutil, "which", lambda name: None)  # (the module's own shutil)
+    assert instructions.main(["--frames", "10"]) == 2
+    assert "valgrind is not installed" in capsys.readouterr().err
+
+
+@needs_captures
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instructions_counts_the_engine_without_its_start_up(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from bench.instructions import main as instructions
+
+    assert instructions(["--frames", "300", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    r = report["tree"]
+    assert report["frames"] >= 300
+    assert r["engine"] == r["total"] - r["start_up"]
+    assert r["engine"] > 0  # the stream costs something past the imports
+    assert r["per_line"] == pytest.approx(r["engine"] / report["frames"])
