@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tests.compat.helpers import cbc_message
 from tests.compat.tasks_support import (
     SID,
     full_engine,
@@ -133,17 +134,7 @@ def _streamed(
     mid: str, blocks: list[dict[str, Any]], parent: str | None = None, reason: str = "end_turn"
 ) -> list[dict[str, Any]]:
     """One message's stream events as cbc writes them (a phantom text block announced)."""
-    message = {
-        "model": "default-model",
-        "id": mid,
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "text", "text": ""}],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": START_USAGE,
-    }
-    out = [_ev({"type": "message_start", "message": message}, parent)]
+    out = [_ev({"type": "message_start", "message": cbc_message(mid, START_USAGE)}, parent)]
     for i, block in enumerate(blocks):
         kind = block["type"]
         if kind == "tool_use":

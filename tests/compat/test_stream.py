@@ -17,6 +17,7 @@ import pytest
 
 from compat.engine import Engine, Write
 from compat.profiles import build, parse_rule_settings
+from tests.compat.helpers import cbc_message
 from tests.compat.tasks_support import SID, det_env, full_engine, lines, out, result
 
 
@@ -31,21 +32,7 @@ def ev(event: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
 
 
 def start_msg(mid: str) -> dict[str, Any]:
-    return ev(
-        {
-            "type": "message_start",
-            "message": {
-                "model": "default-model",
-                "id": mid,
-                "type": "message",
-                "role": "assistant",
-                "content": [{"type": "text", "text": ""}],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": {"input_tokens": 0, "output_tokens": 0},
-            },
-        }
-    )
+    return ev({"type": "message_start", "message": cbc_message(mid)})
 
 
 def block_start(i: int, block: dict[str, Any]) -> dict[str, Any]:
