@@ -164,6 +164,26 @@ class PermissionReply(Stage):
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
+    @staticmethod
+    def _unapplied(updates: Any, ctx: Context) -> None:
+        """An allow's ``updatedPermissions`` (the SDKs' "always allow" suggestions: rules
+        added, a mode set, directories added) has no place in cbc's answer, which reads only
+        ``{allowed, reason, interrupt, updatedInput}`` (its binary): later calls prompt
+        again. Said once per answer that carries any, naming the update types, so that what
+        the client asked for is not lost silently (counted: ``permission-updates-unapplied``)."""
+        if not isinstance(updates, list) or not updates:
+            return
+        kinds = sorted(
+            {str(u.get("type")) if isinstance(u, dict) else type(u).__name__ for u in updates}
+        )
+        ctx.count(PermissionReply.rule, "permission-updates-unapplied", len(updates))
+        ctx.log(
+            PermissionReply.rule,
+            f"updatedPermissions not applied ({', '.join(kinds)}): cbc's permission answer "
+            "has no such field, so the tool will be asked about again",
+            "warning",
+        )
+
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rid, sub, response = ck.response_of(frame.obj)
         if rid is None:
@@ -199,10 +219,7 @@ class PermissionReply(Stage):
             if not isinstance(updated, dict):
                 updated = pending.input if pending is not None else {}
             reply = {"allowed": True, "updatedInput": updated}
-            if "updatedPermissions" in body:
-                ctx.log(
-                    self.rule, "updatedPermissions not applied (cbc has no such field)", "debug"
-                )
+            self._unapplied(body.get("updatedPermissions"), ctx)
         else:
             if body.get("behavior") != "deny":
                 ctx.log(

@@ -295,3 +295,35 @@ def test_an_interrupt_withdraws_open_prompts_before_its_receipt() -> None:
 def test_no_cancel_without_open_prompts() -> None:
     run = replay(engine(stdio=False), THEN_INTERRUPT)
     assert not [f for f in run.frames() if f.get("type") == "control_cancel_request"]
+
+
+def test_an_allows_permission_updates_cbc_cannot_take_are_named_in_a_warning() -> None:
+    """The SDKs' "always allow" (updatedPermissions on an allow: rules, a mode) has no field
+    in cbc's answer: the allow goes through, and one warning per answer names what was not
+    applied (an empty list says nothing)."""
+    req = can_use_tool(ALLOW)
+    rid = req["request_id"]
+    updates = [
+        {
+            "type": "addRules",
+            "rules": [{"toolName": "Bash"}],
+            "behavior": "allow",
+            "destination": "session",
+        },
+        {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+    ]
+    eng = engine(stdio=True)
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "backend", req),
+            (0.1, "client", answer(rid, {"behavior": "allow", "updatedPermissions": updates})),
+        ],
+    )
+    (reply,) = run.frames("backend")
+    assert reply["response"]["response"]["allowed"] is True
+    (warning,) = [g for g in run.logs if g.level == "warning"]
+    assert warning.rule == "permission-reply"
+    assert "addRules, setMode" in warning.message
+    counts = eng.statistics()["rules"]["permission-reply"]
+    assert counts["permission-updates-unapplied"] == 2
