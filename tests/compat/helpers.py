@@ -52,18 +52,3 @@ def written(commands: Iterable[object], side: str = "client") -> bytes:
 
 def frames_out(commands: Iterable[object], side: str = "client") -> list[dict[str, Any]]:
     return [json.loads(x) for x in written(commands, side).splitlines() if x.strip()]
-
-
-def cbc_message(mid: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The ``message`` of cbc 2.163.0's ``message_start`` (a phantom empty text block
-    announced; ``captures/twins/*partial*.cbc-raw.jsonl``)."""
-    return {
-        "model": "default-model",
-        "id": mid,
-        "type": "message",
-        "role": "assistant",
-        "content": [{"type": "text", "text": ""}],
-        "stop_reason": None,
-        "stop_sequence": None,
-        "usage": usage if usage is not None else {"input_tokens": 0, "output_tokens": 0},
-    }

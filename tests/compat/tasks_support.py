@@ -319,3 +319,30 @@ def pick(frames: list[dict[str, Any]], subtype: str, n: int = 0, **match: Any) -
         and all(f.get(k) == v for k, v in match.items())
     ]
     return found[n]
+
+
+def cbc_message(mid: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The ``message`` of cbc 2.163.0's ``message_start`` (a phantom empty text block
+    announced; ``captures/twins/*partial*.cbc-raw.jsonl``)."""
+    return {
+        "model": "default-model",
+        "id": mid,
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": ""}],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": usage if usage is not None else {"input_tokens": 0, "output_tokens": 0},
+    }
+
+
+def stream_event(event: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
+    """A ``stream_event`` frame of ``event`` as cbc writes it (``parent``: a sub-agent's
+    thread), its uuid made from what it holds."""
+    return {
+        "type": "stream_event",
+        "event": event,
+        "session_id": SID,
+        "parent_tool_use_id": parent,
+        "uuid": f"e-{parent}-{json.dumps(event, sort_keys=True)}",
+    }

@@ -10,14 +10,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.compat.helpers import cbc_message
 from tests.compat.tasks_support import (
     SID,
+    cbc_message,
     full_engine,
     init,
     lines,
     out,
     result,
+    stream_event,
     tool_result,
     tool_use,
 )
@@ -120,14 +121,7 @@ START_USAGE = {
 }
 
 
-def _ev(event: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "stream_event",
-        "event": event,
-        "session_id": SID,
-        "parent_tool_use_id": parent,
-        "uuid": f"e-{parent}-{json.dumps(event, sort_keys=True)}",
-    }
+_ev = stream_event
 
 
 def _streamed(

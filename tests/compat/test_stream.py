@@ -17,18 +17,18 @@ import pytest
 
 from compat.engine import Engine, Write
 from compat.profiles import build, parse_rule_settings
-from tests.compat.helpers import cbc_message
-from tests.compat.tasks_support import SID, det_env, full_engine, lines, out, result
+from tests.compat.tasks_support import (
+    SID,
+    cbc_message,
+    det_env,
+    full_engine,
+    lines,
+    out,
+    result,
+    stream_event,
+)
 
-
-def ev(event: dict[str, Any], parent: str | None = None) -> dict[str, Any]:
-    return {
-        "type": "stream_event",
-        "event": event,
-        "session_id": SID,
-        "parent_tool_use_id": parent,
-        "uuid": f"e-{json.dumps(event, sort_keys=True)}",
-    }
+ev = stream_event
 
 
 def start_msg(mid: str) -> dict[str, Any]:
