@@ -679,3 +679,62 @@ def test_kept_cold_answers_are_forgotten_when_the_other_direction_or_a_timer_ran
     eng.advance(1.0)
     assert line(5, 1.1) == b'{"type":"x","n":5}\n'  # the timer cooled it down
     assert listener.asked == 3
+
+
+@attrs.define
+class _Rewriter(Stage):
+    """Rewrites every "x" frame (a new object: no bytes until it is encoded)."""
+
+    rule: ClassVar[str] = "test-rewriter"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"x"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        return (frame.replace({**frame.obj, "seen": True}),)
+
+
+@attrs.define
+class _Triggered(Stage):
+    """Looks for U+2028 like line-separators; counts its calls."""
+
+    rule: ClassVar[str] = "test-triggered"
+    triggers: ClassVar[tuple[bytes, ...]] = ("\u2028".encode(),)
+    lazy: ClassVar[bool] = True
+    pure: ClassVar[bool] = True
+    calls: list[bool] = attrs.field(factory=list)
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        self.calls.append(bool(frame.raw))
+        return None
+
+
+@attrs.define
+class _RawTriggered(_Triggered):
+    raw_triggers: ClassVar[bool] = True
+
+
+def test_a_raw_triggers_stage_is_not_called_for_a_frame_a_rule_rewrote() -> None:
+    """A triggered stage sees a rewritten frame (no bytes to search yet), unless its triggers
+    are about the bytes written (``raw_triggers``: line-separators, whose escapes ``dumps``
+    writes itself); a wire line that holds a trigger reaches both. The output is the same."""
+    sep = "\u2028".encode()
+    lines = [b'{"type":"x","t":"a' + sep + b'b"}', b'{"type":"y","t":"c' + sep + b'd"}']
+    outs = []
+    for cls in (_Triggered, _RawTriggered):
+        stage = cls()
+        eng = engine_for("identity", down=[_Rewriter(), stage, stage_on("line-separators")])
+        outs.append(written(eng.feed("backend", b"\n".join(lines) + b"\n", 0.0)))
+        assert stage.calls == ([False, True] if cls is _Triggered else [True])
+    assert outs[0] == outs[1]
+    assert outs[0].splitlines() == [
+        b'{"type":"x","t":"a\\u2028b","seen":true}',
+        lines[1].replace(sep, b"\\u2028"),
+    ]
+
+
+def test_raw_triggers_needs_triggers() -> None:
+    with pytest.raises(TypeError, match="raw_triggers needs triggers"):
+
+        @attrs.define
+        class NoTriggers(Stage):
+            rule: ClassVar[str] = "test-no-triggers"
+            raw_triggers: ClassVar[bool] = True
