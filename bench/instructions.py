@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -50,9 +51,10 @@ def collected(stderr: bytes) -> int:
 
 def count(tree: Path, stream: Path) -> int:
     """Instructions of one child run of the engine in ``tree`` over ``stream``."""
-    argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
+    valgrind = shutil.which("valgrind") or "valgrind"
+    argv = [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null"]
     argv += [sys.executable, "-c", CHILD, str(stream)]
-    env = {"PYTHONPATH": str(tree), "PATH": "/usr/bin:/bin"}
+    env = {**os.environ, "PYTHONPATH": str(tree)}  # (the tree measured, not this one)
     done = subprocess.run(argv, cwd=tree, env=env, capture_output=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(

@@ -164,8 +164,7 @@ class PermissionReply(Stage):
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
-    @staticmethod
-    def _unapplied(updates: Any, ctx: Context) -> None:
+    def _unapplied(self, updates: Any, ctx: Context) -> None:
         """An allow's ``updatedPermissions`` (the SDKs' "always allow" suggestions: rules
         added, a mode set, directories added) has no place in cbc's answer, which reads only
         ``{allowed, reason, interrupt, updatedInput}`` (its binary): later calls prompt
@@ -176,9 +175,9 @@ class PermissionReply(Stage):
         kinds = sorted(
             {str(u.get("type")) if isinstance(u, dict) else type(u).__name__ for u in updates}
         )
-        ctx.count(PermissionReply.rule, "permission-updates-unapplied", len(updates))
+        ctx.count(self.rule, "permission-updates-unapplied", len(updates))
         ctx.log(
-            PermissionReply.rule,
+            self.rule,
             f"updatedPermissions not applied ({', '.join(kinds)}): cbc's permission answer "
             "has no such field, so the tool will be asked about again",
             "warning",
