@@ -58,6 +58,9 @@ EPOCH_MS = 1_800_000_000_000
 #: peak(N) may exceed peak(N/4) by this factor (plus MEM_SLACK bytes) before we call it growth
 MEM_FACTOR = 1.25
 MEM_SLACK = 1 << 20
+#: the last quarter's CPU per frame may exceed the first's by this factor before we call
+#: the cost per frame not flat over the session's length
+FLAT_FACTOR = 1.25
 #: engine seconds per 64 KiB read (~1000 frames/s from the backend): drives the timers
 SECONDS_PER_READ = 0.05
 #: and per read of one line (``--line-reads``)
@@ -99,11 +102,13 @@ def bridge(
     make: Callable[[], Engine] = full_engine,
     client_eof: bool = False,
     line_per_read: bool = False,
+    on_read: Callable[[bytes], None] | None = None,
 ) -> Engine:
     """The engine over the same bytes, fed and drained the way ``bridge.driver`` does;
     ``client_eof``: the client's EOF first (a ``-p`` run: the stream goes through the
     wind-down); ``line_per_read``: one line per read, 1 ms apart (a backend writing each
-    frame as it has it), instead of 64 KiB reads."""
+    frame as it has it), instead of 64 KiB reads; ``on_read``: called with each read once
+    the engine has taken it."""
     engine = make()
     if client_eof:
         engine.eof("client", 0.0)
@@ -127,6 +132,8 @@ def bridge(
                     if type(cmd) is Write:
                         write(cmd.data)
             reads += 1
+            if on_read is not None:
+                on_read(chunk)
             if sample is not None and reads % 64 == 0:
                 sample()
         for cmd in engine.backend_exited(0, now):
@@ -186,6 +193,37 @@ def per_rule(path: Path, runs: int, client_eof: bool = False) -> dict[str, float
         for rule in rules:
             pairs[rule].append(cpu(None) - cpu(rule))
     return {r: statistics.median(d) for r, d in pairs.items()}
+
+
+class Quarters:
+    """CPU per frame in each quarter of the stream (by frames read), for one engine run:
+    a rule whose work grows with what the session has seen shows as a later quarter
+    costlier than the first (the stream's make-up is the same throughout: seeded turns and
+    sessions drawn alike)."""
+
+    def __init__(self, frames: int) -> None:
+        self.bounds = [frames * k // 4 for k in (1, 2, 3)]
+        self.seen = 0
+        self.marks: list[tuple[int, float]] = []
+        self.start = time.process_time()
+
+    def __call__(self, chunk: bytes) -> None:
+        self.seen += chunk.count(b"\n")
+        while len(self.marks) < len(self.bounds) and self.seen >= self.bounds[len(self.marks)]:
+            self.marks.append((self.seen, time.process_time()))
+
+    def finish(self) -> float:
+        """The run is over (the last quarter ends here): its CPU time."""
+        self.marks.append((self.seen, time.process_time()))
+        return self.marks[-1][1] - self.start
+
+    def per_frame_us(self) -> list[float]:
+        """µs of CPU per frame in each quarter of a finished run."""
+        points = [(0, self.start), *self.marks]
+        return [
+            (t1 - t0) / max(n1 - n0, 1) * 1e6
+            for (n0, t0), (n1, t1) in zip(points, points[1:], strict=False)
+        ]
 
 
 def _rss() -> int:
@@ -263,9 +301,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         relay_t = best_of(args.runs, lambda: relay(full))
         holder: list[Engine] = []
         eof = args.client_eof
-        bridge_t = best_of(args.runs, lambda: holder.append(bridge(full, client_eof=eof)))
+        quarters: list[Quarters] = []
+
+        def timed() -> None:
+            quarters.append(Quarters(stream["frames"]))
+            holder.append(bridge(full, client_eof=eof, on_read=quarters[-1]))
+            quarters[-1].finish()
+
+        bridge_t = best_of(args.runs, timed)
         stats = holder[-1].statistics()
         holder.clear()
+        flat = min(quarters, key=lambda q: q.marks[-1][1] - q.start).per_frame_us()
         breakdown = (
             {
                 name: best_of(args.runs, lambda make=make: bridge(full, make=make, client_eof=eof))  # type: ignore[misc]
@@ -286,6 +332,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         violations = verify(full) if args.verify else None
     n = stream["frames"]
     grows = mem_f["peak"] > MEM_FACTOR * mem_q["peak"] + MEM_SLACK
+    slows = flat[-1] > FLAT_FACTOR * flat[0]
     ratio = bridge_t["best_s"] / relay_t["best_s"]
     for t in (relay_t, bridge_t, *(breakdown or {}).values()):
         t["frames_per_s"] = n / t["best_s"]
@@ -311,7 +358,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "statistics": stats,
         "line_reads": reads,
-        "ok": ratio <= args.max_ratio and not grows,
+        "per_frame_us_by_quarter": flat,
+        "slows": slows,
+        "ok": ratio <= args.max_ratio and not grows and not slows,
     }
     if breakdown is not None:
         result["breakdown"] = breakdown
@@ -368,6 +417,13 @@ def report(r: dict[str, Any]) -> str:
         f"peak memory grows with stream length: {'YES' if m['grows'] else 'no'} "
         f"(growth = full peak > {MEM_FACTOR:g} x quarter peak + {_mib(MEM_SLACK)})"
     )
+    flat = r["per_frame_us_by_quarter"]
+    lines.append(
+        "CPU per frame by quarter of the stream: "
+        + ", ".join(f"{us:.1f}" for us in flat)
+        + f" us (last/first x{flat[-1] / flat[0]:.2f}; slows down: "
+        f"{'YES' if r['slows'] else 'no'}, at > x{FLAT_FACTOR:g})"
+    )
     lr = r["line_reads"]
     per_line = {k: lr[k]["best_s"] / lr["lines"] * 1e6 for k in ("one_line", "blocks")}
     lines.append(
@@ -402,6 +458,7 @@ def report(r: dict[str, Any]) -> str:
             for w, bad in (
                 ("ratio above target", r["ratio"] > r["max_ratio"]),
                 ("memory grows", m["grows"]),
+                ("a frame costs more late in the stream", r["slows"]),
             )
             if bad
         )
@@ -441,7 +498,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--check",
         action="store_true",
-        help="exit 1 when the ratio is above --max-ratio or memory grows",
+        help="exit 1 when the ratio is above --max-ratio, memory grows or a frame costs more"
+        " late in the stream",
     )
     p.add_argument("--profile", action="store_true", help="add a cProfile of one engine run")
     p.add_argument(

@@ -64,6 +64,9 @@ SHARED: dict[str, frozenset[str]] = {
     "control.deferred": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
     # unsupported-control's own requests to cbc; control-reply swallows their replies
     "control.own": frozenset({"unsupported-control", "control-reply"}),
+    # sdk-mcp-reply keeps the client's tools/call result; sdk-mcp takes it for the call's
+    # tool_result
+    "control.sdk_mcp_results": frozenset({"sdk-mcp-reply", "sdk-mcp"}),
     # rev-requests marks an interrupt; the turn's end clears it (rev-interrupted-turn, or
     # rev-interrupt-reply when Claude was idle)
     "rev.interrupted": frozenset({"rev-requests", "rev-interrupted-turn", "rev-interrupt-reply"}),

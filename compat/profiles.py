@@ -32,6 +32,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "stdin-vocabulary",
             "user-line",
             "permission-reply",
+            "sdk-mcp-reply",  # keeps what the client's in-process MCP servers answered
             "initialize-request",
             "resume-replay",
             "interrupt-request",
@@ -47,6 +48,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields
             # cut), context_management; compat/stages/fields.py
             "frame-fields",
+            # cbc's requests to the client's in-process MCP servers and their tool
+            # results, as Claude's (compat/stages/control.py)
+            "sdk-mcp",
             # session shapes (compat/stages/shape.py): init-shape after init-once touches
             # only the init the client sees
             "init-shape",

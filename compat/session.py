@@ -215,6 +215,14 @@ class ControlState:
     prompt_interrupt: str | None = None
     #: [unsupported-control, control-reply] the model of the last successful set_model
     set_model: str | None = None
+    #: [sdk-mcp] cbc's ``mcp_message`` requests to the client's in-process MCP servers:
+    #: request id -> (server, JSON-RPC method, the tool_use_id of a ``tools/call`` or "")
+    sdk_mcp_calls: dict[str, tuple[str, str, str]] = attrs.Factory(dict)
+    #: [sdk-mcp-reply] each in-process server's ``tools/list`` answer (for ``mcp_status``)
+    sdk_mcp_tools: dict[str, list[dict[str, Any]]] = attrs.Factory(dict)
+    #: [sdk-mcp-reply] tool_use_id -> the client's ``tools/call`` result, until [sdk-mcp]
+    #: rewrites that call's ``tool_result`` from it
+    sdk_mcp_results: dict[str, dict[str, Any]] = attrs.Factory(dict)
 
 
 @attrs.define

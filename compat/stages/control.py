@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any, ClassVar, cast
 
 import attrs
+import orjson
 
 from compat import controlkit as ck
 from compat import wire
 from compat.frames import Frame
-from compat.session import ControlRequest
+from compat.session import ControlRequest, trim_input
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT, iso_ms
@@ -344,6 +345,7 @@ class UnsupportedControl(Stage):
         {
             "control.last_result",
             "control.mcp_servers",
+            "control.sdk_mcp_tools",
             "control.set_model",
             "session_id",
             "task.phase",
@@ -442,10 +444,15 @@ class UnsupportedControl(Stage):
     # -- local answers: what Claude Code 2.1.220 answers, from what the bridge knows ------
     def _local_mcp_status(self, ctx: Context, rid: str, body: wire.SetterBody) -> dict[str, Any]:
         servers = []
+        sdk_tools = ctx.state.control.sdk_mcp_tools
         for s in ctx.state.control.mcp_servers:
             if isinstance(s, dict) and isinstance(s.get("name"), str):
                 entry = {"name": s["name"], "status": s.get("status") or "pending"}
                 entry.update((k, v) for k, v in s.items() if k not in entry)
+                tools = sdk_tools.get(s["name"])
+                if tools is not None:  # an in-process server (sdk-mcp-reply): as Claude
+                    entry.setdefault("scope", "dynamic")
+                    entry["tools"] = [claude_tool_info(t) for t in tools]
                 servers.append(entry)
         return ck.success(rid, {"mcpServers": servers})
 
@@ -768,4 +775,249 @@ class ControlState(Stage):
             }
             if control.queued_lines and isinstance(control.line_waker, Stage):
                 ctx.set_timer(control.line_waker, "turn-end", 0.0)  # (user-line, upstream)
+        return None
+
+
+# -- in-process MCP servers (the SDK's create_sdk_mcp_server / createSdkMcpServer) -------
+#: who Claude Code says it is to an MCP server (``initialize``'s ``clientInfo``; raw run
+#: of a Python SDK ``create_sdk_mcp_server`` session, 2026-12-02); cbc names itself after
+#: the server (``{"name": "probe", "version": "1.0.0"}``)
+def claude_client_info(version: str) -> dict[str, str]:
+    return {
+        "name": "claude-code",
+        "title": "Claude Code",
+        "version": version,
+        "description": "Anthropic's agentic coding tool",
+        "websiteUrl": "https://claude.com/claude-code",
+    }
+
+
+#: MCP tool annotations as Claude's ``mcp_status`` names them (its ``McpToolAnnotations``)
+_ANNOTATIONS = (
+    ("readOnlyHint", "readOnly"),
+    ("destructiveHint", "destructive"),
+    ("openWorldHint", "openWorld"),
+)
+
+
+def claude_tool_info(tool: dict[str, Any]) -> dict[str, Any]:
+    """One ``tools/list`` entry as Claude's ``mcp_status`` lists it: the name and the
+    annotations it knows (``{}`` for none); no description."""
+    ann = tool.get("annotations")
+    ann = ann if isinstance(ann, dict) else {}
+    known = {c: ann[m] for m, c in _ANNOTATIONS if m in ann}
+    return {"name": tool.get("name"), "annotations": known}
+
+
+def _cbc_copy(block_content: Any, content: list[Any]) -> bool:
+    """cbc's ``tool_result`` content for an in-process server's result ``content``: one
+    text block holding that list as JSON (its empty text blocks left out)."""
+    if not (isinstance(block_content, list) and len(block_content) == 1):
+        return False
+    only = block_content[0]
+    text = only.get("text") if isinstance(only, dict) and only.get("type") == "text" else None
+    if not isinstance(text, str) or not text.startswith("["):
+        return False
+    try:
+        copied = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    kept = [
+        c
+        for c in content
+        if not (isinstance(c, dict) and c.get("type") == "text" and not str(c.get("text")).strip())
+    ]
+    return bool(copied == kept or copied == content)
+
+
+def claude_result(block: dict[str, Any], result: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+    """An in-process server's ``tools/call`` result as Claude writes its ``tool_result``
+    block and the frame's ``tool_use_result``: the content as the tool returned it (both);
+    a failure (``isError``) as its text, ``is_error: true`` and ``Error: <text>``."""
+    content = result.get("content")
+    content = content if isinstance(content, list) else []
+    if result.get("isError") is True:
+        texts = [c.get("text") for c in content if isinstance(c, dict)]
+        if (
+            texts
+            and len(texts) == len(content)
+            and all(c.get("type") == "text" for c in content)
+            and all(isinstance(t, str) for t in texts)
+        ):
+            text = "\n".join(cast("list[str]", texts))
+            return {**block, "content": text, "is_error": True}, f"Error: {text}"
+        return {**block, "content": content, "is_error": True}, content
+    kept = {k: v for k, v in block.items() if k != "is_error"}
+    blocks = [
+        {"type": "text", "text": c["text"], **c} if c.get("type") == "text" else c
+        for c in content
+        if isinstance(c, dict)
+    ]  # Claude writes a text block type first
+    return {**kept, "content": blocks}, blocks
+
+
+@register
+@attrs.define
+class SdkMcp(Stage):
+    """cbc's requests to the client's in-process MCP servers, and their results, as
+    Claude's.
+
+    A Claude SDK's in-process server (``--mcp-config`` ``{"type": "sdk"}``) is reached
+    through ``control_request{subtype: "mcp_message", server_name, message}``; cbc 2.163.0
+    sends them, and both CLIs introduce themselves with an MCP ``initialize``, then
+    ``notifications/initialized``, ``tools/list``, ``tools/call`` (raw runs, 2026-12-02).
+    What differs, and is rewritten here:
+
+    - ``initialize``: cbc's ``clientInfo`` is the server's own name and version
+      (``{"name": "probe", "version": "1.0.0"}``); Claude's is ``claude-code`` with its
+      version (``claude_client_info``).
+    - ``tools/call``: Claude's ``params._meta`` has ``claudecode/toolUseId``, the id of the
+      model's call; cbc's has none (its own ``traceparent``/``baggage`` are kept). It is the
+      oldest ``mcp__<server>__<tool>`` call not yet sent (``_tool_use``).
+    - the ``tool_result``: cbc writes the tool's content list as JSON in one text block
+      (``[{"type":"text","text":"[{\\"type\\":\\"text\\",...}]"}]``) and drops ``isError``;
+      Claude writes the content as the tool returned it, with ``tool_use_result`` the same
+      list, and a failure as its text with ``is_error: true`` (``tool_use_result``
+      ``Error: <text>``). The result is the one ``sdk-mcp-reply`` kept from the client's
+      answer; a ``tool_result`` that is not cbc's copy of it passes unchanged.
+
+    cbc gives its model that JSON text too (a known gap: the model side is not the
+    bridge's).
+    """
+
+    rule: ClassVar[str] = "sdk-mcp"
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"control.sdk_mcp_calls", "control.sdk_mcp_results", "tool_uses"}
+    )
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.sdk_mcp_calls", "control.sdk_mcp_results"}
+    )
+    direction: ClassVar[Direction] = "down"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user"})
+    lazy: ClassVar[bool] = True
+    cold_parsed: ClassVar[bool] = True
+
+    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
+        """A user frame passes at once while no in-process tool result waits."""
+        return kind[0] == "user" and not ctx.state.control.sdk_mcp_results
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.obj
+        if not isinstance(obj, dict):
+            return None
+        if obj.get("type") == "user":
+            return self._result(frame, obj, ctx)
+        rid, body = ck.request_of(obj)
+        server, msg = body.get("server_name"), body.get("message")
+        if (
+            rid is None
+            or body.get("subtype") != "mcp_message"
+            or not isinstance(server, str)
+            or not isinstance(msg, dict)
+            or not isinstance(msg.get("method"), str)
+        ):
+            return None
+        method: str = msg["method"]
+        params = msg.get("params")
+        use_id, new = "", None
+        if method == "initialize" and isinstance(params, dict):
+            info = claude_client_info(ctx.env.target_version)
+            if params.get("clientInfo") != info:
+                new = {**params, "clientInfo": info}
+        elif method == "tools/call" and isinstance(params, dict):
+            use_id = self._tool_use(ctx, server, params)
+            meta = params.get("_meta")
+            meta = dict(meta) if isinstance(meta, dict) else {}
+            if use_id and meta.get("claudecode/toolUseId") != use_id:
+                meta["claudecode/toolUseId"] = use_id
+                new = {**params, "_meta": meta}
+        remember(ctx.state.control.sdk_mcp_calls, rid, (server, method, use_id), cap=256)
+        if new is None:
+            return None
+        message = {**msg, "params": new}
+        return (frame.replace({**obj, "request": {**body, "message": message}}),)
+
+    def _tool_use(self, ctx: Context, server: str, params: dict[str, Any]) -> str:
+        """The model's call this ``tools/call`` runs: the oldest ``mcp__<server>__<tool>``
+        call not yet sent whose input (as ``session`` keeps it, trimmed) is these
+        arguments, else the oldest of that name (cbc runs a message's calls in order)."""
+        name = f"mcp__{server}__{params.get('name')}"
+        sent = {c[2] for c in ctx.state.control.sdk_mcp_calls.values()}
+        args = params.get("arguments")
+        args = trim_input(args) if isinstance(args, dict) else {}
+        fallback = ""
+        for use in ctx.state.tool_uses.values():
+            if use.name != name or use.id in sent:
+                continue
+            if use.input == args:
+                return use.id
+            fallback = fallback or use.id
+        if not fallback:
+            ctx.log(self.rule, f"tools/call of {name}: no call of the model's matches", "debug")
+        return fallback
+
+    def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        results = ctx.state.control.sdk_mcp_results
+        message = obj.get("message")
+        blocks = message.get("content") if isinstance(message, dict) else None
+        if not results or not isinstance(message, dict) or not isinstance(blocks, list):
+            return None
+        out: list[Any] = []
+        use_results: list[Any] = []
+        for b in blocks:
+            uid = b.get("tool_use_id") if isinstance(b, dict) else None
+            result = results.pop(uid, None) if isinstance(uid, str) else None
+            content = result.get("content") if result is not None else None
+            if result is None or not isinstance(content, list):
+                out.append(b)
+                continue
+            if not _cbc_copy(b.get("content"), content):
+                ctx.log(self.rule, f"tool_result {uid}: not cbc's copy: kept", "debug")
+                out.append(b)
+                continue
+            block, use_result = claude_result(b, result)
+            out.append(block)
+            use_results.append(use_result)
+        if not use_results:
+            return None
+        new: dict[str, Any] = {**obj, "message": {**message, "content": out}}
+        tool_results = [b for b in out if isinstance(b, dict) and b.get("type") == "tool_result"]
+        if len(tool_results) == 1 and len(use_results) == 1:
+            new["tool_use_result"] = use_results[0]
+        return (frame.replace(new),)
+
+
+@register
+@attrs.define
+class SdkMcpReply(Stage):
+    """The client's answers to cbc's ``mcp_message`` requests (``sdk-mcp``): passed on
+    unchanged; what they say is kept: each in-process server's ``tools/list``
+    (``mcp_status``'s ``tools``, ``unsupported-control``) and each ``tools/call`` result
+    (for ``sdk-mcp`` to write that call's ``tool_result`` as Claude)."""
+
+    rule: ClassVar[str] = "sdk-mcp-reply"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.sdk_mcp_calls"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.sdk_mcp_results", "control.sdk_mcp_tools"}
+    )
+    direction: ClassVar[Direction] = "up"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        control = ctx.state.control
+        if not control.sdk_mcp_calls:
+            return None
+        rid, sub, resp = ck.response_of(frame.obj)
+        call = control.sdk_mcp_calls.get(rid) if rid is not None else None
+        if call is None or sub != "success":
+            return None
+        mcp = ck.body_of(resp).get("mcp_response")
+        result = mcp.get("result") if isinstance(mcp, dict) else None
+        if not isinstance(result, dict):
+            return None
+        server, method, use_id = call
+        if method == "tools/list" and isinstance(result.get("tools"), list):
+            control.sdk_mcp_tools[server] = [t for t in result["tools"] if isinstance(t, dict)]
+        elif method == "tools/call" and use_id and isinstance(result.get("content"), list):
+            remember(control.sdk_mcp_results, use_id, result, cap=64)
         return None

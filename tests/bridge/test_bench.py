@@ -32,6 +32,26 @@ def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture
     assert reads["lines"] == r["stream"]["frames"]  # (fewer than --line-reads: all of them)
     assert reads["one_line"]["best_s"] > 0
     assert reads["blocks"]["best_s"] > 0
+    assert len(r["per_frame_us_by_quarter"]) == 4
+    assert all(us > 0 for us in r["per_frame_us_by_quarter"])
+    assert isinstance(r["slows"], bool)
+
+
+def test_quarters_split_the_cpu_by_frames_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CPU per frame in each quarter of a run, from the reads' newlines and the clock at
+    each boundary: a stream whose last quarter costs twice the first says so."""
+    from bench import throughput
+
+    clock = iter([0.0, 1.0, 2.0, 3.0, 5.0])
+    monkeypatch.setattr("bench.throughput.time.process_time", lambda: next(clock))
+    q = throughput.Quarters(400)  # starts at 0.0
+    q(b"x\n" * 100)  # 100 frames: the first quarter ends (1.0)
+    q(b"x\n" * 50)  # 150: no boundary, no clock
+    q(b"x\n" * 60)  # 210: the second ends (2.0), at the read that crosses it
+    q(b"x\n" * 90)  # 300: the third (3.0)
+    q(b"x\n" * 100)
+    assert q.finish() == 5.0  # the last quarter: 2 s for 100 frames
+    assert q.per_frame_us() == pytest.approx([1e4, 1e6 / 110, 1e6 / 90, 2e4])
 
 
 @needs_captures
