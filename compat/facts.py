@@ -62,8 +62,15 @@ SHARED: dict[str, frozenset[str]] = {
     "control.requests": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
     # the same two hold what cbc cannot take before its session; control-reply sends it then
     "control.deferred": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
-    # unsupported-control's own requests to cbc; control-reply swallows their replies
-    "control.own": frozenset({"unsupported-control", "control-reply"}),
+    # the bridge's own requests to cbc (unsupported-control's set_config, permission-reply's
+    # set_permission_mode for a setMode update); control-reply swallows their replies
+    "control.own": frozenset({"unsupported-control", "permission-reply", "control-reply"}),
+    # calls whose tool_result Claude marks (tool_result_meta): denied by the client's answer
+    # (permission-reply) or by a rule it added (permission-routing), withdrawn by an
+    # interrupt (permission-cancel); permission-routing marks the result and forgets them
+    "control.denied_uses": frozenset(
+        {"permission-reply", "permission-cancel", "permission-routing"}
+    ),
     # sdk-mcp-reply keeps the client's tools/call result; sdk-mcp takes it for the call's
     # tool_result
     "control.sdk_mcp_results": frozenset({"sdk-mcp-reply", "sdk-mcp"}),

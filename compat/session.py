@@ -162,6 +162,19 @@ class PermissionRequest:
     interrupted: bool = False
 
 
+@attrs.frozen
+class PermissionRule:
+    """A permission rule the client's answer added ("always allow": ``updatedPermissions``
+    ``addRules`` / ``replaceRules``) [permission-reply]: ``toolName`` and its optional
+    ``ruleContent`` (``Bash(npm test:*)`` is ``Bash`` + ``npm test:*``), what it decides
+    (``allow`` / ``deny`` / ``ask``) and where Claude would keep it (``destination``)."""
+
+    behavior: str
+    destination: str
+    tool_name: str
+    rule_content: str | None = None
+
+
 @attrs.define
 class ControlState:
     """The control protocol's facts (compat/stages/control.py, permissions.py,
@@ -176,6 +189,9 @@ class ControlState:
     deferred: list[dict[str, Any]] = attrs.Factory(list)
     interrupts: dict[str, Interrupt] = attrs.Factory(dict)  # [interrupt-request]
     permissions: dict[str, PermissionRequest] = attrs.Factory(dict)  # [permission-routing]
+    #: [permission-reply] the rules the client's permission answers added, oldest first;
+    #: [permission-routing] answers cbc's ``can_use_tool`` itself when one decides it
+    permission_rules: list[PermissionRule] = attrs.Factory(list)
     #: [permission-routing] can_use_tool requests the bridge denied itself (no stdio
     #: prompts), [permission-cancel] those an interrupt withdrew while open:
     #: ``{tool_name, tool_use_id, tool_input}``, Claude's ``permission_denials``

@@ -10,19 +10,34 @@ read as Claude's.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
 import attrs
 
 from compat import controlkit as ck
 from compat import wire
+from compat.flags import PERMISSION_MODES
 from compat.frames import Frame
-from compat.session import PermissionRequest
+from compat.session import PermissionRequest, PermissionRule
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.taskkit import remember
 
 #: tools whose denial Claude words as a write to the file they name
 WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+#: the modes cbc's ``set_permission_mode`` takes (its handler, 2.163.0 binary); Claude's
+#: others are mapped first (``compat.flags.PERMISSION_MODES``)
+CBC_MODES = frozenset({"default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "auto"})
+#: the updatedPermissions types that change rules, and what a rule may decide
+RULE_UPDATES = ("addRules", "replaceRules", "removeRules")
+BEHAVIORS = ("deny", "ask", "allow")  # Claude's order: the first that matches decides
+#: the most rules kept (a client adding rules forever does not grow the state forever)
+MAX_RULES = 256
+#: what makes a Bash command more than one simple command to the bridge: Claude splits
+#: compound commands and checks each part (a rule with content for one part does not cover
+#: ``safe && other``); the bridge does not parse shell, so it cannot tell and keeps asking
+_COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(")
 
 
 def claude_denial(tool_name: str, tool_input: dict[str, Any]) -> str:
@@ -33,6 +48,98 @@ def claude_denial(tool_name: str, tool_input: dict[str, Any]) -> str:
     if tool_name == "Read" and isinstance(path, str) and path:
         return f"Claude requested permissions to read from {path}, but you haven't granted it yet."
     return f"Claude requested permissions to use {tool_name}, but you haven't granted it yet."
+
+
+def rule_text(rule: PermissionRule) -> str:
+    """``Bash(npm test:*)``, or ``Bash`` for a rule about every use of the tool."""
+    return f"{rule.tool_name}({rule.rule_content})" if rule.rule_content else rule.tool_name
+
+
+def _tool_matches(rule_tool: str, tool: str, whole_tool: bool) -> bool:
+    """Claude's tool part of a rule: the tool's name; for a rule about every use of a tool,
+    ``mcp__server`` (or ``mcp__server__*``) also names every tool of that MCP server."""
+    if rule_tool == tool:
+        return True
+    if not whole_tool or not rule_tool.startswith("mcp__"):
+        return False
+    server = rule_tool.removesuffix("__*")
+    return server.count("__") == 1 and tool.startswith(server + "__")
+
+
+def _bash_matches(content: str, command: str) -> bool | None:
+    """Claude's ``Bash(content)`` against a command: exact (``npm run build``), legacy
+    prefix (``npm test:*``: the prefix alone or followed by a space), wildcard (``*``
+    matches any characters; a single trailing `` *`` also matches the bare command:
+    ``git *`` covers ``git``). None when the bridge cannot tell the way Claude would: a
+    compound command (``&&``, ``|``, ``;``, redirections, substitutions: Claude checks each
+    part), or escapes in the rule."""
+    if "\\" in content or _COMPOUND.search(command):
+        return None
+    command = command.strip()
+    if content.endswith(":*") and "*" not in content[:-2]:
+        prefix = content[:-2]
+        return command == prefix or command.startswith(prefix + " ")
+    if "*" in content:
+        if content.endswith(" *") and content.count("*") == 1 and command == content[:-2]:
+            return True
+        pattern = ".*".join(re.escape(part) for part in content.split("*"))
+        return re.fullmatch(pattern, command, re.DOTALL) is not None
+    return command == content
+
+
+def matchable(rule: PermissionRule) -> bool:
+    """Whether the bridge can match the rule's content the way Claude does (for the
+    simple commands of Bash, ``rule_matches``), or the rule is about every use."""
+    content = rule.rule_content
+    return content in (None, "*") or (rule.tool_name == "Bash" and "\\" not in content)
+
+
+def rule_matches(rule: PermissionRule, tool: str, inp: dict[str, Any]) -> bool | None:
+    """Whether ``rule`` covers a call of ``tool`` with ``inp`` as Claude's would; None when
+    the bridge cannot tell (content it cannot match exactly: file path patterns, WebFetch
+    domains, other tools' specifiers, compound Bash commands)."""
+    content = rule.rule_content
+    whole = content is None or content == "*"
+    if not _tool_matches(rule.tool_name, tool, whole):
+        return False
+    if whole:
+        return True
+    command = inp.get("command")
+    if tool == "Bash" and isinstance(command, str) and content is not None:
+        return _bash_matches(content, command)
+    return None
+
+
+def rule_verdict(
+    rules: Sequence[PermissionRule], tool: str, inp: dict[str, Any]
+) -> tuple[str | None, PermissionRule | None]:
+    """What the client's rules decide for a call: ``("deny" | "allow", rule)``, or
+    ``(None, rule)`` when it is to be asked (an ``ask`` rule matched, or a rule the bridge
+    cannot match could decide it before an allow: deny before ask before allow, as in
+    Claude), or ``(None, None)`` when no rule is about it."""
+    unsure: PermissionRule | None = None
+    for behavior in BEHAVIORS:
+        for rule in rules:
+            if rule.behavior != behavior:
+                continue
+            hit = rule_matches(rule, tool, inp)
+            if hit is None:
+                unsure = unsure or rule
+            elif hit:
+                return (behavior if behavior != "ask" else None), rule
+        if behavior != "allow" and unsure is not None:
+            return None, unsure  # it could deny (or ask): the client decides
+    return None, unsure
+
+
+def rule_denial(rule: PermissionRule, tool: str, inp: dict[str, Any]) -> str:
+    """Claude Code's message for a call a deny rule denied."""
+    command = inp.get("command")
+    if rule.rule_content and rule.rule_content != "*":
+        if tool == "Bash" and isinstance(command, str):
+            return f"Permission to use {tool} with command {command} has been denied."
+        return f"Permission to use {tool} with {rule.rule_content} has been denied."
+    return f"Permission to use {tool} has been denied."
 
 
 @register
@@ -57,13 +164,30 @@ class PermissionRouting(Stage):
     answer denied gets Claude's ``tool_result_meta: [{id, non_execution_kind:
     "permission-rule"}]`` (twins permission-deny.claude.jsonl); other user frames are not
     parsed (nothing denied: the step is cold).
+
+    A prompt that would be forwarded is first checked against the rules the client's
+    answers added (``updatedPermissions``: ``ControlState.permission_rules``, kept by
+    ``permission-reply``), as Claude checks its session rules before it asks: deny, then
+    ask, then allow; a matching deny or allow is answered to cbc by the bridge (counted
+    ``denied-by-rule`` / ``allowed-by-rule``) and the client is not asked again. A rule
+    is about a tool (``Bash``; ``mcp__server`` for all of a server's tools) or, for Bash,
+    a command: exact, legacy prefix (``npm test:*``), ``*`` wildcards. A rule the bridge
+    cannot match the way Claude would (file path patterns, WebFetch domains, a compound
+    Bash command) never answers: the client is asked (said at debug).
     """
 
     rule: ClassVar[str] = "permission-routing"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"control.client_turns", "control.denied_uses", "stdio_permissions"}
+        {
+            "control.client_turns",
+            "control.denied_uses",
+            "control.permission_rules",
+            "stdio_permissions",
+        }
     )
-    writes: ClassVar[frozenset[str]] = frozenset({"control.permission_denials"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.denied_uses", "control.permission_denials"}
+    )
     modes: ClassVar[tuple[str, ...]] = ("auto", "forward", "deny")
     #: can_use_tool requests, and tool results (``user``) of calls the client denied; a
     #: turn's result forgets the calls an interrupt withdrew
@@ -98,6 +222,8 @@ class PermissionRouting(Stage):
         use = use if isinstance(use, str) else None
         control = ctx.state.control
         forward = ctx.state.stdio_permissions if self.mode == "auto" else self.mode == "forward"
+        if forward and control.permission_rules and self._by_rule(rid, tool, use, inp, ctx):
+            return ()
         if forward:
             remember(control.permissions, rid, PermissionRequest(rid, tool, use, inp), cap=256)
             return None
@@ -117,6 +243,53 @@ class PermissionRouting(Stage):
         )
         ctx.count(self.rule, "denied")
         return ()
+
+    def _by_rule(
+        self, rid: str, tool: str, use: str | None, inp: dict[str, Any], ctx: Context
+    ) -> bool:
+        """Answer cbc itself when a rule the client added (``updatedPermissions``,
+        ``ControlState.permission_rules``) decides the call, as Claude does without asking
+        the client again: an allow with the input as asked, or a deny Claude-worded
+        (listed in ``permission_denials``, its tool_result marked ``permission-rule``).
+        False when the client is to be asked."""
+        control = ctx.state.control
+        verdict, rule = rule_verdict(control.permission_rules, tool, inp)
+        if verdict is None:
+            if rule is not None:
+                why = (
+                    "the bridge cannot match this rule's content the way Claude does"
+                    if rule_matches(rule, tool, inp) is None
+                    else "an ask rule"
+                )
+                ctx.log(
+                    self.rule,
+                    f"{tool} asked about despite the {rule.behavior} rule {rule_text(rule)}: {why}",
+                    "debug",
+                )
+            return False
+        assert rule is not None
+        reply: dict[str, Any]
+        if verdict == "allow":
+            reply = {"allowed": True, "updatedInput": inp}
+        else:
+            reply = {"allowed": False, "reason": rule_denial(rule, tool, inp), "interrupt": False}
+            control.permission_denials.append(
+                {
+                    "tool_name": tool,
+                    "tool_use_id": use,
+                    "tool_input": inp,
+                    "turn": control.client_turns,
+                }
+            )
+            if use:
+                remember(control.denied_uses, use, "permission-rule", cap=256)
+        if use:
+            reply["tool_use_id"] = use
+        ctx.emit("up", Frame.from_obj(ck.success(rid, reply)), self.rule)
+        done = "allowed" if verdict == "allow" else "denied"
+        ctx.log(self.rule, f"{done} {tool} by the client's rule {rule_text(rule)}", "debug")
+        ctx.count(self.rule, f"{done}-by-rule")
+        return True
 
     def _tool_result(self, frame: Frame, ctx: Context) -> Output:
         denied = ctx.state.control.denied_uses
@@ -156,32 +329,121 @@ class PermissionReply(Stage):
     The client's answer to a forwarded request (or any answer of Claude's shape) is translated
     to cbc's, the legacy ``claude-code-sdk`` 0.0.x answer (``{allow, reason | input}``) too,
     its reason kept; a client error reply becomes a deny, and the denied call's id is noted
-    (``ControlState.denied_uses``).
+    (``ControlState.denied_uses``). An allow's ``updatedPermissions`` are applied
+    (``_apply``): rules kept for ``permission-routing``, a mode sent to cbc.
     """
 
     rule: ClassVar[str] = "permission-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.permissions"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.denied_uses", "control.own", "control.permission_rules"}
+    )
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
-    def _unapplied(self, updates: Any, ctx: Context) -> None:
-        """An allow's ``updatedPermissions`` (the SDKs' "always allow" suggestions: rules
-        added, a mode set, directories added) has no place in cbc's answer, which reads only
-        ``{allowed, reason, interrupt, updatedInput}`` (its binary): later calls prompt
-        again. Said once per answer that carries any, naming the update types, so that what
-        the client asked for is not lost silently (counted: ``permission-updates-unapplied``)."""
+    _own: int = attrs.field(default=0, init=False)  # set_permission_mode requests sent
+
+    def _apply(self, updates: Any, ctx: Context) -> None:
+        """An allow's ``updatedPermissions`` (the SDKs' "always allow"), applied the way
+        Claude Code 2.1.220 applies them, though cbc's answer has no field for them (it
+        reads only ``{allowed, reason, interrupt, updatedInput}``: its binary):
+
+        - ``addRules`` / ``replaceRules`` / ``removeRules`` (``behavior`` allow, deny or
+          ask) change ``ControlState.permission_rules``, which ``permission-routing``
+          answers cbc's later prompts from; a destination other than ``session`` is kept
+          for the session only (the bridge writes no settings file: said at info);
+        - ``setMode`` is sent to cbc as the bridge's own ``set_permission_mode``
+          (``ControlState.own``: ``control-reply`` swallows cbc's reply), Claude's mode
+          mapped to cbc's (``compat.flags.PERMISSION_MODES``);
+        - what cbc has no way to take (``addDirectories`` / ``removeDirectories``: no
+          control request of cbc's changes its directories; a malformed update, an
+          unknown type or mode) is named in one warning per answer and counted
+          (``permission-updates-unapplied``): the tool may be asked about again.
+        """
         if not isinstance(updates, list) or not updates:
             return
-        kinds = sorted(
-            {str(u.get("type")) if isinstance(u, dict) else type(u).__name__ for u in updates}
-        )
-        ctx.count(self.rule, "permission-updates-unapplied", len(updates))
+        unapplied: list[str] = []
+        for u in updates:
+            kind = u.get("type") if isinstance(u, dict) else type(u).__name__
+            done = False
+            if isinstance(u, dict) and kind in RULE_UPDATES:
+                done = self._rules(u, ctx)
+            elif isinstance(u, dict) and kind == "setMode":
+                done = self._set_mode(u, ctx)
+            if done:
+                ctx.count(self.rule, "permission-updates-applied")
+            else:
+                unapplied.append(str(kind))
+        if not unapplied:
+            return
+        ctx.count(self.rule, "permission-updates-unapplied", len(unapplied))
         ctx.log(
             self.rule,
-            f"updatedPermissions not applied ({', '.join(kinds)}): cbc's permission answer "
-            "has no such field, so the tool will be asked about again",
+            f"updatedPermissions not applied ({', '.join(sorted(set(unapplied)))}): cbc has "
+            "no way to take them, so the tool may be asked about again",
             "warning",
         )
+
+    def _rules(self, update: dict[str, Any], ctx: Context) -> bool:
+        behavior = update.get("behavior")
+        destination = update.get("destination") or "session"
+        given = update.get("rules")
+        if behavior not in BEHAVIORS or not isinstance(given, list):
+            return False
+        new: list[PermissionRule] = []
+        for r in given:
+            tool = r.get("toolName") if isinstance(r, dict) else None
+            content = r.get("ruleContent") if isinstance(r, dict) else None
+            if not isinstance(tool, str) or not tool or not isinstance(content, (str, type(None))):
+                return False
+            new.append(PermissionRule(str(behavior), str(destination), tool, content or None))
+        rules = ctx.state.control.permission_rules
+        kind = update["type"]
+        if kind == "replaceRules":
+            rules[:] = [r for r in rules if (r.behavior, r.destination) != (behavior, destination)]
+        if kind == "removeRules":
+            gone = set(new)
+            rules[:] = [r for r in rules if r not in gone]
+        else:
+            rules.extend(r for r in dict.fromkeys(new) if r not in rules)
+            del rules[:-MAX_RULES]
+            for r in new:
+                if not matchable(r):
+                    ctx.log(
+                        self.rule,
+                        f"{r.behavior} rule {rule_text(r)} kept, but cbc's prompts for "
+                        f"{r.tool_name} are still asked: the bridge cannot match its content "
+                        "the way Claude does",
+                        "info",
+                    )
+        if destination != "session":
+            ctx.log(
+                self.rule,
+                f"{kind} for {destination} applied to this session only: the bridge "
+                "writes no settings file",
+                "info",
+            )
+        ctx.log(
+            self.rule,
+            f"{kind} {behavior} {', '.join(rule_text(r) for r in new)} ({destination})",
+            "debug",
+        )
+        return True
+
+    def _set_mode(self, update: dict[str, Any], ctx: Context) -> bool:
+        mode = update.get("mode")
+        if not isinstance(mode, str):
+            return False
+        mode = PERMISSION_MODES.get(mode, mode)
+        if mode not in CBC_MODES:
+            return False
+        self._own += 1
+        rid = f"ccbridge-mode-{self._own}"
+        ctx.state.control.own[rid] = "set_permission_mode"
+        body = {"subtype": "set_permission_mode", "mode": mode}
+        ctx.emit("up", Frame.from_obj(ck.request(rid, body)), self.rule)
+        ctx.log(self.rule, f"setMode sent to cbc as set_permission_mode {mode!r}", "info")
+        return True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rid, sub, response = ck.response_of(frame.obj)
@@ -218,7 +480,7 @@ class PermissionReply(Stage):
             if not isinstance(updated, dict):
                 updated = pending.input if pending is not None else {}
             reply = {"allowed": True, "updatedInput": updated}
-            self._unapplied(body.get("updatedPermissions"), ctx)
+            self._apply(body.get("updatedPermissions"), ctx)
         else:
             if body.get("behavior") != "deny":
                 ctx.log(

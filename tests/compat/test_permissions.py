@@ -297,33 +297,285 @@ def test_no_cancel_without_open_prompts() -> None:
     assert not [f for f in run.frames() if f.get("type") == "control_cancel_request"]
 
 
-def test_an_allows_permission_updates_cbc_cannot_take_are_named_in_a_warning() -> None:
-    """The SDKs' "always allow" (updatedPermissions on an allow: rules, a mode) has no field
-    in cbc's answer: the allow goes through, and one warning per answer names what was not
-    applied (an empty list says nothing)."""
-    req = can_use_tool(ALLOW)
-    rid = req["request_id"]
-    updates = [
-        {
-            "type": "addRules",
-            "rules": [{"toolName": "Bash"}],
-            "behavior": "allow",
-            "destination": "session",
-        },
-        {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
-    ]
+# -- updatedPermissions ("always allow") ------------------------------------------------------
+
+
+def prompt(n: int, command: str = "touch perm-probe.txt", tool: str = "Bash") -> dict[str, Any]:
+    """cbc's can_use_tool (mockoai_can-use-tool-allow's) for call ``n``: its own ids."""
+    inp: dict[str, Any] = {"command": command} if tool == "Bash" else {"file_path": command}
+    return ck.request(
+        f"perm_{n}",
+        {"subtype": "can_use_tool", "tool_name": tool, "input": inp, "tool_use_id": f"call_{n}"},
+    )
+
+
+def rules_update(
+    kind: str, behavior: str, *rules: tuple[str, str | None], destination: str = "session"
+) -> dict[str, Any]:
+    return {
+        "type": kind,
+        "rules": [
+            {"toolName": t, **({"ruleContent": c} if c is not None else {})} for t, c in rules
+        ],
+        "behavior": behavior,
+        "destination": destination,
+    }
+
+
+def always(updates: list[dict[str, Any]], *later: dict[str, Any]) -> tuple[Any, Any]:
+    """cbc asks about call 1, the client allows it with ``updates``; then cbc asks about
+    each of ``later``. (engine, run)"""
     eng = engine(stdio=True)
+    first = prompt(1)
+    extra: list[tuple[float, str, Any]] = [
+        (0.0, "backend", first),
+        (0.1, "client", answer("perm_1", {"behavior": "allow", "updatedPermissions": updates})),
+    ]
+    extra += [(0.2 + i / 10, "backend", req) for i, req in enumerate(later)]
+    return eng, replay(eng, extra=extra)
+
+
+def prompts_seen(run: Any) -> list[str]:
+    return [f["request_id"] for f in run.frames() if f.get("type") == "control_request"]
+
+
+def answers_to_cbc(run: Any) -> dict[str, dict[str, Any]]:
+    return {
+        f["response"]["request_id"]: f["response"]["response"]
+        for f in run.frames("backend")
+        if f.get("type") == "control_response"
+    }
+
+
+def test_an_allow_rule_for_a_tool_answers_its_later_prompts_without_the_client() -> None:
+    later = prompt(2, "rm -rf build"), prompt(3, "ls", tool="Bash")
+    eng, run = always([rules_update("addRules", "allow", ("Bash", None))], *later)
+    assert prompts_seen(run) == ["perm_1"]  # the client is asked once
+    got = answers_to_cbc(run)
+    assert got["perm_2"] == {
+        "allowed": True,
+        "updatedInput": {"command": "rm -rf build"},
+        "tool_use_id": "call_2",
+    }
+    assert got["perm_3"]["allowed"] is True
+    counts = eng.statistics()["rules"]
+    assert counts["permission-routing"]["allowed-by-rule"] == 2
+    assert counts["permission-reply"]["permission-updates-applied"] == 1
+    assert "permission-updates-unapplied" not in counts["permission-reply"]
+    assert not [g for g in run.logs if g.level == "warning"]
+
+
+def test_a_rule_for_another_tool_still_prompts() -> None:
+    _, run = always(
+        [rules_update("addRules", "allow", ("Bash", None))], prompt(2, "/w/a.txt", tool="Write")
+    )
+    assert prompts_seen(run) == ["perm_1", "perm_2"]
+
+
+def test_a_deny_rule_denies_claude_worded_and_the_call_is_listed() -> None:
+    eng, run = always(
+        [rules_update("addRules", "deny", ("Bash", "rm:*"))],
+        prompt(2, "rm -rf build"),
+        prompt(3, "rmdir x"),  # not the rm prefix (a word boundary)
+    )
+    assert prompts_seen(run) == ["perm_1", "perm_3"]
+    assert answers_to_cbc(run)["perm_2"] == {
+        "allowed": False,
+        "reason": "Permission to use Bash with command rm -rf build has been denied.",
+        "interrupt": False,
+        "tool_use_id": "call_2",
+    }
+    [denial] = eng.state.control.permission_denials
+    assert denial["tool_use_id"] == "call_2"
+    assert eng.state.control.denied_uses == {"call_2": "permission-rule"}
+    assert eng.statistics()["rules"]["permission-routing"]["denied-by-rule"] == 1
+
+
+def test_a_whole_tool_deny_is_worded_for_the_tool() -> None:
+    _, run = always([rules_update("addRules", "deny", ("Write", None))], prompt(2, "/w/a", "Write"))
+    assert answers_to_cbc(run)["perm_2"]["reason"] == "Permission to use Write has been denied."
+
+
+def test_deny_comes_before_allow() -> None:
+    updates = [
+        rules_update("addRules", "allow", ("Bash", None)),
+        rules_update("addRules", "deny", ("Bash", "git push *")),
+    ]
+    _, run = always(updates, prompt(2, "git push origin main"), prompt(3, "git status"))
+    got = answers_to_cbc(run)
+    assert got["perm_2"]["allowed"] is False
+    assert got["perm_3"]["allowed"] is True
+    assert prompts_seen(run) == ["perm_1"]
+
+
+@pytest.mark.parametrize(
+    ("content", "command", "allowed"),
+    [
+        ("npm test:*", "npm test", True),
+        ("npm test:*", "npm test -- --watch", True),
+        ("npm test:*", "npm testing", False),
+        ("npm test:*", "npx npm test", False),
+        ("npm run build", "npm run build", True),
+        ("npm run build", "npm run build --prod", False),
+        ("git *", "git", True),  # a single trailing " *" also covers the bare command
+        ("git *", "git log -1", True),
+        ("git *", "gitk", False),
+        ("git * main", "git push origin main", True),
+        ("ls*", "lsof", True),
+        ("*", "anything at all", True),
+    ],
+)
+def test_a_prefix_or_wildcard_allow_matches_bash_commands_like_claude(
+    content: str, command: str, allowed: bool
+) -> None:
+    _, run = always([rules_update("addRules", "allow", ("Bash", content))], prompt(2, command))
+    assert ("perm_2" in answers_to_cbc(run)) is allowed
+    assert ("perm_2" in prompts_seen(run)) is not allowed
+
+
+@pytest.mark.parametrize(
+    "command", ["npm test && rm -rf /", "npm test; curl x", "npm test | sh", "npm test > out"]
+)
+def test_a_compound_command_is_asked_about_with_a_debug_line(command: str) -> None:
+    """Claude checks each part of a compound command; the bridge parses no shell: a rule
+    with content never answers one (the client decides), and says why."""
+    _, run = always([rules_update("addRules", "allow", ("Bash", "npm test:*"))], prompt(2, command))
+    assert prompts_seen(run) == ["perm_1", "perm_2"]
+    [line] = [g for g in run.logs if g.rule == "permission-routing" and "despite" in g.message]
+    assert line.level == "debug"
+    assert "cannot match" in line.message
+
+
+def test_a_deny_rule_the_bridge_cannot_match_keeps_an_allow_from_answering() -> None:
+    """deny before allow: an unmatchable deny (compound command) could be Claude's answer,
+    so the broader allow does not answer; the client is asked."""
+    updates = [
+        rules_update("addRules", "allow", ("Bash", None)),
+        rules_update("addRules", "deny", ("Bash", "rm:*")),
+    ]
+    _, run = always(updates, prompt(2, "cd x && rm -rf y"), prompt(3, "cd x"))
+    assert prompts_seen(run) == ["perm_1", "perm_2"]
+    assert answers_to_cbc(run)["perm_3"]["allowed"] is True
+
+
+def test_a_rule_content_the_bridge_cannot_match_is_kept_and_said_at_info() -> None:
+    eng, run = always(
+        [rules_update("addRules", "allow", ("Edit", "/src/**"))], prompt(2, "/src/a.py", "Edit")
+    )
+    assert prompts_seen(run) == ["perm_1", "perm_2"]
+    [info] = [g for g in run.logs if g.rule == "permission-reply" and g.level == "info"]
+    assert "Edit(/src/**)" in info.message
+    assert len(eng.state.control.permission_rules) == 1
+
+
+def test_an_ask_rule_keeps_prompting_before_an_allow() -> None:
+    updates = [
+        rules_update("addRules", "allow", ("Bash", None)),
+        rules_update("addRules", "ask", ("Bash", "git push:*")),
+    ]
+    _, run = always(updates, prompt(2, "git push"), prompt(3, "git pull"))
+    assert prompts_seen(run) == ["perm_1", "perm_2"]
+
+
+def test_mcp_server_rules_cover_its_tools() -> None:
+    _, run = always(
+        [rules_update("addRules", "allow", ("mcp__files", None))],
+        prompt(2, "x", "mcp__files__read"),
+        prompt(3, "x", "mcp__filesystem__read"),
+    )
+    assert prompts_seen(run) == ["perm_1", "perm_3"]
+
+
+def test_remove_rules_brings_the_prompt_back() -> None:
+    """removeRules (in a later answer) forgets the rule: the next call is asked about."""
+    eng = engine(stdio=True)
+    add = [rules_update("addRules", "allow", ("Bash", "npm test:*"), ("Bash", "ls"))]
+    remove = [rules_update("removeRules", "allow", ("Bash", "npm test:*"))]
     run = replay(
         eng,
         extra=[
-            (0.0, "backend", req),
-            (0.1, "client", answer(rid, {"behavior": "allow", "updatedPermissions": updates})),
+            (0.0, "backend", prompt(1)),
+            (0.1, "client", answer("perm_1", {"behavior": "allow", "updatedPermissions": add})),
+            (0.2, "backend", prompt(2, "npm test")),  # answered by the rule
+            (0.3, "backend", prompt(3, "touch x")),
+            (0.4, "client", answer("perm_3", {"behavior": "allow", "updatedPermissions": remove})),
+            (0.5, "backend", prompt(4, "npm test")),  # asked again
+            (0.6, "backend", prompt(5, "ls")),  # the other rule stays
         ],
     )
-    (reply,) = run.frames("backend")
-    assert reply["response"]["response"]["allowed"] is True
+    assert prompts_seen(run) == ["perm_1", "perm_3", "perm_4"]
+    assert set(answers_to_cbc(run)) == {"perm_1", "perm_2", "perm_3", "perm_5"}
+    [kept] = eng.state.control.permission_rules
+    assert (kept.tool_name, kept.rule_content) == ("Bash", "ls")
+
+
+def test_replace_rules_replaces_those_of_its_behavior_and_destination() -> None:
+    updates = [
+        rules_update("addRules", "allow", ("Bash", "ls")),
+        rules_update("addRules", "deny", ("Bash", "rm:*")),
+        rules_update("addRules", "allow", ("Bash", "pwd"), destination="localSettings"),
+        rules_update("replaceRules", "allow", ("Bash", "git status")),
+    ]
+    eng, run = always(updates)
+    got = {(r.behavior, r.destination, r.rule_content) for r in eng.state.control.permission_rules}
+    assert got == {
+        ("deny", "session", "rm:*"),
+        ("allow", "localSettings", "pwd"),
+        ("allow", "session", "git status"),
+    }
+    # another destination is kept for the session only, and said so
+    assert any(
+        g.level == "info" and "localSettings" in g.message and "this session only" in g.message
+        for g in run.logs
+    )
+
+
+def test_set_mode_reaches_cbc_as_the_bridges_own_request_whose_reply_the_client_never_sees() -> (
+    None
+):
+    eng, run = always([{"type": "setMode", "mode": "acceptEdits", "destination": "session"}])
+    [mode_req] = [f for f in run.frames("backend") if f.get("type") == "control_request"]
+    assert mode_req["request"] == {"subtype": "set_permission_mode", "mode": "acceptEdits"}
+    rid = mode_req["request_id"]
+    assert eng.state.control.own == {rid: "set_permission_mode"}
+    # the allow itself still reaches cbc
+    assert answers_to_cbc(run)["perm_1"]["allowed"] is True
+    # cbc's reply to the bridge's request is swallowed
+    reply = ck.success(rid, {"mode": "acceptEdits", "previous_mode": "default"})
+    out = replay(eng, extra=[(1.0, "backend", reply)])
+    assert out.frames() == []
+    assert eng.state.control.own == {}
+    assert eng.statistics()["rules"]["permission-reply"]["permission-updates-applied"] == 1
+
+
+def test_set_mode_maps_claudes_mode_to_cbcs() -> None:
+    _, run = always([{"type": "setMode", "mode": "manual", "destination": "session"}])
+    [mode_req] = [f for f in run.frames("backend") if f.get("type") == "control_request"]
+    assert mode_req["request"]["mode"] == "default"
+
+
+def test_updates_cbc_cannot_take_stay_a_warning() -> None:
+    """addDirectories (cbc has no control request for its directories), an unknown type,
+    a mode cbc lacks, a malformed rule: the allow goes through, one warning names them."""
+    updates: list[dict[str, Any]] = [
+        {"type": "addDirectories", "directories": ["/tmp/x"], "destination": "session"},
+        {"type": "grantEverything", "destination": "session"},
+        {"type": "setMode", "mode": "yolo", "destination": "session"},
+        {"type": "addRules", "rules": [{"ruleContent": "ls"}], "behavior": "allow"},
+        rules_update("addRules", "allow", ("Bash", "ls")),
+    ]
+    eng, run = always(updates)
+    assert answers_to_cbc(run)["perm_1"]["allowed"] is True
     (warning,) = [g for g in run.logs if g.level == "warning"]
     assert warning.rule == "permission-reply"
-    assert "addRules, setMode" in warning.message
+    assert "addDirectories, addRules, grantEverything, setMode" in warning.message
     counts = eng.statistics()["rules"]["permission-reply"]
-    assert counts["permission-updates-unapplied"] == 2
+    assert counts["permission-updates-unapplied"] == 4
+    assert counts["permission-updates-applied"] == 1
+    assert not [f for f in run.frames("backend") if f.get("type") == "control_request"]
+
+
+def test_an_empty_update_list_says_nothing() -> None:
+    eng, run = always([])
+    assert not [g for g in run.logs if g.level in ("warning", "info")]
+    assert eng.state.control.permission_rules == []
