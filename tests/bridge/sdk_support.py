@@ -27,3 +27,6 @@ SDK_GC_WARNINGS = [
 # the SDK's names, imported here (after the skip) so a test module imports them from us
 from claude_agent_sdk import *  # noqa: E402, F403
 from claude_agent_sdk.types import HookContext, HookInput, HookJSONOutput  # noqa: E402, F401
+
+# (not in the package's __all__: re-exported by name)
+from claude_agent_sdk.types import PermissionRuleValue as PermissionRuleValue  # noqa: E402

@@ -35,6 +35,8 @@ from .sdk_support import (
     HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
+    PermissionRuleValue,
+    PermissionUpdate,
     ResultMessage,
     StreamEvent,
     TaskNotificationMessage,
@@ -64,6 +66,19 @@ PERM_BASH = Rule(
     when="TRIGGER_PERM_BASH",
     tool="Bash",
     input={"command": "touch perm-probe.txt", "description": "Create a file"},
+)
+#: two Bash calls in one turn: the first's output asks the model for the second
+FIRST_BASH = Rule(
+    when="TRIGGER_TWO_BASH",
+    tool="Bash",
+    input={"command": "touch first-call.txt && echo NEXT_BASH_PLEASE", "description": "First"},
+    times=1,
+)
+SECOND_BASH = Rule(
+    when="NEXT_BASH_PLEASE",
+    tool="Bash",
+    input={"command": "touch second-call.txt", "description": "Second"},
+    times=1,
 )
 
 
@@ -491,3 +506,41 @@ async def test_every_option_that_becomes_a_flag_in_one_session(
     assert set(models_asked(server)) == {"default-model"}
     log = (tmp_path / "bridge.log").read_text()
     assert "--some-new-flag" in log  # an unknown flag: dropped, with one warning
+
+
+async def test_can_use_tool_always_allow_is_applied(tmp_path: Path, cbc: list[str]) -> None:
+    """The SDK's "always allow": the callback answers the first Bash call with an allow and
+    ``updatedPermissions`` ``addRules`` Bash (session); the model then calls Bash again in
+    the same turn, and, as with Claude Code, the callback is not asked again (the bridge
+    answers cbc from the rule) and the second call runs."""
+    asked: list[tuple[str, Any]] = []
+
+    async def always(
+        name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+    ) -> PermissionResultAllow:
+        asked.append((name, inp.get("command")))
+        rule = PermissionRuleValue(tool_name="Bash")
+        update = PermissionUpdate(
+            type="addRules", rules=[rule], behavior="allow", destination="session"
+        )
+        return PermissionResultAllow(updated_permissions=[update])
+
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, FIRST_BASH, SECOND_BASH, can_use_tool=always) as (
+            client,
+            server,
+            work,
+        ):
+            messages = await turn(client, "please TRIGGER_TWO_BASH")
+    assert asked == [("Bash", "touch first-call.txt && echo NEXT_BASH_PLEASE")]
+    assert (work / "first-call.txt").exists()
+    assert (work / "second-call.txt").exists()  # the second call ran, never asked about
+    assert server.brain.fired[1] == 1  # the model did ask for it
+    results = tool_results(messages)
+    assert len(results) == 2
+    assert not any(r.is_error for r in results)
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert not result.permission_denials
+    log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
+    assert "not applied" not in log
