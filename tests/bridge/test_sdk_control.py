@@ -544,3 +544,34 @@ async def test_can_use_tool_always_allow_is_applied(tmp_path: Path, cbc: list[st
     assert not result.permission_denials
     log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
     assert "not applied" not in log
+
+
+async def test_can_use_tool_set_mode_reaches_cbc(tmp_path: Path, cbc: list[str]) -> None:
+    """An allow's ``updatedPermissions`` ``setMode`` bypassPermissions reaches cbc as the
+    bridge's own ``set_permission_mode`` (its reply is not the SDK's): the turn's second
+    Bash call is not asked about."""
+    asked: list[Any] = []
+
+    async def bypass(
+        name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+    ) -> PermissionResultAllow:
+        asked.append(inp.get("command"))
+        update = PermissionUpdate(type="setMode", mode="bypassPermissions", destination="session")
+        return PermissionResultAllow(updated_permissions=[update])
+
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, FIRST_BASH, SECOND_BASH, can_use_tool=bypass) as (
+            client,
+            _,
+            work,
+        ):
+            messages = await turn(client, "please TRIGGER_TWO_BASH")
+            after = await turn(client, "hello")  # the session goes on
+    assert asked == ["touch first-call.txt && echo NEXT_BASH_PLEASE"]
+    assert (work / "second-call.txt").exists()
+    assert isinstance(messages[-1], ResultMessage)
+    assert isinstance(after[-1], ResultMessage)
+    assert not after[-1].is_error
+    log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
+    assert "not applied" not in log
+    assert "failed when sent" not in log
