@@ -234,8 +234,11 @@ class ControlState:
     #: [sdk-mcp] cbc's ``mcp_message`` requests to the client's in-process MCP servers:
     #: request id -> (server, JSON-RPC method, the tool_use_id of a ``tools/call`` or "")
     sdk_mcp_calls: dict[str, tuple[str, str, str]] = attrs.Factory(dict)
-    #: [sdk-mcp-reply] each in-process server's ``tools/list`` answer (for ``mcp_status``)
+    #: [sdk-mcp-reply] each in-process server's ``tools/list`` answer (``mcp_status``,
+    #: [sdk-mcp]'s ``tool_use_meta``)
     sdk_mcp_tools: dict[str, list[dict[str, Any]]] = attrs.Factory(dict)
+    #: [sdk-mcp-reply] each in-process server's ``serverInfo.name`` (its ``initialize``)
+    sdk_mcp_server_names: dict[str, str] = attrs.Factory(dict)
     #: [sdk-mcp-reply] tool_use_id -> the client's ``tools/call`` result, until [sdk-mcp]
     #: rewrites that call's ``tool_result`` from it
     sdk_mcp_results: dict[str, dict[str, Any]] = attrs.Factory(dict)

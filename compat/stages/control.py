@@ -9,6 +9,7 @@ by cbc when it can, by the bridge when it cannot or does not in time. The rules 
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -809,6 +810,41 @@ def claude_tool_info(tool: dict[str, Any]) -> dict[str, Any]:
     return {"name": tool.get("name"), "annotations": known}
 
 
+def tool_display_name(name: str) -> str:
+    """Claude's label of a tool without a title: the last ``__`` part of its name, ``_`` as
+    spaces, each word capitalized (``mcp__probe__get_weather`` -> ``Get Weather``)."""
+    last = name.split("__")[-1] or name
+    return re.sub(r"\b\w", lambda m: m.group().upper(), last.replace("_", " "))
+
+
+def tool_use_meta(
+    blocks: list[Any], tools: dict[str, list[dict[str, Any]]], names: dict[str, str]
+) -> list[dict[str, str]]:
+    """Claude's ``tool_use_meta`` of an assistant frame's calls of in-process servers'
+    tools: ``{id, display_name, server_display_name}``, the tool's ``annotations.title``
+    (else ``tool_display_name``) and the server's ``serverInfo.name`` (else its name)."""
+    meta = []
+    for b in blocks:
+        name = b.get("name") if isinstance(b, dict) and b.get("type") == "tool_use" else None
+        if not isinstance(name, str) or not name.startswith("mcp__") or "__" not in name[5:]:
+            continue
+        server, _, tool_name = name[5:].partition("__")
+        listed = tools.get(server)
+        if listed is None or not isinstance(b.get("id"), str):
+            continue
+        ann = next((t.get("annotations") for t in listed if t.get("name") == tool_name), None)
+        title = ann.get("title") if isinstance(ann, dict) else None
+        title = " ".join(title.split()) if isinstance(title, str) else ""
+        meta.append(
+            {
+                "id": b["id"],
+                "display_name": title or tool_display_name(name),
+                "server_display_name": names.get(server) or server,
+            }
+        )
+    return meta
+
+
 def _cbc_copy(block_content: Any, content: list[Any]) -> bool:
     """cbc's ``tool_result`` content for an in-process server's result ``content``: one
     text block holding that list as JSON (its empty text blocks left out)."""
@@ -880,6 +916,12 @@ class SdkMcp(Stage):
       list, and a failure as its text with ``is_error: true`` (``tool_use_result``
       ``Error: <text>``). The result is the one ``sdk-mcp-reply`` kept from the client's
       answer; a ``tool_result`` that is not cbc's copy of it passes unchanged.
+    - the ``assistant`` frame of a call of such a server's tool: Claude adds
+      ``tool_use_meta: [{id, display_name, server_display_name}]``, the tool's
+      ``annotations.title`` or its name made a label (``tool_display_name``: ``Echo``) and
+      the server's ``serverInfo.name`` (its ``initialize`` answer); cbc has none. (A stdio
+      server's is left out: cbc's wire shows neither its tools' titles nor its
+      ``serverInfo``.)
 
     cbc gives its model that JSON text too (a known gap: the model side is not the
     bridge's).
@@ -887,26 +929,39 @@ class SdkMcp(Stage):
 
     rule: ClassVar[str] = "sdk-mcp"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"control.sdk_mcp_calls", "control.sdk_mcp_results", "tool_uses"}
+        {
+            "control.sdk_mcp_calls",
+            "control.sdk_mcp_results",
+            "control.sdk_mcp_server_names",
+            "control.sdk_mcp_tools",
+            "tool_uses",
+        }
     )
     writes: ClassVar[frozenset[str]] = frozenset(
         {"control.sdk_mcp_calls", "control.sdk_mcp_results"}
     )
     direction: ClassVar[Direction] = "down"
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user"})
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "control_request", "user"})
     lazy: ClassVar[bool] = True
     cold_parsed: ClassVar[bool] = True
 
     def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """A user frame passes at once while no in-process tool result waits."""
-        return kind[0] == "user" and not ctx.state.control.sdk_mcp_results
+        """A user frame passes at once while no in-process tool result waits, an assistant
+        frame while no in-process server has listed its tools."""
+        t = kind[0]
+        if t == "user":
+            return not ctx.state.control.sdk_mcp_results
+        return t == "assistant" and not ctx.state.control.sdk_mcp_tools
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
         if not isinstance(obj, dict):
             return None
-        if obj.get("type") == "user":
+        t = obj.get("type")
+        if t == "user":
             return self._result(frame, obj, ctx)
+        if t == "assistant":
+            return self._meta(frame, obj, ctx)
         rid, body = ck.request_of(obj)
         server, msg = body.get("server_name"), body.get("message")
         if (
@@ -956,6 +1011,15 @@ class SdkMcp(Stage):
             ctx.log(self.rule, f"tools/call of {name}: no call of the model's matches", "debug")
         return fallback
 
+    def _meta(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        control = ctx.state.control
+        message = obj.get("message")
+        blocks = message.get("content") if isinstance(message, dict) else None
+        if not control.sdk_mcp_tools or not isinstance(blocks, list) or "tool_use_meta" in obj:
+            return None
+        meta = tool_use_meta(blocks, control.sdk_mcp_tools, control.sdk_mcp_server_names)
+        return (frame.replace({**obj, "tool_use_meta": meta}),) if meta else None
+
     def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
         results = ctx.state.control.sdk_mcp_results
         message = obj.get("message")
@@ -991,14 +1055,15 @@ class SdkMcp(Stage):
 @attrs.define
 class SdkMcpReply(Stage):
     """The client's answers to cbc's ``mcp_message`` requests (``sdk-mcp``): passed on
-    unchanged; what they say is kept: each in-process server's ``tools/list``
-    (``mcp_status``'s ``tools``, ``unsupported-control``) and each ``tools/call`` result
-    (for ``sdk-mcp`` to write that call's ``tool_result`` as Claude)."""
+    unchanged; what they say is kept: each in-process server's ``serverInfo.name``
+    (``initialize``) and ``tools/list`` (``mcp_status``'s ``tools``, ``unsupported-control``;
+    ``tool_use_meta``, ``sdk-mcp``) and each ``tools/call`` result (for ``sdk-mcp`` to write
+    that call's ``tool_result`` as Claude)."""
 
     rule: ClassVar[str] = "sdk-mcp-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.sdk_mcp_calls"})
     writes: ClassVar[frozenset[str]] = frozenset(
-        {"control.sdk_mcp_results", "control.sdk_mcp_tools"}
+        {"control.sdk_mcp_results", "control.sdk_mcp_server_names", "control.sdk_mcp_tools"}
     )
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
@@ -1016,7 +1081,10 @@ class SdkMcpReply(Stage):
         if not isinstance(result, dict):
             return None
         server, method, use_id = call
-        if method == "tools/list" and isinstance(result.get("tools"), list):
+        info = result.get("serverInfo")
+        if method == "initialize" and isinstance(info, dict) and isinstance(info.get("name"), str):
+            control.sdk_mcp_server_names[server] = info["name"]
+        elif method == "tools/list" and isinstance(result.get("tools"), list):
             control.sdk_mcp_tools[server] = [t for t in result["tools"] if isinstance(t, dict)]
         elif method == "tools/call" and use_id and isinstance(result.get("content"), list):
             remember(control.sdk_mcp_results, use_id, result, cap=64)

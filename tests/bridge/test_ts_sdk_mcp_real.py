@@ -8,8 +8,9 @@ servers only in ``initialize.sdkMcpServers`` (0.3.332 adds ``sdkMcpServerManifes
 cbc takes that and asks the server through ``mcp_message`` as Claude does. What Claude
 Code 2.1.220 wrote for the same session (real binary, the stand-in model, 2026-12-02) is
 what is asserted: each handler's request names the model's call
-(``_meta["claudecode/toolUseId"]``), the results as Claude writes them, the init's server
-and tools, ``mcpServerStatus()`` (rules ``sdk-mcp``, ``sdk-mcp-reply``).
+(``_meta["claudecode/toolUseId"]``), the calls' ``tool_use_meta``, the results as Claude
+writes them, the init's server and tools, ``mcpServerStatus()`` (rules ``sdk-mcp``,
+``sdk-mcp-reply``).
 """
 
 from __future__ import annotations
@@ -103,6 +104,15 @@ def test_sdk_mcp_server_real_cbc(sdk: Sdk) -> None:  # noqa: F811
     assert [c["meta"]["claudecode/toolUseId"] for c in calls] == [
         uses["mcp__probe__echo"],
         uses["mcp__probe__boom"],
+    ], run.describe()
+    # Claude labels each call: the tool's title or its name as a label, the server's name
+    assert run["tool_use_meta"] == [
+        {"id": uses["mcp__probe__echo"], "display_name": "Echo", "server_display_name": "probe"},
+        {
+            "id": uses["mcp__probe__boom"],
+            "display_name": "Boom Tool",
+            "server_display_name": "probe",
+        },
     ], run.describe()
     echo, boom = run["tool_results"]
     assert echo["block"]["content"] == [{"type": "text", "text": "echo: hi there"}]

@@ -202,3 +202,32 @@ def test_mcp_status_lists_an_in_process_servers_tools_as_claude() -> None:
             }
         ]
     }
+
+
+def test_a_call_of_an_in_process_tool_gets_claudes_tool_use_meta() -> None:
+    """Claude 2.1.220: ``[{id, display_name: "Echo", server_display_name: "probe"}]``, the
+    title when the tool has one (``Boom Tool``); none on a call of any other tool."""
+    eng = engine()
+    down(eng, mcp_request("r0", {"method": "initialize", "params": {}, "jsonrpc": "2.0", "id": 0}))
+    server_info = {"name": "probe-server", "version": "1.0.0"}
+    up(eng, mcp_reply("r0", {"capabilities": {}, "serverInfo": server_info}, 0))
+    down(eng, mcp_request("r1", {"method": "tools/list", "jsonrpc": "2.0", "id": 1}))
+    up(eng, mcp_reply("r1", {"tools": TOOLS}, 1))
+    (echo,) = down(eng, assistant("call_1", "mcp__probe__echo", {"text": "hi"}))
+    assert echo["tool_use_meta"] == [
+        {"id": "call_1", "display_name": "Echo", "server_display_name": "probe-server"}
+    ]
+    (boom,) = down(eng, assistant("call_2", "mcp__probe__boom", {"text": "x"}))
+    assert boom["tool_use_meta"][0]["display_name"] == "Boom Tool"
+    bash = assistant("call_3", "Bash", {"command": "ls"})
+    assert down(eng, bash) == [bash]
+    other = assistant("call_4", "mcp__stdio__lookup", {})  # not an in-process server
+    assert down(eng, other) == [other]
+
+
+def test_claudes_label_of_a_tool_without_a_title() -> None:
+    from compat.stages.control import tool_display_name
+
+    assert tool_display_name("mcp__probe__echo") == "Echo"
+    assert tool_display_name("mcp__probe__get_weather_now") == "Get Weather Now"
+    assert tool_display_name("mcp__my_server__fooBar") == "FooBar"

@@ -7,7 +7,8 @@
 // A streaming prompt (one user line, held open until the result) so that
 // mcpServerStatus() can be asked after the turn. The summary has what each tool handler
 // got (its arguments and the request's _meta), the tool_result blocks and tool_use_result
-// of the user messages, the init's mcp_servers and MCP tools, and mcpServerStatus().
+// of the user messages, the assistant messages' tool_use_meta, the init's mcp_servers and
+// MCP tools, and mcpServerStatus().
 // Checks made here: both handlers ran, a result arrived, the iterator ended.
 import { z } from "zod";
 import {
@@ -26,6 +27,7 @@ summary.calls = [];
 summary.tool_results = [];
 summary.init = null;
 summary.status = null;
+summary.tool_use_meta = []; // Claude's labels of the MCP calls (assistant frames)
 
 const echo = tool("echo", "Echo the text back", { text: z.string() }, async (a, extra) => {
   summary.calls.push({ tool: "echo", args: a, meta: extra?._meta ?? null });
@@ -69,6 +71,7 @@ try {
         mcp_tools: (m.tools ?? []).filter((t) => t.startsWith("mcp__")),
       };
     }
+    if (m.type === "assistant" && m.tool_use_meta) summary.tool_use_meta.push(...m.tool_use_meta);
     if (m.type === "user" && Array.isArray(m.message?.content)) {
       for (const b of m.message.content) {
         if (b.type === "tool_result") {
