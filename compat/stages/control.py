@@ -845,9 +845,18 @@ def tool_use_meta(
     return meta
 
 
+def _cbc_block(c: Any) -> Any:
+    """How cbc copies one MCP content block into its JSON text: an image as
+    ``{type: image, image: <data>}`` (its ``mimeType`` lost), the rest as it is."""
+    if isinstance(c, dict) and c.get("type") == "image" and "data" in c:
+        return {"type": "image", "image": c["data"]}
+    return c
+
+
 def _cbc_copy(block_content: Any, content: list[Any]) -> bool:
     """cbc's ``tool_result`` content for an in-process server's result ``content``: one
-    text block holding that list as JSON (its empty text blocks left out)."""
+    text block holding that list as JSON (its empty text blocks left out, images as
+    ``_cbc_block``)."""
     if not (isinstance(block_content, list) and len(block_content) == 1):
         return False
     only = block_content[0]
@@ -859,17 +868,30 @@ def _cbc_copy(block_content: Any, content: list[Any]) -> bool:
     except orjson.JSONDecodeError:
         return False
     kept = [
-        c
+        _cbc_block(c)
         for c in content
         if not (isinstance(c, dict) and c.get("type") == "text" and not str(c.get("text")).strip())
     ]
     return bool(copied == kept or copied == content)
 
 
+def claude_block(c: dict[str, Any]) -> dict[str, Any]:
+    """One MCP content block as Claude writes it in a ``tool_result``: a text block type
+    first, an image as a base64 ``source`` (raw run, 2026-12-02); the rest as it is."""
+    t = c.get("type")
+    if t == "text":
+        return {"type": "text", "text": c.get("text"), **c}
+    if t == "image" and isinstance(c.get("data"), str):
+        source = {"type": "base64", "media_type": c.get("mimeType"), "data": c["data"]}
+        return {"type": "image", "source": source}
+    return c
+
+
 def claude_result(block: dict[str, Any], result: dict[str, Any]) -> tuple[dict[str, Any], Any]:
     """An in-process server's ``tools/call`` result as Claude writes its ``tool_result``
-    block and the frame's ``tool_use_result``: the content as the tool returned it (both);
-    a failure (``isError``) as its text, ``is_error: true`` and ``Error: <text>``."""
+    block and the frame's ``tool_use_result``: the content the tool returned (both;
+    ``claude_block``); a failure (``isError``) as its text, ``is_error: true`` and
+    ``Error: <text>``."""
     content = result.get("content")
     content = content if isinstance(content, list) else []
     if result.get("isError") is True:
@@ -884,11 +906,7 @@ def claude_result(block: dict[str, Any], result: dict[str, Any]) -> tuple[dict[s
             return {**block, "content": text, "is_error": True}, f"Error: {text}"
         return {**block, "content": content, "is_error": True}, content
     kept = {k: v for k, v in block.items() if k != "is_error"}
-    blocks = [
-        {"type": "text", "text": c["text"], **c} if c.get("type") == "text" else c
-        for c in content
-        if isinstance(c, dict)
-    ]  # Claude writes a text block type first
+    blocks = [claude_block(c) for c in content if isinstance(c, dict)]
     return {**kept, "content": blocks}, blocks
 
 

@@ -1,9 +1,10 @@
 """A Claude SDK's in-process MCP server (``create_sdk_mcp_server`` + ``@tool``) through
 ``claude-on-cbc`` to a real cbc 2.163.0, the model being the scripted stand-in
-(``harness.model``): the model calls ``mcp__probe__echo`` and then the failing
-``mcp__probe__boom``, the SDK's functions run, their results reach the model and the
-client as Claude Code 2.1.220 writes them (rules ``sdk-mcp``, ``sdk-mcp-reply``), the turn
-ends with a result, and ``get_mcp_status()`` lists the server as Claude does.
+(``harness.model``): the model calls ``mcp__probe__echo``, the failing
+``mcp__probe__boom`` and ``mcp__probe__pic`` (an image); the SDK's functions run, their
+results reach the model and the client as Claude Code 2.1.220 writes them (rules
+``sdk-mcp``, ``sdk-mcp-reply``), the turn ends with a result, and ``get_mcp_status()``
+lists the server as Claude does.
 
 What Claude 2.1.220 wrote for the same session (real binary, the stand-in model,
 2026-12-02) is what is asserted; what cbc does differently and the bridge cannot change
@@ -45,6 +46,12 @@ DEADLINE = 120
 RULES = (
     Rule(when="TRIGGER_MCP", tool="mcp__probe__echo", input={"text": "hi there"}),
     Rule(when="echo: hi", tool="mcp__probe__boom", input={"text": "x"}),
+    Rule(when="the boom failed", tool="mcp__probe__pic", input={"text": "y"}),
+)
+#: a 1x1 PNG, the picture tool's image
+PNG = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5E"
+    "rkJggg=="
 )
 
 
@@ -78,7 +85,13 @@ def probe_server(calls: list[dict[str, Any]]) -> Any:
         calls.append(args)
         raise RuntimeError("the boom failed")
 
-    return create_sdk_mcp_server(name="probe", tools=[echo, boom])
+    @tool("pic", "A picture", {"text": str})
+    async def pic(args: dict[str, Any]) -> dict[str, Any]:
+        calls.append(args)
+        image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+        return {"content": [image, {"type": "text", "text": "a pic"}]}
+
+    return create_sdk_mcp_server(name="probe", tools=[echo, boom, pic])
 
 
 @asynccontextmanager
@@ -105,7 +118,7 @@ async def session(
             cwd=str(work),
             env=env,
             mcp_servers={"probe": server},
-            allowed_tools=["mcp__probe__echo", "mcp__probe__boom"],
+            allowed_tools=["mcp__probe__echo", "mcp__probe__boom", "mcp__probe__pic"],
         )
         async with ClaudeSDKClient(opts) as client:
             yield client, model
@@ -140,10 +153,10 @@ async def test_sdk_mcp_tools_run_and_their_results_are_claudes(
         async with session(tmp_path, cbc, probe_server(calls)) as (client, model):
             messages = await turn(client, "please TRIGGER_MCP")
             status = await client.get_mcp_status()
-    assert calls == [{"text": "hi there"}, {"text": "x"}]  # the SDK's functions ran
+    assert calls == [{"text": "hi there"}, {"text": "x"}, {"text": "y"}]  # the functions ran
     [init] = [m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init"]
     assert init.data["mcp_servers"] == [{"name": "probe", "status": "connected"}]
-    assert {"mcp__probe__echo", "mcp__probe__boom"} <= set(init.data["tools"])
+    assert {"mcp__probe__echo", "mcp__probe__boom", "mcp__probe__pic"} <= set(init.data["tools"])
     uses = {
         b.name: b.id
         for m in messages
@@ -165,6 +178,12 @@ async def test_sdk_mcp_tools_run_and_their_results_are_claudes(
         True,
         "Error: the boom failed",
     )
+    # Claude: an MCP image as an image block with a base64 source (cbc: {type, image: data}
+    # in the JSON text, its mimeType lost)
+    pic, pic_result = got[uses["mcp__probe__pic"]]
+    source = {"type": "base64", "media_type": "image/png", "data": PNG}
+    claude_pic = [{"type": "image", "source": source}, {"type": "text", "text": "a pic"}]
+    assert (pic.content, pic_result) == (claude_pic, claude_pic)
     assert isinstance(messages[-1], ResultMessage)
     assert messages[-1].subtype == "success"
     assert messages[-1].result == "done."
@@ -181,6 +200,7 @@ async def test_sdk_mcp_tools_run_and_their_results_are_claudes(
             "tools": [
                 {"name": "echo", "annotations": {}},
                 {"name": "boom", "annotations": {"readOnly": True}},
+                {"name": "pic", "annotations": {}},
             ],
         }
     ]

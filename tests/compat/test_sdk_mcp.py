@@ -231,3 +231,25 @@ def test_claudes_label_of_a_tool_without_a_title() -> None:
     assert tool_display_name("mcp__probe__echo") == "Echo"
     assert tool_display_name("mcp__probe__get_weather_now") == "Get Weather Now"
     assert tool_display_name("mcp__my_server__fooBar") == "FooBar"
+
+
+def test_an_image_result_is_claudes_image_block() -> None:
+    """cbc copies an MCP image as ``{type: image, image: <data>}`` (its mimeType lost);
+    Claude writes an Anthropic image block with a base64 source."""
+    eng = engine()
+    png = "iVBORw0KGgo="
+    content = [
+        {"type": "image", "data": png, "mimeType": "image/png"},
+        {"type": "text", "text": "a pic"},
+    ]
+    down(eng, assistant("call_6", "mcp__probe__pic", {"text": "y"}))
+    down(eng, mcp_request("r6", tool_call("pic", {"text": "y"}, 4)))
+    up(eng, mcp_reply("r6", {"content": content}, 4))
+    cbc_copy = [{"type": "image", "image": png}, {"type": "text", "text": "a pic"}]
+    (out,) = down(eng, cbc_result("call_6", cbc_copy))
+    claude = [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}},
+        {"type": "text", "text": "a pic"},
+    ]
+    assert out["message"]["content"][0]["content"] == claude
+    assert out["tool_use_result"] == claude
