@@ -4,12 +4,15 @@ against Claude Code 2.1.220's ``mockapi_permission-prompt-stdio_*``."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compat import controlkit as ck
-from compat.stages.permissions import claude_denial
+from compat.stages.permissions import claude_denial, glob_matches
 
 from .control_support import engine, label, records, replay, stdout_frame
 
@@ -579,3 +582,22 @@ def test_an_empty_update_list_says_nothing() -> None:
     eng, run = always([])
     assert not [g for g in run.logs if g.level in ("warning", "info")]
     assert eng.state.control.permission_rules == []
+
+
+_GLOB_TEXT = st.text(alphabet="ab *\n", max_size=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_GLOB_TEXT, st.text(alphabet="ab \n", max_size=14))
+def test_a_rules_wildcards_match_as_a_regex_of_them_would(pattern: str, text: str) -> None:
+    """``*`` is any characters (newlines too) and nothing else is special: the same answer
+    as the regex the pattern stands for."""
+    regex = ".*".join(re.escape(part) for part in pattern.split("*"))
+    assert glob_matches(pattern, text) == (re.fullmatch(regex, text, re.DOTALL) is not None)
+
+
+def test_a_rule_with_many_wildcards_against_a_long_command_is_answered_at_once() -> None:
+    """The command is the model's: a backtracking regex took 3.5 s for ``a*a*a*a*a*b`` on
+    200 characters (exponential in the stars); the match is linear, so this returns."""
+    assert not glob_matches("a*a*a*a*a*a*a*a*b", "a" * 100_000)
+    assert glob_matches("a*a*a*a*a*a*a*a*b", "a" * 100_000 + "b")
