@@ -71,7 +71,9 @@ from compat.wire import (
     fill,
 )
 
-_RESULT_TASK_ID = re.compile(r"(?m)^\s*task_id:\s*([A-Za-z0-9][A-Za-z0-9_.:@\-]{0,200})\s*$")
+#: ``task_id: X`` on a line of its own in a tool result (its leading blanks stay on its line:
+#: ``^\s*`` tried at every line of a long blank run is quadratic, and the text is a tool's)
+_RESULT_TASK_ID = re.compile(r"(?m)^[^\S\n]*task_id:\s*([A-Za-z0-9][A-Za-z0-9_.:@\-]{0,200})\s*$")
 #: tasks with frames held before their task_started, and frames held per task
 MAX_PENDING_TASKS = 256
 
