@@ -18,7 +18,7 @@ import orjson
 from compat import controlkit as ck
 from compat import wire
 from compat.frames import Frame
-from compat.session import ControlRequest, trim_input
+from compat.session import MAX_TOOL_USES, ControlRequest, trim_input
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT, iso_ms
@@ -1004,7 +1004,10 @@ class SdkMcp(Stage):
             if use_id and meta.get("claudecode/toolUseId") != use_id:
                 meta["claudecode/toolUseId"] = use_id
                 new = {**params, "_meta": meta}
-        remember(ctx.state.control.sdk_mcp_calls, rid, (server, method, use_id), cap=256)
+        # (kept longer than the calls session keeps: an id of a call still known is
+        # never taken for one not yet sent)
+        calls = ctx.state.control.sdk_mcp_calls
+        remember(calls, rid, (server, method, use_id), cap=2 * MAX_TOOL_USES)
         if new is None:
             return None
         message = {**msg, "params": new}

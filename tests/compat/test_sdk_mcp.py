@@ -253,3 +253,12 @@ def test_an_image_result_is_claudes_image_block() -> None:
     ]
     assert out["message"]["content"][0]["content"] == claude
     assert out["tool_use_result"] == claude
+
+
+def test_a_long_session_names_every_call_right() -> None:
+    """Past the first few hundred calls the oldest call not yet sent is still the one."""
+    eng = engine()
+    for i in range(600):
+        down(eng, assistant(f"call_{i}", "mcp__probe__echo", {"text": "same"}))
+        (sent,) = down(eng, mcp_request(f"r{i}", tool_call("echo", {"text": "same"}, i)))
+        assert sent["request"]["message"]["params"]["_meta"]["claudecode/toolUseId"] == f"call_{i}"
