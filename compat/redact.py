@@ -158,7 +158,11 @@ _SHAPES = re.compile(
     r"|(?P<p2>(?i:\b(?:proxy-)?authori[sz]ation)\\?[\"']?\s*[:=]\s*\\?[\"']?\s*"
     + _AUTH_SCHEMES
     + r"\s+)(?P<v2>[A-Za-z0-9._~+/=:-]{4,})"
-    r"|(?P<v3>\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*)"
+    # a JWT: where a run of its characters starts (dashes before it aside), or after a
+    # dash inside a run (``x-eyJ…``) with a header of at most 256 characters: unbounded
+    # there, each ``-`` of ``-eyJ-eyJ…`` started a scan to the run's end (quadratic)
+    r"|(?P<p3>(?<![A-Za-z0-9_-])-*)(?P<v3>eyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*)"
+    r"|(?<=-)(?P<v9>eyJ[A-Za-z0-9_-]{6,256}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]*)"
     r"|(?P<v4>\bsk-[A-Za-z0-9_-]{12,})"
     r"|(?P<v5>\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}))"
     r"|(?P<v6>\bxox[abposre]-[A-Za-z0-9-]{10,})"
@@ -166,7 +170,7 @@ _SHAPES = re.compile(
     r"|(?P<p8>(?<![\w+.-])[A-Za-z][\w+.-]{0,31}://[^\s/?#@:\"'<>\\]{0,256}:)"
     r"(?P<v8>[^\s/?#@\"'<>\\]{1,256})(?=@)"
 )
-_SHAPE_GROUPS = tuple((f"p{i}", f"v{i}") for i in range(1, 9))
+_SHAPE_GROUPS = tuple((f"p{i}", f"v{i}") for i in range(1, 10))
 
 
 def redact_values(text: str) -> tuple[str, int]:
@@ -274,7 +278,10 @@ _FLAG_HINT = re.compile(rb"--([A-Za-z][\w.-]{0,127})[ \t=]")
 #: token shapes: a literal each contains (a fast ``in`` test), then a looser form of the
 #: shape (``None``: the literal is enough); ``\u`` escapes may spell anything
 _VALUE_HINTS: tuple[tuple[bytes, re.Pattern[bytes] | None], ...] = (
-    (b"eyJ", re.compile(rb"eyJ[A-Za-z0-9_-]{6,}\.")),
+    (
+        b"eyJ",
+        re.compile(rb"(?<![A-Za-z0-9_-])-*eyJ[A-Za-z0-9_-]{6,}\.|(?<=-)eyJ[A-Za-z0-9_-]{6,256}\."),
+    ),
     (b"sk-", re.compile(rb"sk-[A-Za-z0-9_-]{12}")),
     (b"gh", re.compile(rb"gh[pousr]_[A-Za-z0-9]{20}|github_pat_")),
     (b"xox", re.compile(rb"xox[a-z]-")),

@@ -20,11 +20,13 @@ from compat.redact import (
     SECRET_KEYS,
     is_secret_env,
     is_secret_key,
+    may_hold_secret,
     redact_argv,
     redact_env,
     redact_line,
     redact_obj,
     redact_text,
+    redact_values,
     strip_obj,
 )
 from tests.compat.control_support import cr, engine, replay, stdout_frame
@@ -473,3 +475,29 @@ def test_redaction_never_raises_on_mutated_lines(reference: Path) -> None:
         if op == 2 and mutated.startswith(b"{"):
             assert b"LEAK1234" not in out, mutated[:200]
         redact_text(mutated.decode("utf-8", "replace"))
+
+
+_JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl"
+
+
+@pytest.mark.parametrize("before", [" ", '"', "=", "--", "\n", "(", "", "x-", "a_b--"])
+def test_a_jwt_that_starts_a_run_of_its_characters_is_found_in_text_and_lines(
+    before: str,
+) -> None:
+    text = f"x{before}{_JWT} y" if before else f"{_JWT} y"  # (x-, a_b--: glued to a word)
+    out, n = redact_values(text)
+    assert n == 1
+    assert _JWT not in out
+    assert "eyJzdWIi" not in out
+    assert may_hold_secret(text.encode())
+
+
+@pytest.mark.parametrize("unit", ["-eyJ", "eyJ", "-", "a-eyJ", "-eyJa"])
+def test_text_dense_with_jwt_prefixes_is_scanned_at_once(unit: str) -> None:
+    """``\\beyJ`` started again after every ``-`` of ``-eyJ-eyJ…`` and read to the end of
+    the run each time: 2.0 s on 80 KB, quadratic (the capture reads every line so, and a
+    line is the backend's). A JWT is now looked for where a run of its characters starts,
+    or after a dash with a bounded header: this returns, nothing found."""
+    text = unit * (400_000 // len(unit))
+    assert redact_values(text) == (text, 0)
+    assert redact_line(text.encode()) == text.encode()
