@@ -77,6 +77,23 @@ def engine_cost(tree: Path, stream: Path, empty: Path, lines: int) -> dict[str, 
     }
 
 
+def halves(tree: Path, stream: Path, empty: Path, d: Path) -> dict[str, Any]:
+    """Whether a line costs the same late in a session: the stream's second half counted
+    inside the whole run (the whole minus its first half alone) against the same lines fed
+    to a fresh engine, per line (``late / fresh``: 1.0 is flat; the session's registries
+    have filled by then)."""
+    lines = stream.read_bytes().splitlines(keepends=True)
+    half = len(lines) // 2
+    first, second = d / "first.jsonl", d / "second.jsonl"
+    first.write_bytes(b"".join(lines[:half]))
+    second.write_bytes(b"".join(lines[half:]))
+    start = count(tree, empty)
+    whole, early, fresh = (count(tree, f) - start for f in (stream, first, second))
+    late = (whole - early) / (len(lines) - half)
+    alone = fresh / (len(lines) - half)
+    return {"late_per_line": late, "fresh_per_line": alone, "late_over_fresh": late / alone}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m bench.instructions", description=__doc__.split("\n\n")[0]
@@ -85,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=2163)
     ap.add_argument("--captures", type=Path, default=DEFAULT_CAPTURES)
     ap.add_argument("--against", metavar="REV", help="also count a git revision, and the ratio")
+    ap.add_argument(
+        "--halves",
+        action="store_true",
+        help="also: the second half's cost per line in the run against a fresh engine's",
+    )
     ap.add_argument("--json", action="store_true", help="one JSON object")
     args = ap.parse_args(argv)
     if shutil.which("valgrind") is None:
@@ -126,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
                     check=False,
                 )
             report["ratio"] = report["tree"]["engine"] / report["against"]["engine"]
+        if args.halves:
+            report["halves"] = halves(ROOT, stream, empty, Path(d))
     if args.json:
         print(json.dumps(report))
         return 0
@@ -138,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {name:<14} {r['engine']:>15,} ({per_line})")
     if "ratio" in report:
         print(f"  this tree / {args.against}: {report['ratio']:.4f}")
+    if "halves" in report:
+        h = report["halves"]
+        print(
+            f"  the second half, per line: {h['late_per_line']:,.0f} in the run, "
+            f"{h['fresh_per_line']:,.0f} to a fresh engine: x{h['late_over_fresh']:.3f}"
+        )
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -128,3 +129,23 @@ def test_instructions_counts_the_engine_without_its_start_up(
     assert r["engine"] == r["total"] - r["start_up"]
     assert r["engine"] > 0  # the stream costs something past the imports
     assert r["per_line"] == pytest.approx(r["engine"] / report["frames"])
+
+
+def test_halves_compare_the_late_lines_with_a_fresh_engine(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The second half's cost inside the run is the whole minus the first half alone; a
+    session whose lines cost more once it has seen the first half says so (here: a fake
+    count, 10 a line fresh, and the whole run 100 more than its halves alone)."""
+    from bench import instructions
+
+    def fake(tree: Path, stream: Path) -> int:
+        n = len(stream.read_bytes().splitlines())
+        return 7 + 10 * n + (100 if stream.name == "s.jsonl" else 0)  # 7: the start-up
+
+    monkeypatch.setattr(instructions, "count", fake)
+    stream, empty = tmp_path / "s.jsonl", tmp_path / "e.jsonl"
+    stream.write_bytes(b"{}\n" * 20)
+    empty.write_bytes(b"")
+    h = instructions.halves(tmp_path, stream, empty, tmp_path)
+    assert h == {"late_per_line": 20.0, "fresh_per_line": 10.0, "late_over_fresh": 2.0}
