@@ -155,7 +155,9 @@ MAX_DEPTH = 200
 _AUTH_SCHEMES = r"(?:Bearer|Basic|Token|Digest|Bot|ApiKey|Negotiate|OAuth)"
 _SHAPES = re.compile(
     r"(?P<p1>(?i:\bbearer)\s+)(?P<v1>[A-Za-z0-9._~+/=-]{8,})"
-    r"|(?P<p2>(?i:\b(?:proxy-)?authori[sz]ation)\\?[\"']?\s*[:=]\s*\\?[\"']?\s*"
+    # (the blanks after the ``:`` and after an opening quote: one ``\s*`` each, never two
+    # side by side, which split a long blank run every way: quadratic)
+    r"|(?P<p2>(?i:\b(?:proxy-)?authori[sz]ation)\\?[\"']?\s*[:=]\s*(?:(?:\\[\"']?|[\"'])\s*)?"
     + _AUTH_SCHEMES
     + r"\s+)(?P<v2>[A-Za-z0-9._~+/=:-]{4,})"
     # a JWT: where a run of its characters starts (dashes before it aside), or after a
