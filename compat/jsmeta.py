@@ -41,8 +41,9 @@ class MetaError(ValueError):
 
 def parse_meta(script: str) -> dict[str, Any]:
     """The ``meta`` object literal of a workflow script, as plain Python data."""
+    outside = _Outside(script)
     for m in _META.finditer(script):
-        if _in_comment_or_string(script, m.start()):
+        if outside.inside(m.start()):
             continue
         p = _Parser(script, m.end())
         if p.peek() != "{":
@@ -54,29 +55,37 @@ def parse_meta(script: str) -> dict[str, Any]:
     raise MetaError("no `export const meta = {...}` in the script")
 
 
-def _in_comment_or_string(text: str, pos: int) -> bool:
-    """Whether ``pos`` is inside a comment or string (a cheap scan from the start)."""
-    i, n = 0, min(pos, len(text))
-    while i < n:
-        c = text[i]
-        if c == "/" and text.startswith("//", i):
-            j = text.find("\n", i)
-            if j < 0 or j >= pos:
+class _Outside:
+    """Whether a position is inside a comment or string, for positions asked in order: a
+    cheap scan from the start, resumed where the last question left it (scanning from
+    the start for each ``meta`` that a comment holds was quadratic in their number)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.i = 0  # the scan's position: no comment or string starts before it
+        self.end = -1  # where the comment or string at ``i`` ends (-1: not yet read)
+
+    def inside(self, pos: int) -> bool:
+        text = self.text
+        while self.i < pos:
+            i = self.i
+            if self.end < 0:
+                c = text[i]
+                if c == "/" and text.startswith("//", i):
+                    j = text.find("\n", i)
+                    self.end = len(text) + 1 if j < 0 else j + 1
+                elif c == "/" and text.startswith("/*", i):
+                    j = text.find("*/", i + 2)
+                    self.end = len(text) + 2 if j < 0 else j + 2
+                elif c in "'\"`":
+                    self.end = _string_end(text, i)
+                else:
+                    self.i = i + 1
+                    continue
+            if self.end > pos:
                 return True
-            i = j + 1
-        elif c == "/" and text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            if j < 0 or j + 2 > pos:
-                return True
-            i = j + 2
-        elif c in "'\"`":
-            j = _string_end(text, i)
-            if j > pos:
-                return True
-            i = j
-        else:
-            i += 1
-    return False
+            self.i, self.end = self.end, -1
+        return False
 
 
 def _string_end(text: str, i: int) -> int:
