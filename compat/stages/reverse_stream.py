@@ -389,6 +389,10 @@ class ReverseTaskStatus(Stage):
         return (frame.replace({**obj, "status": status}),)
 
 
+#: rev-background-agent: bytes x background calls searched before a frame is parsed instead
+_ID_SCAN_BUDGET = 1 << 20
+
+
 @register
 @attrs.define
 class ReverseBackgroundAgent(Stage):
@@ -407,7 +411,18 @@ class ReverseBackgroundAgent(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         calls = rstate.of(ctx.state).background_calls
-        if not calls or (frame.raw and not any(c.encode() in frame.raw for c in calls)):
+        if not calls:
+            return None
+        raw = frame.raw
+        # an unparsed frame that holds none of the calls' ids passes; searched for each id
+        # only while that is cheap (ids x bytes: up to 1,024 ids in each byte of a 10 MB
+        # message took seconds), parsed past it, or when an escape may spell an id
+        if (
+            raw
+            and len(raw) * len(calls) <= _ID_SCAN_BUDGET
+            and b"\\u" not in raw
+            and not any(c.encode() in raw for c in calls)
+        ):
             return None
         parent = str_at(frame.obj, "parent_tool_use_id")
         return () if parent is not None and parent in calls else None

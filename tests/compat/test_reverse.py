@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compat import controlkit as ck
 from compat import reverse_state
@@ -769,3 +771,66 @@ def test_a_failed_background_shell_is_summarised_as_cbc_does() -> None:
         if f.get("subtype") == "task_notification"
     ]
     assert notes == [f'Background command "{cmd}" failed']
+
+
+def _background_call(use_id: str) -> bytes:
+    block = {"type": "tool_use", "id": use_id, "name": "Agent"}
+    block["input"] = {"prompt": "p", "run_in_background": True}
+    msg = {"id": f"m-{use_id}", "role": "assistant", "content": [block]}
+    return line(
+        {"type": "assistant", "parent_tool_use_id": None, "session_id": "s", "message": msg}
+    )
+
+
+def _agent_message(parent: str | None, text: str, escape: bool) -> bytes:
+    msg = {"id": "m", "role": "assistant", "content": [{"type": "text", "text": text}]}
+    raw = line(
+        {"type": "assistant", "parent_tool_use_id": parent, "session_id": "s", "message": msg}
+    )
+    if escape and parent:  # the parent's first character as a \u escape
+        raw = raw.replace(
+            json.dumps(parent).encode(), f'"\\u{ord(parent[0]):04x}{parent[1:]}"'.encode(), 1
+        )
+    return raw
+
+
+_IDS = st.sampled_from(["toolu_a", "toolu_ab", "b", "toolu_c"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_IDS, min_size=1, max_size=3),
+    st.none() | _IDS,
+    st.lists(_IDS | st.sampled_from(["x", " ", "toolu_"]), max_size=4).map("".join),
+    st.booleans(),
+    st.booleans(),
+)
+def test_a_background_agents_messages_are_dropped_as_before(
+    calls: list[str], parent: str | None, text: str, big: bool, escape: bool
+) -> None:
+    """rev-background-agent drops a message whose parent is a background call, as when
+    each call's id was looked for in every frame; a big frame is parsed instead, and a
+    frame with an escape too (the search missed an id spelled with one: that frame of a
+    background agent reached the client)."""
+    eng = engine()
+    for use_id in calls:
+        eng.feed("backend", _background_call(use_id), 0)
+    raw = _agent_message(parent, text + "y" * (400_000 if big else 0), escape)
+    dropped = written(eng.feed("backend", raw, 0)) == b""
+    was = parent in calls and any(c.encode() in raw for c in calls)
+    if b"\\u" in raw:
+        was = parent in calls
+    assert dropped == was
+
+
+def test_a_big_message_with_many_background_calls_is_read_once() -> None:
+    """1,024 background calls' ids were each looked for in every frame: 0.7 s for a 1 MB
+    message (seconds for 10 MB, on each frame); a big frame is parsed instead. These
+    return, the main thread's message passed and the background agent's dropped."""
+    eng = engine()
+    for k in range(1024):
+        eng.feed("backend", _background_call(f"toolu_{k:024d}"), 0)
+    text = "y" * 5_000_000
+    for _ in range(8):
+        assert written(eng.feed("backend", _agent_message(None, text, False), 0))
+    assert written(eng.feed("backend", _agent_message(f"toolu_{5:024d}", text, False), 0)) == b""
