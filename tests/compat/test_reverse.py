@@ -774,7 +774,7 @@ def test_a_failed_background_shell_is_summarised_as_cbc_does() -> None:
 
 
 def _background_call(use_id: str) -> bytes:
-    block = {"type": "tool_use", "id": use_id, "name": "Agent"}
+    block: dict[str, Any] = {"type": "tool_use", "id": use_id, "name": "Agent"}
     block["input"] = {"prompt": "p", "run_in_background": True}
     msg = {"id": f"m-{use_id}", "role": "assistant", "content": [block]}
     return line(
