@@ -11,6 +11,7 @@ by ``interrupt-request``) and read the pending and queued user lines.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -189,17 +190,30 @@ class InterruptRequest(Stage):
         ctx.drop_held("user-line", len(queued))
         cancelled: list[str] = []
         sid = ctx.state.session_id
+        # the uuids never echoed queued (nothing to end), counted: each cancelled line takes
+        # one, the first of its uuid (a search of the deque per line was lines x 1,024)
+        unsent = Counter(control.unsent_queued)
+        taken: Counter[str] = Counter()
         for f in queued:
             line = cast("wire.User", f.obj)
             uuid = line.get("uuid") if isinstance(line, dict) else None
             if not isinstance(uuid, str) or not uuid:
                 continue
             cancelled.append(uuid)
-            if uuid in control.unsent_queued:
-                control.unsent_queued.remove(uuid)  # never echoed queued: nothing to end
+            if unsent[uuid] > taken[uuid]:
+                taken[uuid] += 1
             elif sid is not None:
                 echo = lifecycle(uuid, "cancelled", ctx, sid)
                 ctx.emit("down", Frame.synth(echo, self.rule), self.rule)
+        if taken:
+            kept = []
+            for u in control.unsent_queued:
+                if taken[u]:
+                    taken[u] -= 1
+                else:
+                    kept.append(u)
+            control.unsent_queued.clear()
+            control.unsent_queued.extend(kept)
         ctx.count(self.rule, "cancelled-queued", len(queued))
         return cancelled
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from analysis.contract import check_lines
 
 from .control_support import cr, engine, label, records, replay, reply_to, user
@@ -348,3 +351,73 @@ def test_the_window_closes_and_held_frames_are_released() -> None:
         eng, IDLE, extra=[(8.0, "backend", status), (30.0, "client", user("x"))], until=30.0
     )
     assert [(t, label(f)) for t, f in run.client if t > 7.35] == [(17.341, "system/status")]
+
+
+def _old_cancel_echoes(ctx: Any, queued: list[Any]) -> list[str]:
+    """What ``_cancel_queued`` did with each queued line before: a search and a removal in
+    ``unsent_queued`` per line (lines x 1,024); the uuids it echoed ``cancelled``."""
+    control = ctx.state.control
+    echoed: list[str] = []
+    for f in queued:
+        obj = f.obj
+        uuid = obj.get("uuid") if isinstance(obj, dict) else None
+        if not isinstance(uuid, str) or not uuid:
+            continue
+        if uuid in control.unsent_queued:
+            control.unsent_queued.remove(uuid)
+        elif ctx.state.session_id is not None:
+            echoed.append(uuid)
+    return echoed
+
+
+def _queued_lines(uuids: list[str | None]) -> list[Any]:
+    from compat.frames import Frame
+
+    return [
+        Frame(raw=json.dumps({"type": "user", "uuid": u, "message": {}}).encode()) for u in uuids
+    ]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", "", None]), max_size=8),
+    st.lists(st.sampled_from(["a", "b", "c", "d"]), max_size=8),
+    st.sampled_from([None, "s1"]),
+)
+def test_cancelled_queued_lines_are_echoed_and_forgotten_as_before(
+    queued: list[str | None], unsent: list[str], sid: str | None
+) -> None:
+    from compat.stages.interrupts import InterruptRequest
+
+    results = []
+    for old in (False, True):
+        eng = engine()
+        ctx = eng.ctx
+        ctx.state.session_id = sid
+        control = ctx.state.control
+        control.unsent_queued.extend(unsent)
+        frames = _queued_lines(queued)
+        control.queued_lines.extend(frames)
+        if old:
+            control.queued_lines.clear()
+            echoed = _old_cancel_echoes(ctx, frames)
+        else:
+            InterruptRequest()._cancel_queued(ctx)
+            out = b"".join(eng._pending["client"]).splitlines()
+            echoed = [json.loads(x)["command_uuid"] for x in out if x.strip()]
+        results.append((echoed, list(control.unsent_queued)))
+    assert results[0] == results[1]
+
+
+def test_many_queued_lines_are_cancelled_at_once() -> None:
+    """100,000 client lines queued in a turn, cancelled: each was looked for in the 1,024
+    uuids not echoed yet (2 s; a client may write any number); this returns."""
+    from compat.stages.interrupts import InterruptRequest
+
+    eng = engine()
+    control = eng.ctx.state.control
+    control.unsent_queued.extend(f"u{k}" for k in range(1024))
+    control.queued_lines.extend(_queued_lines([f"q{k}" for k in range(100_000)]))
+    InterruptRequest()._cancel_queued(eng.ctx)
+    assert len(control.unsent_queued) == 1024
+    assert not control.queued_lines
