@@ -10,6 +10,7 @@ read as Claude's.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from collections.abc import Sequence
 from typing import Any, ClassVar, cast
@@ -38,6 +39,243 @@ MAX_RULES = 256
 #: compound commands and checks each part (a rule with content for one part does not cover
 #: ``safe && other``); the bridge does not parse shell, so it cannot tell and keeps asking
 _COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(")
+
+
+#: Claude Code 2.1.220's Bash path commands and what they do to their paths (its ``eNt``
+#: table): a write or create outside what the session may edit asks with the path
+_PATH_OPS = {"mkdir": "create", "touch": "create", "rm": "write", "rmdir": "write"}
+_PATH_OPS |= {"mv": "write", "cp": "write"}
+#: commands Claude reads paths with; a path outside the working directory makes it ask
+#: for a Read rule (``Read(//dir/**)``) the bridge does not synthesize
+_READ_OPS = frozenset(
+    "cd ls find cat head tail sort uniq wc cut paste column tr file stat diff awk strings"
+    " hexdump od base64 nl grep rg git jq sha256sum sha1sum md5sum".split()
+)
+#: Claude's wrappers a command prefix is never taken from (its ``Eko``)
+_WRAPPERS = frozenset(
+    "sh bash zsh fish csh tcsh ksh dash cmd powershell pwsh env xargs command builtin noglob"
+    " nice stdbuf nohup timeout time watch ionice chrt setsid taskset strace ltrace script"
+    " flock unshare nsenter sudo doas pkexec su runuser".split()
+)
+#: the environment assignments Claude lets stand before a command prefix (its ``Gsn``)
+_SAFE_ENV = frozenset(
+    "GOEXPERIMENT GOOS GOARCH CGO_ENABLED GO111MODULE RUST_BACKTRACE RUST_LOG NODE_ENV"
+    " PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE PYTEST_DISABLE_PLUGIN_AUTOLOAD PYTEST_DEBUG"
+    " ANTHROPIC_API_KEY LANG LANGUAGE LC_ALL LC_CTYPE LC_TIME CHARSET TERM COLORTERM NO_COLOR"
+    " FORCE_COLOR TZ LS_COLORS LSCOLORS GREP_COLOR GREP_COLORS GCC_COLORS TIME_STYLE"
+    " BLOCK_SIZE BLOCKSIZE COLUMNS LINES CLICOLOR CLICOLOR_FORCE CI DEBIAN_FRONTEND"
+    " GIT_TERMINAL_PROMPT".split()
+)
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=", re.ASCII)
+_SUBCOMMAND = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
+#: what the bridge does not resolve as Claude's path check would (expansions, globs,
+#: braces, quotes, escapes): no path suggestions are made for such a command
+_UNRESOLVED = re.compile(r"[$~*?\[\]{}'\"\\]")
+#: Claude's width of a prompt's description made from a command (its ``n4``)
+_DESCRIPTION_WIDTH = 50
+_SESSION = "session"
+
+
+def _allow_rule(
+    tool: str, content: str | None, destination: str = "localSettings"
+) -> dict[str, Any]:
+    rule: dict[str, Any] = {"toolName": tool}
+    if content is not None:
+        rule["ruleContent"] = content
+    return {"type": "addRules", "rules": [rule], "behavior": "allow", "destination": destination}
+
+
+def command_prefix(command: str) -> str | None:
+    """Claude's two-word prefix of a command for an "always allow" rule (its ``Sko``):
+    ``git status`` of ``git status --short``; None for one word, a wrapper (``sudo``,
+    ``env``), an environment assignment it does not trust, or a second word that is not a
+    plain subcommand (``touch perm-probe.txt``)."""
+    words = command.split()
+    i = 0
+    while i < len(words) and _ASSIGNMENT.match(words[i]):
+        if words[i].partition("=")[0] not in _SAFE_ENV:
+            return None
+        i += 1
+    rest = words[i:]
+    if len(rest) < 2 or rest[0].rsplit("/", 1)[-1] in _WRAPPERS:
+        return None
+    return f"{rest[0]} {rest[1]}" if _SUBCOMMAND.fullmatch(rest[1]) else None
+
+
+def bash_rule_suggestion(command: str) -> dict[str, Any]:
+    """Claude's "always allow" suggestion for one simple command (its ``omr`` without the
+    heredoc and multi-line cases, compound commands the bridge does not synthesize for):
+    ``Bash(prefix *)`` when the command has a two-word prefix, else the exact command."""
+    prefix = command_prefix(command)
+    return _allow_rule("Bash", f"{prefix} *" if prefix else command)
+
+
+def _display_name(tool: str) -> str:
+    """Claude's ``display_name`` of a tool (its ``a2e``): the last ``__`` part of the name,
+    ``_`` as spaces, each ASCII word capitalized (``mcp__probe__get_weather`` -> ``Get
+    Weather``, ``Bash`` -> ``Bash``)."""
+    last = tool.split("__")[-1] or tool
+    return re.sub(r"\b\w", lambda m: m.group().upper(), last.replace("_", " "), flags=re.ASCII)
+
+
+def _truncate(text: str, width: int = _DESCRIPTION_WIDTH) -> str:
+    """Claude's ``truncate`` (to ``width`` columns with an ellipsis); the bridge counts
+    characters, not display columns."""
+    return text if len(text) <= width else text[: width - 1] + "\u2026"
+
+
+def _shown_path(path: str, cwd: str | None) -> str:
+    """Claude's file path as a prompt shows it (its ``Cd``): relative to the working
+    directory when inside it, else as given (Claude would write ``~/...`` under HOME,
+    which the bridge does not know)."""
+    if cwd and posixpath.isabs(path):
+        rel = posixpath.relpath(posixpath.normpath(path), cwd)
+        if not rel.startswith(".."):
+            return rel
+    elif cwd and not path.startswith(".."):
+        return posixpath.normpath(path)
+    return path
+
+
+def _description(tool: str, inp: dict[str, Any], cwd: str | None) -> str | None:
+    """Claude's ``description`` of a prompt: for Bash the call's description, else its
+    command cut to 50 columns; for file tools the path; for Glob and Grep the pattern cut
+    to 50 (their ``getToolUseSummary``). None when Claude would send none or the bridge
+    does not know the tool's summary (MCP and other tools)."""
+    if tool in ("Bash", "PowerShell"):
+        command, what = inp.get("command"), inp.get("description")
+        if not isinstance(command, str) or not command:
+            return None
+        # Claude also redacts secrets in both (its mu()); the bridge passes them as written
+        return what if isinstance(what, str) and what else _truncate(command)
+    if tool in ("Write", "Edit", "MultiEdit", "Read"):
+        path = inp.get("file_path")
+        return _shown_path(path, cwd) if isinstance(path, str) and path else None
+    if tool in ("Glob", "Grep"):
+        pattern = inp.get("pattern")
+        return _truncate(pattern) if isinstance(pattern, str) and pattern else None
+    return None
+
+
+def _inside(path: str, cwd: str) -> bool:
+    return path == cwd or path.startswith(cwd.rstrip("/") + "/")
+
+
+def _bash_suggestions(command: str, cwd: str | None) -> tuple[list[Any], str | None] | None:
+    """Claude's suggestions (and ``blocked_path``) for a Bash command cbc asks about, in
+    the default permission mode; None when the bridge cannot tell what Claude would
+    suggest (compound commands, expansions, quotes, a read outside the working directory,
+    an unknown working directory for a path command, ``sed`` and flagged ``mv``/``cp``)."""
+    trimmed = command.strip()
+    if not trimmed or _COMPOUND.search(command):
+        return None
+    words = trimmed.split()
+    i = 0
+    while i < len(words) and _ASSIGNMENT.match(words[i]):
+        i += 1
+    base = words[i].rsplit("/", 1)[-1] if i < len(words) else ""
+    args = words[i + 1 :]
+    if base in _PATH_OPS or base in _READ_OPS or base == "sed":
+        if base == "sed" or _UNRESOLVED.search(" ".join(args)):
+            return None
+        if base in ("mv", "cp") and any(a.startswith("-") for a in args):
+            return None
+        named = [a for a in args if not a.startswith("-") or a == "-"]
+        if base in _READ_OPS:
+            here = cwd or "/\0cwd"  # a relative path stays inside an unknown directory
+            if any(not _inside(posixpath.normpath(posixpath.join(here, a)), here) for a in named):
+                return None  # Claude asks for a Read rule of the directory
+        elif cwd is None:
+            return None
+        elif named:
+            paths = [posixpath.normpath(posixpath.join(cwd, a)) for a in named]
+            # in the default mode Claude asks about every write (inside the working
+            # directory too: acceptEdits would allow it), for the first path it checks
+            blocked = paths[0]
+            # Claude names the path itself when it is an existing directory (it stats it)
+            found = [
+                {
+                    "type": "addDirectories",
+                    "directories": [posixpath.dirname(blocked)],
+                    "destination": _SESSION,
+                },
+                {"type": "setMode", "mode": "acceptEdits", "destination": _SESSION},
+            ]
+            return [bash_rule_suggestion(command), *found], blocked
+    return [bash_rule_suggestion(trimmed)], None
+
+
+def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]:
+    """What Claude Code 2.1.220's ``can_use_tool`` carries besides the tool, input and
+    tool_use_id (its ``createCanUseTool``): ``display_name``, ``description``,
+    ``permission_suggestions`` and ``blocked_path``, for a prompt in the default permission
+    mode; only the fields the bridge can tell the way Claude would (see
+    ``permission-routing``)."""
+    out: dict[str, Any] = {}
+    if not tool:
+        return out
+    out["display_name"] = _display_name(tool)
+    if not isinstance(inp, dict):
+        return out
+    description = _description(tool, inp, cwd)
+    if description:
+        out["description"] = description
+    suggestions: list[Any] | None = None
+    blocked: str | None = None
+    command = inp.get("command")
+    if tool == "Bash" and isinstance(command, str):
+        found = _bash_suggestions(command, cwd)
+        if found is not None:
+            suggestions, blocked = found
+    elif tool in WRITE_TOOLS:
+        path = inp.get("notebook_path" if tool == "NotebookEdit" else "file_path")
+        if isinstance(path, str) and path and cwd is not None:
+            full = posixpath.normpath(posixpath.join(cwd, path))
+            suggestions = [{"type": "setMode", "mode": "acceptEdits", "destination": _SESSION}]
+            if not _inside(full, cwd):
+                suggestions.append(
+                    {
+                        "type": "addDirectories",
+                        "directories": [posixpath.dirname(full)],
+                        "destination": _SESSION,
+                    }
+                )
+    elif tool.startswith("mcp__") or tool == "WebSearch":
+        suggestions = [_allow_rule(tool, None)]
+    if suggestions is not None:
+        out["permission_suggestions"] = suggestions
+    if blocked is not None:
+        out["blocked_path"] = blocked
+    return out
+
+
+#: Claude's order of a can_use_tool request's fields
+_PROMPT_ORDER = (
+    "subtype",
+    "tool_name",
+    "display_name",
+    "input",
+    "description",
+    "permission_suggestions",
+    "blocked_path",
+    "tool_use_id",
+)
+
+
+def with_claude_fields(body: dict[str, Any], cwd: str | None) -> dict[str, Any] | None:
+    """cbc's ``can_use_tool`` body with Claude's fields it lacks added in Claude's order
+    (a field cbc sent is kept as sent); None when nothing is added."""
+    tool = body.get("tool_name")
+    if not isinstance(tool, str):
+        return None
+    add = {
+        k: v for k, v in claude_prompt_fields(tool, body.get("input"), cwd).items() if k not in body
+    }
+    if not add:
+        return None
+    merged = {**body, **add}
+    ordered = {k: merged[k] for k in _PROMPT_ORDER if k in merged}
+    return ordered | {k: v for k, v in merged.items() if k not in ordered}
 
 
 def claude_denial(tool_name: str, tool_input: dict[str, Any]) -> str:
@@ -194,6 +432,24 @@ class PermissionRouting(Stage):
     a command: exact, legacy prefix (``npm test:*``), ``*`` wildcards. A rule the bridge
     cannot match the way Claude would (file path patterns, WebFetch domains, a compound
     Bash command) never answers: the client is asked (said at debug).
+
+    A forwarded prompt gets the fields of Claude's that cbc's lacks (Claude's
+    ``createCanUseTool``, 2.1.220 binary; twins permission-allow.claude.jsonl), a field cbc
+    sent kept as sent (counted ``claude-fields``): ``display_name`` (the name's last ``__``
+    part, words capitalized), ``description`` (Bash: the call's description, else the
+    command cut to 50; Write/Edit/Read: the path, relative inside the working directory;
+    Glob/Grep: the pattern), and the default mode's ``permission_suggestions`` that an SDK
+    app offers as "always allow" (and answers as ``updatedPermissions``, which
+    ``permission-reply`` applies): for a simple Bash command Claude's ``Bash(prefix *)``
+    rule when its first two words make one (``git push *``; Claude has a model-made
+    prefix too, but its default check does not ask the model), else the exact command,
+    and for a path command that writes (``touch``, ``mkdir``, ``rm``, ``rmdir``, ``mv``,
+    ``cp``) before it the path's directory and ``acceptEdits`` with ``blocked_path``, the
+    path; for Write/Edit/MultiEdit/NotebookEdit ``acceptEdits`` and a directory outside
+    the working directory; for MCP tools and WebSearch a rule for the tool. None where
+    the bridge cannot tell what Claude would suggest: compound Bash commands, quotes,
+    expansions and globs, ``sed``, reads outside the working directory (Claude: a Read
+    rule), an unknown working directory for a path, other tools.
     """
 
     rule: ClassVar[str] = "permission-routing"
@@ -202,6 +458,7 @@ class PermissionRouting(Stage):
             "control.client_turns",
             "control.denied_uses",
             "control.permission_rules",
+            "cwd",
             "stdio_permissions",
         }
     )
@@ -246,7 +503,11 @@ class PermissionRouting(Stage):
             return ()
         if forward:
             remember(control.permissions, rid, PermissionRequest(rid, tool, use, inp), cap=256)
-            return None
+            fuller = with_claude_fields(cast("dict[str, Any]", body), ctx.state.cwd)
+            if fuller is None:
+                return None
+            ctx.count(self.rule, "claude-fields")
+            return (frame.replace({**frame.obj, "request": fuller}),)
         reason = claude_denial(tool, inp)
         control.permission_denials.append(
             {"tool_name": tool, "tool_use_id": use, "tool_input": inp, "turn": control.client_turns}

@@ -12,7 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compat import controlkit as ck
-from compat.stages.permissions import claude_denial, glob_matches
+from compat.stages.permissions import (
+    claude_denial,
+    claude_prompt_fields,
+    command_prefix,
+    glob_matches,
+)
 
 from .control_support import engine, label, records, replay, stdout_frame
 
@@ -39,7 +44,10 @@ def test_a_client_that_asked_for_stdio_prompts_gets_them() -> None:
     req = can_use_tool(ALLOW)
     eng = engine(stdio=True)
     run = replay(eng, extra=[(0.0, "backend", req)])
-    assert run.frames() == [{k: v for k, v in req.items() if k != "_meta"}]
+    [got] = run.frames()
+    # the working directory is not known (no init frame): Claude's fields need no path
+    body = {**req["request"], "display_name": "Bash", "description": "Create a file"}
+    assert got == {"type": "control_request", "request_id": req["request_id"], "request": body}
     pending = eng.state.control.permissions[req["request_id"]]
     assert (pending.tool_name, pending.tool_use_id) == ("Bash", "call_mock_723921d27176")
 
@@ -601,3 +609,229 @@ def test_a_rule_with_many_wildcards_against_a_long_command_is_answered_at_once()
     200 characters (exponential in the stars); the match is linear, so this returns."""
     assert not glob_matches("a*a*a*a*a*a*a*a*b", "a" * 100_000)
     assert glob_matches("a*a*a*a*a*a*a*a*b", "a" * 100_000 + "b")
+
+
+# -- permission-routing: Claude's fields of a prompt ---------------------------------------------
+
+CWD = "/home/user/w"
+
+
+def cbc_prompt(tool: str, inp: Any, **extra: Any) -> dict[str, Any]:
+    body = {"subtype": "can_use_tool", "tool_name": tool, "input": inp, "tool_use_id": "call_1"}
+    return {"type": "control_request", "request_id": "perm_1", "request": body | extra}
+
+
+def forwarded(req: dict[str, Any], cwd: str | None = CWD) -> dict[str, Any]:
+    eng = engine(stdio=True)
+    eng.state.cwd = cwd
+    [got] = replay(eng, extra=[(0.0, "backend", req)]).frames()
+    assert isinstance(got, dict)
+    return got
+
+
+def test_claudes_own_prompt_is_what_the_bridge_makes_of_cbcs() -> None:
+    claude = stdout_frame(CLAUDE_CANCEL, lambda f: f.get("type") == "control_request")
+    cwd = claude["request"]["blocked_path"].rsplit("/", 1)[0]
+    cbc = can_use_tool(ALLOW)
+    got = forwarded(cbc, cwd)["request"]
+    want = {**claude["request"], "tool_use_id": cbc["request"]["tool_use_id"]}
+    assert got == want
+    assert list(got) == list(want)  # Claude's order of the fields
+
+
+SUGGEST_MODE = {"type": "setMode", "mode": "acceptEdits", "destination": "session"}
+
+
+def rule(content: str | None, tool: str = "Bash") -> dict[str, Any]:
+    r: dict[str, Any] = {"toolName": tool}
+    if content is not None:
+        r["ruleContent"] = content
+    return {"type": "addRules", "rules": [r], "behavior": "allow", "destination": "localSettings"}
+
+
+def dirs(d: str) -> dict[str, Any]:
+    return {"type": "addDirectories", "directories": [d], "destination": "session"}
+
+
+@pytest.mark.parametrize(
+    ("command", "suggestions", "blocked"),
+    [
+        # a path command writing: the path's directory, acceptEdits, the exact command first
+        ("touch a.txt", [rule("touch a.txt"), dirs(CWD), SUGGEST_MODE], f"{CWD}/a.txt"),
+        (
+            "mkdir -p sub/new",
+            [rule("mkdir -p sub/new"), dirs(f"{CWD}/sub"), SUGGEST_MODE],
+            f"{CWD}/sub/new",
+        ),
+        ("rm /tmp/x/y", [rule("rm /tmp/x/y"), dirs("/tmp/x"), SUGGEST_MODE], "/tmp/x/y"),
+        # two words that make a prefix: Claude's ``prefix *`` rule
+        ("git push origin main", [rule("git push *")], None),
+        ("npm run build", [rule("npm run *")], None),
+        ("NODE_ENV=test npm test", [rule("npm test *")], None),
+        # no prefix: one word, a wrapper, an untrusted assignment, a non-subcommand word
+        ("make", [rule("make")], None),
+        ("sudo apt-get update", [rule("sudo apt-get update")], None),
+        ("FOO=1 npm test", [rule("FOO=1 npm test")], None),
+        ("python3 script.py", [rule("python3 script.py")], None),
+        ("  ls  ", [rule("ls")], None),
+        ("cat notes.txt", [rule("cat notes.txt")], None),
+    ],
+)
+def test_bash_suggestions_are_claudes(
+    command: str, suggestions: list[Any], blocked: str | None
+) -> None:
+    got = claude_prompt_fields("Bash", {"command": command}, CWD)
+    assert got.get("permission_suggestions") == suggestions
+    assert got.get("blocked_path") == blocked
+    assert got["display_name"] == "Bash"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "ls && touch x",  # compound: Claude checks each part
+        "echo hi > out.txt",  # a redirection
+        "echo $(id)",
+        "touch 'a b'",  # quotes, expansions, globs: the bridge does not resolve paths
+        "rm *.log",
+        "touch ~/x",
+        "cat /etc/passwd",  # a read outside: Claude suggests a Read rule of the directory
+        "sed -i s/a/b/ f",
+        "cp -r a b",
+        "",
+        "   ",
+    ],
+)
+def test_bash_commands_the_bridge_cannot_suggest_for_get_none(command: str) -> None:
+    got = claude_prompt_fields("Bash", {"command": command}, CWD)
+    assert "permission_suggestions" not in got
+    assert "blocked_path" not in got
+
+
+def test_a_path_command_needs_the_working_directory() -> None:
+    assert "permission_suggestions" not in claude_prompt_fields(
+        "Bash", {"command": "touch x"}, None
+    )
+    got = claude_prompt_fields("Bash", {"command": "git push origin"}, None)
+    assert got["permission_suggestions"] == [rule("git push *")]
+
+
+@pytest.mark.parametrize(
+    ("command", "prefix"),
+    [
+        ("git status --short", "git status"),
+        ("docker compose up -d", "docker compose"),
+        ("git", None),
+        ("env FOO=1 ls", None),
+        ("/usr/bin/sudo make install", None),
+        ("git Status", None),
+        ("git push-all now", "git push-all"),
+        ("LANG=C git log", "git log"),
+    ],
+)
+def test_command_prefix_is_claudes(command: str, prefix: str | None) -> None:
+    assert command_prefix(command) == prefix
+
+
+def test_bash_description_is_the_calls_else_the_command_cut_to_50() -> None:
+    assert (
+        claude_prompt_fields("Bash", {"command": "ls", "description": "List"}, CWD)["description"]
+        == "List"
+    )
+    long = "echo " + "x" * 60
+    got = claude_prompt_fields("Bash", {"command": long, "description": ""}, CWD)
+    assert got["description"] == long[:49] + "\u2026"
+    assert claude_prompt_fields("Bash", {"command": "ls"}, CWD)["description"] == "ls"
+
+
+@pytest.mark.parametrize("tool", ["Write", "Edit", "MultiEdit"])
+def test_file_tools_suggest_accept_edits_and_an_outside_directory(tool: str) -> None:
+    inside = claude_prompt_fields(tool, {"file_path": f"{CWD}/src/a.py"}, CWD)
+    assert inside == {
+        "display_name": tool,
+        "description": "src/a.py",
+        "permission_suggestions": [SUGGEST_MODE],
+    }
+    outside = claude_prompt_fields(tool, {"file_path": "/etc/app/conf"}, CWD)
+    assert outside["permission_suggestions"] == [SUGGEST_MODE, dirs("/etc/app")]
+    assert outside["description"] == "/etc/app/conf"
+    assert "blocked_path" not in outside  # Claude's file tools name no blocked path
+
+
+def test_notebook_edit_uses_its_notebook_path() -> None:
+    got = claude_prompt_fields("NotebookEdit", {"notebook_path": "n.ipynb"}, CWD)
+    assert got == {"display_name": "NotebookEdit", "permission_suggestions": [SUGGEST_MODE]}
+
+
+def test_mcp_and_web_search_suggest_a_rule_for_the_whole_tool() -> None:
+    got = claude_prompt_fields("mcp__probe__get_weather", {"city": "Paris"}, CWD)
+    assert got == {
+        "display_name": "Get Weather",
+        "permission_suggestions": [rule(None, "mcp__probe__get_weather")],
+    }
+    got = claude_prompt_fields("WebSearch", {"query": "x"}, None)
+    assert got["permission_suggestions"] == [rule(None, "WebSearch")]
+    assert got["display_name"] == "WebSearch"
+
+
+def test_other_tools_get_only_a_display_name() -> None:
+    assert claude_prompt_fields("Read", {"file_path": "/etc/x"}, CWD) == {
+        "display_name": "Read",
+        "description": "/etc/x",
+    }
+    assert claude_prompt_fields("WebFetch", {"url": "https://a"}, CWD) == {
+        "display_name": "WebFetch"
+    }
+    assert claude_prompt_fields("Glob", {"pattern": "**/*.py"}, CWD)["description"] == "**/*.py"
+
+
+def test_a_field_cbc_sent_is_kept() -> None:
+    req = cbc_prompt(
+        "Bash", {"command": "touch x"}, display_name="Shell", permission_suggestions=[]
+    )
+    got = forwarded(req)["request"]
+    assert got["display_name"] == "Shell"
+    assert got["permission_suggestions"] == []
+    assert got["blocked_path"] == f"{CWD}/x"
+    assert got["description"] == "touch x"
+
+
+@pytest.mark.parametrize(
+    "inp",
+    [
+        None,
+        "touch x",
+        3,
+        [],
+        {"command": 7},
+        {"command": None},
+        {"command": ["touch", "x"]},
+        {"file_path": 3},
+        {},
+    ],
+)
+@pytest.mark.parametrize("tool", ["Bash", "Write", "Edit", "NotebookEdit", "mcp__s__t", "Read"])
+def test_odd_inputs_never_crash_and_get_no_suggestions(tool: str, inp: Any) -> None:
+    got = forwarded(cbc_prompt(tool, inp))
+    body = got["request"]
+    assert body["input"] == inp
+    assert "blocked_path" not in body
+    if not tool.startswith("mcp__"):
+        assert "permission_suggestions" not in body
+
+
+@pytest.mark.parametrize("tool", [None, 3, ""])
+def test_no_tool_name_passes_the_frame_unchanged(tool: Any) -> None:
+    req = cbc_prompt("x", {"command": "touch x"})
+    req["request"]["tool_name"] = tool
+    assert forwarded(req) == req
+
+
+@given(st.text(max_size=40), st.one_of(st.none(), st.text(max_size=20)))
+@settings(max_examples=200, deadline=None)
+def test_any_command_gives_claude_shaped_fields(command: str, cwd: str | None) -> None:
+    got = claude_prompt_fields("Bash", {"command": command}, cwd)
+    for s in got.get("permission_suggestions", []):
+        assert s["type"] in ("addRules", "addDirectories", "setMode")
+    if "blocked_path" in got:
+        assert isinstance(got["blocked_path"], str)
