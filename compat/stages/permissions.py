@@ -615,7 +615,7 @@ class PermissionReply(Stage):
     """
 
     rule: ClassVar[str] = "permission-reply"
-    reads: ClassVar[frozenset[str]] = frozenset({"control.permissions"})
+    reads: ClassVar[frozenset[str]] = frozenset({"control.permissions", "cwd"})
     writes: ClassVar[frozenset[str]] = frozenset(
         {"control.denied_uses", "control.own", "control.permission_rules"}
     )
@@ -636,7 +636,8 @@ class PermissionReply(Stage):
         - ``setMode`` is sent to cbc as the bridge's own ``set_permission_mode``
           (``ControlState.own``: ``control-reply`` swallows cbc's reply), Claude's mode
           mapped to cbc's (``compat.flags.PERMISSION_MODES``);
-        - what cbc has no way to take (``addDirectories`` / ``removeDirectories``: no
+        - ``addDirectories`` of directories inside cbc's working directory needs nothing;
+        - what cbc has no way to take (other ``addDirectories``, ``removeDirectories``: no
           control request of cbc's changes its directories; a malformed update, an
           unknown type or mode) is named in one warning per answer and counted
           (``permission-updates-unapplied``): the tool may be asked about again.
@@ -651,6 +652,8 @@ class PermissionReply(Stage):
                 done = self._rules(u, ctx)
             elif isinstance(u, dict) and kind == "setMode":
                 done = self._set_mode(u, ctx)
+            elif isinstance(u, dict) and kind == "addDirectories":
+                done = self._known_directories(u, ctx)
             if done:
                 ctx.count(self.rule, "permission-updates-applied")
             else:
@@ -664,6 +667,16 @@ class PermissionReply(Stage):
             "no way to take them, so the tool may be asked about again",
             "warning",
         )
+
+    @staticmethod
+    def _known_directories(update: dict[str, Any], ctx: Context) -> bool:
+        """An ``addDirectories`` of directories inside cbc's working directory (what
+        ``permission-routing`` suggests for a write there, as Claude does) changes nothing:
+        cbc may already work in them."""
+        dirs, cwd = update.get("directories"), ctx.state.cwd
+        if not cwd or not isinstance(dirs, list) or not dirs:
+            return False
+        return all(isinstance(d, str) and _inside(posixpath.normpath(d), cwd) for d in dirs)
 
     def _rules(self, update: dict[str, Any], ctx: Context) -> bool:
         behavior = update.get("behavior")

@@ -546,6 +546,73 @@ async def test_can_use_tool_always_allow_is_applied(tmp_path: Path, cbc: list[st
     assert "not applied" not in log
 
 
+@pytest.mark.parametrize("command", ["git init", "touch twice.txt"])
+async def test_can_use_tool_suggestions_work_as_always_allow(
+    tmp_path: Path, cbc: list[str], command: str
+) -> None:
+    """cbc's prompt carries Claude's ``permission_suggestions`` (and ``blocked_path``,
+    ``display_name``, ``description``), the bridge's as Claude Code 2.1.220 makes them:
+    the callback gets them in ``ToolPermissionContext``, answers the first call with them
+    as ``updatedPermissions`` (an SDK app's "always allow"), and the identical second call
+    of the turn is not asked about and runs."""
+    call = {"command": command, "description": "Same call"}
+    first = Rule(when="TRIGGER_SAME_TWICE", tool="Bash", input=call, times=1)
+    again = Rule(regex=r"[\s\S]", tool="Bash", input=call, times=1)  # after the 1st result
+    asked: list[tuple[Any, ToolPermissionContext]] = []
+
+    async def always(
+        name: str, inp: dict[str, Any], ctx: ToolPermissionContext
+    ) -> PermissionResultAllow:
+        asked.append((inp.get("command"), ctx))
+        return PermissionResultAllow(updated_permissions=list(ctx.suggestions))
+
+    with trio.fail_after(DEADLINE):
+        async with session(tmp_path, cbc, first, again, can_use_tool=always) as (
+            client,
+            server,
+            work,
+        ):
+            messages = await turn(client, "please TRIGGER_SAME_TWICE")
+    assert server.brain.fired[1] == 1  # the model did make the second call
+    [(seen, ctx)] = asked  # the second, identical call was answered without the callback
+    assert seen == command
+    assert (ctx.display_name, ctx.description) == ("Bash", "Same call")
+    suggestions = [s.to_dict() for s in ctx.suggestions]
+    if command == "git init":
+        rule = {"toolName": "Bash", "ruleContent": "git init *"}  # Claude's two-word prefix
+        assert suggestions == [
+            {
+                "type": "addRules",
+                "rules": [rule],
+                "behavior": "allow",
+                "destination": "localSettings",
+            }
+        ]
+        assert ctx.blocked_path is None
+    else:
+        rule = {"toolName": "Bash", "ruleContent": command}  # no prefix: the exact command
+        assert suggestions == [
+            {
+                "type": "addRules",
+                "rules": [rule],
+                "behavior": "allow",
+                "destination": "localSettings",
+            },
+            {"type": "addDirectories", "directories": [str(work)], "destination": "session"},
+            {"type": "setMode", "mode": "acceptEdits", "destination": "session"},
+        ]
+        assert ctx.blocked_path == str(work / "twice.txt")
+        assert (work / "twice.txt").exists()
+    results = tool_results(messages)
+    assert len(results) == 2
+    assert not any(r.is_error for r in results)
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert not result.permission_denials
+    log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
+    assert "not applied" not in log
+
+
 async def test_can_use_tool_set_mode_reaches_cbc(tmp_path: Path, cbc: list[str]) -> None:
     """An allow's ``updatedPermissions`` ``setMode`` bypassPermissions reaches cbc as the
     bridge's own ``set_permission_mode`` (its reply is not the SDK's): the turn's second

@@ -333,10 +333,13 @@ def rules_update(
     }
 
 
-def always(updates: list[dict[str, Any]], *later: dict[str, Any]) -> tuple[Any, Any]:
+def always(
+    updates: list[dict[str, Any]], *later: dict[str, Any], cwd: str | None = None
+) -> tuple[Any, Any]:
     """cbc asks about call 1, the client allows it with ``updates``; then cbc asks about
     each of ``later``. (engine, run)"""
     eng = engine(stdio=True)
+    eng.state.cwd = cwd
     first = prompt(1)
     extra: list[tuple[float, str, Any]] = [
         (0.0, "backend", first),
@@ -584,6 +587,18 @@ def test_updates_cbc_cannot_take_stay_a_warning() -> None:
     assert counts["permission-updates-unapplied"] == 4
     assert counts["permission-updates-applied"] == 1
     assert not [f for f in run.frames("backend") if f.get("type") == "control_request"]
+
+
+def test_directories_inside_the_working_directory_need_nothing() -> None:
+    """What permission-routing suggests for a write in cbc's working directory (Claude's
+    addDirectories of it) is applied by doing nothing; one outside is still a warning."""
+    inside = {"type": "addDirectories", "directories": ["/w", "/w/sub/"], "destination": "session"}
+    eng, run = always([inside], cwd="/w")
+    assert not [g for g in run.logs if g.level == "warning"]
+    assert eng.statistics()["rules"]["permission-reply"]["permission-updates-applied"] == 1
+    for dirs in (["/w2"], ["/w", "/other"], [], [3], "/w"):
+        _, run = always([{**inside, "directories": dirs}], cwd="/w")
+        assert [g.level for g in run.logs if g.level == "warning"] == ["warning"]
 
 
 def test_an_empty_update_list_says_nothing() -> None:
