@@ -105,6 +105,9 @@ class TaskInfo:
     end_time: int | None = None
     last_progress: dict[str, Any] | None = None  # [progress-final] last task_progress
     usage: dict[str, Any] | None = None
+    #: the order ``SessionState.task`` made it in (``tasks``' order: it is inserted there
+    #: only then)
+    seq: int = attrs.field(default=0, eq=False, repr=False)
 
     @property
     def started(self) -> bool:
@@ -266,6 +269,8 @@ class SessionState:
     forgotten_live: int = 0
     #: ids of the finished tasks still in ``tasks``, oldest first (``finished``)
     _finished: dict[str, None] = attrs.Factory(dict)
+    #: how many ``TaskInfo`` were made (``task``): the next one's ``seq``
+    _created: int = 0
 
     def remember_tool_use(self, use: ToolUse) -> None:
         use.input = trim_input(use.input)
@@ -277,7 +282,8 @@ class SessionState:
     def task(self, task_id: str) -> TaskInfo:
         info = self.tasks.get(task_id)
         if info is None:
-            info = self.tasks[task_id] = TaskInfo(task_id)
+            info = self.tasks[task_id] = TaskInfo(task_id, seq=self._created)
+            self._created += 1
             if len(self.tasks) > MAX_TASKS:
                 self._forget_task()
         return info
@@ -296,13 +302,19 @@ class SessionState:
                 del self.tasks[tid]
 
     def _forget_task(self) -> None:
-        """A finished task first; a live one only when none has finished (counted in
+        """A finished task first (the oldest: a notified task is one of ``_finished``,
+        which is short, where a scan of ``tasks`` for one was 16,384 steps a new task once
+        that many ran); a live one only when none has finished (counted in
         ``forgotten_live``: the engine reports it in the statistics and logs it)."""
         tasks = self.tasks
-        for tid, t in tasks.items():
-            if t.notified:
-                del tasks[tid]
-                return
+        first: TaskInfo | None = None
+        for tid in self._finished:
+            t = tasks.get(tid)
+            if t is not None and t.notified and (first is None or t.seq < first.seq):
+                first = t
+        if first is not None:
+            del tasks[first.task_id]
+            return
         oldest = next(iter(tasks))
         if tasks.pop(oldest).started:
             self.forgotten_live += 1

@@ -168,20 +168,28 @@ def test_tool_calls_keep_only_the_input_fields_rules_read() -> None:
 
 
 def test_finished_tasks_are_forgotten_before_running_ones() -> None:
-    from compat.session import MAX_TASKS, SessionState, TaskPhase
+    from compat.session import MAX_TASKS, SessionState
 
     state = SessionState()
     state.task("running-old").start()
-    for i in range(MAX_TASKS - 1):
-        state.task(f"t{i}").phase = TaskPhase.NOTIFIED
+    for i in range(MAX_TASKS - 3):
+        state.task(f"r{i}").start()
+    for tid in ("t0", "t1"):  # (a task is notified by ``finished``, its one writer)
+        info = state.task(tid)
+        info.start()
+        info.end("completed", 1)
+        state.finished(info)
+    assert len(state.tasks) == MAX_TASKS
     state.task("new")
     assert len(state.tasks) == MAX_TASKS
     assert "running-old" in state.tasks
-    assert "t0" not in state.tasks
-    for t in list(state.tasks.values()):
-        t.phase = TaskPhase.RUNNING
+    assert "t0" not in state.tasks  # the oldest finished one goes
+    assert "t1" in state.tasks
     state.task("newer")
+    assert "t1" not in state.tasks
+    state.task("newest")
     assert "running-old" not in state.tasks  # none finished: the oldest goes
+    assert state.forgotten_live == 1
 
 
 def test_has_open_task_is_whether_open_tasks_has_one() -> None:

@@ -14,6 +14,9 @@ import json
 import tracemalloc
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from compat.engine import Log, Write
 
 from .tasks_support import SID, full_engine, init, line, started, tool_result, tool_use, updated
@@ -171,3 +174,75 @@ def test_finished_tasks_do_not_pile_up_in_the_session() -> None:
     eng.advance(t + 100)
     assert len(eng.state.tasks) <= MAX_FINISHED + 1
     assert eng.statistics()["rules"].get("session", {}).get("forgotten-live-tasks", 0) == 0
+
+
+def _old_forget_task(state: Any) -> None:
+    """How SessionState forgot a task before: a scan of ``tasks`` for the first notified
+    one (16,384 steps per new task once that many were live)."""
+    tasks = state.tasks
+    for tid, t in tasks.items():
+        if t.notified:
+            del tasks[tid]
+            return
+    oldest = next(iter(tasks))
+    if tasks.pop(oldest).started:
+        state.forgotten_live += 1
+
+
+_TASK_OPS = st.lists(
+    st.tuples(st.sampled_from(["new", "start", "end", "notify"]), st.integers(0, 9)),
+    max_size=60,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_TASK_OPS, st.integers(1, 5), st.integers(1, 4))
+def test_the_task_forgotten_is_the_one_forgotten_before(
+    ops: list[tuple[str, int]], cap: int, finished_cap: int
+) -> None:
+    """Past MAX_TASKS the task forgotten is the oldest notified one, else the oldest, as
+    when every task was scanned for it (task ids come back after they were forgotten)."""
+    from unittest import mock
+
+    import compat.session
+    from compat.session import SessionState
+
+    def play(state: SessionState) -> list[Any]:
+        seen = []
+        for op, n in ops:
+            tid = f"t{n}"
+            info = state.tasks.get(tid)
+            if op == "new" or info is None:
+                info = state.task(tid)
+            elif op == "start" and not info.started:
+                info.start()
+            elif op == "end" and info.phase.value == "running":
+                info.end("completed", 1)
+            elif op == "notify" and not info.notified and info.phase.value != "running":
+                state.finished(info)
+            seen.append(
+                ([(k, t.phase.value) for k, t in state.tasks.items()], state.forgotten_live)
+            )
+        return seen
+
+    with (
+        mock.patch.object(compat.session, "MAX_TASKS", cap),
+        mock.patch.object(compat.session, "MAX_FINISHED", finished_cap),
+    ):
+        new = play(SessionState())
+        with mock.patch.object(SessionState, "_forget_task", _old_forget_task):
+            old = play(SessionState())
+    assert new == old
+
+
+def test_many_live_tasks_are_taken_at_once() -> None:
+    """A new task once MAX_TASKS (16,384) ran and none had finished scanned them all for
+    a finished one to forget: 5-14 ms a frame (64,000 task_started took minutes); these
+    return, the oldest live tasks forgotten and counted."""
+    from compat.session import MAX_TASKS, SessionState
+
+    state = SessionState()
+    for k in range(MAX_TASKS + 100_000):
+        state.task(f"t{k}").start()
+    assert state.forgotten_live == 100_000
+    assert next(iter(state.tasks)) == "t100000"
