@@ -205,12 +205,18 @@ def _bash_suggestions(command: str, cwd: str | None) -> tuple[list[Any], str | N
     return [bash_rule_suggestion(trimmed)], None
 
 
+#: Claude's reason for asking about a Bash command no rule or path check decided (its
+#: ``decision_reason``, ``decision_reason_type``)
+_NO_RULE = {"decision_reason": "This command requires approval", "decision_reason_type": "other"}
+
+
 def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]:
     """What Claude Code 2.1.220's ``can_use_tool`` carries besides the tool, input and
     tool_use_id (its ``createCanUseTool``): ``display_name``, ``description``,
-    ``permission_suggestions`` and ``blocked_path``, for a prompt in the default permission
-    mode; only the fields the bridge can tell the way Claude would (see
-    ``permission-routing``)."""
+    ``permission_suggestions`` and ``blocked_path`` (or, for a Bash command no path check
+    asks about, ``decision_reason`` "This command requires approval", type ``other``), for
+    a prompt in the default permission mode; only the fields the bridge can tell the way
+    Claude would (see ``permission-routing``)."""
     out: dict[str, Any] = {}
     if not tool:
         return out
@@ -246,6 +252,8 @@ def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]
         out["permission_suggestions"] = suggestions
     if blocked is not None:
         out["blocked_path"] = blocked
+    elif tool == "Bash" and suggestions is not None:
+        out |= _NO_RULE
     return out
 
 
@@ -258,6 +266,8 @@ _PROMPT_ORDER = (
     "description",
     "permission_suggestions",
     "blocked_path",
+    "decision_reason",
+    "decision_reason_type",
     "tool_use_id",
 )
 
@@ -443,10 +453,12 @@ class PermissionRouting(Stage):
     ``permission-reply`` applies): for a simple Bash command Claude's ``Bash(prefix *)``
     rule when its first two words make one (``git push *``; Claude has a model-made
     prefix too, but its default check does not ask the model), else the exact command,
-    and for a path command that writes (``touch``, ``mkdir``, ``rm``, ``rmdir``, ``mv``,
-    ``cp``) before it the path's directory and ``acceptEdits`` with ``blocked_path``, the
-    path; for Write/Edit/MultiEdit/NotebookEdit ``acceptEdits`` and a directory outside
-    the working directory; for MCP tools and WebSearch a rule for the tool. None where
+    followed for a path command that writes (``touch``, ``mkdir``, ``rm``, ``rmdir``,
+    ``mv``, ``cp``) by the path's directory and ``acceptEdits``, with ``blocked_path`` the
+    path, and otherwise with Claude's ``decision_reason`` "This command requires
+    approval" (``decision_reason_type`` ``other``; a probe run of Claude, ``git init``);
+    for Write/Edit/MultiEdit/NotebookEdit ``acceptEdits`` and a directory outside the
+    working directory; for MCP tools and WebSearch a rule for the tool. None where
     the bridge cannot tell what Claude would suggest: compound Bash commands, quotes,
     expansions and globs, ``sed``, reads outside the working directory (Claude: a Read
     rule), an unknown working directory for a path, other tools.

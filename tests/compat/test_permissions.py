@@ -699,6 +699,28 @@ def test_bash_suggestions_are_claudes(
     assert got.get("permission_suggestions") == suggestions
     assert got.get("blocked_path") == blocked
     assert got["display_name"] == "Bash"
+    # Claude names its reason when no path check asked (real Claude 2.1.220, git init)
+    reason = {"decision_reason": "This command requires approval", "decision_reason_type": "other"}
+    assert ({k: got[k] for k in reason if k in got} == reason) is (blocked is None)
+
+
+def test_claudes_git_init_prompt() -> None:
+    """What real Claude 2.1.220 sent for ``git init`` (a probe scenario run with
+    ``ccbridge scenario run --backend claude``, 2026-12-02)."""
+    claude = {
+        "subtype": "can_use_tool",
+        "tool_name": "Bash",
+        "display_name": "Bash",
+        "input": {"command": "git init", "description": "Init"},
+        "description": "Init",
+        "permission_suggestions": [rule("git init *")],
+        "decision_reason": "This command requires approval",
+        "decision_reason_type": "other",
+        "tool_use_id": "call_1",
+    }
+    got = forwarded(cbc_prompt("Bash", {"command": "git init", "description": "Init"}))
+    assert got["request"] == claude
+    assert list(got["request"]) == list(claude)
 
 
 @pytest.mark.parametrize(
