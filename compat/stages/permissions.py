@@ -208,6 +208,11 @@ def _bash_suggestions(command: str, cwd: str | None) -> tuple[list[Any], str | N
 #: Claude's reason for asking about a Bash command no rule or path check decided (its
 #: ``decision_reason``, ``decision_reason_type``)
 _NO_RULE = {"decision_reason": "This command requires approval", "decision_reason_type": "other"}
+#: and for a file tool's path outside the working directory
+_OUTSIDE = {
+    "decision_reason": "Path is outside allowed working directories",
+    "decision_reason_type": "workingDir",
+}
 
 
 def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]:
@@ -246,6 +251,7 @@ def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]
                         "destination": _SESSION,
                     }
                 )
+                out |= _OUTSIDE
     elif tool.startswith("mcp__") or tool == "WebSearch":
         suggestions = [_allow_rule(tool, None)]
     if suggestions is not None:
@@ -457,9 +463,11 @@ class PermissionRouting(Stage):
     ``mv``, ``cp``) by the path's directory and ``acceptEdits``, with ``blocked_path`` the
     path, and otherwise with Claude's ``decision_reason`` "This command requires
     approval" (``decision_reason_type`` ``other``; a probe run of Claude, ``git init``);
-    for Write/Edit/MultiEdit/NotebookEdit ``acceptEdits`` and a directory outside the
-    working directory; for MCP tools and WebSearch a rule for the tool. None where
-    the bridge cannot tell what Claude would suggest: compound Bash commands, quotes,
+    for Write/Edit/MultiEdit/NotebookEdit ``acceptEdits``, and for a path outside the
+    working directory its directory, with ``decision_reason`` "Path is outside allowed
+    working directories" (``workingDir``; a probe run of Claude's Write); for MCP tools
+    and WebSearch a rule for the tool. None where the bridge cannot tell what Claude
+    would suggest: compound Bash commands, quotes,
     expansions and globs, ``sed``, reads outside the working directory (Claude: a Read
     rule), an unknown working directory for a path, other tools.
     """

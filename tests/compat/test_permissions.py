@@ -791,8 +791,39 @@ def test_file_tools_suggest_accept_edits_and_an_outside_directory(tool: str) -> 
     }
     outside = claude_prompt_fields(tool, {"file_path": "/etc/app/conf"}, CWD)
     assert outside["permission_suggestions"] == [SUGGEST_MODE, dirs("/etc/app")]
+    assert outside["decision_reason"] == "Path is outside allowed working directories"
+    assert outside["decision_reason_type"] == "workingDir"
     assert outside["description"] == "/etc/app/conf"
     assert "blocked_path" not in outside  # Claude's file tools name no blocked path
+
+
+def test_claudes_write_prompts() -> None:
+    """What real Claude 2.1.220 sent for Write inside and outside the working directory
+    (a probe scenario run with ``ccbridge scenario run --backend claude``, 2026-12-02)."""
+    inside = {
+        "subtype": "can_use_tool",
+        "tool_name": "Write",
+        "display_name": "Write",
+        "input": {"file_path": f"{CWD}/src/new.txt", "content": "hello\n"},
+        "description": "src/new.txt",
+        "permission_suggestions": [SUGGEST_MODE],
+        "tool_use_id": "call_1",
+    }
+    got = forwarded(cbc_prompt("Write", inside["input"]))["request"]
+    assert got == inside
+    assert list(got) == list(inside)
+    outside = {
+        **inside,
+        "input": {"file_path": "/tmp/out/x.txt", "content": "hi\n"},
+        "description": "/tmp/out/x.txt",
+        "permission_suggestions": [SUGGEST_MODE, dirs("/tmp/out")],
+        "decision_reason": "Path is outside allowed working directories",
+        "decision_reason_type": "workingDir",
+    }
+    outside["tool_use_id"] = outside.pop("tool_use_id")
+    got = forwarded(cbc_prompt("Write", outside["input"]))["request"]
+    assert got == outside
+    assert list(got) == list(outside)
 
 
 def test_notebook_edit_uses_its_notebook_path() -> None:
