@@ -14,7 +14,7 @@ DeferExecuteTool call wraps), not e.g. a Write call's file contents.
 from __future__ import annotations
 
 import enum
-from collections import deque
+from collections import OrderedDict, deque
 from typing import Any
 
 import attrs
@@ -253,7 +253,7 @@ class SessionState:
     cwd: str | None = None
     model: str | None = None
     tool_uses: dict[str, ToolUse] = attrs.Factory(dict)
-    tasks: dict[str, TaskInfo] = attrs.Factory(dict)
+    tasks: dict[str, TaskInfo] = attrs.Factory(OrderedDict)
     #: engine time of the last ``result`` cbc wrote (``session``; ``user-line``'s settle)
     result_at: float | None = None
     #: a launch fact ``bridge/proxy.py`` copies from ``compat.argv.Translation``: the client

@@ -199,7 +199,9 @@ MAX_LIVE_TASKS = 16384
 def remember(d: dict[str, Any], key: str, value: Any, cap: int = MAX_LIVE_TASKS) -> int:
     """Insert into an insertion-ordered dict used as a bounded registry; how many of the
     oldest entries were forgotten to stay within ``cap`` (a caller for which that loses a
-    live task counts and logs it)."""
+    live task counts and logs it). A registry with a big cap is an ``OrderedDict``: in a
+    plain dict the first key is found past the holes the deletions before left at its
+    front (13 us for each entry forgotten at 16,384, against 0.5)."""
     d[key] = value
     forgotten = 0
     while len(d) > cap:

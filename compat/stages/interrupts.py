@@ -11,7 +11,7 @@ by ``interrupt-request``) and read the pending and queued user lines.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, OrderedDict
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -304,9 +304,10 @@ class InterruptTerminal(Stage):
 
     #: seconds after an interrupt during which a turn nobody asked for is cbc's own
     window: float = 90.0
-    _live: dict[str, LiveTask] = attrs.field(factory=dict, init=False)
-    _ended: dict[str, None] = attrs.field(factory=dict, init=False)  # by an interrupt
-    _hidden: dict[str, None] = attrs.field(factory=dict, init=False)  # started by a dropped turn
+    _live: dict[str, LiveTask] = attrs.field(factory=OrderedDict, init=False)
+    _ended: dict[str, None] = attrs.field(factory=OrderedDict, init=False)  # by an interrupt
+    #: started by a dropped turn
+    _hidden: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
     _armed: bool = attrs.field(default=False, init=False)
     #: frames of a turn nobody asked for, held until the model's first output decides
     _held: list[Frame] = attrs.field(factory=list, init=False)

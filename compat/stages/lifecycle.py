@@ -10,6 +10,7 @@ the other two keep their own per-task records. All three read and build task fra
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -77,7 +78,7 @@ class TerminalGuarantee(Stage):
     #: seconds a terminal task_updated waits for cbc's own notification
     grace: float = 5.0
     _open: dict[str, _Open] = attrs.field(factory=dict, init=False)
-    _done: dict[str, None] = attrs.field(factory=dict, init=False)
+    _done: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(Envelope, frame.obj)
@@ -210,7 +211,7 @@ class LateProgress(Stage):
 
     #: fold: seconds a notification is held for late progress
     grace: float = 5.0
-    _notified: dict[str, None] = attrs.field(factory=dict, init=False)
+    _notified: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
     _held: dict[str, Frame] = attrs.field(factory=dict, init=False)
 
     def interested(self, type_: str | None, subtype: str | None) -> bool:
@@ -282,13 +283,13 @@ class TasksSnapshot(Stage):
     #: the most live tasks a snapshot lists; with more, no snapshot is sent (see above)
     max_tasks: int = 256
 
-    _live: dict[str, SnapshotTask] = attrs.field(factory=dict, init=False)
+    _live: dict[str, SnapshotTask] = attrs.field(factory=OrderedDict, init=False)
     #: snapshots are being suppressed (the live set is over ``max_tasks``)
     _over: bool = attrs.field(default=False, init=False)
     #: a live task was forgotten (registry full): no snapshot can be complete any more
     _incomplete: bool = attrs.field(default=False, init=False)
     #: ended tasks whose snapshot follows their notification (compat.target)
-    _owed: dict[str, bool] = attrs.field(factory=dict, init=False)
+    _owed: dict[str, bool] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(Envelope, frame.obj)

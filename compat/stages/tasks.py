@@ -33,6 +33,7 @@ the stream is never parsed for them.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, cast
 
@@ -120,8 +121,8 @@ class TaskCorrelation(Stage):
     #: seconds to wait for the tool result that names a held task
     wait: float = 2.0
     _held: dict[str, list[Frame]] = attrs.field(factory=dict, init=False)
-    _from_results: dict[str, str] = attrs.field(factory=dict, init=False)
-    _claimed: dict[str, None] = attrs.field(factory=dict, init=False)
+    _from_results: dict[str, str] = attrs.field(factory=OrderedDict, init=False)
+    _claimed: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.lacks(("user", None), b"task_id:"):
@@ -292,10 +293,10 @@ class TaskNoise(Stage):
 
     #: frames held per task before its task_started; more are dropped
     max_held: int = 64
-    _started: dict[str, None] = attrs.field(factory=dict, init=False)
+    _started: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
     _pending: dict[str, list[Frame]] = attrs.field(factory=dict, init=False)
     #: tasks whose last status was paused: a running patch is then a real transition
-    _paused: dict[str, None] = attrs.field(factory=dict, init=False)
+    _paused: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(TaskFrame, frame.obj)
@@ -444,9 +445,9 @@ class TaskFields(Stage):
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"system/background_tasks_changed"}
 
     #: task_id -> (Claude task type, description) as forwarded on task_started
-    _seen: dict[str, tuple[Any, str]] = attrs.field(factory=dict, init=False)
+    _seen: dict[str, tuple[Any, str]] = attrs.field(factory=OrderedDict, init=False)
     #: workflow task_id -> the usage of its last task_progress forwarded
-    _usage: dict[str, dict[str, Any]] = attrs.field(factory=dict, init=False)
+    _usage: dict[str, dict[str, Any]] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(Envelope, frame.obj)

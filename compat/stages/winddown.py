@@ -56,6 +56,7 @@ wind-down).
 from __future__ import annotations
 
 import enum
+from collections import OrderedDict
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -160,7 +161,7 @@ class EofWindDown(Stage):
     #: cbc's stdin is closed (the I/O side said so); the close was forced by the ceiling
     _input_closed: bool = attrs.field(default=False, init=False)
     _forced: bool = attrs.field(default=False, init=False)
-    _tasks: dict[str, LiveTask] = attrs.field(factory=dict, init=False)  # open, as seen here
+    _tasks: dict[str, LiveTask] = attrs.field(factory=OrderedDict, init=False)  # open, as seen here
     _killed: dict[str, None] = attrs.field(factory=dict, init=False)
     _shell_timer: bool = attrs.field(default=False, init=False)
     _idle_timer: bool = attrs.field(default=False, init=False)

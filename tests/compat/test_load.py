@@ -246,3 +246,45 @@ def test_many_live_tasks_are_taken_at_once() -> None:
         state.task(f"t{k}").start()
     assert state.forgotten_live == 100_000
     assert next(iter(state.tasks)) == "t100000"
+
+
+#: the registries that keep up to MAX_LIVE_TASKS (16,384) entries, by stage class
+_BIG_REGISTRIES = {
+    "InterruptTerminal": ("_live", "_ended", "_hidden"),
+    "TerminalGuarantee": ("_done",),
+    "LateProgress": ("_notified",),
+    "TasksSnapshot": ("_live", "_owed"),
+    "TaskCorrelation": ("_from_results", "_claimed"),
+    "TaskNoise": ("_started", "_paused"),
+    "TaskFields": ("_seen", "_usage"),
+    "EofWindDown": ("_tasks",),
+}
+
+
+def test_registries_with_a_big_cap_forget_their_oldest_at_once() -> None:
+    """A plain dict used as a FIFO finds its first key past the holes its deletions left
+    (13 us an entry at 16,384; a session past that many tasks paid it in several registries
+    per frame: 66 -> 250 us a frame); these are OrderedDicts (0.5 us), as is the session's
+    task table."""
+    from collections import OrderedDict
+
+    eng = full_engine()
+    stages = {type(s).__name__: s for p in eng.pipelines.values() for s in p.stages}
+    for cls, fields in _BIG_REGISTRIES.items():
+        for name in fields:
+            assert type(getattr(stages[cls], name)) is OrderedDict, (cls, name)
+    assert type(eng.state.tasks) is OrderedDict
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 12), max_size=40), st.integers(1, 6))
+def test_an_ordered_registry_remembers_as_a_dict_does(keys: list[int], cap: int) -> None:
+    from collections import OrderedDict
+
+    from compat.taskkit import remember
+
+    plain: dict[str, int] = {}
+    ordered: dict[str, int] = OrderedDict()
+    for i, k in enumerate(keys):
+        assert remember(plain, f"k{k}", i, cap) == remember(ordered, f"k{k}", i, cap)
+        assert list(plain.items()) == list(ordered.items())
