@@ -187,16 +187,19 @@ def _bash_suggestions(command: str, cwd: str | None) -> tuple[list[Any], str | N
                 return None  # Claude asks for a Read rule of the directory
         elif cwd is None:
             return None
+        elif base == "rm" and any(a.startswith("-") and "r" in a.lower() for a in args):
+            return None  # Claude names the path itself if it is a directory (it stats it)
         elif named:
             paths = [posixpath.normpath(posixpath.join(cwd, a)) for a in named]
             # in the default mode Claude asks about every write (inside the working
             # directory too: acceptEdits would allow it), for the first path it checks
             blocked = paths[0]
-            # Claude names the path itself when it is an existing directory (it stats it)
+            # Claude's directory of the path: the path itself when it is a directory
+            # (``rmdir``'s; it stats it), else its parent
             found = [
                 {
                     "type": "addDirectories",
-                    "directories": [posixpath.dirname(blocked)],
+                    "directories": [blocked if base == "rmdir" else posixpath.dirname(blocked)],
                     "destination": _SESSION,
                 },
                 {"type": "setMode", "mode": "acceptEdits", "destination": _SESSION},

@@ -679,6 +679,7 @@ def dirs(d: str) -> dict[str, Any]:
             f"{CWD}/sub/new",
         ),
         ("rm /tmp/x/y", [rule("rm /tmp/x/y"), dirs("/tmp/x"), SUGGEST_MODE], "/tmp/x/y"),
+        ("rmdir old", [rule("rmdir old *"), dirs(f"{CWD}/old"), SUGGEST_MODE], f"{CWD}/old"),
         # two words that make a prefix: Claude's ``prefix *`` rule
         ("git push origin main", [rule("git push *")], None),
         ("npm run build", [rule("npm run *")], None),
@@ -735,6 +736,7 @@ def test_claudes_git_init_prompt() -> None:
         "cat /etc/passwd",  # a read outside: Claude suggests a Read rule of the directory
         "sed -i s/a/b/ f",
         "cp -r a b",
+        "rm -rf build",  # a directory or a file: Claude stats it
         "",
         "   ",
     ],
