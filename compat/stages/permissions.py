@@ -161,6 +161,13 @@ def _inside(path: str, cwd: str) -> bool:
     return path == cwd or path.startswith(cwd.rstrip("/") + "/")
 
 
+def _recursive(arg: str) -> bool:
+    """``-r``, ``-R``, ``-rf``, ``--recursive``: an rm option that takes directories."""
+    if arg.startswith("--"):
+        return arg == "--recursive"
+    return arg.startswith("-") and "r" in arg.lower()
+
+
 def _bash_suggestions(command: str, cwd: str | None) -> tuple[list[Any], str | None] | None:
     """Claude's suggestions (and ``blocked_path``) for a Bash command cbc asks about, in
     the default permission mode; None when the bridge cannot tell what Claude would
@@ -187,7 +194,7 @@ def _bash_suggestions(command: str, cwd: str | None) -> tuple[list[Any], str | N
                 return None  # Claude asks for a Read rule of the directory
         elif cwd is None:
             return None
-        elif base == "rm" and any(a.startswith("-") and "r" in a.lower() for a in args):
+        elif base == "rm" and any(_recursive(a) for a in args):
             return None  # Claude names the path itself if it is a directory (it stats it)
         elif named:
             paths = [posixpath.normpath(posixpath.join(cwd, a)) for a in named]

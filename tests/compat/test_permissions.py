@@ -679,6 +679,7 @@ def dirs(d: str) -> dict[str, Any]:
             f"{CWD}/sub/new",
         ),
         ("rm /tmp/x/y", [rule("rm /tmp/x/y"), dirs("/tmp/x"), SUGGEST_MODE], "/tmp/x/y"),
+        ("rm --force a", [rule("rm --force a"), dirs(CWD), SUGGEST_MODE], f"{CWD}/a"),
         ("rmdir old", [rule("rmdir old *"), dirs(f"{CWD}/old"), SUGGEST_MODE], f"{CWD}/old"),
         # two words that make a prefix: Claude's ``prefix *`` rule
         ("git push origin main", [rule("git push *")], None),
@@ -737,6 +738,7 @@ def test_claudes_git_init_prompt() -> None:
         "sed -i s/a/b/ f",
         "cp -r a b",
         "rm -rf build",  # a directory or a file: Claude stats it
+        "rm --recursive build",
         "",
         "   ",
     ],
