@@ -470,15 +470,16 @@ class PermissionRouting(Stage):
     rule when its first two words make one (``git push *``; Claude has a model-made
     prefix too, but its default check does not ask the model), else the exact command,
     followed for a path command that writes (``touch``, ``mkdir``, ``rm``, ``rmdir``,
-    ``mv``, ``cp``) by the path's directory and ``acceptEdits``, with ``blocked_path`` the
-    path, and otherwise with Claude's ``decision_reason`` "This command requires
-    approval" (``decision_reason_type`` ``other``; a probe run of Claude, ``git init``);
+    ``mv``, ``cp``) by the path's directory (``rmdir``'s path) and ``acceptEdits``,
+    with ``blocked_path`` the path, and otherwise with Claude's ``decision_reason`` "This
+    command requires approval" (``decision_reason_type`` ``other``; a probe run of
+    Claude, ``git init``);
     for Write/Edit/MultiEdit/NotebookEdit ``acceptEdits``, and for a path outside the
     working directory its directory, with ``decision_reason`` "Path is outside allowed
     working directories" (``workingDir``; a probe run of Claude's Write); for MCP tools
     and WebSearch a rule for the tool. None where the bridge cannot tell what Claude
-    would suggest: compound Bash commands, quotes,
-    expansions and globs, ``sed``, reads outside the working directory (Claude: a Read
+    would suggest: compound Bash commands, quotes, expansions and globs, ``sed``,
+    ``rm -r``, flagged ``mv``/``cp``, reads outside the working directory (Claude: a Read
     rule), an unknown working directory for a path, other tools.
     """
 
