@@ -14,6 +14,7 @@ DeferExecuteTool call wraps), not e.g. a Write call's file contents.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections import OrderedDict, deque
 from typing import Any
 
@@ -79,6 +80,8 @@ _TASK_NEXT: dict[TaskPhase, frozenset[TaskPhase]] = {
 
 #: the phases of a task shown as started and not notified yet (``SessionState.open_tasks``)
 _OPEN = frozenset({TaskPhase.RUNNING, TaskPhase.ENDED})
+#: ``TaskInfo.seq``: the next task made (``SessionState.task``)
+_TASK_SEQ = itertools.count()
 
 
 @attrs.define
@@ -106,7 +109,7 @@ class TaskInfo:
     last_progress: dict[str, Any] | None = None  # [progress-final] last task_progress
     usage: dict[str, Any] | None = None
     #: the order ``SessionState.task`` made it in (``tasks``' order: it is inserted there
-    #: only then)
+    #: only then; a count of all sessions', so no fact of one)
     seq: int = attrs.field(default=0, eq=False, repr=False)
 
     @property
@@ -269,8 +272,6 @@ class SessionState:
     forgotten_live: int = 0
     #: ids of the finished tasks still in ``tasks``, oldest first (``finished``)
     _finished: dict[str, None] = attrs.Factory(dict)
-    #: how many ``TaskInfo`` were made (``task``): the next one's ``seq``
-    _created: int = 0
 
     def remember_tool_use(self, use: ToolUse) -> None:
         use.input = trim_input(use.input)
@@ -282,8 +283,7 @@ class SessionState:
     def task(self, task_id: str) -> TaskInfo:
         info = self.tasks.get(task_id)
         if info is None:
-            info = self.tasks[task_id] = TaskInfo(task_id, seq=self._created)
-            self._created += 1
+            info = self.tasks[task_id] = TaskInfo(task_id, seq=next(_TASK_SEQ))
             if len(self.tasks) > MAX_TASKS:
                 self._forget_task()
         return info
