@@ -389,8 +389,10 @@ class ReverseTaskStatus(Stage):
         return (frame.replace({**obj, "status": status}),)
 
 
-#: rev-background-agent: bytes x background calls searched before a frame is parsed instead
+#: rev-background-agent: bytes x background calls searched before a frame is parsed instead,
+#: and the most calls searched for (each id costs more than a small frame's parse)
 _ID_SCAN_BUDGET = 1 << 20
+_ID_SCAN_MAX = 8
 
 
 @register
@@ -415,10 +417,12 @@ class ReverseBackgroundAgent(Stage):
             return None
         raw = frame.raw
         # an unparsed frame that holds none of the calls' ids passes; searched for each id
-        # only while that is cheap (ids x bytes: up to 1,024 ids in each byte of a 10 MB
-        # message took seconds), parsed past it, or when an escape may spell an id
+        # only while that is cheaper than a parse (a few ids, ids x bytes bounded: up to
+        # 1,024 ids in each byte of a 10 MB message took seconds, and 1,024 ids cost a
+        # 100-byte delta 480 us), parsed past it, or when an escape may spell an id
         if (
             raw
+            and len(calls) <= _ID_SCAN_MAX
             and len(raw) * len(calls) <= _ID_SCAN_BUDGET
             and b"\\u" not in raw
             and not any(c.encode() in raw for c in calls)

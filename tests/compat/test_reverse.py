@@ -804,15 +804,18 @@ _IDS = st.sampled_from(["toolu_a", "toolu_ab", "b", "toolu_c"])
     st.lists(_IDS | st.sampled_from(["x", " ", "toolu_"]), max_size=4).map("".join),
     st.booleans(),
     st.booleans(),
+    st.booleans(),
 )
 def test_a_background_agents_messages_are_dropped_as_before(
-    calls: list[str], parent: str | None, text: str, big: bool, escape: bool
+    calls: list[str], parent: str | None, text: str, big: bool, escape: bool, crowd: bool
 ) -> None:
     """rev-background-agent drops a message whose parent is a background call, as when
-    each call's id was looked for in every frame; a big frame is parsed instead, and a
-    frame with an escape too (the search missed an id spelled with one: that frame of a
-    background agent reached the client)."""
+    each call's id was looked for in every frame; a big frame, or any frame once there are
+    many calls, is parsed instead, and a frame with an escape too (the search missed an id
+    spelled with one: that frame of a background agent reached the client)."""
     eng = engine()
+    if crowd:
+        calls = [*(f"toolu_other{i}" for i in range(9)), *calls]
     for use_id in calls:
         eng.feed("backend", _background_call(use_id), 0)
     raw = _agent_message(parent, text + "y" * (400_000 if big else 0), escape)
