@@ -11,23 +11,18 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from bridge.backends import find_backend
 from bridge.log import Logger
-from harness.model import ModelScript, ModelServer, Rule
+from harness.model import ModelServer, Rule
 
 from .sdk_support import (
-    DROPIN,
     SDK_GC_WARNINGS,
     AssistantMessage,
-    ClaudeAgentOptions,
     ClaudeSDKClient,
     HookContext,
     HookInput,
@@ -43,6 +38,8 @@ from .sdk_support import (
     TaskStartedMessage,
     ToolPermissionContext,
     UserMessage,
+    cbc_behind_dropin,
+    session,
 )
 from .streams import closing
 
@@ -84,40 +81,7 @@ SECOND_BASH = Rule(
 
 @pytest.fixture
 def cbc() -> list[str]:
-    argv = find_backend("cbc")
-    if argv is None:
-        pytest.skip(
-            "cbc not installed: pip install codebuddy-agent-sdk (or `ccbridge backends install`)"
-        )
-    if not DROPIN.exists():
-        pytest.skip(f"{DROPIN} not installed (pip install -e .)")
-    return argv
-
-
-@asynccontextmanager
-async def session(
-    tmp_path: Path, cbc: list[str], *rules: Rule, **options: Any
-) -> AsyncIterator[tuple[ClaudeSDKClient, ModelServer, Path]]:
-    """A connected ``ClaudeSDKClient`` on the drop-in, cbc behind it, the stand-in model."""
-    server = ModelServer(ModelScript(rules=rules))
-    work, home = tmp_path / "work", tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
-    async with trio.open_nursery() as nursery:
-        url = await nursery.start(server.serve)
-        env = {
-            "CCBRIDGE_BACKEND": " ".join(cbc),
-            "CCBRIDGE_LOG_LEVEL": "warning",
-            "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
-            "HOME": str(home),
-            "CODEBUDDY_BASE_URL": url,
-            "CODEBUDDY_API_KEY": "sk-test-0123456789abcdef",
-            "DISABLE_AUTOUPDATER": "1",
-        }
-        opts = ClaudeAgentOptions(cli_path=str(DROPIN), cwd=str(work), env=env, **options)
-        async with ClaudeSDKClient(opts) as client:
-            yield client, server, work
-        nursery.cancel_scope.cancel()
+    return cbc_behind_dropin()
 
 
 async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:

@@ -14,29 +14,26 @@ get it, when cbc is not installed.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from bridge.backends import find_backend
-from harness.model import ModelScript, ModelServer, Rule
+from harness.model import Rule
 
 from .sdk_support import (
-    DROPIN,
     SDK_GC_WARNINGS,
     AssistantMessage,
-    ClaudeAgentOptions,
     ClaudeSDKClient,
     ResultMessage,
     SystemMessage,
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
+    cbc_behind_dropin,
     create_sdk_mcp_server,
+    session,
     tool,
 )
 from .streams import closing
@@ -57,14 +54,7 @@ PNG = (
 
 @pytest.fixture
 def cbc() -> list[str]:
-    argv = find_backend("cbc")
-    if argv is None:
-        pytest.skip(
-            "cbc not installed: pip install codebuddy-agent-sdk (or `ccbridge backends install`)"
-        )
-    if not DROPIN.exists():
-        pytest.skip(f"{DROPIN} not installed (pip install -e .)")
-    return argv
+    return cbc_behind_dropin()
 
 
 def probe_server(calls: list[dict[str, Any]]) -> Any:
@@ -94,35 +84,15 @@ def probe_server(calls: list[dict[str, Any]]) -> Any:
     return create_sdk_mcp_server(name="probe", tools=[echo, boom, pic])
 
 
-@asynccontextmanager
-async def session(
-    tmp_path: Path, cbc: list[str], server: Any
-) -> AsyncIterator[tuple[ClaudeSDKClient, ModelServer]]:
-    model = ModelServer(ModelScript(rules=RULES))
-    work, home = tmp_path / "work", tmp_path / "home"
-    work.mkdir()
-    home.mkdir()
-    async with trio.open_nursery() as nursery:
-        url = await nursery.start(model.serve)
-        env = {
-            "CCBRIDGE_BACKEND": " ".join(cbc),
-            "CCBRIDGE_LOG_LEVEL": "warning",
-            "CCBRIDGE_LOG": str(tmp_path / "bridge.log"),
-            "HOME": str(home),
-            "CODEBUDDY_BASE_URL": url,
-            "CODEBUDDY_API_KEY": "sk-test-0123456789abcdef",
-            "DISABLE_AUTOUPDATER": "1",
-        }
-        opts = ClaudeAgentOptions(
-            cli_path=str(DROPIN),
-            cwd=str(work),
-            env=env,
-            mcp_servers={"probe": server},
-            allowed_tools=["mcp__probe__echo", "mcp__probe__boom", "mcp__probe__pic"],
-        )
-        async with ClaudeSDKClient(opts) as client:
-            yield client, model
-        nursery.cancel_scope.cancel()
+def mcp_session(tmp_path: Path, cbc: list[str], server: Any) -> Any:
+    """The session with the client's in-process server ``probe`` and its tools allowed."""
+    return session(
+        tmp_path,
+        cbc,
+        *RULES,
+        mcp_servers={"probe": server},
+        allowed_tools=["mcp__probe__echo", "mcp__probe__boom", "mcp__probe__pic"],
+    )
 
 
 async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:
@@ -150,7 +120,7 @@ async def test_sdk_mcp_tools_run_and_their_results_are_claudes(
 ) -> None:
     calls: list[dict[str, Any]] = []
     with trio.fail_after(DEADLINE):
-        async with session(tmp_path, cbc, probe_server(calls)) as (client, model):
+        async with mcp_session(tmp_path, cbc, probe_server(calls)) as (client, model, _):
             messages = await turn(client, "please TRIGGER_MCP")
             status = await client.get_mcp_status()
     assert calls == [{"text": "hi there"}, {"text": "x"}, {"text": "y"}]  # the functions ran
@@ -214,6 +184,6 @@ async def test_mcp_status_before_the_first_turn_is_as_claudes(
     """Claude 2.1.220 lists no server before its first turn has connected them (``[]``);
     cbc through the bridge the same (not a hang, not an error)."""
     with trio.fail_after(DEADLINE):
-        async with session(tmp_path, cbc, probe_server([])) as (client, _):
+        async with mcp_session(tmp_path, cbc, probe_server([])) as (client, _, _):
             status = await client.get_mcp_status()
     assert status == {"mcpServers": []}

@@ -17,7 +17,6 @@ import pytest
 import trio
 
 from analysis import ab_cmd
-from bridge.backends import find_backend
 from harness import runner
 from harness.model import ModelServer
 from harness.scenario import Scenario, load
@@ -31,6 +30,7 @@ from .sdk_support import (
     TaskNotificationMessage,
     TaskProgressMessage,
     TaskStartedMessage,
+    cbc_behind_dropin,
     query,
 )
 from .streams import closing
@@ -44,15 +44,7 @@ pytestmark = [
 
 @pytest.fixture
 def cbc() -> list[str]:
-    # a sync fixture skips: a skip raised inside a trio test loses its reason
-    if not DROPIN.exists():
-        pytest.skip(f"{DROPIN} not installed (pip install -e .)")
-    argv = find_backend("cbc")
-    if argv is None:
-        pytest.skip(
-            "cbc not installed: run `ccbridge backends install` (or set CCBRIDGE_BACKENDS_DIR)"
-        )
-    return argv
+    return cbc_behind_dropin()
 
 
 class Session:
