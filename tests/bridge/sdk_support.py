@@ -17,6 +17,8 @@ import trio
 from bridge.backends import find_backend
 from harness.model import ModelScript, ModelServer, Rule
 
+from .streams import closing
+
 claude_agent_sdk = pytest.importorskip(
     "claude_agent_sdk", reason="claude-agent-sdk not installed (pip install -e '.[test]')"
 )
@@ -80,3 +82,13 @@ async def session(
         async with ClaudeSDKClient(opts) as client:
             yield client, server, work
         nursery.cancel_scope.cancel()
+
+
+async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:
+    """``prompt`` sent, and every message up to its result."""
+    await client.query(prompt)
+    out: list[Any] = []
+    async with closing(client.receive_response()) as stream:
+        async for m in stream:
+            out.append(m)
+    return out

@@ -40,6 +40,7 @@ from .sdk_support import (
     UserMessage,
     cbc_behind_dropin,
     session,
+    turn,
 )
 from .streams import closing
 
@@ -84,15 +85,6 @@ def cbc() -> list[str]:
     return cbc_behind_dropin()
 
 
-async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:
-    await client.query(prompt)
-    out: list[Any] = []
-    async with closing(client.receive_response()) as stream:
-        async for m in stream:
-            out.append(m)
-    return out
-
-
 def tool_results(messages: list[Any]) -> list[Any]:
     return [
         b
@@ -101,6 +93,19 @@ def tool_results(messages: list[Any]) -> list[Any]:
         for b in m.content
         if getattr(b, "tool_use_id", None)
     ]
+
+
+def both_calls_ran_unasked(messages: list[Any], tmp_path: Path) -> None:
+    """The turn's two tool calls ran without an error or a denial, and the bridge applied
+    every permission update it was given (nothing "not applied" in its log)."""
+    results = tool_results(messages)
+    assert len(results) == 2
+    assert not any(r.is_error for r in results)
+    result = messages[-1]
+    assert isinstance(result, ResultMessage)
+    assert not result.permission_denials
+    log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
+    assert "not applied" not in log
 
 
 def models_asked(server: ModelServer) -> list[str]:
@@ -500,14 +505,7 @@ async def test_can_use_tool_always_allow_is_applied(tmp_path: Path, cbc: list[st
     assert (work / "first-call.txt").exists()
     assert (work / "second-call.txt").exists()  # the second call ran, never asked about
     assert server.brain.fired[1] == 1  # the model did ask for it
-    results = tool_results(messages)
-    assert len(results) == 2
-    assert not any(r.is_error for r in results)
-    result = messages[-1]
-    assert isinstance(result, ResultMessage)
-    assert not result.permission_denials
-    log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
-    assert "not applied" not in log
+    both_calls_ran_unasked(messages, tmp_path)
 
 
 @pytest.mark.parametrize("command", ["git init", "touch twice.txt"])
@@ -567,14 +565,7 @@ async def test_can_use_tool_suggestions_work_as_always_allow(
         ]
         assert ctx.blocked_path == str(work / "twice.txt")
         assert (work / "twice.txt").exists()
-    results = tool_results(messages)
-    assert len(results) == 2
-    assert not any(r.is_error for r in results)
-    result = messages[-1]
-    assert isinstance(result, ResultMessage)
-    assert not result.permission_denials
-    log = (tmp_path / "bridge.log").read_text() if (tmp_path / "bridge.log").exists() else ""
-    assert "not applied" not in log
+    both_calls_ran_unasked(messages, tmp_path)
 
 
 async def test_can_use_tool_set_mode_reaches_cbc(tmp_path: Path, cbc: list[str]) -> None:

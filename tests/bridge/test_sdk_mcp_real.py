@@ -25,7 +25,6 @@ from harness.model import Rule
 from .sdk_support import (
     SDK_GC_WARNINGS,
     AssistantMessage,
-    ClaudeSDKClient,
     ResultMessage,
     SystemMessage,
     ToolResultBlock,
@@ -35,8 +34,8 @@ from .sdk_support import (
     create_sdk_mcp_server,
     session,
     tool,
+    turn,
 )
-from .streams import closing
 
 pytestmark = [pytest.mark.client, pytest.mark.real_backend, *SDK_GC_WARNINGS]
 DEADLINE = 120
@@ -93,15 +92,6 @@ def mcp_session(tmp_path: Path, cbc: list[str], server: Any) -> Any:
         mcp_servers={"probe": server},
         allowed_tools=["mcp__probe__echo", "mcp__probe__boom", "mcp__probe__pic"],
     )
-
-
-async def turn(client: ClaudeSDKClient, prompt: str) -> list[Any]:
-    await client.query(prompt)
-    out: list[Any] = []
-    async with closing(client.receive_response()) as stream:
-        async for m in stream:
-            out.append(m)
-    return out
 
 
 def results(messages: list[Any]) -> dict[str, tuple[ToolResultBlock, Any]]:
