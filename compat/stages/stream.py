@@ -19,6 +19,10 @@ from compat.frames import Frame, dict_at, loads
 from compat.stage import Context, Output, Stage, register
 
 _RULE = "stream-events"
+#: streamed messages kept at once (a thread per sub-agent): a message that never ends (a
+#: cut stream, an interrupted sub-agent) is otherwise kept for the session, and every
+#: frame's plain check and every turn's flush walk all of them (quadratic over a session)
+MAX_STREAMS = 256
 
 
 @attrs.define
@@ -95,7 +99,10 @@ class StreamEvents(Stage):
     `content_block_stop`, and `system/status` `requesting` before each model request.
 
     Option ``hold`` (seconds, default 10): the longest stream events wait for the
-    assistant frame of the block they follow.
+    assistant frame of the block they follow. At most ``MAX_STREAMS`` (256) messages are
+    followed at once: a new thread's ``message_start`` past that forgets the first one
+    started (what it held is released first; counted ``streams-forgotten``), whose later
+    events then pass as cbc writes them.
 
     What cbc 2.163.0 writes differently (raw runs of ``scenarios/partial-messages``,
     ``thinking-partial``, ``partial-tool-only`` on both CLIs), and what the rule makes of it,
@@ -294,6 +301,11 @@ class StreamEvents(Stage):
         out: list[Frame] = []
         if etype == "message_start":
             out.extend(self._flush(key, ctx))
+            if key not in self._streams and len(self._streams) >= MAX_STREAMS:
+                oldest = next(iter(self._streams))  # (the first started: insertion order)
+                out.extend(self._flush(oldest, ctx))
+                self._streams.pop(oldest, None)
+                ctx.count(self.rule, "streams-forgotten")
             new = self._streams[key] = _Message()
             message = dict_at(event, "message")
             if message is not None:

@@ -385,3 +385,45 @@ def test_many_frames_held_behind_a_stop_are_released_at_once() -> None:
     held: list[tuple[Frame, Any]] = [(f, 0), *((f, None) for _ in range(1_000_000)), (f, 1)]
     assert len(_release_to(held, 0, f)) == 1_000_002
     assert held == [(f, 1)]
+
+
+def test_messages_that_never_end_are_followed_at_most_max_streams_at_once() -> None:
+    """A thread's message with no ``message_stop`` (a cut stream, an interrupted
+    sub-agent) was kept for the session, and every frame's plain check walked them all:
+    past ``MAX_STREAMS`` the first started is forgotten, what it held released first."""
+    from compat.stages.stream import MAX_STREAMS, StreamEvents
+
+    eng = full_engine()
+    (stage,) = [s for s in eng.pipelines["down"].stages if isinstance(s, StreamEvents)]
+    held = [
+        ev({"type": "message_start", "message": cbc_message("m-first")}, "first"),
+        ev(
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+            "first",
+        ),
+        ev({"type": "content_block_stop", "index": 0}, "first"),  # held: no assistant frame
+        ev({"type": "message_stop"}, "first"),
+    ]
+    got = out(eng.feed("backend", lines(*held), 0.0))
+    assert [f["event"]["type"] for f in got] == ["message_start", "content_block_start"]
+    threads = [
+        ev({"type": "message_start", "message": cbc_message(f"m{i}")}, f"agent-{i}")
+        for i in range(MAX_STREAMS + 50)
+    ]
+    got = out(eng.feed("backend", lines(*threads), 0.1))
+    assert len(stage._streams) == MAX_STREAMS
+    assert "first" not in stage._streams
+    # the first thread's held stop and message_stop came out, before the message_start
+    # that made room for them
+    kinds = [(f["parent_tool_use_id"], f["event"]["type"]) for f in got]
+    at = kinds.index(("first", "content_block_stop"))
+    assert kinds[at : at + 3] == [
+        ("first", "content_block_stop"),
+        ("first", "message_stop"),
+        (f"agent-{MAX_STREAMS - 1}", "message_start"),
+    ]
+    assert eng.statistics()["rules"]["stream-events"]["streams-forgotten"] == 51
