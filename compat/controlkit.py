@@ -8,6 +8,7 @@ can take at all.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from compat.frames import Frame
@@ -84,3 +85,12 @@ def reworded(message: str) -> str | None:
 def still_queued(pending: Any) -> list[str]:
     """The uuids of user lines written but not started (Claude's ``still_queued``)."""
     return [u for u in pending if isinstance(u, str)]
+
+
+def tool_display_name(name: str) -> str:
+    """Claude's label of a tool without a title (its ``a2e``; a permission prompt's
+    ``display_name``, ``tool_use_meta``): the last ``__`` part of its name, ``_`` as
+    spaces, each ASCII word capitalized (``mcp__probe__get_weather`` -> ``Get Weather``,
+    ``Bash`` -> ``Bash``; JavaScript's ``\\b\\w`` is ASCII)."""
+    last = name.split("__")[-1] or name
+    return re.sub(r"\b\w", lambda m: m.group().upper(), last.replace("_", " "), flags=re.ASCII)

@@ -9,7 +9,6 @@ by cbc when it can, by the bridge when it cannot or does not in time. The rules 
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -810,19 +809,12 @@ def claude_tool_info(tool: dict[str, Any]) -> dict[str, Any]:
     return {"name": tool.get("name"), "annotations": known}
 
 
-def tool_display_name(name: str) -> str:
-    """Claude's label of a tool without a title: the last ``__`` part of its name, ``_`` as
-    spaces, each word capitalized (``mcp__probe__get_weather`` -> ``Get Weather``)."""
-    last = name.split("__")[-1] or name
-    return re.sub(r"\b\w", lambda m: m.group().upper(), last.replace("_", " "))
-
-
 def tool_use_meta(
     blocks: list[Any], tools: dict[str, list[dict[str, Any]]], names: dict[str, str]
 ) -> list[dict[str, str]]:
     """Claude's ``tool_use_meta`` of an assistant frame's calls of in-process servers'
     tools: ``{id, display_name, server_display_name}``, the tool's ``annotations.title``
-    (else ``tool_display_name``) and the server's ``serverInfo.name`` (else its name)."""
+    (else ``controlkit.tool_display_name``) and the server's ``serverInfo.name`` (else its name)."""
     meta = []
     for b in blocks:
         name = b.get("name") if isinstance(b, dict) and b.get("type") == "tool_use" else None
@@ -838,7 +830,7 @@ def tool_use_meta(
         meta.append(
             {
                 "id": b["id"],
-                "display_name": title or tool_display_name(name),
+                "display_name": title or ck.tool_display_name(name),
                 "server_display_name": names.get(server) or server,
             }
         )

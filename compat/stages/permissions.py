@@ -110,14 +110,6 @@ def bash_rule_suggestion(command: str) -> dict[str, Any]:
     return _allow_rule("Bash", f"{prefix} *" if prefix else command)
 
 
-def _display_name(tool: str) -> str:
-    """Claude's ``display_name`` of a tool (its ``a2e``): the last ``__`` part of the name,
-    ``_`` as spaces, each ASCII word capitalized (``mcp__probe__get_weather`` -> ``Get
-    Weather``, ``Bash`` -> ``Bash``)."""
-    last = tool.split("__")[-1] or tool
-    return re.sub(r"\b\w", lambda m: m.group().upper(), last.replace("_", " "), flags=re.ASCII)
-
-
 def _truncate(text: str, width: int = _DESCRIPTION_WIDTH) -> str:
     """Claude's ``truncate`` (to ``width`` columns with an ellipsis); the bridge counts
     characters, not display columns."""
@@ -235,7 +227,7 @@ def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]
     out: dict[str, Any] = {}
     if not tool:
         return out
-    out["display_name"] = _display_name(tool)
+    out["display_name"] = ck.tool_display_name(tool)
     if not isinstance(inp, dict):
         return out
     description = _description(tool, inp, cwd)

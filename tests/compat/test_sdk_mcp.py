@@ -226,7 +226,7 @@ def test_a_call_of_an_in_process_tool_gets_claudes_tool_use_meta() -> None:
 
 
 def test_claudes_label_of_a_tool_without_a_title() -> None:
-    from compat.stages.control import tool_display_name
+    from compat.controlkit import tool_display_name
 
     assert tool_display_name("mcp__probe__echo") == "Echo"
     assert tool_display_name("mcp__probe__get_weather_now") == "Get Weather Now"
