@@ -25,11 +25,16 @@ PREFIXES: tuple[tuple[type, str], ...] = (
 )
 
 
+def is_fact(field: attrs.Attribute) -> bool:  # type: ignore[type-arg]
+    """A field of the shared state that is a fact (not an index of one: ``NOT_A_FACT``)."""
+    return field.metadata.get("fact", True) is not False
+
+
 def _facts() -> frozenset[str]:
     names: set[str] = set()
     for cls, prefix in PREFIXES:
         for f in attrs.fields(cls):
-            if f.name != "control":  # the object, not a fact
+            if f.name != "control" and is_fact(f):  # (control: the object, not a fact)
                 names.add(prefix + f.name.lstrip("_"))
     return frozenset(names)
 

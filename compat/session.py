@@ -80,6 +80,10 @@ _TASK_NEXT: dict[TaskPhase, frozenset[TaskPhase]] = {
 
 #: the phases of a task shown as started and not notified yet (``SessionState.open_tasks``)
 _OPEN = frozenset({TaskPhase.RUNNING, TaskPhase.ENDED})
+#: the metadata of a field that is no fact of its own (``compat.facts``) but an index the
+#: state keeps of one (the open tasks' ids: ``task.phase``), so its readers and writers are
+#: that fact's
+NOT_A_FACT = {"fact": False}
 #: ``TaskInfo.seq``: the next task made (``SessionState.task``)
 _TASK_SEQ = itertools.count()
 
@@ -102,8 +106,8 @@ class TaskInfo:
     script: str | None = None
     meta: dict[str, Any] | None = None
     source_resolved: bool = False
-    # [terminal-guarantee] the lifecycle as forwarded past that rule
-    phase: TaskPhase = TaskPhase.NEW
+    # [terminal-guarantee] the lifecycle as forwarded past that rule (``phase``)
+    _phase: TaskPhase = attrs.field(default=TaskPhase.NEW, alias="phase")
     status: str = "running"  # last status forwarded (Claude vocabulary)
     end_time: int | None = None
     last_progress: dict[str, Any] | None = None  # [progress-final] last task_progress
@@ -111,6 +115,25 @@ class TaskInfo:
     #: the order ``SessionState.task`` made it in (``tasks``' order: it is inserted there
     #: only then; a count of all sessions', so no fact of one)
     seq: int = attrs.field(default=0, eq=False, repr=False)
+    #: the ids of its session's open tasks (``SessionState._open``), which a change of
+    #: ``phase`` keeps; None for a task no session keeps (made alone, or forgotten)
+    _open_ids: dict[str, None] | None = attrs.field(
+        default=None, eq=False, repr=False, metadata=NOT_A_FACT
+    )
+
+    @property
+    def phase(self) -> TaskPhase:
+        return self._phase
+
+    @phase.setter
+    def phase(self, new: TaskPhase) -> None:
+        self._phase = new
+        open_ids = self._open_ids
+        if open_ids is not None:
+            if new in _OPEN:
+                open_ids[self.task_id] = None
+            else:
+                open_ids.pop(self.task_id, None)
 
     @property
     def started(self) -> bool:
@@ -272,6 +295,9 @@ class SessionState:
     forgotten_live: int = 0
     #: ids of the finished tasks still in ``tasks``, oldest first (``finished``)
     _finished: dict[str, None] = attrs.Factory(dict)
+    #: ids of the open tasks in ``tasks`` (phase in ``_OPEN``: ``has_open_task``), kept by
+    #: each task's ``phase`` setter and by the forgetting here
+    _open: dict[str, None] = attrs.field(factory=dict, metadata=NOT_A_FACT)
 
     def remember_tool_use(self, use: ToolUse) -> None:
         use.input = trim_input(use.input)
@@ -283,7 +309,8 @@ class SessionState:
     def task(self, task_id: str) -> TaskInfo:
         info = self.tasks.get(task_id)
         if info is None:
-            info = self.tasks[task_id] = TaskInfo(task_id, seq=next(_TASK_SEQ))
+            info = TaskInfo(task_id, seq=next(_TASK_SEQ), open_ids=self._open)
+            self.tasks[task_id] = info
             if len(self.tasks) > MAX_TASKS:
                 self._forget_task()
         return info
@@ -299,7 +326,7 @@ class SessionState:
             del self._finished[tid]
             old = self.tasks.get(tid)
             if old is not None and old.notified:
-                del self.tasks[tid]
+                self._drop(tid)
 
     def _forget_task(self) -> None:
         """A finished task first (the oldest: a notified task is one of ``_finished``,
@@ -313,22 +340,24 @@ class SessionState:
             if t is not None and t.notified and (first is None or t.seq < first.seq):
                 first = t
         if first is not None:
-            del tasks[first.task_id]
+            self._drop(first.task_id)
             return
-        oldest = next(iter(tasks))
-        if tasks.pop(oldest).started:
+        if self._drop(next(iter(tasks))).started:
             self.forgotten_live += 1
+
+    def _drop(self, task_id: str) -> TaskInfo:
+        """``task_id`` forgotten: out of ``tasks`` and the open ids; the ``TaskInfo`` a rule
+        may still hold no longer changes them."""
+        info = self.tasks.pop(task_id)
+        info._open_ids = None
+        self._open.pop(task_id, None)
+        return info
 
     def open_tasks(self) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.started and not t.notified]
 
     def has_open_task(self) -> bool:
-        """``open_tasks()`` is not empty: newest first (an open task is a recent one; the
-        notified ones stay until forgotten), on the phase itself (a rule asks it per frame
-        between turns)."""
-        running, ended = TaskPhase.RUNNING, TaskPhase.ENDED  # (``is``: no enum hashing)
-        for t in reversed(self.tasks.values()):
-            phase = t.phase
-            if phase is running or phase is ended:
-                return True
-        return False
+        """``open_tasks()`` is not empty (a rule asks it per frame between turns, when the
+        notified tasks kept until forgotten make ``tasks`` long: the open ids are kept
+        apart)."""
+        return bool(self._open)

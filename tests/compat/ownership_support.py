@@ -17,7 +17,7 @@ import pytest
 from compat import reverse_state, session
 from compat.capture import parse
 from compat.engine import Engine
-from compat.facts import PREFIXES
+from compat.facts import PREFIXES, is_fact
 from compat.profiles import build
 from compat.stage import Env, Stage
 
@@ -42,7 +42,7 @@ class Measured:
 
 
 def _tracked(cls: type, prefix: str, seen: Measured) -> type:
-    names = {f.name for f in attrs.fields(cls)} - {"control"}
+    names = {f.name for f in attrs.fields(cls) if is_fact(f)} - {"control"}
 
     def __getattribute__(self: Any, name: str) -> Any:  # noqa: N807
         if name in names and seen.rule is not None:
@@ -66,12 +66,14 @@ def _snapshot(state: session.SessionState) -> dict[str, str]:
         objects.append((reverse_state.ReverseState, rev, "rev."))
     for cls, obj, prefix in objects:
         for f in attrs.fields(cls):
-            if f.name != "control":
+            if f.name != "control" and is_fact(f):
                 v = object.__getattribute__(obj, f.name)
                 out[prefix + f.name.lstrip("_")] = repr(sorted(v) if f.name == "tasks" else v)
     for tid, t in object.__getattribute__(state, "tasks").items():
         for f in attrs.fields(session.TaskInfo):
-            out[f"task.{f.name}@{tid}"] = repr(object.__getattribute__(t, f.name))
+            if is_fact(f):
+                value = object.__getattribute__(t, f.name)
+                out[f"task.{f.name.lstrip('_')}@{tid}"] = repr(value)
     return out
 
 

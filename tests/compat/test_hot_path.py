@@ -10,6 +10,8 @@ from typing import ClassVar
 import attrs
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compat.engine import Log
 from compat.frames import Frame
@@ -204,6 +206,40 @@ def test_has_open_task_is_whether_open_tasks_has_one() -> None:
         for i, phase in enumerate(phases):
             state.task(f"t{i}").phase = phase
         assert state.has_open_task() == bool(state.open_tasks()), phases
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["task", "start", "end", "finished"]), st.integers(0, 11)),
+        max_size=80,
+    )
+)
+def test_has_open_task_follows_the_session_as_it_forgets(ops: list[tuple[str, int]]) -> None:
+    """The open ids ``has_open_task`` reads stay ``open_tasks()`` through any order of
+    lifecycle steps, with tasks forgotten past small caps (finished and live ones), and
+    a forgotten task's ``TaskInfo`` still changed by the rule that holds it."""
+    import compat.session as session
+    from compat.session import SessionState, TaskPhase
+
+    state = SessionState()
+    held: dict[int, session.TaskInfo] = {}
+    caps = (session.MAX_TASKS, session.MAX_FINISHED)
+    session.MAX_TASKS, session.MAX_FINISHED = 5, 2
+    try:
+        for op, n in ops:
+            info = held.get(n)
+            if op == "task" or info is None:
+                info = held[n] = state.task(f"t{n}")
+            elif op == "start" and info.phase is TaskPhase.NEW:
+                info.start()
+            elif op == "end" and info.phase is TaskPhase.RUNNING:
+                info.end("completed", 1)
+            elif op == "finished" and info.phase in (TaskPhase.NEW, TaskPhase.ENDED):
+                state.finished(info)
+            assert state.has_open_task() == bool(state.open_tasks()), ops
+    finally:
+        session.MAX_TASKS, session.MAX_FINISHED = caps
 
 
 # -- the fast paths give what the parsing path gives, on the reference captures ----------
