@@ -21,7 +21,10 @@ One run of ``python -m bench.throughput``:
 It prints the ratio bridge/relay, both times, frames/s, the memory figures and the engine's
 ``statistics()`` (so a reader sees the rules fire). ``--breakdown`` also times the engine
 with no rule at all and with ``private-fields`` alone (the rule that rewrites nearly every
-cbc line), to show what the framing and the rules each cost. ``--json`` prints one JSON object
+cbc line), to show what the framing and the rules each cost; ``--calls`` times every stage
+call of one run by what it gave (the frame passed unchanged: a call that only keeps its
+stage's state; frames; bytes; a cold answer), the bound on what merging the calls that
+only keep state could save. ``--json`` prints one JSON object
 instead; ``--check`` exits 1 when the ratio is above ``--max-ratio`` (3.0, the issue's
 target) or memory grows, so it can gate CI; ``--profile`` adds a cProfile of one engine run.
 """
@@ -276,6 +279,77 @@ def profile(path: Path, top: int = 30, client_eof: bool = False) -> str:
     return out.getvalue()
 
 
+#: ``--calls``: what a stage call gave, by hook: ``on_frame`` None (the frame passed
+#: unchanged: a call that only keeps the stage's state) or frames; ``on_raw`` the same bytes,
+#: other bytes (a cut) or None (the frame way); ``cold`` any answer
+CALL_KINDS = ("passed", "changed", "raw same", "raw cut", "raw to frame way", "cold")
+
+
+def calls(path: Path, client_eof: bool = False, top: int = 12) -> dict[str, Any]:
+    """The stages' calls in one engine run, by what they gave (``CALL_KINDS``): how many,
+    and the seconds spent inside them (``perf_counter`` around each call of the stage
+    classes' hooks, restored after). What a redesign that merges the calls which only keep
+    state ("passed") could save at most, and what the rules' own changes cost whatever
+    the framework."""
+    seconds: dict[tuple[str, str], float] = {}
+    counts: dict[tuple[str, str], int] = {}
+    clock = time.perf_counter
+    saved: list[tuple[type, str, Any]] = []
+
+    def wrap(klass: type, hook: str, rule: str) -> None:
+        fn = klass.__dict__[hook]
+        saved.append((klass, hook, fn))
+
+        def timed(self: Any, *args: Any) -> Any:
+            t0 = clock()
+            got = fn(self, *args)
+            dt = clock() - t0
+            if hook == "on_frame":
+                what = "passed" if got is None else "changed"
+            elif hook == "on_raw":
+                what = "raw to frame way" if got is None else "raw cut"
+                what = "raw same" if got is args[0] else what
+            else:
+                what = "cold"
+            key = (rule, what)
+            seconds[key] = seconds.get(key, 0.0) + dt
+            counts[key] = counts.get(key, 0) + 1
+            return got
+
+        setattr(klass, hook, timed)
+
+    engine = full_engine()
+    for pipeline in engine.pipelines.values():
+        for stage in pipeline.stages:
+            for klass in type(stage).__mro__:
+                for hook in ("on_frame", "on_raw", "cold"):
+                    if hook in klass.__dict__ and not any(
+                        k is klass and h == hook for k, h, _ in saved
+                    ):
+                        wrap(klass, hook, stage.rule)
+    try:
+        gc.collect()
+        bridge(path, make=lambda: engine, client_eof=client_eof)
+    finally:
+        for klass, hook, fn in reversed(saved):
+            setattr(klass, hook, fn)
+    by_kind = {
+        k: {
+            "calls": sum(n for (_, w), n in counts.items() if w == k),
+            "s": round(sum(t for (_, w), t in seconds.items() if w == k), 3),
+        }
+        for k in CALL_KINDS
+    }
+    ranked = sorted(seconds.items(), key=lambda kv: -kv[1])[:top]
+    return {
+        "by_kind": by_kind,
+        "top": [
+            {"rule": r, "gave": w, "calls": counts[(r, w)], "s": round(t, 3)}
+            for (r, w), t in ranked
+        ],
+    }
+
+
 def verify(path: Path) -> dict[str, int]:
     """Contract violations of the engine's output, by rule (informational)."""
     from analysis.contract import check_lines, counts
@@ -332,6 +406,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         }
         prof = profile(full, client_eof=eof) if args.profile else None
         rules = per_rule(full, args.runs, eof) if args.per_rule else None
+        stage_calls = calls(full, eof) if args.calls else None
         violations = verify(full) if args.verify else None
     n = stream["frames"]
     grows = mem_f["peak"] > MEM_FACTOR * mem_q["peak"] + MEM_SLACK
@@ -373,6 +448,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         result["profile"] = prof
     if rules is not None:
         result["per_rule"] = rules
+    if stage_calls is not None:
+        result["calls"] = stage_calls
     return result
 
 
@@ -471,6 +548,19 @@ def report(r: dict[str, Any]) -> str:
         lines.append("CPU of each rule (all on minus it off, back to back, median of runs):")
         for rule, cost in sorted(r["per_rule"].items(), key=lambda kv: -kv[1]):
             lines.append(f"  {rule:<20} {cost:+.3f} s  {cost / total:+6.1%}")
+    if "calls" in r:
+        total, c = r["bridge"]["best_s"], r["calls"]
+        inside = sum(v["s"] for v in c["by_kind"].values())
+        lines.append(
+            f"inside the stages' calls (one run, each call timed): {inside:.3f} s; the engine's"
+            f" best {total:.3f} s CPU leaves {total - inside:.3f} s to the rest (the walk, the"
+            " proof, parse, encode, splitting)"
+        )
+        for what, v in c["by_kind"].items():
+            lines.append(f"  {what:<17} {v['calls']:>8} calls {v['s']:>8.3f} s")
+        lines.append(
+            "  costliest: " + ", ".join(f"{t['rule']} {t['gave']} {t['s']:.3f} s" for t in c["top"])
+        )
     if "profile" in r:
         lines.append(r["profile"])
     return "\n".join(lines)
@@ -514,6 +604,12 @@ def main(argv: list[str] | None = None) -> int:
         "--per-rule",
         action="store_true",
         help="also time the engine once with each rule off: what each rule costs (slow)",
+    )
+    p.add_argument(
+        "--calls",
+        action="store_true",
+        help="also time the stages' calls in one run, by what they gave (passed, changed, "
+        "raw, cold)",
     )
     p.add_argument(
         "--client-eof",

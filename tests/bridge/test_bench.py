@@ -79,6 +79,30 @@ def test_per_rule_reports_every_switchable_rule_of_the_stream_direction(
             assert f"  {rule} " in out, rule
 
 
+@needs_captures
+def test_calls_sorts_every_stage_call_by_what_it_gave(tmp_path: Path) -> None:
+    """``--calls``: each call is counted once, under what it returned; the stage classes
+    are as they were after it (a later run is not timed)."""
+    from bench import throughput
+    from bench.cbcstream import generate
+    from compat.stages.hygiene import PrivateFields
+
+    stream = tmp_path / "s.jsonl"
+    frames = generate(stream, 2000, 7, DEFAULT_CAPTURES)["frames"]
+    on_raw = PrivateFields.__dict__["on_raw"]
+    got = throughput.calls(stream)
+    assert PrivateFields.__dict__["on_raw"] is on_raw
+    kinds = got["by_kind"]
+    assert set(kinds) == set(throughput.CALL_KINDS)
+    # private-fields cuts nearly every cbc line, on its bytes or on the frame way
+    cuts = [t for t in got["top"] if t["rule"] == "private-fields"]
+    assert sum(t["calls"] for t in cuts) > 0.9 * frames
+    assert kinds["passed"]["calls"] > 0
+    assert kinds["cold"]["calls"] > 0
+    assert all(v["s"] >= 0 for v in kinds.values())
+    assert sum(t["calls"] for t in got["top"]) <= sum(v["calls"] for v in kinds.values())
+
+
 def test_long_lines_benchmark_runs_and_checks_its_output(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
