@@ -13,16 +13,82 @@ from __future__ import annotations
 from typing import Any, ClassVar, cast
 
 import attrs
+import msgspec
 
 from compat import wire
-from compat.frames import Frame, dict_at, loads
+from compat.frames import Frame, dict_at
 from compat.stage import Context, Output, Stage, register
 
 _RULE = "stream-events"
+#: how a delta's line starts (``_plain_delta``)
+_DELTA_HEAD = b'{"type":"content_block_delta","index":'
 #: streamed messages kept at once (a thread per sub-agent): a message that never ends (a
 #: cut stream, an interrupted sub-agent) is otherwise kept for the session, and every
 #: frame's plain check and every turn's flush walk all of them (quadratic over a session)
 MAX_STREAMS = 256
+
+
+class _Delta(msgspec.Struct):
+    """What the rule reads of an event's ``delta`` (absent keys: None, like ``dict.get``)."""
+
+    type: Any = None
+    partial_json: Any = None
+    stop_reason: Any = None
+
+
+class _Event(msgspec.Struct):
+    """What the rule reads of a ``stream_event``'s ``event``."""
+
+    type: Any = None
+    index: Any = None
+    content_block: Any = None
+    #: None: absent, null or (from a parse) not an object
+    delta: _Delta | None = None
+
+
+class _Line(msgspec.Struct):
+    """What the rule reads of a ``stream_event`` line: its event (None: absent, null or,
+    from a parse, not an object) and its ``parent_tool_use_id`` as written."""
+
+    event: _Event | None = None
+    parent_tool_use_id: Any = None
+
+
+#: a line's facts read without parsing the rest (msgspec validates the whole text in C and
+#: builds only these fields, each as ``loads`` would, the last of duplicate keys winning);
+#: it raises for what it does not read as the parse does (a value of another shape where a
+#: ``_Delta`` or an ``_Event`` is, a lone surrogate escape…): the caller then parses
+_DECODE_LINE = msgspec.json.Decoder(_Line).decode
+_LINE_ERRORS = (msgspec.DecodeError, RecursionError)
+
+
+def _read_line(raw: bytes) -> _Line | None:
+    """The facts of a line proved to be a JSON object (``Frame.proven``), or None when the
+    decoder does not read them (then only a parse, ``_line_of``, tells)."""
+    try:
+        return _DECODE_LINE(raw)
+    except _LINE_ERRORS:
+        return None
+
+
+def _line_of(obj: dict[str, Any]) -> _Line:
+    """The same facts from a parsed frame."""
+    event = dict_at(obj, "event")
+    if event is None:
+        return _Line(None, obj.get("parent_tool_use_id"))
+    d = dict_at(event, "delta")
+    delta = (
+        None if d is None else _Delta(d.get("type"), d.get("partial_json"), d.get("stop_reason"))
+    )
+    return _Line(
+        _Event(event.get("type"), event.get("index"), event.get("content_block"), delta),
+        obj.get("parent_tool_use_id"),
+    )
+
+
+def _key(parent: Any) -> str | None:
+    """The thread of a ``parent_tool_use_id`` as written (None: the main one)."""
+    return parent if isinstance(parent, str) else None
 
 
 @attrs.define
@@ -58,8 +124,7 @@ class _Message:
 
 def _thread(obj: wire.StreamEvent | wire.Assistant) -> str | None:
     """The thread a frame belongs to: its ``parent_tool_use_id`` (None: the main one)."""
-    parent = obj.get("parent_tool_use_id")
-    return parent if isinstance(parent, str) else None
+    return _key(obj.get("parent_tool_use_id"))
 
 
 def _release_to(held: list[tuple[Frame, Any]], match: Any, frame: Frame) -> list[Frame]:
@@ -160,9 +225,15 @@ class StreamEvents(Stage):
     hold: float = 10.0
     _streams: dict[Any, _Message] = attrs.field(factory=dict, init=False)
     _requesting: bool = attrs.field(default=False, init=False)
-    #: nothing is held and no open block was renumbered (None: to be found out again,
-    #: after any call that may have changed it)
+    #: nothing is held and no open block was renumbered (None: to be found out again).
+    #: It is kept, not found out again after every frame (four walks of every stream a
+    #: message): what can make it false sets it False where it happens (a frame held,
+    #: ``_held``; a block opened at another index), what can make it true sets it None (a
+    #: release or flush, a renumbered block closed, a message forgotten with blocks open)
     _plain: bool | None = attrs.field(default=None, init=False)
+    #: the last line ``on_raw`` read the facts of, and those facts: a line it sends the
+    #: frame way reaches ``on_frame`` as that same ``bytes`` object, not read again
+    _seen: tuple[bytes, _Line] | None = attrs.field(default=None, init=False)
 
     # -- frames -----------------------------------------------------------------------
     def _is_plain(self) -> bool:
@@ -177,7 +248,7 @@ class StreamEvents(Stage):
         """``raw`` is a delta this stage passes unchanged as things stand (read from its
         bytes: a line with an escape, or that might be anything else, is not)."""
         return (
-            raw.find(b'{"type":"content_block_delta","index":', 0, 96) >= 0
+            raw.find(_DELTA_HEAD, 0, 96) >= 0
             and b'"partial_json":""' not in raw
             and b"\\u" not in raw
             and (self._plain or (self._plain is None and self._is_plain()))
@@ -186,12 +257,22 @@ class StreamEvents(Stage):
     def on_raw(self, raw: bytes) -> bytes | None:
         """A plain delta passes on its bytes; so do, as things stand plain, a block's start
         at its own next index, the stop of a block whose assistant frame passed, and a
-        ``message_stop`` or ``message_delta`` that changes nothing (their line is parsed
-        here for the state they keep: no ctx is needed)."""
-        if self._plain_delta(raw):
-            return raw
+        ``message_stop`` or ``message_delta`` that changes nothing (the facts they need are
+        read from the line, ``_read_line``: no ctx is needed). Every case needs the stage
+        plain, so that is asked first: while something is held (cbc's order: from a
+        message's first ``content_block_stop`` to its assistant frame) a line is refused
+        without being looked at."""
+        plain = self._plain
+        if not (plain or (plain is None and self._is_plain())):
+            return None
+        if (
+            raw.find(_DELTA_HEAD, 0, 96) >= 0
+            and b'"partial_json":""' not in raw
+            and b"\\u" not in raw
+        ):
+            return raw  # (``_plain_delta``, the stage known plain)
         head = raw[:64]
-        if b'"event":{"type":"' not in head or not self._is_plain():
+        if b'"event":{"type":"' not in head:
             return None
         if b'"content_block_start"' in head:
             return raw if self._start_in_place(raw) else None
@@ -201,41 +282,41 @@ class StreamEvents(Stage):
             return raw if self._end_in_place(raw) else None
         return None
 
-    def _parsed_event(
-        self, raw: bytes, *types: str
-    ) -> tuple[_Message, wire.StreamEvent, dict[str, Any], Any] | None:
-        """The line's message (one that holds nothing), frame, event and its index, when
-        the event is of one of ``types``."""
-        try:
-            obj = loads(raw)
-        except ValueError:
+    def _read_event(self, raw: bytes, *types: str) -> tuple[_Message, str | None, _Event] | None:
+        """The line's message (one that holds nothing), thread and event, when the event
+        is of one of ``types``. The facts read are kept for ``on_frame`` (``_seen``)."""
+        line = _read_line(raw)
+        if line is None:
             return None
-        event = dict_at(obj, "event") if isinstance(obj, dict) else None
-        if event is None or event.get("type") not in types:
+        self._seen = (raw, line)
+        event = line.event
+        if event is None or event.type not in types:
             return None
-        frame = cast("wire.StreamEvent", obj)
-        msg = self._streams.get(_thread(frame))
-        return None if msg is None or msg.held else (msg, frame, event, event.get("index"))
+        key = _key(line.parent_tool_use_id)
+        msg = self._streams.get(key)
+        return None if msg is None or msg.held else (msg, key, event)
 
     def _start_in_place(self, raw: bytes) -> bool:
         """``_event``'s ``content_block_start`` when it passes the frame unchanged: the
         block opens at the message's next index, which no open block holds."""
-        found = self._parsed_event(raw, "content_block_start")
+        found = self._read_event(raw, "content_block_start")
         if found is None:
             return False
-        msg, _, event, index = found
+        msg, _, event = found
+        index = event.index
         if type(index) is not int or index != msg.next_index or index in msg.open:
             return False
-        msg.open_block(index, event.get("content_block"))
+        msg.open_block(index, event.content_block)
         return True
 
     def _stop_in_place(self, raw: bytes) -> bool:
         """``_event``'s ``content_block_stop`` when it passes the frame unchanged: the
         block's assistant frame has passed already (Claude's order), or it has none."""
-        found = self._parsed_event(raw, "content_block_stop")
+        found = self._read_event(raw, "content_block_stop")
         if found is None:
             return False
-        msg, _, _, index = found
+        msg, _, event = found
+        index = event.index
         if (
             type(index) is not int
             or msg.open.get(index, index) != index
@@ -248,18 +329,15 @@ class StreamEvents(Stage):
     def _end_in_place(self, raw: bytes) -> bool:
         """``_event``'s ``message_delta`` and ``message_stop`` when they pass the frame
         unchanged (nothing held; no stop_reason to correct)."""
-        found = self._parsed_event(raw, "message_delta", "message_stop")
+        found = self._read_event(raw, "message_delta", "message_stop")
         if found is None:
             return False
-        msg, obj, event, _ = found
-        if event.get("type") == "message_delta":
-            delta = dict_at(event, "delta")
-            return not (
-                delta is not None and delta.get("stop_reason") == "end_turn" and msg.has_tool_use
-            )
+        msg, key, event = found
+        if event.type == "message_delta":
+            delta = event.delta
+            return not (delta is not None and delta.stop_reason == "end_turn" and msg.has_tool_use)
         msg.stopped = True
-        self._forget_done(_thread(obj))
-        self._plain = None
+        self._forget_done(key)  # (what it keeps is plain: forgetting it leaves it so)
         return True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -267,17 +345,20 @@ class StreamEvents(Stage):
         if kind is None:
             return None
         t = kind[0]
+        if t == "stream_event":
+            raw = frame.raw
+            if raw and self._plain_delta(raw):
+                return None
+            line = self._facts(frame)
+            if line is None or line.event is None:
+                return None
+            return self._event(frame, line.event, _key(line.parent_tool_use_id), ctx)
         if t in ("assistant", "user", "result", "system") and kind[1] != "status":
             if not self._streams:
                 return None  # no message is streaming: nothing to do
-        if t == "stream_event" and frame.raw and self._plain_delta(frame.raw):
-            return None
-        self._plain = None  # (what the rest may change is found out again when asked)
         obj = frame.obj
         if not isinstance(obj, dict):
             return None
-        if t == "stream_event":
-            return self._event(frame, cast("wire.StreamEvent", obj), ctx)
         if t == "assistant":
             return self._assistant(frame, cast("wire.Assistant", obj), ctx)
         if t == "system":
@@ -288,78 +369,108 @@ class StreamEvents(Stage):
             return self._flush_before(frame, ctx)  # a new turn's init
         return self._flush_before(frame, ctx)  # user, result: the message is over
 
+    def _facts(self, frame: Frame) -> _Line | None:
+        """What ``_event`` reads of a ``stream_event`` frame (None: not a JSON object):
+        from the bytes of an unparsed line proved to be an object (or as ``on_raw`` read
+        them, for the line it sent the frame way), so that a frame the rule only holds or
+        passes is never parsed; else, or when they cannot be read so, from its parse."""
+        raw = frame.raw
+        if raw and not frame.parsed and frame.proven:
+            seen = self._seen
+            if seen is not None and seen[0] is raw:
+                return seen[1]
+            line = _read_line(raw)
+            if line is not None:
+                return line
+        obj = frame.obj
+        return _line_of(obj) if isinstance(obj, dict) else None
+
     def _flush_before(self, frame: Frame, ctx: Context) -> Output:
         out = self._flush_all(ctx)
         return (*out, frame) if out else None
 
-    def _event(self, frame: Frame, obj: wire.StreamEvent, ctx: Context) -> Output:
-        event = dict_at(obj, "event")
-        if event is None:
-            return None
-        key = _thread(obj)
-        etype = event.get("type")
-        out: list[Frame] = []
+    @staticmethod
+    def _parts(frame: Frame) -> tuple[wire.StreamEvent, dict[str, Any]]:
+        """The parse of a frame whose facts say it has an event object, and that event (a
+        rewrite needs them; the facts read from the bytes are the parse's)."""
+        obj = cast("wire.StreamEvent", frame.obj)
+        return obj, obj["event"]
+
+    def _event(self, frame: Frame, event: _Event, key: str | None, ctx: Context) -> Output:
+        etype = event.type
         if etype == "message_start":
-            out.extend(self._flush(key, ctx))
-            if key not in self._streams and len(self._streams) >= MAX_STREAMS:
-                oldest = next(iter(self._streams))  # (the first started: insertion order)
-                out.extend(self._flush(oldest, ctx))
-                self._streams.pop(oldest, None)
-                ctx.count(self.rule, "streams-forgotten")
-            new = self._streams[key] = _Message()
-            message = dict_at(event, "message")
-            if message is not None:
-                new.message_id = message.get("id")
-                if message.get("content"):
-                    new_msg = {**message, "content": []}
-                    frame = frame.replace({**obj, "event": {**event, "message": new_msg}})
-            if key is None and not self._requesting:
-                status = {
-                    "type": "system",
-                    "subtype": "status",
-                    "status": "requesting",
-                    "uuid": ctx.env.new_uuid(),
-                    "session_id": obj.get("session_id"),
-                }
-                out.append(Frame.synth(status, self.rule))
-            self._requesting = False
-            out.append(frame)
-            return out
+            return self._message_start(frame, key, ctx)
         msg = self._streams.get(key)
         if msg is None:
-            return out or None
-        index = event.get("index")
+            return None
+        index = event.index
+        out: list[Frame] = []
         if etype == "content_block_start" and isinstance(index, int):
             if index in msg.open:  # cbc reused an open block's index: close that block
-                self._stop(msg, msg.open.pop(index), frame, obj, out, ctx, synth=True)
-            client = msg.open_block(index, event.get("content_block"))
-            self._emit(msg, self._reindex(frame, obj, event, client), out, ctx)
+                closed = msg.open.pop(index)
+                self._plain = None  # (that block may have been renumbered)
+                self._stop(msg, closed, self._synth_stop(frame, closed, ctx), out, ctx)
+            client = msg.open_block(index, event.content_block)
+            if client != index:
+                self._plain = False  # a renumbered open block
+            self._emit(msg, self._reindex(frame, index, client), out, ctx)
             return out
         if etype == "content_block_delta" and isinstance(index, int):
-            delta = dict_at(event, "delta")
-            if (
-                delta is not None
-                and delta.get("type") == "input_json_delta"
-                and delta.get("partial_json") == ""
-            ):
+            delta = event.delta
+            if delta is not None and delta.type == "input_json_delta" and delta.partial_json == "":
                 ctx.count(self.rule, "dropped:empty-input-json-delta")
                 return out
             client = msg.open.get(index, index)
-            self._emit(msg, self._reindex(frame, obj, event, client), out, ctx)
+            self._emit(msg, self._reindex(frame, index, client), out, ctx)
             return out
         if etype == "content_block_stop" and isinstance(index, int):
             client = msg.open.pop(index, index)
-            self._stop(msg, client, self._reindex(frame, obj, event, client), obj, out, ctx)
+            if client != index:
+                self._plain = None  # a renumbered block closed
+            self._stop(msg, client, self._reindex(frame, index, client), out, ctx)
             return out
         if etype == "message_delta":
-            delta = dict_at(event, "delta")
-            if delta is not None and delta.get("stop_reason") == "end_turn" and msg.has_tool_use:
-                new_event = {**event, "delta": {**delta, "stop_reason": "tool_use"}}
-                frame = frame.replace({**obj, "event": new_event})
+            delta = event.delta
+            if delta is not None and delta.stop_reason == "end_turn" and msg.has_tool_use:
+                obj, ev = self._parts(frame)
+                new_delta = {**ev["delta"], "stop_reason": "tool_use"}
+                frame = frame.replace({**obj, "event": {**ev, "delta": new_delta}})
         self._emit(msg, frame, out, ctx)
         if etype == "message_stop":
             msg.stopped = True
             self._forget_done(key)
+        return out
+
+    def _message_start(self, frame: Frame, key: str | None, ctx: Context) -> Output:
+        obj, event = self._parts(frame)
+        streams = self._streams
+        out = self._flush(key, ctx)
+        if key in streams:
+            self._plain = None  # (the message it replaces may have renumbered blocks open)
+        elif len(streams) >= MAX_STREAMS:
+            oldest = next(iter(streams))  # (the first started: insertion order)
+            out.extend(self._flush(oldest, ctx))
+            streams.pop(oldest, None)
+            self._plain = None
+            ctx.count(self.rule, "streams-forgotten")
+        new = streams[key] = _Message()
+        message = dict_at(event, "message")
+        if message is not None:
+            new.message_id = message.get("id")
+            if message.get("content"):
+                new_msg = {**message, "content": []}
+                frame = frame.replace({**obj, "event": {**event, "message": new_msg}})
+        if key is None and not self._requesting:
+            status = {
+                "type": "system",
+                "subtype": "status",
+                "status": "requesting",
+                "uuid": ctx.env.new_uuid(),
+                "session_id": obj.get("session_id"),
+            }
+            out.append(Frame.synth(status, self.rule))
+        self._requesting = False
+        out.append(frame)
         return out
 
     def _forget_done(self, key: Any) -> None:
@@ -367,47 +478,46 @@ class StreamEvents(Stage):
         msg = self._streams.get(key)
         if msg is not None and msg.stopped and not msg.held:
             del self._streams[key]
+            if msg.open:
+                self._plain = None  # (its renumbered blocks, if any, go with it)
 
-    @staticmethod
-    def _reindex(frame: Frame, obj: wire.StreamEvent, event: dict[str, Any], client: int) -> Frame:
-        if event.get("index") == client:
+    def _reindex(self, frame: Frame, index: int, client: int) -> Frame:
+        if index == client:
             return frame
+        obj, event = self._parts(frame)
         return frame.replace({**obj, "event": {**event, "index": client}})
 
+    def _synth_stop(self, frame: Frame, client: int, ctx: Context) -> Frame:
+        """A ``content_block_stop`` for block ``client``, in ``frame``'s thread."""
+        obj = self._parts(frame)[0]
+        stop = {
+            "type": "stream_event",
+            "event": {"type": "content_block_stop", "index": client},
+            "session_id": obj.get("session_id"),
+            "parent_tool_use_id": obj.get("parent_tool_use_id"),
+            "uuid": ctx.env.new_uuid(),
+        }
+        return Frame.synth(stop, self.rule)
+
     def _stop(
-        self,
-        msg: _Message,
-        client: int,
-        frame: Frame,
-        obj: wire.StreamEvent,
-        out: list[Frame],
-        ctx: Context,
-        synth: bool = False,
+        self, msg: _Message, client: int, frame: Frame, out: list[Frame], ctx: Context
     ) -> None:
-        if synth:
-            stop = {
-                "type": "stream_event",
-                "event": {"type": "content_block_stop", "index": client},
-                "session_id": obj.get("session_id"),
-                "parent_tool_use_id": obj.get("parent_tool_use_id"),
-                "uuid": ctx.env.new_uuid(),
-            }
-            frame = Frame.synth(stop, self.rule)
         if client in msg.delivered or client not in msg.blocks:
             self._emit(msg, frame, out, ctx)
             return
         msg.held.append((frame, client))
-        self._held(frame, out, ctx)
+        self._held(frame, ctx)
 
     def _emit(self, msg: _Message, frame: Frame, out: list[Frame], ctx: Context) -> None:
         """``frame`` goes out now, or behind what the message holds."""
         if msg.held:
             msg.held.append((frame, None))
-            self._held(frame, out, ctx)
+            self._held(frame, ctx)
         else:
             out.append(frame)
 
-    def _held(self, frame: Frame, out: list[Frame], ctx: Context) -> None:
+    def _held(self, frame: Frame, ctx: Context) -> None:
+        self._plain = False  # (something is held)
         if frame.synthesized_by is None:
             ctx.hold()  # the frame this call was given is kept, not dropped
         ctx.set_timer(self, "hold", self.hold)
@@ -424,17 +534,18 @@ class StreamEvents(Stage):
             return self._flush_before(frame, ctx)
         content = message.get("content")
         block = _block_key(content[0]) if isinstance(content, list) and content else None
-        waiting = [c for _, c in msg.held if c is not None]
-        match = next((c for c in waiting if msg.blocks.get(c) == block), None)
+        blocks = msg.blocks
+        match = next((c for _, c in msg.held if c is not None and blocks.get(c) == block), None)
         if match is None:
             # Claude's order (the frame before its stop), or a block nothing holds for
-            for c in sorted(msg.blocks):
-                if c not in msg.delivered and msg.blocks[c] == block:
+            for c in sorted(blocks):
+                if c not in msg.delivered and blocks[c] == block:
                     msg.delivered.add(c)
                     break
             return None
         msg.delivered.add(match)
         out = _release_to(msg.held, match, frame)
+        self._plain = None  # (less is held)
         self._forget_done(key)
         if not self._any_held():
             ctx.cancel_timer(self, "hold")
@@ -450,6 +561,7 @@ class StreamEvents(Stage):
             return []
         out = [f for f, _ in msg.held]
         msg.held.clear()
+        self._plain = None
         self._forget_done(key)
         if not self._any_held():
             ctx.cancel_timer(self, "hold")
@@ -462,16 +574,13 @@ class StreamEvents(Stage):
         return out
 
     def on_timer(self, key: str, ctx: Context) -> Output:
-        self._plain = None
         out = self._flush_all(ctx)
         if out:
             ctx.count(self.rule, "released-by-timer", len(out))
         return out or None
 
     def on_input_eof(self, ctx: Context) -> Output:
-        self._plain = None
         return self._flush_all(ctx) or None
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
-        self._plain = None
         return self._flush_all(ctx) or None

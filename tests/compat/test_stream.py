@@ -427,3 +427,319 @@ def test_messages_that_never_end_are_followed_at_most_max_streams_at_once() -> N
         (f"agent-{MAX_STREAMS - 1}", "message_start"),
     ]
     assert eng.statistics()["rules"]["stream-events"]["streams-forgotten"] == 51
+
+
+# -- the facts read from a line's bytes, and the plain state kept ----------------------
+
+_EVENT_TYPES = (
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+)
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=4)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner),
+    max_leaves=5,
+)
+
+
+@st.composite
+def _json_text(draw: st.DrawFn, value: Any) -> str:
+    """``value`` as JSON text, its strings (keys too) written with or without ``\\u``
+    escapes, some of its characters or all of them."""
+    if isinstance(value, str):
+        mode = draw(st.sampled_from(("plain", "plain", "escaped", "some")))
+        chars = []
+        for ch in value:
+            escape = mode == "escaped" or (mode == "some" and draw(st.booleans()))
+            if escape and ord(ch) < 0x10000:
+                chars.append(f"\\u{ord(ch):04x}")
+            else:
+                chars.append(json.dumps(ch, ensure_ascii=False)[1:-1])
+        return '"' + "".join(chars) + '"'
+    if isinstance(value, dict):
+        pairs = [(k, draw(_json_text(v))) for k, v in value.items()]
+        return draw(_object(pairs))
+    if isinstance(value, list):
+        return "[" + ",".join(draw(_json_text(v)) for v in value) + "]"
+    return json.dumps(value)
+
+
+@st.composite
+def _object(draw: st.DrawFn, pairs: list[tuple[str, str]]) -> str:
+    """An object of ``pairs`` (key, value as JSON text), keys maybe escaped, in an order
+    drawn (a key may come twice: the last one counts)."""
+    pairs = draw(st.permutations(pairs))
+    return "{" + ",".join(f"{draw(_json_text(k))}:{v}" for k, v in pairs) + "}"
+
+
+@st.composite
+def _field(draw: st.DrawFn, key: str, values: st.SearchStrategy[str]) -> list[tuple[str, str]]:
+    """``key`` absent, once or twice (with another value), each value drawn."""
+    return [(key, draw(values)) for _ in range(draw(st.sampled_from((0, 1, 1, 1, 2))))]
+
+
+def _text_of(values: st.SearchStrategy[Any]) -> st.SearchStrategy[str]:
+    return values.flatmap(_json_text)
+
+
+#: a lone surrogate escape (half an emoji: only the standard library's parser reads it)
+_LONE = st.just('"\\ud83d"')
+
+
+@st.composite
+def _dict_of(draw: st.DrawFn, fields: dict[str, st.SearchStrategy[str]]) -> str:
+    pairs: list[tuple[str, str]] = []
+    for key, values in fields.items():
+        pairs += draw(_field(key, values))
+    pairs += [(k, draw(_text_of(_VALUES))) for k in draw(st.lists(st.text(max_size=3)))]
+    return draw(_object(pairs))
+
+
+def _events() -> st.SearchStrategy[str]:
+    anything = _text_of(_VALUES) | _LONE
+    block = _dict_of(
+        {
+            "type": _text_of(st.sampled_from(("text", "tool_use", "server_tool_use"))) | anything,
+            "id": _text_of(st.sampled_from(("t1", "t2"))) | anything,
+        }
+    )
+    delta = _dict_of(
+        {
+            "type": _text_of(st.sampled_from(("input_json_delta", "text_delta"))) | anything,
+            "partial_json": _text_of(st.sampled_from(("", "{}"))) | anything,
+            "stop_reason": _text_of(st.sampled_from(("end_turn", "tool_use"))) | anything,
+        }
+    )
+    event = _dict_of(
+        {
+            "type": _text_of(st.sampled_from(_EVENT_TYPES)) | anything,
+            "index": _text_of(st.integers(0, 2)) | anything,
+            "content_block": block | anything,
+            "delta": delta | anything,
+        }
+    )
+    return event | anything
+
+
+@st.composite
+def _stream_lines(draw: st.DrawFn) -> bytes:
+    """A stream_event line, odd or not: its facts absent, twice, escaped, of any shape."""
+    rest = draw(
+        _dict_of(
+            {
+                "event": _events(),
+                "parent_tool_use_id": _text_of(st.sampled_from(("agent", None)))
+                | _text_of(_VALUES),
+                "session_id": _text_of(st.just(SID)),
+            }
+        )
+    )
+    sep = "," if rest != "{}" else ""
+    return ('{"type":"stream_event"' + sep + rest[1:]).encode()
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_stream_lines())
+def test_the_facts_read_from_a_line_are_those_of_its_parse(raw: bytes) -> None:
+    """What stream-events reads of a line without parsing it (``_read_line``: the event's
+    type, index, content block and delta, the thread) is what it would read of its parse
+    (``_line_of``), value and type, for any line: duplicate keys (the last counts),
+    escapes, other shapes; or nothing (then the frame is parsed)."""
+    from compat.frames import loads
+    from compat.stages.stream import _line_of, _read_line
+
+    obj = loads(raw)
+    assert isinstance(obj, dict)
+    got = _read_line(raw)
+    if got is not None:
+        assert repr(got) == repr(_line_of(obj))
+
+
+@pytest.mark.parametrize(
+    ("raw", "index", "thread"),
+    [
+        (b'{"type":"stream_event","event":{"type":"content_block_stop","index":0}}', 0, None),
+        (
+            b'{"type":"stream_event","event":{"type":"content_block_stop","index":0,"index":1}}',
+            1,
+            None,
+        ),
+        (b'{"type":"stream_event","event":{"type":"content_block_stop","ind\\u0065x":2}}', 2, None),
+        (
+            b'{"type":"stream_event","parent_tool_use_id":"a","event":{"index":1},'
+            b'"event":{"type":"content_block_stop","index":3},"parent_tool_use_id":"b"}',
+            3,
+            "b",
+        ),
+        (b'{"type":"stream_event","event":{"type":"content_block_stop","index":1.0}}', 1.0, None),
+        (b'{"type":"stream_event","event":{"type":"content_block_stop","index":true}}', True, None),
+    ],
+)
+def test_the_facts_of_a_line_are_read_as_json_parse_reads_them(
+    raw: bytes, index: Any, thread: str | None
+) -> None:
+    from compat.stages.stream import _key, _read_line
+
+    line = _read_line(raw)
+    assert line is not None
+    assert line.event is not None
+    assert (line.event.type, line.event.index, _key(line.parent_tool_use_id)) == (
+        "content_block_stop",
+        index,
+        thread,
+    )
+    assert type(line.event.index) is type(index)
+
+
+def test_a_line_whose_facts_have_another_shape_is_left_to_the_parse() -> None:
+    from compat.stages.stream import _read_line
+
+    base = b'{"type":"stream_event","event":%s}'
+    assert _read_line(base % b'"a string"') is None
+    assert _read_line(base % b'{"type":"message_delta","delta":[1]}') is None
+    assert _read_line(base % b'{"type":"message_delta","index":"\\ud83d"}') is None
+    assert _read_line(base % b"null") is not None  # (no event: as the parse reads it)
+
+
+_Op = tuple[str, int, str | None]
+_OP = st.tuples(
+    st.sampled_from(
+        (
+            "start",
+            "block",
+            "delta",
+            "empty-json",
+            "stop",
+            "end",
+            "message_stop",
+            "assistant",
+            "result",
+            "status",
+        )
+    ),
+    st.integers(0, 2),
+    st.sampled_from((None, None, "agent")),
+)
+
+
+@st.composite
+def _message(draw: st.DrawFn) -> list[_Op]:
+    """One message's events as cbc orders them (each block's assistant frame after the
+    message_stop, maybe missing) or as Claude does (before the block's stop)."""
+    thread = draw(st.sampled_from((None, None, "agent")))
+    blocks = draw(st.lists(st.integers(0, 2), max_size=3))
+    claude = draw(st.booleans())
+    ops: list[_Op] = [("start", 0, thread)]
+    for i in blocks:
+        ops += [("block", i, thread), ("empty-json", i, thread), ("delta", i, thread)]
+        ops += [("assistant", i, thread)] if claude else []
+        ops += [("stop", i, thread)]
+    ops += [("end", draw(st.integers(0, 2)), thread), ("message_stop", 0, thread)]
+    if not claude:
+        ops += [("assistant", i, thread) for i in blocks if draw(st.booleans())]
+    return ops
+
+
+#: messages, whole or not, and stray events between them, threads interleaved
+_OPS = st.lists(_message() | _OP.map(lambda op: [op]), max_size=8).map(
+    lambda parts: [op for part in parts for op in part]
+)
+
+
+def _stream_of(ops: list[_Op]) -> list[dict[str, Any]]:
+    """cbc-like stream frames from ``ops`` (any order: blocks reused, stops without
+    starts, assistant frames before, after or without their stop, threads)."""
+    frames: list[dict[str, Any]] = []
+    message: dict[str | None, str] = {}
+    for n, (op, i, thread) in enumerate(ops):
+        mid = message.get(thread, "m-none")
+        block = tool_block(f"toolu_{i}") if i else {"type": "text", "text": ""}
+        if op == "start":
+            mid = message[thread] = f"m{n}"
+            frames.append(ev({"type": "message_start", "message": cbc_message(mid)}, thread))
+        elif op == "block":
+            frames.append(
+                ev({"type": "content_block_start", "index": i, "content_block": block}, thread)
+            )
+        elif op in ("delta", "empty-json"):
+            d = (
+                {"type": "text_delta", "text": f"x{n}"}
+                if op == "delta"
+                else {"type": "input_json_delta", "partial_json": ""}
+            )
+            frames.append(ev({"type": "content_block_delta", "index": i, "delta": d}, thread))
+        elif op == "stop":
+            frames.append(ev({"type": "content_block_stop", "index": i}, thread))
+        elif op == "end":
+            reason = ("end_turn", "end_turn", "max_tokens")[i]
+            frames.append(ev({"type": "message_delta", "delta": {"stop_reason": reason}}, thread))
+        elif op == "message_stop":
+            frames.append(ev({"type": "message_stop"}, thread))
+        elif op == "assistant":
+            frame = assistant(mid, block)
+            frame["parent_tool_use_id"] = thread
+            frames.append(frame)
+        elif op == "result":
+            frames.append(result())
+        else:
+            frames.append({"type": "system", "subtype": "status", "status": "requesting"})
+    return frames
+
+
+def _fresh_plain(stage: Any) -> bool:
+    return not stage._any_held() and all(
+        c == i for m in stage._streams.values() for i, c in m.open.items()
+    )
+
+
+def _run_stream(
+    frames: list[dict[str, Any]], fast: bool, reference: bool
+) -> tuple[list[dict[str, Any]], Any]:
+    """``frames`` through stream-events alone, a line a feed; ``reference``: the way
+    before, every frame parsed and the plain state found out again at each line."""
+    from compat.stages import stream
+
+    up, down = build("cbc-to-claude", parse_rule_settings([]))
+    stage = next(s for s in down if s.rule == "stream-events")
+    assert isinstance(stage, stream.StreamEvents)
+    eng = Engine([], [stage], det_env(), strict=True)
+    eng.pipelines["down"].use_fast = fast
+    cmds = []
+    with pytest.MonkeyPatch.context() as m:
+        if reference:
+            m.setattr(stream, "_read_line", lambda raw: None)
+        for f in frames:
+            if reference:
+                stage._plain = None
+            cmds += eng.feed("backend", lines(f), 0.0)
+            if stage._plain is not None:  # what is kept is what would be found out
+                assert stage._plain == _fresh_plain(stage), f
+        cmds += eng.eof("backend", 1.0)
+    return out(cmds), eng.statistics()["rules"].get("stream-events")
+
+
+@settings(max_examples=400, deadline=None)
+@given(_OPS)
+def test_facts_read_from_the_bytes_and_the_plain_state_kept_change_nothing(
+    ops: list[_Op],
+) -> None:
+    """stream-events reads the facts of a line from its bytes (on its fast lines and on
+    the frame way) and keeps its plain state between frames; what it writes and counts is
+    what the way before (every frame parsed, the plain state found out again at each line)
+    writes and counts, for any stream, fast lines on or off."""
+    frames = _stream_of(ops)
+    expected = _run_stream(frames, False, True)
+    assert _run_stream(frames, True, False) == expected
+    assert _run_stream(frames, False, False) == expected
