@@ -347,7 +347,9 @@ class StreamEvents(Stage):
         t = kind[0]
         if t == "stream_event":
             raw = frame.raw
-            if raw and self._plain_delta(raw):
+            # a plain delta passes (while the stage is known not plain, as from a held
+            # stop to its assistant frame, no line is looked at for that)
+            if raw and self._plain is not False and self._plain_delta(raw):
                 return None
             line = self._facts(frame)
             if line is None or line.event is None:
