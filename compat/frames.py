@@ -210,7 +210,7 @@ LINE_SEPARATORS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
 def escape_line_separators(raw: bytes) -> bytes:
     """``raw`` with U+2028/U+2029 written as escapes (the same JSON: in a JSON line they can
     only stand inside strings); ``raw`` itself when it has none."""
-    if b"\xe2\x80" not in raw:  # (one scan: both start so)
+    if raw.find(b"\xe2\x80") < 0:  # (one scan: both start so)
         return raw
     for char, escape in LINE_SEPARATORS:
         if char in raw:
@@ -385,7 +385,7 @@ class Frame:
         or word a lazy stage looks for): it is not in the bytes, and no ``\\u`` escape
         could spell it otherwise. Such a line can pass that stage unparsed."""
         raw = self.raw
-        return bool(raw) and self.kind() == kind and needle not in raw and b"\\u" not in raw
+        return bool(raw) and self.kind() == kind and raw.find(needle) < 0 and raw.find(b"\\u") < 0
 
     @property
     def invalid(self) -> bool:

@@ -7,7 +7,9 @@ substrings, must be looked for in the line; at most ``MAX_PLANS`` kinds are kept
 go one at a time through their plan; a trigger is only searched for when its stage is
 reached, and a frame no stage wants is never parsed and leaves as the bytes it came in as. A
 direction with no stage at all never comes here (``compat.engine``: its lines are relayed
-a block at a time, unread).
+a block at a time, unread). A substring test on a line's bytes on this path is
+``raw.find(sub) >= 0``, not ``sub in raw``: CPython's ``in`` on bytes first tries ``sub``
+as an integer, raising and clearing a ``TypeError`` each time (~1,000 instructions).
 
 Before a stage sees a frame, the frame is parsed (a line with a valid prefix but broken
 JSON goes on only to the ``invalid`` stages, then passes, and the engine logs it), unless
@@ -291,7 +293,7 @@ class Pipeline:
         for on_raw, triggers, rule, index in steps:
             if on_raw is None:
                 for t in triggers:
-                    if t in new:
+                    if new.find(t) >= 0:
                         return new, index
                 continue
             got = on_raw(new)
@@ -357,7 +359,7 @@ class Pipeline:
             if triggers is not None:
                 if raw:
                     for t in triggers:
-                        if t in raw:
+                        if raw.find(t) >= 0:
                             break
                     else:
                         continue

@@ -137,7 +137,7 @@ class PrivateFields(Stage):
         A rest that is the known run plus a plain stamp is such a run without a parse."""
         at = raw.find(b'"_')
         if at < 0:
-            if b'"errors_info"' in raw or b"\\u" in raw:
+            if raw.find(b'"errors_info"') >= 0 or raw.find(b"\\u") >= 0:
                 return None
             return -1, 0
         cut = at - 1

@@ -424,7 +424,7 @@ class ReverseBackgroundAgent(Stage):
             raw
             and len(calls) <= _ID_SCAN_MAX
             and len(raw) * len(calls) <= _ID_SCAN_BUDGET
-            and b"\\u" not in raw
+            and raw.find(b"\\u") < 0
             and not any(c.encode() in raw for c in calls)
         ):
             return None

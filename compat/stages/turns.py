@@ -399,7 +399,7 @@ class FinalAnswer(Stage):
         """The first stream event since the turn's start or the last main-thread user
         frame: a main-thread ``message_start`` names the message that streams."""
         raw = frame.raw
-        if not frame.parsed and raw and b"message_start" not in raw and b"\\u" not in raw:
+        if not frame.parsed and raw and raw.find(b"message_start") < 0 and raw.find(b"\\u") < 0:
             obj: Any = None  # (its bytes tell: not a message_start, and not parsed for it)
         else:
             obj = frame.obj
