@@ -285,7 +285,9 @@ def profile(path: Path, top: int = 30, client_eof: bool = False) -> str:
 CALL_KINDS = ("passed", "changed", "raw same", "raw cut", "raw to frame way", "cold")
 
 
-def calls(path: Path, client_eof: bool = False, top: int = 12) -> dict[str, Any]:
+def calls(
+    path: Path, client_eof: bool = False, top: int = 12, make: Callable[[], Engine] = full_engine
+) -> dict[str, Any]:
     """The stages' calls in one engine run, by what they gave (``CALL_KINDS``): how many,
     and the seconds spent inside them (``perf_counter`` around each call of the stage
     classes' hooks, restored after). What a redesign that merges the calls which only keep
@@ -296,7 +298,7 @@ def calls(path: Path, client_eof: bool = False, top: int = 12) -> dict[str, Any]
     clock = time.perf_counter
     saved: list[tuple[type, str, Any]] = []
 
-    def wrap(klass: type, hook: str, rule: str) -> None:
+    def wrap(klass: type, hook: str) -> None:
         fn = klass.__dict__[hook]
         saved.append((klass, hook, fn))
 
@@ -311,14 +313,14 @@ def calls(path: Path, client_eof: bool = False, top: int = 12) -> dict[str, Any]
                 what = "raw same" if got is args[0] else what
             else:
                 what = "cold"
-            key = (rule, what)
+            key = (self.rule, what)  # (a hook a class inherits is its caller's rule's)
             seconds[key] = seconds.get(key, 0.0) + dt
             counts[key] = counts.get(key, 0) + 1
             return got
 
         setattr(klass, hook, timed)
 
-    engine = full_engine()
+    engine = make()
     for pipeline in engine.pipelines.values():
         for stage in pipeline.stages:
             for klass in type(stage).__mro__:
@@ -326,7 +328,7 @@ def calls(path: Path, client_eof: bool = False, top: int = 12) -> dict[str, Any]
                     if hook in klass.__dict__ and not any(
                         k is klass and h == hook for k, h, _ in saved
                     ):
-                        wrap(klass, hook, stage.rule)
+                        wrap(klass, hook)
     try:
         gc.collect()
         bridge(path, make=lambda: engine, client_eof=client_eof)

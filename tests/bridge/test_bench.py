@@ -103,6 +103,42 @@ def test_calls_sorts_every_stage_call_by_what_it_gave(tmp_path: Path) -> None:
     assert sum(t["calls"] for t in got["top"]) <= sum(v["calls"] for v in kinds.values())
 
 
+def test_calls_counts_an_inherited_hook_under_each_rule_that_runs_it(tmp_path: Path) -> None:
+    """Two rules whose ``on_frame`` is one base class's: each call is its own rule's."""
+    from typing import ClassVar
+
+    import attrs
+
+    from bench import throughput
+    from compat.engine import Engine
+    from compat.frames import Frame
+    from compat.stage import Context, Env, Output, Stage
+
+    @attrs.define
+    class Seen(Stage):
+        kinds: ClassVar[frozenset[str] | None] = None
+
+        def on_frame(self, frame: Frame, ctx: Context) -> Output:
+            return None
+
+    @attrs.define
+    class First(Seen):
+        rule: ClassVar[str] = "first"
+
+    @attrs.define
+    class Second(Seen):
+        rule: ClassVar[str] = "second"
+
+    stream = tmp_path / "s.jsonl"
+    stream.write_bytes(b'{"type":"x"}\n' * 3)
+    got = throughput.calls(stream, make=lambda: Engine([], [First(), Second()], Env(str)))
+    assert {(t["rule"], t["gave"], t["calls"]) for t in got["top"]} == {
+        ("first", "passed", 3),
+        ("second", "passed", 3),
+    }
+    assert got["by_kind"]["passed"]["calls"] == 6
+
+
 def test_long_lines_benchmark_runs_and_checks_its_output(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
