@@ -202,6 +202,21 @@ def wire_kind(raw: bytes) -> Kind | Any:
     return kind
 
 
+#: ``\u`` (``has_u_escape``)
+_U_ESCAPE = re.compile(rb"\\u")
+
+
+def has_u_escape(raw: bytes, start: int = 0, end: int | None = None) -> bool:
+    """``b"\\u"`` occurs in ``raw[start:end]`` (an escape that could spell any character).
+    Faster than ``raw.find(b"\\u")``: that search tests for its last byte, ``u``, common in
+    JSON text, at nearly every position, where ``find`` of the backslash alone is a
+    ``memchr`` and a line without one (most) is done; the regex then looks on from there
+    (0.26 against 0.79 us on a delta line, 0.22 against 1.25 us on an assistant line)."""
+    n = len(raw) if end is None else end
+    bs = raw.find(b"\\", start, n)
+    return bs >= 0 and _U_ESCAPE.search(raw, bs, n) is not None
+
+
 #: U+2028 and U+2029 as UTF-8, and the escapes Claude Code writes for them (a client that
 #: splits lines with ``str.splitlines()`` breaks on the raw characters)
 LINE_SEPARATORS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
@@ -210,10 +225,11 @@ LINE_SEPARATORS = ((b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
 def escape_line_separators(raw: bytes) -> bytes:
     """``raw`` with U+2028/U+2029 written as escapes (the same JSON: in a JSON line they can
     only stand inside strings); ``raw`` itself when it has none."""
-    if raw.find(b"\xe2\x80") < 0:  # (one scan: both start so)
+    at = raw.find(b"\xe2")  # (both start so; a memchr: ``compat.pipeline``, "Hot path")
+    if at < 0:
         return raw
     for char, escape in LINE_SEPARATORS:
-        if char in raw:
+        if raw.find(char, at) >= 0:
             raw = raw.replace(char, escape)
     return raw
 
@@ -385,7 +401,7 @@ class Frame:
         or word a lazy stage looks for): it is not in the bytes, and no ``\\u`` escape
         could spell it otherwise. Such a line can pass that stage unparsed."""
         raw = self.raw
-        return bool(raw) and self.kind() == kind and raw.find(needle) < 0 and raw.find(b"\\u") < 0
+        return bool(raw) and self.kind() == kind and raw.find(needle) < 0 and not has_u_escape(raw)
 
     @property
     def invalid(self) -> bool:

@@ -9,7 +9,12 @@ reached, and a frame no stage wants is never parsed and leaves as the bytes it c
 direction with no stage at all never comes here (``compat.engine``: its lines are relayed
 a block at a time, unread). A substring test on a line's bytes on this path is
 ``raw.find(sub) >= 0``, not ``sub in raw``: CPython's ``in`` on bytes first tries ``sub``
-as an integer, raising and clearing a ``TypeError`` each time (~1,000 instructions).
+as an integer, raising and clearing a ``TypeError`` each time (~1,000 instructions). And
+a short ``sub`` is slow to look for wherever its last byte or its neighbours are common
+bytes of JSON text (``"``, ``u``, ``h``…): ``find`` then steps one or two bytes at a time
+(``line-separators``' 3-byte triggers took 0.86 us each on a 1 KB line), where ``find``
+of one byte is a ``memchr`` (0.16 us): so triggers that start with the same byte are
+looked for only in a line that has it (``Plan``'s lead byte).
 
 Before a stage sees a frame, the frame is parsed (a line with a valid prefix but broken
 JSON goes on only to the ``invalid`` stages, then passes, and the engine logs it), unless
@@ -69,15 +74,24 @@ from compat.stats import Stats
 
 #: one step of a plan: (stage index, stage, lazy, cools (0: no; 1: for an unparsed wire
 #: line; 2: for any frame, ``cold_parsed``), pure, triggers to look for or None: the kind is
-#: wanted)
-Step = tuple[int, Stage, bool, int, bool, tuple[bytes, ...] | None]
+#: wanted, the triggers' lead byte: ``_lead``)
+Step = tuple[int, Stage, bool, int, bool, tuple[bytes, ...] | None, bytes]
 #: a fast line's steps: (``on_raw`` of a ``raw_pass`` stage, or None for a triggered stage
-#: that must not see the line, its triggers, the rule id, the stage's index)
-FastStep = tuple[Callable[[bytes], bytes | None] | None, tuple[bytes, ...], str, int]
+#: that must not see the line, its triggers, their lead byte, the rule id, the stage's
+#: index)
+FastStep = tuple[Callable[[bytes], bytes | None] | None, tuple[bytes, ...], bytes, str, int]
 _NOT_YET: Any = object()
 #: kinds whose plan is kept (a hostile stream can name any number of kinds: past this,
 #: plans are made per line, not kept)
 MAX_PLANS = 1024
+
+
+def _lead(triggers: tuple[bytes, ...]) -> bytes:
+    """The byte every one of ``triggers`` starts with (a line without it holds none of
+    them: one ``memchr``), or ``b""`` when they start differently (``find`` of it is 0:
+    each trigger is looked for)."""
+    first = {t[:1] for t in triggers}
+    return first.pop() if len(first) == 1 else b""
 
 
 def frame_kind(frame: Frame) -> Kind | None:
@@ -104,16 +118,16 @@ class Plan:
             first[i] = len(steps)
             cools = 2 if s.cold_parsed else int(s.cools)
             if s.interested(*kind):
-                steps.append((i, s, s.lazy, cools, s.pure, None))
+                steps.append((i, s, s.lazy, cools, s.pure, None, b""))
             elif s.triggers:
-                steps.append((i, s, s.lazy, cools, s.pure, s.triggers))
+                steps.append((i, s, s.lazy, cools, s.pure, s.triggers, _lead(s.triggers)))
         first[len(stages)] = len(steps)
         self.steps = tuple(steps)
         #: ``first[i]``: where the steps of stages ``i..`` start
         self.first = tuple(first)
         self.fast = all(
             triggers is not None or cools or (lazy and s.raw_pass and pure)
-            for _, s, lazy, cools, pure, triggers in steps
+            for _, s, lazy, cools, pure, triggers, _ in steps
         )
         #: the stage (one that may be cold) that last sent a line of this kind the frame way
         self.blocker: Stage | None = None
@@ -290,11 +304,12 @@ class Pipeline:
         trigger found, or an ``on_raw`` that answered None: the steps before it are
         settled, their rewrites counted, and are not run again)."""
         new = raw
-        for on_raw, triggers, rule, index in steps:
+        for on_raw, triggers, lead, rule, index in steps:
             if on_raw is None:
-                for t in triggers:
-                    if new.find(t) >= 0:
-                        return new, index
+                if new.find(lead) >= 0:
+                    for t in triggers:
+                        if new.find(t) >= 0:
+                            return new, index
                 continue
             got = on_raw(new)
             if got is None:
@@ -316,13 +331,13 @@ class Pipeline:
             pass  # still not cold: the line takes the frame way (one question, not a walk)
         else:
             steps: list[FastStep] = []
-            for i, stage, lazy, cools, pure, triggers in plan.steps:
+            for i, stage, lazy, cools, pure, triggers, lead in plan.steps:
                 if cools and use_cold and stage.cold(kind, ctx):
                     continue
                 if triggers is not None:
-                    steps.append((None, triggers, stage.rule, i))
+                    steps.append((None, triggers, lead, stage.rule, i))
                 elif lazy and stage.raw_pass and pure:
-                    steps.append((stage.on_raw, (), stage.rule, i))
+                    steps.append((stage.on_raw, (), b"", stage.rule, i))
                 else:
                     plan.blocker = stage  # (a stage that may be cold: ``Plan.fast``)
                     break
@@ -347,7 +362,9 @@ class Pipeline:
         use_cold = self.use_cold
         plan = self._plans.get(kind) or self.plan(kind)
         cold_at = plan.cold_at
-        for i, stage, lazy, cools, pure, triggers in plan.since(start) if start else plan.steps:
+        for i, stage, lazy, cools, pure, triggers, lead in (
+            plan.since(start) if start else plan.steps
+        ):
             if cools and use_cold and (cools == 2 or (raw and not frame.parsed)):
                 if cold_at[i] == self.generation:
                     cold = plan.cold_is[i]
@@ -358,6 +375,8 @@ class Pipeline:
                     continue  # it would pass this frame and change nothing
             if triggers is not None:
                 if raw:
+                    if raw.find(lead) < 0:
+                        continue
                     for t in triggers:
                         if raw.find(t) >= 0:
                             break

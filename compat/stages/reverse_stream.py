@@ -18,7 +18,7 @@ import attrs
 from compat import reverse_state as rstate
 from compat import wire
 from compat.exits import Exit
-from compat.frames import Frame, dict_at, list_at, str_at
+from compat.frames import Frame, dict_at, has_u_escape, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.vocabulary import CBC_SYSTEM
 
@@ -424,7 +424,7 @@ class ReverseBackgroundAgent(Stage):
             raw
             and len(calls) <= _ID_SCAN_MAX
             and len(raw) * len(calls) <= _ID_SCAN_BUDGET
-            and raw.find(b"\\u") < 0
+            and not has_u_escape(raw)
             and not any(c.encode() in raw for c in calls)
         ):
             return None

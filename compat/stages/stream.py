@@ -16,7 +16,7 @@ import attrs
 import msgspec
 
 from compat import wire
-from compat.frames import Frame, dict_at
+from compat.frames import Frame, dict_at, has_u_escape
 from compat.stage import Context, Output, Stage, register
 
 _RULE = "stream-events"
@@ -98,7 +98,7 @@ def _passing_delta(raw: bytes) -> bool:
     return (
         raw.find(_DELTA_HEAD, 0, 96) >= 0
         and raw.find(b'"partial_json":""') < 0
-        and raw.find(b"\\u") < 0
+        and not has_u_escape(raw)
     )
 
 

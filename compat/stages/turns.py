@@ -16,7 +16,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import wire
-from compat.frames import Frame, dict_at, str_at
+from compat.frames import Frame, dict_at, has_u_escape, str_at
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import remember
 
@@ -399,7 +399,7 @@ class FinalAnswer(Stage):
         """The first stream event since the turn's start or the last main-thread user
         frame: a main-thread ``message_start`` names the message that streams."""
         raw = frame.raw
-        if not frame.parsed and raw and raw.find(b"message_start") < 0 and raw.find(b"\\u") < 0:
+        if not frame.parsed and raw and raw.find(b"message_start") < 0 and not has_u_escape(raw):
             obj: Any = None  # (its bytes tell: not a message_start, and not parsed for it)
         else:
             obj = frame.obj

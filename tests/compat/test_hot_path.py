@@ -600,6 +600,26 @@ def test_wire_kind_is_the_prefix_kind_the_proof_confirms() -> None:
     assert wire_kind(NESTED_SUBTYPES[1]) is UNKNOWN  # the last subtype counts
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"\\", b"u", b"\\u", b"\\\\u", b'"', b"a", b"uu"]), max_size=12).map(
+        b"".join
+    ),
+    st.integers(0, 14),
+    st.one_of(st.none(), st.integers(0, 14)),
+)
+def test_has_u_escape_is_whether_the_bytes_hold_one(
+    raw: bytes, start: int, end: int | None
+) -> None:
+    """``has_u_escape`` (a ``memchr`` for the backslash, then a regex from there) answers
+    what ``b"\\u" in raw[start:end]`` does, for the positions in the line the hot path
+    passes."""
+    from compat.frames import has_u_escape
+
+    assert has_u_escape(raw, start, end) == (b"\\u" in raw[start:end])
+    assert has_u_escape(raw) == (raw.find(b"\\u") >= 0)
+
+
 def test_plans_are_kept_for_a_bounded_number_of_kinds() -> None:
     """A stream naming ever new kinds (any string is a type) does not grow the pipeline:
     past MAX_PLANS a kind's plan is made for its line and not kept; the lines still pass."""
