@@ -314,7 +314,7 @@ class ToolErrors(Stage):
         if (
             raw
             and not frame.parsed
-            and (b'"tool_result"' not in raw or b'"is_error":true' not in raw)
+            and (raw.find(b'"tool_result"') < 0 or raw.find(b'"is_error":true') < 0)
         ):
             return None  # nothing failed (cbc writes the flag compact, in ``_meta`` too)
         obj = cast("wire.User", frame.obj)

@@ -173,7 +173,7 @@ class ReverseInterruptMarker(Stage):
     lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.raw and b"[Request interrupted by user" not in frame.raw:
+        if frame.raw and frame.raw.find(b"[Request interrupted by user") < 0:
             return None
         if not isinstance(frame.obj, dict):
             return None
@@ -211,7 +211,7 @@ class ReverseToolResult(Stage):
     lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.raw and b'"tool_result"' not in frame.raw:
+        if frame.raw and frame.raw.find(b'"tool_result"') < 0:
             return None
         obj = cast("wire.User", frame.obj)
         msg = dict_at(obj, "message")

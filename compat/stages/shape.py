@@ -504,7 +504,7 @@ class ResultShape(Stage):
 def _wire_stop_reason(root: Frame) -> Any:
     """The stop_reason of the wire frame an assistant frame descends from (``frame-fields``
     nulls it on what the client sees); parsed only when it has a non-null one."""
-    if root.raw and b'"stop_reason":"' not in root.raw:
+    if root.raw and root.raw.find(b'"stop_reason":"') < 0:  # (find: compat.pipeline)
         return None
     obj = root.obj
     message = cast(Assistant, obj).get("message") if isinstance(obj, dict) else None

@@ -193,6 +193,8 @@ class TaskCorrelation(Stage):
     def _tool_result(self, frame: Frame, obj: User, ctx: Context) -> Output:
         released: list[Frame] = []
         for use_id, text in _result_texts(obj):
+            if text.find("task_id:") < 0:
+                continue  # (one scan of a long tool output, not the regex at each line)
             for m in _RESULT_TASK_ID.finditer(text):
                 tid = m.group(1)
                 remember(self._from_results, tid, use_id)
