@@ -53,9 +53,10 @@ other step sends the line the frame way (``_one``) from that stage on, as the st
 it left it (they ran once: an ``on_raw`` may keep its stage's own state as ``on_frame``
 would). Whether a kind can have fast lines at all is the plan's (``Plan.fast``); the
 steps, which depend on the cold answers, are kept per kind until a stage that is not
-``pure`` is called (or the engine says something else ran: ``invalidate``), and only then
-asked again, for the next line of that kind; a kind whose last line was sent the frame way
-by a stage that is not cold asks that stage first (``Plan.blocker``).
+``pure`` is called (forgotten when the line it was called for is done: nothing reads them
+before the next line's start), or the engine says something else ran (``invalidate``),
+and only then asked again, for the next line of that kind; a kind whose last line was
+sent the frame way by a stage that is not cold asks that stage first (``Plan.blocker``).
 
 Counting (per rule): an output that is the input passes; an output of the input's lineage
 that is another object is a rewrite; an output of another lineage is a synthesis; an input
@@ -109,7 +110,7 @@ class Plan:
     (a ``raw_pass`` stage, a trigger, or a stage that may be cold), so whether a line of
     this kind is a fast line depends only on the cold answers."""
 
-    __slots__ = ("steps", "first", "fast", "blocker", "cold_at", "cold_is")
+    __slots__ = ("steps", "after", "fast", "blocker", "cold_at", "cold_is")
 
     def __init__(self, stages: Sequence[Stage], kind: Kind) -> None:
         steps: list[Step] = []
@@ -123,8 +124,9 @@ class Plan:
                 steps.append((i, s, s.lazy, cools, s.pure, s.triggers, _lead(s.triggers)))
         first[len(stages)] = len(steps)
         self.steps = tuple(steps)
-        #: ``first[i]``: where the steps of stages ``i..`` start
-        self.first = tuple(first)
+        #: ``after[i]``: the steps of stages ``i..`` (made once: the frame way goes on from
+        #: a stage for every frame a stage gives, a slice each was a copy each)
+        self.after = tuple(self.steps[f:] for f in first)
         self.fast = all(
             triggers is not None or cools or (lazy and s.raw_pass and pure)
             for _, s, lazy, cools, pure, triggers, _ in steps
@@ -137,7 +139,7 @@ class Plan:
         self.cold_is = [False] * len(stages)
 
     def since(self, start: int) -> tuple[Step, ...]:
-        return self.steps[self.first[start] :] if start else self.steps
+        return self.after[start]
 
 
 class Pipeline:
@@ -187,6 +189,7 @@ class Pipeline:
             for frame in frames:
                 self._one(frame, start, ctx, out)
         finally:
+            self._fast.clear()  # (what the stages did may change what is cold)
             self._count_rewrites()
         return out
 
@@ -238,7 +241,10 @@ class Pipeline:
                 else:
                     start = 0
                     frame = Frame(raw)
+                generation = self.generation
                 self._one(frame, start, ctx, frames)
+                if self.generation != generation:
+                    fast.clear()  # a stage that is not pure ran: it may change what is cold
                 if len(frames) == 1 and frames[0].raw:  # the common case: one line out
                     f = frames[0]
                     out.append(f.raw)
@@ -362,9 +368,7 @@ class Pipeline:
         use_cold = self.use_cold
         plan = self._plans.get(kind) or self.plan(kind)
         cold_at = plan.cold_at
-        for i, stage, lazy, cools, pure, triggers, lead in (
-            plan.since(start) if start else plan.steps
-        ):
+        for i, stage, lazy, cools, pure, triggers, lead in plan.after[start]:
             if cools and use_cold and (cools == 2 or (raw and not frame.parsed)):
                 if cold_at[i] == self.generation:
                     cold = plan.cold_is[i]
@@ -388,8 +392,6 @@ class Pipeline:
                 self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
                 return
             self.holding = False
-            if not pure:
-                self._fast.clear()  # the call may change what is cold (and so fast)
             try:
                 result = stage.on_frame(frame, ctx)
             except Exception as exc:
