@@ -138,9 +138,6 @@ class Plan:
         self.cold_at = [-1] * len(stages)
         self.cold_is = [False] * len(stages)
 
-    def since(self, start: int) -> tuple[Step, ...]:
-        return self.after[start]
-
 
 class Pipeline:
     def __init__(self, direction: Direction, stages: Sequence[Stage], stats: Stats) -> None:

@@ -795,6 +795,33 @@ def test_a_raw_triggers_stage_is_not_called_for_a_frame_a_rule_rewrote() -> None
     ]
 
 
+def test_triggers_are_found_whether_or_not_they_share_a_first_byte() -> None:
+    """A plan looks for a stage's triggers only in a line holding their common first byte
+    (``_lead``); triggers that start differently have none, and each is still looked for."""
+    from compat.pipeline import _lead
+
+    assert _lead((b"\xe2\x80\xa8", b"\xe2\x80\xa9")) == b"\xe2"
+    assert _lead((b"abc", b"xyz")) == b""
+
+    @attrs.define
+    class Mixed(Stage):
+        rule: ClassVar[str] = "test-mixed-triggers"
+        kinds: ClassVar[frozenset[str] | None] = frozenset()
+        triggers: ClassVar[tuple[bytes, ...]] = (b"abc", b"xyz")
+        seen: list[bytes] = attrs.Factory(list)
+
+        def on_frame(self, frame: Frame, ctx: Context) -> Output:
+            self.seen.append(frame.raw)
+            return None
+
+    stage = Mixed()
+    eng = engine_for("identity", down=[stage])
+    lines = [b'{"type":"x","t":"abc"}', b'{"type":"x","t":"xyz"}', b'{"type":"x","t":"no"}']
+    for raw in lines:
+        eng.feed("backend", raw + b"\n", 0.0)
+    assert stage.seen == lines[:2]
+
+
 def test_raw_triggers_needs_triggers() -> None:
     with pytest.raises(TypeError, match="raw_triggers needs triggers"):
 
