@@ -365,6 +365,7 @@ class Pipeline:
         use_cold = self.use_cold
         plan = self._plans.get(kind) or self.plan(kind)
         cold_at = plan.cold_at
+        checked = False  # (``frame`` is known to be a JSON object: asked once a frame)
         for i, stage, lazy, cools, pure, triggers, lead in plan.after[start]:
             if cools and use_cold and (cools == 2 or (raw and not frame.parsed)):
                 if cold_at[i] == self.generation:
@@ -385,9 +386,11 @@ class Pipeline:
                         continue
                 elif stage.raw_triggers:  # a frame a rule rewrote: dumps does its job
                     continue  # (the other triggered stages look at it)
-            if not lazy and not isinstance(frame.obj, dict):
-                self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
-                return
+            if not lazy and not checked:
+                if not isinstance(frame.obj, dict):
+                    self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
+                    return
+                checked = True
             self.holding = False
             try:
                 result = stage.on_frame(frame, ctx)
@@ -411,6 +414,7 @@ class Pipeline:
                     frame = new
                     raw = frame.raw
                     start = i + 1
+                    checked = False
                     continue
             else:
                 self._account(stage.rule, frame, result)

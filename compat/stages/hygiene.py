@@ -36,6 +36,7 @@ order: ``init-once`` < ``private-fields`` < ``vocabulary``; ``control-reply`` re
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -112,6 +113,11 @@ class PrivateFields(Stage):
         obj = frame.obj
         if not isinstance(obj, dict):
             return None  # (not valid JSON: passes, the engine logs it)
+        if found is not None and not inner:
+            # parsed already (a stage before looked inside): the cut is still the bytes, and
+            # the object's keys are the members before the run, then the run's (``_tail``:
+            # no private name before it; the first of duplicates keeps its place)
+            return (frame.replace_raw(raw[: found[0]] + b"}", _head(obj, found[1])),)
         if found is None and obj.get("type") == "user":
             inner = True
         content = _without_block_meta(cast("wire.User", obj)) if inner else None
@@ -120,10 +126,6 @@ class PrivateFields(Stage):
         kept = {k: v for k, v in obj.items() if k not in _PRIVATE}
         if content is not None:
             kept["message"] = {**obj["message"], "content": content}
-            return (frame.replace(kept),)
-        if found is not None and len(kept) + found[1] == len(obj):
-            # parsed already (a stage before looked inside): the cut is still the bytes
-            return (frame.replace_raw(raw[: found[0]] + b"}", kept),)
         return (frame.replace(kept),)
 
     def _tail(self, raw: bytes) -> tuple[int, int] | None:
@@ -170,6 +172,11 @@ class PrivateFields(Stage):
         if stamp > cut and _STAMP.fullmatch(raw, stamp):
             self._known = (raw[cut:stamp], len(tail))
         return cut, len(tail)
+
+
+def _head(obj: dict[str, Any], fields: int) -> dict[str, Any]:
+    """``obj`` without its last ``fields`` members."""
+    return dict(islice(obj.items(), len(obj) - fields))
 
 
 def _block_meta_before(raw: bytes, cut: int) -> bool:

@@ -106,6 +106,48 @@ def test_other_shapes_take_the_parsing_path(raw: bytes) -> None:
     assert private_only(raw)[0] == stripped(raw)
 
 
+@attrs.define
+class _Reader(Stage):
+    """Parses every frame (as ``session`` or ``tool-errors`` do before private-fields)."""
+
+    rule: ClassVar[str] = "test-reader"
+    kinds: ClassVar[frozenset[str] | None] = None
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        return None
+
+
+@attrs.define
+class _Rewrite(Stage):
+    """Writes every frame anew from its object (as a later rule that rewrites one does)."""
+
+    rule: ClassVar[str] = "test-rewrite"
+    kinds: ClassVar[frozenset[str] | None] = None
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        return (frame.replace(dict(frame.obj)),)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # a run with a duplicate key, and duplicates of the members before it
+        b'{"type":"user","a":1,"_meta":{},"_requestId":"r","_meta":2,"__timestamp":"t"}',
+        b'{"type":"user","a":1,"b":2,"a":3,"_meta":{},"__timestamp":"t"}',
+        b'{"type":"assistant","message":{"id":"m"},"_requestId":"r","_messageId":"m"}',
+    ],
+)
+def test_a_frame_parsed_before_private_fields_loses_the_run_from_its_object_too(
+    raw: bytes,
+) -> None:
+    """A frame a stage before private-fields parsed leaves as the cut line, and its object is
+    the cut line's too: a later rule that rewrites it writes no private field."""
+    for line in [*cbc_lines(), raw]:
+        eng = engine_for("identity", down=[_Reader(), stage_on("private-fields"), _Rewrite()])
+        out = written(eng.feed("backend", line + b"\n", 0.0)).removesuffix(b"\n")
+        assert out == stripped(line)
+
+
 def test_invalid_json_passes_verbatim_even_when_it_ends_in_a_private_run() -> None:
     broken = b'{"type":"assistant","message":{"content":[,"_requestId":"r"}'
     out, logs = private_only(broken)
