@@ -423,15 +423,17 @@ class Session:
     async def _wait_backend(self, nursery: trio.Nursery) -> None:
         assert self.proc is not None
         rc = await self.proc.wait()
+        exited = trio.current_time()
         self.exit_status = of_returncode(rc)
-        # the rest of its output; a descendant that inherited the pipe may hold it open:
-        # waited for while it writes, up to KILL_GRACE (it is ended at the reap)
+        # the rest of its output (what the pipe holds may not be read yet: the reader runs
+        # after this wait returned); a descendant that inherited the pipe may hold it open:
+        # waited for until it has been silent STDOUT_LINGER since the exit or its last
+        # output, up to KILL_GRACE (it is ended at the reap)
         with trio.move_on_after(KILL_GRACE):
             while not self._stdout_done.is_set():
-                quiet = max(self._last_active, trio.current_time() - STDOUT_LINGER)
-                with trio.move_on_at(quiet + STDOUT_LINGER):
+                with trio.move_on_at(max(self._last_active, exited) + STDOUT_LINGER):
                     await self._stdout_done.wait()
-                if trio.current_time() >= self._last_active + STDOUT_LINGER:
+                if trio.current_time() >= max(self._last_active, exited) + STDOUT_LINGER:
                     break
         await self._dispatch(self.engine.backend_exited(self.exit_status, trio.current_time()))
         await self._send["client"].send(_CLOSE)

@@ -24,8 +24,12 @@ class MemoryBackend:
         *,
         lockstep_stdout: bool = False,
         on_signal: dict[int, int | None] | None = None,
+        in_pipe_at_exit: tuple[float, bytes] | None = None,
     ) -> None:
         self._nursery = nursery
+        #: (seconds, bytes): output still in the pipe when the process ends, that reaches
+        #: the reader only that long after its exit (the waiter may see the exit first)
+        self._in_pipe = in_pipe_at_exit
         self._script = script
         #: status per signal (default: killed by it, -signum); None: ignored (not SIGKILL)
         self._on_signal = on_signal or {}
@@ -64,10 +68,18 @@ class MemoryBackend:
         self._rc = rc
         self.exited_at = trio.current_time()
         self._scope.cancel()
-        _close(self.output)
+        if self._in_pipe is None:
+            _close(self.output)
+        else:
+            self._nursery.start_soon(self._drain_pipe, *self._in_pipe)
         self.errors.close()
         self.input.close()
         self._exited.set()
+
+    async def _drain_pipe(self, delay: float, data: bytes) -> None:
+        await trio.sleep(delay)
+        await self.output.send_all(data)
+        _close(self.output)
 
     # -- the Backend protocol -------------------------------------------------------
     @property

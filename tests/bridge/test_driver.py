@@ -180,6 +180,32 @@ async def test_the_kill_timer_ends_with_the_session(autojump_clock: object) -> N
     assert ended == pytest.approx(3.0)  # its stdout closed as it exited: no linger
 
 
+async def test_output_still_in_the_pipe_when_the_backend_exits_is_read(
+    autojump_clock: object,
+) -> None:
+    """A backend that was silent for 2 s, then wrote and exited: the waiter may see the exit
+    before the reader has read the pipe. What the pipe holds still reaches the client (the
+    linger counts from the exit, not from the last output read)."""
+
+    async def silent_then_exit(b: MemoryBackend) -> int:
+        await trio.sleep(2)
+        return 0
+
+    line = b'{"type":"result","subtype":"success"}\n'
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+    sink = Collect()
+    async with trio.open_nursery() as n:
+        b = MemoryBackend(n, silent_then_exit, in_pipe_at_exit=(0.1, line))
+        s = session([], in_recv, out_send, sink, backend=b)
+        n.start_soon(drain, out_recv, sink)
+        await in_send.aclose()
+        status = await s.run()
+        await out_send.aclose()
+    assert status == 0
+    assert sink.data == line
+
+
 async def test_a_client_that_vanishes_ends_the_session(autojump_clock: object) -> None:
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
