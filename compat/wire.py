@@ -168,6 +168,10 @@ class Message(TypedDict, total=False):
 class Assistant(_Frame, total=False):
     message: Message
     parent_tool_use_id: str | None
+    #: a sub-agent's frame (``parent_tool_use_id`` = its Agent call): that call's
+    #: ``subagent_type`` and ``description`` (Claude writes both; cbc neither)
+    subagent_type: str
+    task_description: str
     #: Claude's synthetic API-error message: its kind (``rate_limit``, ``invalid_request``...)
     error: str
     is_api_error_message: bool
@@ -176,6 +180,8 @@ class Assistant(_Frame, total=False):
 class User(_Frame, total=False):
     message: Message
     parent_tool_use_id: str | None
+    subagent_type: str  # (as Assistant's)
+    task_description: str
     tool_use_result: Any
     #: a client line echoed back (``--replay-user-messages``)
     isReplay: bool

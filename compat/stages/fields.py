@@ -15,6 +15,17 @@
   user-line-after-bg-agent, parallel-tools, headless-json-schema; raw runs of issue 12's
   mcp-tool), so it is dropped on the result of any other call (``SessionState.tool_uses``,
   kept by ``session``; a result whose call is unknown keeps it).
+- ``subagent_type`` and ``task_description``: Claude writes both on every ``assistant`` and
+  ``user`` frame of a sub-agent (``parent_tool_use_id`` = its ``Agent`` call), from that
+  call's ``subagent_type`` and ``description``, a background agent's
+  (``claude-2.1.220/mockapi_background-agent_local-agent-frames``) and a foreground one's
+  (``third-party/rust-code-agent-sdks/general_purpose_compute``, ``explore_count_files``:
+  its assistant and user frames). cbc writes a sub-agent's frames with the same
+  ``parent_tool_use_id`` and neither key (``cbc-2.163.0/mockoai_fg-agent``; a background
+  agent's when it ends while a turn runs, ``tests/bridge/data/cbc-variants/
+  bg-agent-ends-in-a-turn``), so they are added from the call ``session`` remembered
+  (``DeferExecuteTool`` unwrapped); a frame whose call is unknown or not an agent's, or
+  whose call named no such field, is left without it.
 
 - One frame per content block: Claude writes each content block of a model message as an
   ``assistant`` frame of its own as the block ends (twins ``*.claude.jsonl``; several
@@ -40,7 +51,7 @@ from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import iso_ms
-from compat.taskkit import SHELL_TOOLS
+from compat.taskkit import AGENT_TOOLS, SHELL_TOOLS, starting_call
 
 #: the tools whose successful tool_result Claude writes with ``is_error: false``
 _WRITES_IS_ERROR_FALSE = frozenset({*SHELL_TOOLS, "Workflow"})
@@ -75,7 +86,8 @@ def wire_timestamp(frame: Frame) -> str | None:
 class FrameFields(Stage):
     """Claude's `timestamp` on assistant/user frames, `message.context_management: null`,
     one assistant frame per content block with `stop_reason` null, `is_error: false` only on
-    shell and Workflow results."""
+    shell and Workflow results, a sub-agent's frames with its `subagent_type` and
+    `task_description`."""
 
     rule: ClassVar[str] = "frame-fields"
     reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
@@ -92,6 +104,9 @@ class FrameFields(Stage):
         changed: dict[str, Any] = {}
         if not isinstance(cast("wire.Envelope", obj).get("timestamp"), str):
             changed["timestamp"] = wire_timestamp(frame) or iso_ms(ctx.wall_ms())
+        parent = obj.get("parent_tool_use_id")
+        if parent is not None:
+            self._agent_fields(obj, parent, changed, ctx)
         if isinstance(message, dict):
             if obj.get("type") == "assistant":
                 return self._assistant(frame, cast("wire.Assistant", obj), message, changed, ctx)
@@ -136,6 +151,24 @@ class FrameFields(Stage):
             out.append(Frame.synth(part, self.rule))
         ctx.count(self.rule, "messages-split")
         return out
+
+    @staticmethod
+    def _agent_fields(
+        obj: wire.Assistant | wire.User, parent: Any, changed: dict[str, Any], ctx: Context
+    ) -> None:
+        """A sub-agent's frame: its call's ``subagent_type`` and ``description`` as Claude's
+        ``subagent_type`` and ``task_description`` (the keys it lacks)."""
+        call = starting_call(ctx.state, parent)
+        if call is None or call[0] not in AGENT_TOOLS:
+            return
+        inp = call[1]
+        for key, source in (
+            ("subagent_type", "subagent_type"),
+            ("task_description", "description"),
+        ):
+            value = inp.get(source)
+            if isinstance(value, str) and value and key not in obj:
+                changed[key] = value
 
     @staticmethod
     def _block(block: Any, ctx: Context) -> Any:

@@ -696,3 +696,39 @@ def test_a_streamed_answer_cbc_wrote_no_frame_for_reaches_the_client_as_claudes(
     assert {(i.path, i.kind, i.entry) for i in row.bridged.items} <= {
         (i.path, i.kind, i.entry) for i in twin.bridged.items
     }
+
+
+def test_a_background_agent_cbc_ends_inside_a_turn_is_explained_and_labelled() -> None:
+    """What both pairs of bg-agent met in the CI run of bdf09cc (turn 2 / assistant #2 only on
+    cbc's side): cbc's agent ended after the second line had started a turn, and cbc wrote
+    the agent's message (parent_tool_use_id = the Agent call) at that turn's end, with its
+    answer (tests/bridge/data/cbc-variants/bg-agent-ends-in-a-turn: the scenario with the
+    agent's answer late, bg-agent.scenario.toml; Claude's committed twin). The bridge gives
+    the agent's frame Claude's subagent_type and task_description (frame-fields), and the
+    rest is cbc's timing (bg-agent-messages-in-a-turn)."""
+    k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
+    variant = VARIANTS / "bg-agent-ends-in-a-turn"
+    cbc = ab_cmd.read(variant / "bg-agent.cbc-bridged.jsonl")
+    raw = [json.loads(r.text) for r in cbc.lines("stdout")]
+    (agent_raw,) = [f for f in raw if f["type"] == "assistant" and f["parent_tool_use_id"]]
+    assert "subagent_type" not in agent_raw
+    assert "task_description" not in agent_raw
+    client = [json.loads(r.text) for r in cbc.records if r.kind == "client_out"]
+    (agent,) = [f for f in client if f["type"] == "assistant" and f["parent_tool_use_id"]]
+    assert (agent["subagent_type"], agent["task_description"]) == (
+        "general-purpose",
+        "Mock subagent",
+    )
+    turns = [f["type"] for f in client if f["type"] in ("assistant", "result")]
+    assert turns == ["assistant", "assistant", "result", "assistant", "assistant", "result"]
+    (row,) = conformance_cmd.load_rows(variant, k, ["bg-agent"])
+    assert row.bridged is not None
+    assert not row.bridged.unexplained
+    by_path = {i.path: i.entry for i in row.bridged.items}
+    assert by_path["turn 2 / assistant #2"] == "bg-agent-messages-in-a-turn"
+    # Claude's own agent frame has the same two keys with the same values
+    claude = [
+        json.loads(r.text) for r in ab_cmd.read(variant / "bg-agent.claude.jsonl").lines("stdout")
+    ]
+    (mine,) = [f for f in claude if f["type"] == "assistant" and f.get("parent_tool_use_id")]
+    assert (mine["subagent_type"], mine["task_description"]) == ("general-purpose", "Mock subagent")

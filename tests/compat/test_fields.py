@@ -359,3 +359,84 @@ def test_an_mcp_calls_successful_result_has_no_is_error_false() -> None:
     frame = {"type": "user", "timestamp": "t", "message": {"role": "user", "content": blocks}}
     (out,) = frames_out(eng.feed("backend", line(frame), 0.0))
     assert ["is_error" in b for b in out["message"]["content"]] == [False, True]
+
+
+REFERENCE = Path(__file__).resolve().parents[2] / "captures" / "reference"
+
+
+def test_a_sub_agents_frames_get_claudes_subagent_type_and_task_description() -> None:
+    """cbc writes a foreground sub-agent's frames with its Agent call as parent_tool_use_id
+    and neither key (cbc-2.163.0/mockoai_fg-agent); Claude writes both on each, from the
+    call's subagent_type and description (third-party/rust-code-agent-sdks/
+    explore_count_files: the agent's assistant and user frames)."""
+    claude_keys = [
+        (f["type"], f["subagent_type"], f["task_description"])
+        for f in map(
+            json.loads,
+            (REFERENCE / "third-party/rust-code-agent-sdks/explore_count_files.jsonl")
+            .read_text()
+            .splitlines(),
+        )
+        if f.get("parent_tool_use_id")
+    ]
+    assert claude_keys == [
+        ("user", "Explore", "Count .rs files in directory"),
+        ("assistant", "Explore", "Count .rs files in directory"),
+        ("user", "Explore", "Count .rs files in directory"),
+    ]
+    capture = REFERENCE / "cbc-2.163.0/mockoai_fg-agent.transcript.jsonl"
+    raw = [f for f in raw_lines(capture) if f.get("parent_tool_use_id")]
+    assert raw
+    assert not [f for f in raw if "subagent_type" in f or "task_description" in f]
+    got = drive(full(), transcript_events(capture)).frames()
+    calls = {
+        b["id"]: b["input"]
+        for f in of(got, "assistant")
+        for b in f["message"]["content"]
+        if b.get("type") == "tool_use" and b.get("name") == "Agent"
+    }
+    agent_frames = [f for f in got if f.get("parent_tool_use_id")]
+    assert len(agent_frames) == len(raw)
+    for f in agent_frames:
+        call = calls[f["parent_tool_use_id"]]
+        assert f["subagent_type"] == call["subagent_type"]
+        assert f["task_description"] == call["description"]
+        assert list(f)[-2:] == ["subagent_type", "task_description"]  # (Claude's place)
+
+
+@pytest.mark.parametrize(
+    ("name", "inp", "expected"),
+    [
+        ("Agent", {"subagent_type": "Explore", "description": "d"}, ("Explore", "d")),
+        ("Task", {"description": "d"}, (None, "d")),  # no subagent_type named: none made up
+        ("Bash", {"description": "d", "subagent_type": "x"}, (None, None)),  # not an agent
+        ("Agent", {"subagent_type": 3, "description": ""}, (None, None)),  # not a name
+        (None, {}, (None, None)),  # a call the bridge never saw
+    ],
+)
+def test_agent_keys_come_from_an_agent_call_only(
+    name: str | None, inp: dict[str, Any], expected: tuple[str | None, str | None]
+) -> None:
+    from compat.session import ToolUse
+    from tests.compat.helpers import engine_for, frames_out, stage_on
+
+    eng = engine_for("identity", down=[stage_on("frame-fields")])
+    if name is not None:
+        eng.state.tool_uses["c1"] = ToolUse("c1", name, inp)
+    frame = cbc_message(TEXT, stop_reason=None) | {"parent_tool_use_id": "c1"}
+    (out,) = frames_out(eng.feed("backend", line(frame), 0.0))
+    assert (out.get("subagent_type"), out.get("task_description")) == expected
+    # a key the frame has already is kept as it is
+    eng.state.tool_uses["c2"] = ToolUse("c2", "Agent", {"subagent_type": "E", "description": "d"})
+    mine = frame | {"parent_tool_use_id": "c2", "subagent_type": "own"}
+    (out,) = frames_out(eng.feed("backend", line(mine), 0.0))
+    assert (out["subagent_type"], out["task_description"]) == ("own", "d")
+
+
+def raw_lines(capture: Path) -> list[dict[str, Any]]:
+    """The backend's stdout frames of a reference transcript, as cbc wrote them."""
+    return [
+        json.loads(data)
+        for _, kind, data in transcript_events(capture)
+        if kind == "backend" and data.strip()
+    ]
