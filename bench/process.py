@@ -1,17 +1,20 @@
 """The whole process, as a user pays it (issue 11), in one invocation of
 ``python -m bench.process``:
 
-1. **Throughput.** A seeded, realistic cbc 2.163.0 stream (``bench/cbcstream.py``) written by
-   a backend process (``cat FILE``) goes through, as separate processes, interleaved round by
-   round (``--runs``): ``cat`` and a minimal Python line relay (fed by ``cat FILE``), and the
-   bridge (``ccbridge run``) with ``identity`` and with ``cbc-to-claude`` (every rule on), whose
-   backend is ``cat FILE``; ``cbc-to-claude`` twice: with the client's stdin at EOF from the
-   start (``/dev/null``, like a ``-p`` run: the whole stream in the wind-down) and held open
-   (``cbc-to-claude-open``, like an SDK session). Medians of wall and CPU time (user +
-   system of the process and the children it waited for, so the bridge's ``cat`` is in its
-   figure: ``cat``'s own cost is the ``cat`` row), their ratios to the relay, frames/s,
-   peak RSS. The measured processes are forked from a small launcher (``bench.launcher``:
-   Linux carries a parent's peak RSS into its children).
+1. **Throughput.** A seeded, realistic cbc 2.163.0 stream (``bench/cbcstream.py``)
+   written by a backend process (``cat FILE``) goes through, as separate processes,
+   interleaved round by round (``--runs``): ``cat`` and a minimal Python line relay (fed by
+   ``cat FILE``), and the bridge (``ccbridge run``) with ``identity`` and with
+   ``cbc-to-claude`` (every rule on), whose backend is ``cat FILE``; ``cbc-to-claude``
+   twice: with the client's stdin at EOF from the start (``/dev/null``, like a ``-p`` run:
+   the whole stream in the wind-down) and held open (``cbc-to-claude-open``, like an SDK
+   session); and ``framework-open``, the latter with every rule's calls made no-ops
+   (``bench.throughput.hollow``: what the pipeline costs with no rule at work, the floor of
+   any profile with these stages). Medians of wall and CPU time (user + system of the
+   process and the children it waited for, so the bridge's ``cat`` is in its figure:
+   ``cat``'s own cost is the ``cat`` row), their ratios to the relay, frames/s, peak RSS.
+   The measured processes are forked from a small launcher (``bench.launcher``: Linux
+   carries a parent's peak RSS into its children).
 2. **Latency.** A backend script writes stamped ``stream_event`` frames (``CLOCK_MONOTONIC``
    ns in the delta text) at 100 and 1,000 frames/s; the client reads the bridge's stdout and
    stamps each line as it reads it. The same stream read straight from the backend's pipe
@@ -50,7 +53,16 @@ RELAY = (
 #: ``cbc-to-claude``: the client's stdin at EOF from the start (like ``-p``: the whole stream
 #: goes through the wind-down, eof-wind-down reads every line); ``cbc-to-claude-open``: the
 #: client keeps its stdin open (an SDK session), the session ends with the backend
-MODES = ("cat", "relay", "identity", "cbc-to-claude", "cbc-to-claude-open")
+#: ``framework-open``: ``cbc-to-claude-open`` with every rule's calls made no-ops
+#: (``bench.throughput.hollow``): the same process, plans, dispatch and parses with no rule
+#: at work, the least a profile with these rules can cost as the pipeline stands
+MODES = ("cat", "relay", "identity", "cbc-to-claude", "cbc-to-claude-open", "framework-open")
+#: ``ccbridge`` with its engine hollowed (``framework-open``); argv: ccbridge's
+HOLLOW = (
+    "import sys\nimport bridge.proxy as proxy\nfrom bench.throughput import hollow\n"
+    "build = proxy.build_engine\nproxy.build_engine = lambda *a, **k: hollow(build(*a, **k))\n"
+    "from bridge.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+)
 RATES = (100, 1000)
 
 #: writes ``n`` stamped stream_event frames at ``rate`` per second (absolute schedule),
@@ -135,6 +147,9 @@ def throughput(d: Path, frames: int, runs: int, seed: int, captures: Path) -> di
                     argv, feed = ["cat"], src
                 elif mode == "relay":
                     argv, feed = [sys.executable, "-c", RELAY], src
+                elif mode == "framework-open":
+                    run = bridge_run("cbc-to-claude", ["cat", str(src)])
+                    argv, feed = [sys.executable, "-c", HOLLOW, *run[run.index("run") :]], None
                 else:
                     profile = mode.removesuffix("-open")
                     argv, feed = bridge_run(profile, ["cat", str(src)]), None
@@ -142,7 +157,8 @@ def throughput(d: Path, frames: int, runs: int, seed: int, captures: Path) -> di
                 r = launcher.run(argv, out, feed, _env(), hold=mode.endswith("-open"))
                 if r["status"] != 0:
                     raise SystemExit(f"{mode}: exit status {r['status']}")
-                if mode in ("cat", "relay", "identity") and out.read_bytes() != src.read_bytes():
+                same = ("cat", "relay", "identity", "framework-open")  # (no rule at work)
+                if mode in same and out.read_bytes() != src.read_bytes():
                     raise SystemExit(f"{mode}: the output differs from the stream")
                 r["lines"] = out.read_bytes().count(b"\n")
                 got[mode].append(r)

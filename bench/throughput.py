@@ -20,11 +20,12 @@ One run of ``python -m bench.throughput``:
 
 It prints the ratio bridge/relay, both times, frames/s, the memory figures and the engine's
 ``statistics()`` (so a reader sees the rules fire). ``--breakdown`` also times the engine
-with no rule at all and with ``private-fields`` alone (the rule that rewrites nearly every
-cbc line), to show what the framing and the rules each cost; ``--calls`` times every stage
-call of one run by what it gave (the frame passed unchanged: a call that only keeps its
-stage's state; frames; bytes; a cold answer), the bound on what merging the calls that
-only keep state could save. ``--json`` prints one JSON object
+with every rule's calls made no-ops (``hollow``: the framework alone, every line dispatched
+as with the rules), with no rule at all and with ``private-fields`` alone (the rule that
+rewrites nearly every cbc line), to show what the framing and the rules each cost;
+``--calls`` times every stage call of one run by what it gave (the frame passed unchanged: a
+call that only keeps its stage's state; frames; bytes; a cold answer), the bound on what
+merging the calls that only keep state could save. ``--json`` prints one JSON object
 instead; ``--check`` exits 1 when the ratio is above ``--max-ratio`` (3.0, the issue's
 target) or memory grows, so it can gate CI; ``--profile`` adds a cProfile of one engine run.
 """
@@ -54,7 +55,7 @@ from bridge.proxy import build_engine
 from compat.engine import Engine, Write
 from compat.profiles import make_stage
 from compat.session import MAX_TASKS, MAX_TOOL_USES
-from compat.stage import Env
+from compat.stage import Env, Stage
 
 MAX_RATIO = 3.0
 EPOCH_MS = 1_800_000_000_000
@@ -87,8 +88,39 @@ def full_engine() -> Engine:
     return build_engine("cbc-to-claude", epoch_ms=EPOCH_MS)
 
 
+def _noop_frame(self: Stage, frame: Any, ctx: Any) -> None:
+    return None
+
+
+def _noop_raw(self: Stage, raw: bytes) -> bytes:
+    return raw
+
+
+def hollow(engine: Engine) -> Engine:
+    """``engine`` with every stage's calls made no-ops (a frame passes, a line's bytes too,
+    a timer or hook gives nothing), each stage keeping its interest, flags and ``cold``:
+    the same plans, proof, dispatch, parses and writing with no rule at work. What it
+    costs is the framework's share of the engine (issue 11's "framework tax"); what the
+    full engine costs more, the rules' own work."""
+    hollowed: dict[type[Stage], type[Stage]] = {}
+    for pipeline in engine.pipelines.values():
+        for stage in pipeline.stages:
+            cls = type(stage)
+            if cls not in hollowed:
+                body: dict[str, Any] = {"__slots__": (), "on_frame": _noop_frame}
+                for hook in ("on_timer", "on_input_eof", "on_client_eof"):
+                    body[hook] = lambda self, ctx: None
+                body["on_backend_exit"] = lambda self, status, ctx: None
+                if cls.raw_pass:
+                    body["on_raw"] = _noop_raw
+                hollowed[cls] = type(f"Hollow{cls.__name__}", (cls,), body)
+            stage.__class__ = hollowed[cls]
+    return engine
+
+
 #: ``--breakdown``: the engine with less and less to do, to show where the time goes
 BREAKDOWN: dict[str, Callable[[], Engine]] = {
+    "every rule's calls no-ops": lambda: hollow(full_engine()),
     "no rules": lambda: build_engine("identity", epoch_ms=EPOCH_MS),
     "private-fields only": lambda: Engine(
         [],

@@ -24,7 +24,7 @@ def test_small_run_reports_ratios_memory_and_rules(capsys: pytest.CaptureFixture
     r = json.loads(capsys.readouterr().out)
     assert r["stream"]["frames"] >= 3000
     assert r["ratio"] == pytest.approx(r["bridge"]["best_s"] / r["relay"]["best_s"])
-    assert set(r["breakdown"]) == {"no rules", "private-fields only"}
+    assert set(r["breakdown"]) == {"every rule's calls no-ops", "no rules", "private-fields only"}
     rules = r["statistics"]["rules"]
     assert rules["private-fields"]["rewritten"] > 0.9 * r["stream"]["frames"]
     assert r["statistics"]["frames"]["down"]["in"] == r["stream"]["frames"]
@@ -209,3 +209,39 @@ def test_halves_compare_the_late_lines_with_a_fresh_engine(
     empty.write_bytes(b"")
     h = instructions.halves(tmp_path, stream, empty, tmp_path)
     assert h == {"late_per_line": 20.0, "fresh_per_line": 10.0, "late_over_fresh": 2.0}
+
+
+@needs_captures
+def test_a_hollowed_engine_dispatches_like_the_full_one_and_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    """``hollow``: the same stages, flags and plans as the full engine (so its cost is the
+    framework's as the rules meet it), every call a no-op: the stream leaves byte for
+    byte, and the stage classes themselves are untouched (a full engine built after it
+    still rewrites)."""
+    from bench.cbcstream import generate
+    from bench.throughput import bridge, full_engine, hollow
+
+    stream = tmp_path / "s.jsonl"
+    generate(stream, 2000, 7, DEFAULT_CAPTURES)
+    hollowed = hollow(full_engine())
+    full = full_engine()
+    for d in ("up", "down"):
+        mine, theirs = hollowed.pipelines[d].stages, full.pipelines[d].stages
+        assert [type(s).__mro__[1] for s in mine] == [type(s) for s in theirs]
+        for a, b in zip(mine, theirs, strict=True):
+            assert (a.rule, a.lazy, a.pure, a.raw_pass, a.cools, a.triggers) == (
+                b.rule,
+                b.lazy,
+                b.pure,
+                b.raw_pass,
+                b.cools,
+                b.triggers,
+            )
+            assert a.interested("assistant", None) == b.interested("assistant", None)
+    out = tmp_path / "out.jsonl"
+    eng = bridge(stream, out=str(out), make=lambda: hollow(full_engine()))
+    assert out.read_bytes() == stream.read_bytes()
+    assert not [r for r, c in eng.statistics()["rules"].items() if c]
+    bridge(stream, out=str(out))  # the full engine, after: the rules still work
+    assert out.read_bytes() != stream.read_bytes()

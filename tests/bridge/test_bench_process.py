@@ -24,9 +24,10 @@ def test_a_small_run_reports_throughput_latency_and_start_up(
     assert t["modes"]["relay"]["wall_ratio"] == 1.0
     frames = t["stream"]["frames"]
     assert frames >= 1500
-    # cat, the relay and identity pass the stream byte for byte (checked inside); the
-    # bridge with every rule on writes about as many lines
+    # cat, the relay, identity and the hollowed engine pass the stream byte for byte
+    # (checked inside); the bridge with every rule on writes about as many lines
     assert t["modes"]["identity"]["lines_out"] == frames
+    assert t["modes"]["framework-open"]["lines_out"] == frames
     assert t["modes"]["cbc-to-claude"]["lines_out"] > 0.9 * frames
     assert t["modes"]["cbc-to-claude-open"]["lines_out"] > 0.9 * frames
     assert all(m["peak_rss_mib"] > 0 and m["cpu_s"] > 0 for m in t["modes"].values())
