@@ -21,6 +21,7 @@ where its captures are, to be explained (an entry, a variant) rather than forgot
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 import warnings
@@ -117,7 +118,25 @@ def _trouble(name: str, rows: dict[str, conformance.Row], errors: dict[str, str]
 def _unexplained(row: conformance.Row) -> list[str]:
     """The bridged side's differences no entry explains, a line each."""
     assert row.bridged is not None
-    return [f"{i.path}: Claude {i.a!r:.120}, cbc {i.b!r:.120}" for i in row.bridged.unexplained]
+    return [f"{i.path}: Claude {_brief(i.a)}, cbc {_brief(i.b)}" for i in row.bridged.unexplained]
+
+
+#: the keys that tell frames apart, shown first (CI keeps the failure's text, not the
+#: captures: a CI run's bg-agent failure showed 120 characters, cut before its thread)
+_TELLING = ("type", "subtype", "parent_tool_use_id", "status", "task_type")
+
+
+def _brief(value: object, limit: int = 480) -> str:
+    """A value of a difference in one line: a frame's telling keys and its message's
+    content first, then the rest, compact JSON cut at ``limit`` characters."""
+    if isinstance(value, dict):
+        message = value.get("message")
+        head = {k: value[k] for k in _TELLING if k in value}
+        if isinstance(message, dict) and "content" in message:
+            head["message.content"] = message["content"]
+        value = head | {k: v for k, v in value.items() if k not in head}
+    text = json.dumps(value, separators=(",", ":"), default=repr, ensure_ascii=False)
+    return text if len(text) <= limit else text[:limit] + f"…(+{len(text) - limit})"
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
