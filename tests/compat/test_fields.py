@@ -361,10 +361,9 @@ def test_an_mcp_calls_successful_result_has_no_is_error_false() -> None:
     assert ["is_error" in b for b in out["message"]["content"]] == [False, True]
 
 
-REFERENCE = Path(__file__).resolve().parents[2] / "captures" / "reference"
-
-
-def test_a_sub_agents_frames_get_claudes_subagent_type_and_task_description() -> None:
+def test_a_sub_agents_frames_get_claudes_subagent_type_and_task_description(
+    reference: Path,
+) -> None:
     """cbc writes a foreground sub-agent's frames with its Agent call as parent_tool_use_id
     and neither key (cbc-2.163.0/mockoai_fg-agent); Claude writes both on each, from the
     call's subagent_type and description (third-party/rust-code-agent-sdks/
@@ -373,7 +372,7 @@ def test_a_sub_agents_frames_get_claudes_subagent_type_and_task_description() ->
         (f["type"], f["subagent_type"], f["task_description"])
         for f in map(
             json.loads,
-            (REFERENCE / "third-party/rust-code-agent-sdks/explore_count_files.jsonl")
+            (reference / "third-party/rust-code-agent-sdks/explore_count_files.jsonl")
             .read_text()
             .splitlines(),
         )
@@ -384,7 +383,7 @@ def test_a_sub_agents_frames_get_claudes_subagent_type_and_task_description() ->
         ("assistant", "Explore", "Count .rs files in directory"),
         ("user", "Explore", "Count .rs files in directory"),
     ]
-    capture = REFERENCE / "cbc-2.163.0/mockoai_fg-agent.transcript.jsonl"
+    capture = reference / "cbc-2.163.0/mockoai_fg-agent.transcript.jsonl"
     raw = [f for f in raw_lines(capture) if f.get("parent_tool_use_id")]
     assert raw
     assert not [f for f in raw if "subagent_type" in f or "task_description" in f]
