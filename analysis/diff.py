@@ -455,7 +455,9 @@ def diff(a: Capture, b: Capture, options: DiffOptions | None = None) -> DiffResu
 # -- output ------------------------------------------------------------------------------
 
 
-def _render(v: Any, other: Any = None, width: int = 100) -> str:
+def render_value(v: Any, other: Any = None, width: int = 100) -> str:
+    """A value of a difference on one line: compact JSON, cut at ``width`` characters (a
+    string where it parts from ``other``)."""
     s = orjson.dumps(v).decode()
     if len(s) <= width:
         return s
@@ -479,8 +481,8 @@ def format_text(
 
     lines = [c("31", f"--- A: {escape(names[0])}"), c("32", f"+++ B: {escape(names[1])}")]
     for d in result.differences:
-        ra = ABSENT if d.kind == "only-b" else escape(_render(d.a, d.b))
-        rb = ABSENT if d.kind == "only-a" else escape(_render(d.b, d.a))
+        ra = ABSENT if d.kind == "only-b" else escape(render_value(d.a, d.b))
+        rb = ABSENT if d.kind == "only-a" else escape(render_value(d.b, d.a))
         lines.append(f"{c('1', escape(d.path))}: {c('31', 'A ' + ra)}, {c('32', 'B ' + rb)}")
     s = result.summary
     stats = f"frames {s.get('frames')}, turns {s.get('turns')}, tasks {s.get('tasks')}" if s else ""

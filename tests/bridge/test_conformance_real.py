@@ -21,7 +21,6 @@ where its captures are, to be explained (an entry, a variant) rather than forgot
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 import warnings
@@ -32,6 +31,7 @@ import pytest
 import trio
 
 from analysis import ab_cmd, conformance, conformance_cmd
+from analysis.diff import render_value
 from bridge.backends import find_backend
 
 pytestmark = [pytest.mark.real_backend]
@@ -128,15 +128,14 @@ _TELLING = ("type", "subtype", "parent_tool_use_id", "status", "task_type")
 
 def _brief(value: object, limit: int = 480) -> str:
     """A value of a difference in one line: a frame's telling keys and its message's
-    content first, then the rest, compact JSON cut at ``limit`` characters."""
+    content first, then the rest (``render_value``: compact JSON cut at ``limit``)."""
     if isinstance(value, dict):
         message = value.get("message")
         head = {k: value[k] for k in _TELLING if k in value}
         if isinstance(message, dict) and "content" in message:
             head["message.content"] = message["content"]
         value = head | {k: v for k, v in value.items() if k not in head}
-    text = json.dumps(value, separators=(",", ":"), default=repr, ensure_ascii=False)
-    return text if len(text) <= limit else text[:limit] + f"…(+{len(text) - limit})"
+    return render_value(value, width=limit)
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
