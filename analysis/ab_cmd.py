@@ -36,12 +36,14 @@ import orjson
 import trio
 
 from analysis.contract import Violation, counts
-from analysis.diff import DiffResult, format_text, terminal_safe_json
+from analysis.diff import DiffResult, format_text
 from analysis.diff import to_json as diff_json
 from analysis.progress import Progress as Tracker
 from bridge.cli import Parser
+from bridge.files import private_dirs
 from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
+from compat.text import escape, escape_json
 from harness import corpus, runner, stop
 from harness.scenario import Scenario, ScenarioError, load
 
@@ -89,7 +91,7 @@ Progress = Callable[[str], None]
 
 
 def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    print(escape(msg), file=sys.stderr, flush=True)  # it may quote a backend or a capture
 
 
 async def run_jobs(
@@ -272,23 +274,23 @@ def _contract_line(side: str, vs: list[Violation]) -> str:
     if not vs:
         return f"contract {side}: no violations"
     c = ", ".join(f"{k}: {n}" for k, n in counts(vs).items())
-    return f"contract {side}: {len(vs)} violation(s) ({c})"
+    return escape(f"contract {side}: {len(vs)} violation(s) ({c})")
 
 
 def _run_line(side: str, o: Outcome) -> str:
+    """The run of one side, escaped (its backend's version, its error can be anything)."""
     r = o.result
     ver = f" {r.backend_version}" if r and r.backend_version else ""
     if r is None:
-        return f"{side}: {o.job.side.describe()}: {o.error}"
-    return (
+        return escape(f"{side}: {o.job.side.describe()}: {o.error}")
+    return escape(
         f"{side}: {o.job.side.describe()}{ver}: exit {r.exit} after {r.duration:.1f}s, "
         f"{len(r.frames)} frames -> {o.job.out}"
     )
 
 
 def report_text(pairs: Sequence[Pair], color: bool = False) -> str:
-    from analysis.contract import escape
-
+    """The pairs' report; every string from a run, a capture or a scenario escaped."""
     out: list[str] = []
     for p in pairs:
         out += [f"== {escape(p.name)}", _run_line("A", p.a), _run_line("B", p.b)]
@@ -345,7 +347,7 @@ def report_json(pairs: Sequence[Pair], out_dir: Path) -> str:
         docs.append(d)
     ok = all(p.result is not None and p.result.equivalent for p in pairs)
     doc = {"out": str(out_dir), "equivalent": ok, "scenarios": docs}
-    return terminal_safe_json(orjson.dumps(doc).decode())
+    return escape_json(orjson.dumps(doc).decode())
 
 
 def exit_status(pairs: Sequence[Pair]) -> int:
@@ -357,7 +359,7 @@ def exit_status(pairs: Sequence[Pair]) -> int:
 def pair_jobs(files: Sequence[Path], a: Side, b: Side, out_dir: Path) -> list[Job]:
     """Two jobs per scenario file (A then B), captures ``DIR/<scenario>.<a|b>.jsonl``."""
     work: list[Job] = []
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(str(out_dir))
     for f in files:
         s = load(f)
         work.append(Job(f, s, a, out_dir / f"{s.name}.{a.label or 'a'}.jsonl"))

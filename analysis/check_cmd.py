@@ -7,8 +7,8 @@ checks what its client saw (``analysis.contract``). Exit 0: no violations; 1: vi
 (``analysis.contract_cbc``: what a CodeBuddy SDK client relies on; profile ``claude-to-cbc``).
 
 Everything printed that came from the stream is escaped (``contract.format_text`` does it
-for text; JSON output has C1/bidi/zero-width characters as ``\\uXXXX``). Colour only when
-stdout is a terminal and ``NO_COLOR`` is unset (https://no-color.org).
+for text; JSON output has C1/bidi/zero-width characters as ``\\uXXXX``: ``compat.text``).
+Colour only when stdout is a terminal and ``NO_COLOR`` is unset (https://no-color.org).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import IO
 import orjson
 
 from analysis.contract import RULES, check, format_text, to_json
-from analysis.diff import terminal_safe_json
 from bridge.cli import parser
 from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
+from compat.text import escape, escape_json
 
 EXIT_OK, EXIT_FOUND, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 _RULE_TAG = re.compile(r"^((?:line \d+|end of stream): )\[([a-z-]+)\]", re.M)
@@ -51,7 +51,7 @@ def read_capture(path: str, prog: str) -> Capture | None:
         return parse(data.split(b"\n"))
     except (OSError, CaptureError) as e:
         where = "stdin" if path == "-" else path
-        print(f"ccbridge {prog}: {where!r}: {e}", file=sys.stderr)
+        print(f"ccbridge {prog}: {escape(repr(where))}: {escape(str(e))}", file=sys.stderr)
         return None
 
 
@@ -83,7 +83,7 @@ def main(argv: list[str]) -> int:
         rules, check_fn, fmt = contract_cbc.RULES, contract_cbc.check, contract_cbc.format_text
     if args.rules:
         if args.json:
-            print(terminal_safe_json(orjson.dumps(rules).decode()))
+            print(escape_json(orjson.dumps(rules).decode()))
         else:
             print("\n".join(f"{rule:<20} {what}" for rule, what in rules.items()))
         return EXIT_OK
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
         return EXIT_ERROR
     violations = check_fn(capture)
     if args.json:
-        print(terminal_safe_json(to_json(violations)))
+        print(escape_json(to_json(violations)))
     else:
         text = fmt(violations)  # escapes every string from the stream
         if use_color(sys.stdout):

@@ -47,6 +47,7 @@ from bridge import config
 from bridge.cli import Parser
 from compat.capture import Capture, CaptureError
 from compat.exits import Exit
+from compat.text import escape
 from compat.versions import TARGET_CLAUDE_VERSION
 from harness import corpus, runner, stop
 from harness.scenario import Scenario, ScenarioError, load
@@ -170,7 +171,7 @@ DETAILS = "CONFORMANCE.md"
 
 
 def _err(msg: str) -> None:
-    print(f"ccbridge conformance: {msg}", file=sys.stderr, flush=True)
+    print(f"ccbridge conformance: {escape(msg)}", file=sys.stderr, flush=True)
 
 
 def scenario_names(scenarios_dir: Path = ab_cmd.SCENARIOS) -> dict[str, Path]:

@@ -41,6 +41,7 @@ import orjson
 from compat import TARGET_CLAUDE_VERSION
 from compat.capture import Capture, Record, parse
 from compat.redact import REDACTED, SECRET_KEYS
+from compat.text import escape, escape_json
 from compat.vocabulary import (
     NOTIFICATION_STATUSES,
     SENTINEL_TYPES,
@@ -214,31 +215,18 @@ def counts(violations: Iterable[Violation]) -> dict[str, int]:
 
 # -- output ------------------------------------------------------------------------------
 
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
-
-
-def escape(text: str) -> str:
-    """``text`` safe for a terminal: control characters (ANSI escapes included), C1,
-    bidi and zero-width characters become visible ``\\xNN`` / ``\\uNNNN`` escapes."""
-
-    def sub(m: re.Match[str]) -> str:
-        c = ord(m.group())
-        return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
-
-    return _UNSAFE.sub(sub, text)
-
 
 def format_text(violations: Sequence[Violation]) -> str:
     """A human report; every string that came from the stream is escaped."""
     lines = []
     for v in violations:
         where = f"line {v.lineno}" if v.lineno else "end of stream"
-        lines.append(f"{where}: [{v.rule}] {escape(v.message)}")
+        lines.append(f"{where}: [{escape(v.rule)}] {escape(v.message)}")
         if v.frame:
             lines.append(f"    {escape(v.frame)}")
     c = counts(violations)
     if c:
-        total = ", ".join(f"{k}: {n}" for k, n in c.items())
+        total = ", ".join(f"{escape(k)}: {n}" for k, n in c.items())
         lines.append(
             f"{len(violations)} violation(s) of the Claude Code {TARGET_VERSION} contract ({total})"
         )
@@ -255,7 +243,7 @@ def to_json(violations: Sequence[Violation]) -> str:
         "counts": counts(violations),
         "violations": [v.to_dict() for v in violations],
     }
-    return orjson.dumps(doc).decode()
+    return escape_json(orjson.dumps(doc).decode())
 
 
 # -- helpers -----------------------------------------------------------------------------

@@ -51,9 +51,9 @@ from typing import Any
 import attrs
 import orjson
 
-from analysis.contract import escape
 from analysis.diffside import SNAPSHOT, Frame, Side, Task, load_side
 from compat.capture import Capture
+from compat.text import escape, escape_json
 
 DEFAULT_OPAQUE = frozenset(
     {
@@ -73,7 +73,6 @@ DEFAULT_OPAQUE = frozenset(
     }
 )
 ABSENT = "(absent)"
-_UNSAFE_JSON = re.compile("[\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 
 
 def _names(names: Iterable[str]) -> frozenset[str]:
@@ -494,13 +493,6 @@ def format_text(
     return "\n".join(lines) + "\n"
 
 
-def terminal_safe_json(text: str) -> str:
-    """JSON text with C1, bidi and zero-width characters as ``\\uXXXX`` escapes: the same
-    JSON value, but harmless if a person pipes it to a terminal (orjson already escapes
-    C0 controls; these characters can only occur inside JSON strings)."""
-    return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
 def to_json(result: DiffResult, names: tuple[str, str] = ("A", "B")) -> str:
     """``{"equivalent", "a", "b", "summary", "differences": [{path, a, b, kind}]}``."""
     doc = {
@@ -510,4 +502,4 @@ def to_json(result: DiffResult, names: tuple[str, str] = ("A", "B")) -> str:
         "summary": result.summary,
         "differences": [d.to_dict() for d in result.differences],
     }
-    return terminal_safe_json(orjson.dumps(doc).decode())
+    return escape_json(orjson.dumps(doc).decode())

@@ -38,6 +38,7 @@ import attrs
 
 from compat.capture import Capture
 from compat.frames import dict_at, loads, str_at
+from compat.text import escape
 
 MAX_DEPTH = 4
 #: keys whose value is a map keyed by data (model names, tool inputs, paths): one field
@@ -399,9 +400,7 @@ def report(
 
 def format_text(reports: Sequence[Report]) -> str:
     """At a glance: per backend a verdict line and counts, then the changes grouped by
-    category (new first)."""
-    from analysis.contract import escape
-
+    category (new first); every name from a stream or a backend's help escaped."""
     lines: list[str] = []
     for r in reports:
         verdict = (

@@ -35,13 +35,14 @@ import orjson
 
 from analysis import drift
 from analysis.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, run_jobs
-from analysis.contract import escape
 from analysis.progress import Progress as Tracker
 from bridge import backends
 from bridge.cli import Parser
+from bridge.files import private_dirs
 from compat import versions
 from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
+from compat.text import escape, escape_json
 from harness import corpus, stop
 from harness.scenario import ScenarioError, load
 
@@ -301,7 +302,7 @@ def to_json(
         "errors": list(errors),
         "out": str(out_dir) if out_dir else None,
     }
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode()
+    return escape_json(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode())
 
 
 # -- the command -------------------------------------------------------------------------
@@ -371,7 +372,7 @@ def _main(argv: list[str]) -> int:
     try:
         scenarios = [(f, load(f)) for f in files]
     except (ScenarioError, OSError) as e:
-        p.error(str(e))
+        p.error(escape(str(e)))
     cache = args.dir if args.dir is not None else backends.cache_dir()
 
     def say(msg: str) -> None:
@@ -386,7 +387,7 @@ def _main(argv: list[str]) -> int:
         except DriftError as e:
             errors.append(str(e))
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ccbridge-drift-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    private_dirs(str(out_dir))
     say(f"captures in {out_dir}")
     jobs: list[Job] = []
     for n, (cmd, _, _) in cands.items():

@@ -5,7 +5,7 @@ done, which scenario is running on which backend and for how long, the time so f
 what is left (runs, and the scenarios not finished). Lines printed meanwhile (a one-line
 summary per finished scenario, errors) go above it. Not on a terminal there is no status
 line, only those lines; ``quiet`` prints nothing. Every string from a scenario or a backend
-is escaped (``contract.escape``) before it reaches the terminal.
+is escaped (``compat.text.escape``) before it reaches the terminal.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import TextIO
 
 import trio
 
-from analysis.contract import escape
+from compat.text import escape
 
 CLEAR = "\r\x1b[2K"
 

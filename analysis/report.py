@@ -22,7 +22,9 @@ from analysis import conformance, report_html
 from analysis.conformance import KnownError
 from analysis.contract import Violation
 from analysis.diff import DiffOptions
+from bridge.files import private_dirs, write_private
 from compat.capture import Capture
+from compat.text import escape
 
 if TYPE_CHECKING:
     from analysis.ab_cmd import Outcome, Pair
@@ -31,8 +33,10 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    """``text`` at ``path``: 0600 in 0700 directories, never through a link (a link there
+    is replaced: ``bridge.files.write_private``)."""
+    private_dirs(str(path.parent))
+    write_private(str(path), text)
 
 
 def file_name(scenario: str) -> str:
@@ -92,15 +96,15 @@ def write_html_diff(
     try:
         known = load_known_default()
     except (OSError, KnownError) as e:
-        print(f"ccbridge diff: known differences: {e}", file=sys.stderr)
+        print(escape(f"ccbridge diff: known differences: {e}"), file=sys.stderr)
         known = None
     rep = report_html.build(a, b, names, known=known, options=options)
     try:
         write_text(Path(path), report_html.render_report(rep))
     except OSError as e:
-        print(f"ccbridge diff: {path}: {e}", file=sys.stderr)
+        print(escape(f"ccbridge diff: {path}: {e}"), file=sys.stderr)
         return False
-    print(f"ccbridge diff: wrote {path}", file=sys.stderr)
+    print(escape(f"ccbridge diff: wrote {path}"), file=sys.stderr)
     return True
 
 

@@ -11,7 +11,7 @@ versions, contract violations per side, differences by reason). ``render_index``
 table of several reports (``conformance --html``, ``ab --html`` with several scenarios).
 
 Everything that came from a stream (or a file) is untrusted: every text goes through
-``contract.escape`` (control, bidi and zero-width characters visible) and ``html.escape``;
+``compat.text.escape`` (control, bidi and zero-width characters visible) and ``html.escape``;
 no data is embedded in a script. The one inline script is a constant that toggles classes,
 and the page's Content-Security-Policy allows that script only (by hash), no other script,
 no network, no external asset.
@@ -31,10 +31,11 @@ import attrs
 import orjson
 
 from analysis.conformance import UNEXPLAINED, Item, Known, compare, explain
-from analysis.contract import Violation, escape
+from analysis.contract import Violation
 from analysis.diff import Aligned, DiffOptions, DiffResult, _entries
 from analysis.diffside import Frame, Task
 from compat.capture import Capture
+from compat.text import escape
 
 #: longest string shown whole in a frame's JSON (longer ones are cut, with the count)
 MAX_STRING = 4000

@@ -10,8 +10,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import NoReturn
 
+from bridge import stdfds
 from compat import TARGET_CLAUDE_VERSION, __version__
 from compat.exits import Exit
+from compat.text import escape
 
 EXIT_USAGE = Exit.USAGE
 
@@ -87,6 +89,7 @@ def _commands() -> dict[str, tuple[str, Command]]:
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """``ccbridge``; ``argv`` defaults to ``sys.argv[1:]``, ``env`` to ``os.environ`` (tests
     call it in-process with both)."""
+    stdfds.ensure()  # before anything opens a file: a closed 0-2 is /dev/null
     args = list(sys.argv[1:] if argv is None else argv)
     environ = os.environ if env is None else env
     cmds = _commands()
@@ -135,7 +138,7 @@ def guarded(fn: Callable[[], int]) -> int:
         return EXIT_USAGE
     except Exception as e:  # noqa: BLE001 - the last line of defence, by design
         if _usage_error(e):
-            print(f"ccbridge: {e}", file=sys.stderr)
+            print(f"ccbridge: {escape(str(e))}", file=sys.stderr)
             return EXIT_USAGE
         return _unexpected(e)
 
@@ -148,7 +151,7 @@ EXTRAS = {"h11": "harness"}
 #: the module is loaded (one not imported raised nothing), so a command imports no more
 #: than it uses (``claude-on-cbc`` spawns its backend before the stages are imported)
 USAGE_ERRORS = (
-    ("bridge.config", "ConfigError"),
+    ("bridge.configfile", "ConfigError"),
     ("compat.capture", "CaptureError"),
     ("compat.rulespec", "RuleError"),
 )
@@ -166,7 +169,7 @@ def _unexpected(e: BaseException) -> int:
     while isinstance(e, BaseExceptionGroup) and len(e.exceptions) == 1:
         e = e.exceptions[0]
     text = f"{e.strerror}: {e.filename}" if isinstance(e, OSError) and e.filename else str(e)
-    print(f"ccbridge: error: {text or type(e).__name__}", file=sys.stderr)
+    print(f"ccbridge: error: {escape(text or type(e).__name__)}", file=sys.stderr)
     if os.environ.get("CCBRIDGE_LOG_LEVEL") == "debug":
         import traceback
 

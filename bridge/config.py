@@ -10,7 +10,7 @@ Every value is checked where it is read, whatever its source, and a bad one is a
 on one line and exits 2): no type is coerced (``stats = "yes"``, ``backend = 5`` and
 ``script_roots = "notalist"`` are errors, not True, "5" and a list of letters), levels are
 one of ``LEVELS``, numbers are finite and in range, and paths are checked before a session
-starts (``check_log``, ``check_record``, ``check_out_file``, ``check_out_dir``).
+starts (``check_log``, ``make_record_dir``, ``check_out_file``, ``check_out_dir``).
 """
 
 from __future__ import annotations
@@ -25,9 +25,13 @@ import tomllib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from bridge.configfile import ConfigError as ConfigError
+from bridge.configfile import config_path as config_path
+from bridge.configfile import target as target
+from bridge.files import private_dirs
 from compat import DEFAULT_MAX_LINE, rulespec
 from compat.rulespec import RuleSettings
-from compat.versions import TARGET_CLAUDE_VERSION, TARGET_VERSIONS
+from compat.versions import TARGET_CLAUDE_VERSION
 
 if TYPE_CHECKING:
     import cattrs
@@ -37,10 +41,6 @@ LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_LOG_LEVEL = "warning"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
-
-
-class ConfigError(Exception):
-    pass
 
 
 #: a dataclass, and cattrs imported only to read a config file: the settings are read
@@ -139,21 +139,6 @@ def _plain(exc: cattrs.BaseValidationError) -> str:
 
     walk(exc, "")
     return "; ".join(out) or "invalid settings"
-
-
-def config_path(env: Mapping[str, str]) -> str | None:
-    explicit = env.get("CCBRIDGE_CONFIG")
-    if explicit:
-        return explicit
-    for candidate in (
-        os.path.join(os.getcwd(), "ccbridge.toml"),
-        os.path.join(
-            env.get("HOME", os.path.expanduser("~")), ".config", "ccbridge", "ccbridge.toml"
-        ),
-    ):
-        if os.path.isfile(candidate):
-            return candidate
-    return None
 
 
 def _list_hook(value: Any, _: Any) -> list[str]:
@@ -265,15 +250,6 @@ def command_line(setting: str, value: str) -> list[str]:
     return argv
 
 
-def target(setting: str, value: str) -> str:
-    """A Claude Code version the rules can emulate (what each changes: ``compat.target``)."""
-    v = value.strip() if isinstance(value, str) else value
-    if v not in TARGET_VERSIONS:
-        known = ", ".join(TARGET_VERSIONS)
-        raise ConfigError(f"{setting}={value!r}: not a target Claude Code version (one of {known})")
-    return v
-
-
 def level(setting: str, value: str) -> str:
     if value not in LEVELS:
         raise ConfigError(f"{setting}={value!r}: not a log level (one of {', '.join(LEVELS)})")
@@ -321,8 +297,15 @@ def _file_ancestor(path: str) -> str | None:
         p = parent
 
 
+def _no_link(setting: str, path: str) -> None:
+    """A file the user names is written, never what a link there points to."""
+    if os.path.islink(path):
+        raise ConfigError(f"{setting}={path!r}: is a symbolic link; not written through")
+
+
 def check_log(setting: str, path: str) -> None:
-    """A log file we can append to: not a directory, its directory exists."""
+    """A log file we can append to: not a directory, not a link, its directory exists."""
+    _no_link(setting, path)
     if os.path.isdir(path):
         raise ConfigError(f"{setting}={path!r}: is a directory, not a log file")
     parent = os.path.dirname(os.path.abspath(path))
@@ -339,7 +322,8 @@ def check_log(setting: str, path: str) -> None:
 
 def check_out_file(setting: str, path: str) -> None:
     """A file to write (its directories may be created): not a directory, and nothing on
-    the way to it is a file."""
+    the way to it is a file, not a link."""
+    _no_link(setting, path)
     if os.path.isdir(path):
         raise ConfigError(f"{setting}={path!r}: is a directory, not a file")
     blocker = _file_ancestor(path)
@@ -349,10 +333,13 @@ def check_out_file(setting: str, path: str) -> None:
 
 def make_record_dir(setting: str, path: str) -> str:
     """``CCBRIDGE_RECORD`` / ``record =`` is a directory (one capture per session): made
-    when missing, so it never becomes one file every session overwrites."""
+    when missing (0700, ``bridge.files.private_dirs``), so it never becomes one file every
+    session overwrites; never a link (the captures are not written through one)."""
     check_out_dir(setting, path)
+    if os.path.islink(path.rstrip(os.sep) or path):
+        raise ConfigError(f"{setting}={path!r}: is a symbolic link; name the directory itself")
     try:
-        os.makedirs(path, exist_ok=True)
+        private_dirs(path)
     except OSError as e:
         raise ConfigError(f"{setting}={path!r}: cannot create it ({e.strerror})") from None
     return path

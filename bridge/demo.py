@@ -32,8 +32,9 @@ import orjson
 import trio
 
 from bridge.cli import Parser
-from bridge.log import escape
+from bridge.files import private_dirs
 from compat import capture
+from compat.text import escape
 
 #: seconds the whole demo session may take (the bundled one takes about 3)
 DEADLINE = 90.0
@@ -333,11 +334,13 @@ def render_rows(rows: list[Row], width: int, colour: bool = False) -> str:
         lines += [indent + _paint(x, shown, colour) for x in first[1:]]
         said = []
         if r.rules:
-            said.append("rewritten by " + ", ".join(r.rules))
+            said.append("rewritten by " + escape(", ".join(r.rules)))
         if r.action == "held":
-            said.append(f"held by {r.by}" + (", sent later" if r.sent_on else ", never sent"))
+            said.append(
+                f"held by {escape(str(r.by))}" + (", sent later" if r.sent_on else ", never sent")
+            )
         elif r.action in ("dropped", "synthesized"):
-            said.append(f"{r.action} by {r.by}")
+            said.append(f"{r.action} by {escape(str(r.by))}")
         if said:
             for x in textwrap.wrap("↳ " + "; ".join(said), text_w, subsequent_indent="  "):
                 lines.append(indent + _paint(x, "rule", colour))
@@ -354,14 +357,15 @@ _MAIN = ("rewritten", "dropped", "synthesized", "held", "released")
 
 def stats_table(stats: dict[str, Any]) -> str:
     """The bridge's statistics as a small table: frames per direction, then per rule the
-    counts that are not zero."""
+    counts that are not zero. A counter's name can be a peer's (an unknown frame's type):
+    every name and count is escaped (``compat.text.escape``)."""
     frames = stats.get("frames", {})
     lines = [f"{'frames':<8}{'in':>6}{'out':>6}"]
     for d in ("up", "down"):
         f = frames.get(d, {})
-        lines.append(f"{d:<8}{f.get('in', 0):>6}{f.get('out', 0):>6}")
+        lines.append(f"{d:<8}{escape(str(f.get('in', 0))):>6}{escape(str(f.get('out', 0))):>6}")
     rules = {
-        k: v
+        escape(str(k)): v
         for k, v in (stats.get("rules") or {}).items()
         if isinstance(v, dict) and any(v.values())
     }
@@ -369,15 +373,19 @@ def stats_table(stats: dict[str, Any]) -> str:
         w = max(len(r) for r in [*rules, "rule"])
         lines += ["", f"{'rule':<{w}}  " + " ".join(f"{c:>11}" for c in _MAIN) + "  other"]
         for rule, counts in sorted(rules.items()):
-            other = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()) if k not in _MAIN and n)
-            lines.append(
-                (
-                    f"{rule:<{w}}  "
-                    + " ".join(f"{counts.get(c, 0) or '':>11}" for c in _MAIN)
-                    + f"  {other}"
-                ).rstrip()
-            )
+            lines.append(f"{rule:<{w}}  {_counts_row(counts)}".rstrip())
     return "\n".join(lines)
+
+
+def _counts_row(counts: dict[Any, Any]) -> str:
+    """One rule's counts: the main columns, then every other count by (escaped) name."""
+    main = " ".join(f"{escape(str(counts.get(c, 0) or '')):>11}" for c in _MAIN)
+    other = ", ".join(
+        f"{escape(str(k))} {escape(str(n))}"
+        for k, n in sorted(counts.items(), key=lambda kv: str(kv[0]))
+        if k not in _MAIN and n
+    )
+    return f"{main}  {other}"
 
 
 def check_capture(setting: str, path: str) -> None:
@@ -421,7 +429,7 @@ def main(argv: list[str]) -> int:
         from bridge.config import check_out_dir
 
         check_out_dir("--keep", args.keep)
-        os.makedirs(args.keep, exist_ok=True)
+        private_dirs(args.keep)
     # the session's working directory (where the replay puts its workflow scripts); kept
     # with --keep, so that trace() can be run on the capture again
     if args.keep:
@@ -461,7 +469,7 @@ def main(argv: list[str]) -> int:
         with open(record, "rb") as f:
             cap = capture.parse(f)
         print(
-            f"Replayed {src}\nthrough: ccbridge run --profile cbc-to-claude "
+            f"Replayed {escape(src)}\nthrough: ccbridge run --profile cbc-to-claude "
             f"(exit status {status})\n"
         )
         tty = sys.stdout.isatty()
@@ -476,7 +484,7 @@ def main(argv: list[str]) -> int:
                     + stats_table(orjson.loads(r.data))
                 )
         if args.keep:
-            print(f"\nthe whole session is in {record}")
+            print(f"\nthe whole session is in {escape(record)}")
         return 0 if status == 0 else 1
     finally:
         if not args.keep:

@@ -251,6 +251,8 @@ class Session:
         self._watching = False
         #: client lines the backend never got (its stdin was closed under them)
         self._undelivered = 0
+        #: why the bridge ended the backend (a signal passed on, a termination), if it did
+        self._ended_by: str | None = None
 
     # -- public ----------------------------------------------------------------------
     async def run(self) -> int:
@@ -367,7 +369,7 @@ class Session:
                         "the client stopped reading (its stdout pipe closed); "
                         "terminating the backend"
                     )
-                    self._terminate()
+                    self._terminate("the client stopped reading")
                     continue
                 if self.recorder:
                     self.recorder.data("client_out", chunk)
@@ -417,6 +419,7 @@ class Session:
                 self.log.info(f"received {name}; passing it to the backend")
                 if self.recorder:
                     self.recorder.note(f"signal {name}")
+                self._ended_by = self._ended_by or f"it passed on the {name} it received"
                 self._send_signal(signum)
                 self._start_kill_timer()
 
@@ -435,13 +438,23 @@ class Session:
                     await self._stdout_done.wait()
                 if trio.current_time() >= max(self._last_active, exited) + STDOUT_LINGER:
                     break
-        await self._dispatch(self.engine.backend_exited(self.exit_status, trio.current_time()))
+        await self._dispatch(
+            self.engine.backend_exited(self.exit_status, trio.current_time(), self._cause(rc))
+        )
         await self._send["client"].send(_CLOSE)
         with trio.move_on_after(KILL_GRACE if not self._client_gone else 0):
             await self._client_writer_done.wait()
         if rc < 0:
-            self.log.warning(f"the backend was killed by {signal.Signals(-rc).name}")
+            self.log.warning(f"the backend was killed by {_signal_name(-rc)}")
         nursery.cancel_scope.cancel()
+
+    def _cause(self, rc: int) -> str:
+        """What ended the backend, in words (``Engine.backend_exited``): decided by what
+        happened, never by which task ran first."""
+        how = f"was killed by {_signal_name(-rc)}" if rc < 0 else f"exited with status {rc}"
+        if self._ended_by is not None:
+            return f"the bridge ended the backend ({self._ended_by}; it {how})"
+        return f"the backend {how}"
 
     async def _backstop(self, budget: float) -> None:
         """The stages promised to release the client's EOF within ``budget`` seconds: past
@@ -467,7 +480,7 @@ class Session:
                 )
                 if self.recorder:
                     self.recorder.note(f"terminate: silent {grace:g}s after the EOF")
-                self._terminate()
+                self._terminate(f"silent {grace:g}s after the client's EOF reached it")
                 return
             await trio.sleep_until(deadline)
 
@@ -487,7 +500,7 @@ class Session:
                     self.log.info(f"terminating the backend: {cmd.reason}")
                     if self.recorder:
                         self.recorder.note(f"terminate: {cmd.reason}")
-                    self._terminate()
+                    self._terminate(cmd.reason)
         self._wake.set()
 
     async def _close_backend_stdin(self) -> None:
@@ -502,7 +515,8 @@ class Session:
             return
         self.proc.send_signal(signum)
 
-    def _terminate(self) -> None:
+    def _terminate(self, why: str) -> None:
+        self._ended_by = self._ended_by or f"it terminated the backend: {why}"
         self._send_signal(signal.SIGTERM)
         self._start_kill_timer()
 
@@ -579,12 +593,24 @@ class Session:
             )
 
     def _print_stats(self) -> None:
+        """``ccbridge stats: {JSON}`` on stderr. A counter's name can be a peer's (an unknown
+        frame's type, bounded by ``compat.stats``): C1, DEL, bidi and invisible characters,
+        which orjson writes as they are, become ``\\uXXXX`` escapes (``compat.text``)."""
         import orjson
 
         from compat.redact import redact_obj  # stats never carry a credential either
+        from compat.text import escape_json
 
         stats: dict[str, Any] = redact_obj(self.engine.statistics())[0]
-        self._stderr(b"ccbridge stats: " + orjson.dumps(stats, option=orjson.OPT_SORT_KEYS) + b"\n")
+        line = escape_json(orjson.dumps(stats, option=orjson.OPT_SORT_KEYS).decode())
+        self._stderr(b"ccbridge stats: " + line.encode() + b"\n")
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def _write_stderr(data: bytes) -> None:

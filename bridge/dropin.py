@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 # light on purpose: `--version` and `--help` answer before trio, the config, the proxy or
 # any stage is imported, and a session spawns the backend before they are (bridge.launch)
-from compat import TARGET_CLAUDE_VERSION, __version__
+from bridge import stdfds
+from compat import __version__
 from compat.exits import Exit
 
 if TYPE_CHECKING:
@@ -28,13 +29,14 @@ if TYPE_CHECKING:
 EXIT_NO_BACKEND = Exit.NOT_FOUND
 
 
-def version_text() -> str:
-    # SDKs parse the first "X.Y.Z": the emulated Claude version comes first (the target
-    # CCBRIDGE_TARGET names; a bad one is reported when a session starts)
-    from compat.versions import TARGET_VERSIONS
+def version_text(env: Mapping[str, str] | None = None) -> str:
+    """What ``--version`` prints: SDKs parse the first "X.Y.Z", so the emulated Claude
+    version comes first, the target ``CCBRIDGE_TARGET`` (or the config file) names,
+    checked as every session checks it (``bridge.config.load_target``: a bad one is a
+    ``ConfigError``, exit 2)."""
+    from bridge.configfile import load_target
 
-    named = os.environ.get("CCBRIDGE_TARGET", "").strip()
-    version = named if named in TARGET_VERSIONS else TARGET_CLAUDE_VERSION
+    version = load_target(os.environ if env is None else env)
     return f"{version} (Claude Code; ccbridge {__version__} on cbc)"
 
 
@@ -94,16 +96,29 @@ def help_text() -> str:
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """The drop-in; ``argv`` (default ``sys.argv[1:]``) is the client's, ``env`` (default
     ``os.environ``) the bridge's settings and the backend's environment."""
+    stdfds.ensure()  # before anything opens a file: a closed 0-2 is /dev/null
     args = list(sys.argv[1:] if argv is None else argv)
-    if args and args[0] in ("-v", "--version", "-V"):
-        print(version_text())
-        return 0
-    if args and args[0] in ("-h", "--help"):
-        print(help_text())
-        return 0
+    if args and args[0] in ("-v", "--version", "-V", "-h", "--help"):
+        return _answer(args[0], os.environ if env is None else env)
     from bridge.cli import guarded
 
     return guarded(lambda: _run(args, dict(os.environ if env is None else env)))
+
+
+def _answer(flag: str, env: Mapping[str, str]) -> int:
+    """``--version`` or ``--help``, without starting anything; the target is checked as
+    every session checks it."""
+    from bridge.configfile import ConfigError
+
+    try:
+        version = version_text(env)
+    except ConfigError as e:
+        from compat.text import escape
+
+        print(f"ccbridge: {escape(str(e))}", file=sys.stderr)
+        return Exit.USAGE
+    print(version if flag in ("-v", "--version", "-V") else help_text())
+    return 0
 
 
 def _run(client_argv: list[str], env: dict[str, str]) -> int:

@@ -21,7 +21,7 @@ import shutil
 import sys
 from collections.abc import Mapping, Sequence
 
-from bridge import backends, config, launch
+from bridge import backends, config, launch, stdfds
 from bridge.cli import guarded
 from compat import __version__
 from compat.argv_cbc import DROPPED
@@ -80,6 +80,7 @@ def find_claude(env: Mapping[str, str], explicit: str | None) -> tuple[list[str]
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     """The drop-in; ``argv`` (default ``sys.argv[1:]``) is the cbc SDK's, ``env`` (default
     ``os.environ``) the bridge's settings and the backend's environment."""
+    stdfds.ensure()  # before anything opens a file: a closed 0-2 is /dev/null
     args = list(sys.argv[1:] if argv is None else argv)
     if args and args[0] in ("-v", "--version", "-V"):
         print(version_text())

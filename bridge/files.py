@@ -10,14 +10,27 @@ of the allowed roots: the path is resolved and checked *after* resolution, then 
 never an exception. (Whether what was read may reach a client is the rule's decision:
 ``compat.taskkit.resolve_workflow``.)
 
-Writing: captures and logs may quote credentials the redaction did not recognise, so they
-are created owner-only (``open_private``: mode 0600, given to ``os.open``, never a chmod
-after the fact; an existing file keeps its mode), and the directories the bridge creates
-for them are 0700 (``private_dirs``).
+Writing: captures, logs and reports may quote credentials the redaction did not
+recognise, and a name the bridge picks (``session-<UTC second>-<pid>.jsonl``) can be
+guessed, so nothing is written through a link or over a file the bridge did not create:
+
+- a file under a name the bridge picks is created exclusively (``create_exclusive``:
+  ``O_CREAT|O_EXCL|O_NOFOLLOW``, mode 0600 given to ``os.open``, never a chmod after the
+  fact); a name already taken, by a file or a planted link, gets the next free one;
+- a file the user names (``--record FILE``, ``CCBRIDGE_LOG``) is opened without following
+  a link (``open_named``: ``O_NOFOLLOW``; a link is a ``LinkRefused``, which the commands
+  report as a usage error, exit 2); a new one is created 0600, an existing one is the
+  user's and keeps its mode;
+- a report or output file a command rewrites under a fixed name (``write_private``) is
+  written to an exclusive temporary name beside it and renamed over it: the rename
+  replaces a link at that name, it never writes through one;
+- the directories the bridge creates are 0700 (``private_dirs``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import stat
 from collections.abc import Callable, Sequence
@@ -61,13 +74,60 @@ def private_dirs(directory: str) -> None:
             pass
 
 
-def open_private(path: str, append: bool = False) -> int:
-    """A file descriptor open for writing ``path``, created mode 0600 (with 0700
-    directories) when it does not exist; truncated unless ``append``."""
+class LinkRefused(OSError):
+    """A path the user named is a symbolic link: the bridge does not write through it."""
+
+
+#: flags of every file the bridge writes: no link followed, not inherited by the backend
+_WRITE = os.O_WRONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+#: how many numbered names ``create_exclusive`` tries after the one it was given
+MAX_TRIES = 100
+
+
+def open_named(path: str, append: bool = False) -> int:
+    """A descriptor open for writing ``path``, a file the user named: never through a link
+    (``LinkRefused``); created 0600 (with 0700 directories) when missing, else kept as the
+    user has it (its mode), truncated unless ``append``."""
     private_dirs(os.path.dirname(os.path.abspath(path)))
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
-    flags |= os.O_APPEND if append else os.O_TRUNC
-    return os.open(path, flags, FILE_MODE)
+    flags = _WRITE | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+    try:
+        return os.open(path, flags, FILE_MODE)
+    except OSError as e:
+        if os.path.islink(path):
+            raise LinkRefused(e.errno, "is a symbolic link; not written through", path) from None
+        raise
+
+
+def create_exclusive(path: str) -> tuple[int, str]:
+    """A new file at ``path`` or, when that name is taken (a file, a link, anything),
+    at ``STEM-2.EXT``, ``STEM-3.EXT``, ...: created by this call (``O_EXCL``), mode 0600,
+    never through a link. Returns the descriptor and the name used."""
+    private_dirs(os.path.dirname(os.path.abspath(path)))
+    stem, ext = os.path.splitext(path)
+    for n in range(1, MAX_TRIES + 2):
+        name = path if n == 1 else f"{stem}-{n}{ext}"
+        try:
+            return os.open(name, _WRITE | os.O_CREAT | os.O_EXCL, FILE_MODE), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"{MAX_TRIES + 1} names taken", path)
+
+
+def write_private(path: str, data: bytes | str) -> None:
+    """``path``'s content replaced by ``data`` (text as UTF-8): written to an exclusive
+    temporary file beside it (0600), then renamed over ``path`` (a link there is replaced,
+    never written through)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    fd, tmp = create_exclusive(f"{path}.{os.getpid()}.tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _inside(path: str, root: str) -> bool:

@@ -205,8 +205,14 @@ def dropin_session(
     """A drop-in's session (``claude-on-cbc``, ``cbc-on-claude``): the plan from its
     settings, the backend spawned at once, then served."""
     p = plan(source, profile, backend, client_argv, env, settings.rules, early, **options(settings))
+    capture = open_record(p, "CCBRIDGE_RECORD (or record =)")
     return serve(
-        start(p.backend_argv, p.backend_env), early, p, headless=headless, prepared=prepared
+        start(p.backend_argv, p.backend_env),
+        early,
+        p,
+        headless=headless,
+        prepared=prepared,
+        capture=capture,
     )
 
 
@@ -286,6 +292,21 @@ def start(
         return e
 
 
+def open_record(plan: Plan, setting: str) -> tuple[int, str] | None:
+    """The capture file of ``plan.record`` opened before anything starts
+    (``bridge.recorder.open_capture``): a target that cannot be written (a read-only or
+    missing place, a link) is a ``ConfigError`` naming ``setting`` (exit 2)."""
+    if not plan.record:
+        return None
+    from bridge.config import ConfigError
+    from bridge.recorder import open_capture
+
+    try:
+        return open_capture(plan.record)
+    except OSError as e:
+        raise ConfigError(f"{setting}={plan.record!r}: {e.strerror or e}") from None
+
+
 def serve(
     started: Started,
     early: DeferredLog,
@@ -294,6 +315,7 @@ def serve(
     headless: Any = None,
     prepared: bool = False,
     only_print: bool = False,
+    capture: tuple[int, str] | None = None,
 ) -> int:
     """The session around a backend ``start`` spawned: the log opened (``early``'s lines
     first), the headless prompt read unless already ``prepared``, then trio, the proxy and
@@ -317,7 +339,11 @@ def serve(
         from bridge.driver import adopt
         from bridge.proxy import serve_stdio
 
-        return trio.run(lambda: serve_stdio(plan, log, headless=headless, backend=adopt(started)))
+        return trio.run(
+            lambda: serve_stdio(
+                plan, log, headless=headless, backend=adopt(started), capture=capture
+            )
+        )
     except BaseException:
         abandon(started)
         raise

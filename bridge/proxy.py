@@ -7,7 +7,6 @@ before this module is imported; here it is only read."""
 
 from __future__ import annotations
 
-import datetime
 import os
 from collections.abc import Sequence
 
@@ -18,7 +17,7 @@ from bridge.files import script_reader
 from bridge.headless import HeadlessIO
 from bridge.launch import Plan
 from bridge.log import Logger
-from bridge.recorder import Recorder
+from bridge.recorder import Recorder, open_capture
 from bridge.transcripts import claude_history
 from compat import TARGET_CLAUDE_VERSION, __version__, reverse_state, rulespec
 from compat.engine import Engine
@@ -85,8 +84,8 @@ def _epoch_ms_now() -> int:
 def set_launch_facts(engine: Engine, plan: Plan) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
     told (``initialize-reply``); under ``cbc-to-claude`` whether the client asked for
-    permission prompts over stdio (``permission-routing``) and resumes a session
-    (``resume-replay``); under ``claude-to-cbc`` the
+    permission prompts over stdio (``permission-routing``), resumes a session
+    (``resume-replay``) and its ``--max-turns`` (``max-turns``); under ``claude-to-cbc`` the
     client's launch as the reverse rules read it (``compat.reverse_state``), with the
     history of a resumed session from Claude's transcript."""
     engine.state.pid = os.getpid()
@@ -98,16 +97,7 @@ def set_launch_facts(engine: Engine, plan: Plan) -> None:
     if plan.profile == "cbc-to-claude" and plan.forward is not None:
         engine.state.stdio_permissions = plan.forward.stdio_permissions
         engine.state.resumes = plan.forward.resumes
-
-
-def record_file(record: str | None) -> str | None:
-    """``--record FILE`` is a file; ``CCBRIDGE_RECORD`` (a directory) gets one per session."""
-    if not record:
-        return None
-    if os.path.isdir(record) or record.endswith(os.sep):
-        stamp = datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S")
-        return os.path.join(record, f"session-{stamp}-{os.getpid()}.jsonl")
-    return record
+        engine.state.max_turns = plan.forward.max_turns
 
 
 async def serve_stdio(
@@ -116,9 +106,12 @@ async def serve_stdio(
     *,
     headless: HeadlessIO | None = None,
     backend: BackendFactory | None = None,
+    capture: tuple[int, str] | None = None,
 ) -> int:
     """One session on our stdio. ``backend``: the backend already started (``bridge.launch``
-    then ``bridge.driver.adopt``); by default the session spawns ``plan.backend_argv``."""
+    then ``bridge.driver.adopt``); by default the session spawns ``plan.backend_argv``.
+    ``capture``: the recording's file, opened before the backend started
+    (``bridge.launch.open_record``); by default opened here when ``plan.record`` names one."""
     engine = build_engine(
         plan.profile,
         plan.rules,
@@ -127,13 +120,15 @@ async def serve_stdio(
         target=plan.target,
     )
     set_launch_facts(engine, plan)
-    path = record_file(plan.record)
+    if capture is None and plan.record:
+        capture = open_capture(plan.record)
     recorder = None
-    if path:
+    if capture is not None:
         recorder = Recorder(
-            path,
+            capture,
             source=f"{plan.source} (ccbridge {__version__}, profile {plan.profile})",
             max_line=plan.max_line,
+            on_error=log.error,
             argv=list(plan.backend_argv),
             profile=plan.profile,
             env={
@@ -142,7 +137,7 @@ async def serve_stdio(
                 if k.startswith(("CCBRIDGE_", "CODEBUDDY_", "CLAUDE_", "ANTHROPIC_"))
             },
         )
-        log.debug(f"recording to {path}", "record")
+        log.debug(f"recording to {recorder.path}", "record")
     client_in = trio.lowlevel.FdStream(os.dup(0))
     client_out = trio.lowlevel.FdStream(os.dup(1))
     session_in, session_out = (

@@ -42,4 +42,7 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         stats=args.stats,
         eof_grace=None,
     )
-    return launch.serve(launch.start(plan.backend_argv, plan.backend_env), early, plan)
+    capture = launch.open_record(plan, "--out")
+    return launch.serve(
+        launch.start(plan.backend_argv, plan.backend_env), early, plan, capture=capture
+    )

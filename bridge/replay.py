@@ -29,6 +29,7 @@ import orjson
 import trio
 
 from bridge.cli import Parser
+from bridge.files import FILE_MODE, private_dirs
 from bridge.log import Logger
 from compat import capture
 from compat.exits import Exit
@@ -193,10 +194,12 @@ def materialize(header: dict[str, Any], cwd: str, log: Logger) -> None:
         if not target.startswith(root + os.sep) or not isinstance(text, str):
             log.warning(f"replay: not writing {rel!r} (outside the working directory)")
             continue
-        if os.path.exists(target):
+        private_dirs(os.path.dirname(target))
+        try:  # a new file or nothing: never over a file, never through a link
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+        except FileExistsError:
             continue
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "w", encoding="utf-8") as f:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
 
 

@@ -18,6 +18,7 @@ from bridge.cli import Parser
 from compat.exits import Exit
 from compat.profiles import PROFILES, describe, options_of
 from compat.stage import REGISTRY, Stage
+from compat.text import escape
 
 #: a field of a rule class, with the ``#:`` comment lines right above it
 _FIELD = re.compile(r"((?:^[ \t]*#:.*\n)+)^[ \t]*(\w+)\s*:", re.MULTILINE)
@@ -42,7 +43,7 @@ def main(argv: list[str]) -> int:
     unknown = [i for i in args.ids if i not in known]
     if unknown:
         print(
-            f"ccbridge rules: unknown rule id(s): {', '.join(unknown)} "
+            f"ccbridge rules: unknown rule id(s): {escape(', '.join(unknown))} "
             f"(known: {', '.join(sorted(known))})",
             file=sys.stderr,
         )

@@ -111,5 +111,14 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         script_roots=tuple(settings.script_roots),
         target=args.target.strip() if args.target else settings.target,
     )
+    capture = launch.open_record(plan, "--record" if args.record else "CCBRIDGE_RECORD")
     started = launch.start(plan.backend_argv, plan.backend_env)
-    return launch.serve(started, early, plan, headless=headless, prepared=prepared, only_print=True)
+    return launch.serve(
+        started,
+        early,
+        plan,
+        headless=headless,
+        prepared=prepared,
+        only_print=True,
+        capture=capture,
+    )

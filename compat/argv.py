@@ -101,6 +101,13 @@ class Translation:
         """The client resumes a session (``--resume``, ``--continue``)."""
         return "--resume" in self.options or "--continue" in self.options
 
+    @property
+    def max_turns(self) -> int | None:
+        """``--max-turns N`` (the last one given) when N is a positive integer, else None
+        (Claude takes 0 for no limit)."""
+        text = (self.options.get("--max-turns") or [""])[-1].strip()
+        return int(text) if text.isascii() and text.isdigit() and int(text) > 0 else None
+
 
 def readme_tables() -> str:
     """The README's block between ``<!-- launch-tables -->`` markers: the argv table and the

@@ -64,6 +64,9 @@ class Capture:
     records: tuple[Record, ...]
     #: "ccbridge" (this format), "transcript" (reference transcripts), "stdout" (a dump)
     flavor: str
+    #: the recording was cut (its writer stopped on a full disk, a size limit, an I/O
+    #: error, or was killed): its last line is incomplete and not among the records
+    cut: bool = False
 
     def lines(self, kind: str) -> list[Record]:
         return [r for r in self.records if r.kind == kind]
@@ -127,8 +130,10 @@ def encode_record(t: float, kind: str, data: bytes, partial: bool = False) -> by
 
 
 def parse(lines: Iterable[bytes]) -> Capture:
-    """Parse a capture, a reference transcript or a plain stdout dump."""
-    it: Iterator[tuple[int, bytes]] = ((i, ln.rstrip(b"\r\n")) for i, ln in enumerate(lines, 1))
+    """Parse a capture, a reference transcript or a plain stdout dump. A capture whose last
+    line is incomplete (no newline, not a record) was cut: what precedes it is returned,
+    ``cut`` set."""
+    it: Iterator[tuple[int, bytes]] = enumerate(lines, 1)
     first: tuple[int, bytes] | None = None
     for first in it:
         if first[1].strip():
@@ -146,7 +151,8 @@ def parse(lines: Iterable[bytes]) -> Capture:
                 f"capture format version {head.get('version')!r} is not supported "
                 f"(this ccbridge reads version {VERSION})"
             )
-        return Capture(head, tuple(_records(it)), "ccbridge")
+        cut: list[bool] = []
+        return Capture(head, tuple(_records(it, cut)), "ccbridge", bool(cut))
     if (
         isinstance(head, dict)
         and {"t", "kind"} <= head.keys()
@@ -164,13 +170,16 @@ def parse(lines: Iterable[bytes]) -> Capture:
                 break
         return Capture({"source": "reference transcript", "meta": meta}, tuple(recs), "transcript")
     # a plain dump: every non-empty line is something the backend wrote
-    recs = [Record(0.0, "stdout", first[1], lineno=first[0])]
-    recs.extend(Record(0.0, "stdout", ln, lineno=i) for i, ln in it if ln.strip())
+    recs = [Record(0.0, "stdout", first[1].rstrip(b"\r\n"), lineno=first[0])]
+    recs.extend(Record(0.0, "stdout", ln.rstrip(b"\r\n"), lineno=i) for i, ln in it if ln.strip())
     return Capture({"source": "stdout dump"}, tuple(recs), "stdout")
 
 
-def _records(it: Iterable[tuple[int, bytes]]) -> Iterator[Record]:
-    for lineno, line in it:
+def _records(it: Iterable[tuple[int, bytes]], cut: list[bool] | None = None) -> Iterator[Record]:
+    """The records of ``it``'s lines; an incomplete last line (no newline) that is not a
+    record is the cut end of a recording: noted in ``cut``, not an error."""
+    for lineno, raw in it:
+        line = raw.rstrip(b"\r\n")
         if not line.strip():
             continue
         try:
@@ -183,5 +192,8 @@ def _records(it: Iterable[tuple[int, bytes]]) -> Iterator[Record]:
                 text = rec["text"]
                 data = text.encode("utf-8") if isinstance(text, str) else orjson.dumps(text)
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+            if cut is not None and not raw.endswith(b"\n"):
+                cut.append(True)
+                return
             raise CaptureError(f"line {lineno}: not a capture record ({e})") from e
         yield Record(t, kind, data, bool(rec.get("partial", False)), lineno)

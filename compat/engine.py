@@ -113,6 +113,8 @@ class Engine:
         self._eof_holds: set[int] = set()
         self._closed = False
         self._terminated = False
+        #: the reason a stage gave when it asked for the backend's end
+        self._terminated_why: str | None = None
         self._exit_status: int | None = None
         #: per rule, the frames it had dropped when the client's EOF came
         self._drops_at_eof: dict[str, int] | None = None
@@ -190,9 +192,14 @@ class Engine:
                 self._run_hook(p, stage, stage.on_backend_input_closed, self.ctx)
         return self._commands()
 
-    def backend_exited(self, status: int, now: float) -> list[Command]:
+    def backend_exited(self, status: int, now: float, cause: str | None = None) -> list[Command]:
+        """The backend has exited with ``status`` (a shell's: 128 + N for a signal N).
+        ``cause``: what ended it, in words, when the I/O side knows more than the status
+        (it was killed by a signal; the bridge ended it, and why); else the engine's own
+        words: the stage that asked for its end, or its status."""
         self.ctx.now = now
         self.backend_status = status
+        self.ctx.backend_end = cause or self._end_cause(status)
         self._side_eof("backend", now)
         pipeline = self.pipelines["down"]
         for stage in pipeline.stages:
@@ -200,6 +207,11 @@ class Engine:
         self._timers.clear()
         self._log_dropped_after_eof()
         return self._commands()
+
+    def _end_cause(self, status: int) -> str:
+        if self._terminated_why is not None:
+            return f"the bridge terminated the backend ({self._terminated_why})"
+        return f"the backend exited with status {status}"
 
     def _log_dropped_after_eof(self) -> None:
         """What rules dropped from the backend's output after the client's EOF (Claude
@@ -268,6 +280,7 @@ class Engine:
     def terminate(self, stage: Stage, reason: str) -> None:
         if not self._terminated and self.backend_status is None:
             self._terminated = True
+            self._terminated_why = reason
             self.log("info", stage.rule, f"terminating the backend: {reason}")
             self._flush_pending()
             self._out.append(TerminateBackend(reason))

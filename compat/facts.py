@@ -47,6 +47,7 @@ LAUNCH = frozenset(
         "pid",
         "stdio_permissions",
         "resumes",
+        "max_turns",
         "rev.client_session",
         "rev.claude_session",
         "rev.replay_user_messages",

@@ -27,6 +27,9 @@ MAX_TOOL_USES = 1024
 #: then the oldest running one (a long session starts many shells, few run at once)
 #: finished tasks remembered (for their late frames), oldest forgotten first
 MAX_FINISHED = 256
+#: requests the bridge sent the backend itself and still awaits a reply to
+#: (``ControlState.own``); a backend that never replies cannot grow it past this
+MAX_OWN = 1024
 MAX_TASKS = 16_384  # (as many as the task rules' registries: compat.taskkit.MAX_LIVE_TASKS)
 #: the tool-call input fields rules read (compat.taskkit.starting_call / resolve_workflow,
 #: task-correlation, workflow-prompt); ``params`` (DeferExecuteTool) is trimmed the same way
@@ -211,7 +214,8 @@ class ControlState:
 
     requests: dict[str, ControlRequest] = attrs.Factory(dict)  # [unsupported-control]
     #: request ids the bridge sent upstream itself -> what for; [control-reply] swallows
-    #: their replies (the client never asked)
+    #: their replies (the client never asked). A backend that never replies would grow it
+    #: by one per request: the writers keep the newest ``MAX_OWN`` (``taskkit.remember``)
     own: dict[str, str] = attrs.Factory(dict)
     #: requests held until the backend has a session ([unsupported-control],
     #: [interrupt-request]); [control-reply] sends them at the session's first init
@@ -288,6 +292,9 @@ class SessionState:
     #: a launch fact: the client resumes a session (``--resume``, ``--continue``): cbc
     #: would replay its history unless told a prompt follows (``resume-replay``)
     resumes: bool = False
+    #: a launch fact: the client's ``--max-turns N`` (a positive integer), which cbc does
+    #: not always honour (``max-turns``); None: no limit
+    max_turns: int | None = None
     #: the pid the client is told in the initialize reply (the bridge's own; 0 unknown)
     pid: int = 0
     control: ControlState = attrs.Factory(ControlState)

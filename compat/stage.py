@@ -75,6 +75,10 @@ class Context:
         self.env = env
         self.state = state
         self.now = 0.0
+        #: in ``on_backend_exit``: what ended the backend, in words ("the backend exited
+        #: with status 0", "the backend was killed by SIGKILL", "the bridge terminated the
+        #: backend (why)"); set by the engine from what the I/O side saw, never guessed
+        self.backend_end = ""
 
     # -- time -------------------------------------------------------------------------
     def wall_ms(self) -> int:

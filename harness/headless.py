@@ -29,6 +29,7 @@ import attrs
 import orjson
 import trio
 
+from bridge.files import private_dirs, write_private
 from harness import stop
 from harness.brain import ModelScript, Rule
 from harness.model import ModelServer
@@ -285,9 +286,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("names", nargs="*")
     args = p.parse_args(argv)
     results = stop.run(lambda: run_all(args.backend, args.names), "harness.headless")
-    args.out.mkdir(parents=True, exist_ok=True)
+    private_dirs(str(args.out))
     for r in results:
-        (args.out / f"{r.name}.json").write_bytes(r.to_json() + b"\n")
+        write_private(str(args.out / f"{r.name}.json"), r.to_json() + b"\n")
         print(
             f"{r.name}: exit {r.status}, {len(r.stdout)} bytes out, {len(r.stderr)} bytes err",
             file=sys.stderr,

@@ -40,6 +40,7 @@ import orjson
 import trio
 
 from bridge.backends import find_backend
+from bridge.files import private_dirs, write_private
 from compat import capture
 from harness import corpus
 from harness.brain import Call, ModelScript
@@ -138,7 +139,7 @@ def make_root() -> dict[str, str]:
     root = os.path.join(root, f"ccbscen-{secrets.token_hex(5)}")
     dirs = {"ROOT": root, "CWD": root + "/work", "HOME": root + "/home", "TMP": root + "/tmp"}
     for d in dirs.values():
-        os.makedirs(d, exist_ok=True)
+        private_dirs(d)
     return dirs
 
 
@@ -268,8 +269,7 @@ def _finish(
 ) -> None:
     """Write what was recorded, however the run ended; leave no process and no files."""
     if rec is not None and out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_bytes(rec.encode())
+        write_private(str(out), rec.encode())
     if rec is not None and dump_requests is not None:
         _dump(server, rec, dump_requests)
     sweep(mark)
@@ -279,13 +279,13 @@ def _finish(
 
 def _dump(server: ModelServer, rec: Recording, d: Path) -> None:
     """Every model request in full (headers without credentials, body), one file each."""
-    d.mkdir(parents=True, exist_ok=True)
+    private_dirs(str(d))
     for n, headers, body in server.bodies:
         safe = {
             k: v for k, v in headers.items() if k not in ("authorization", "x-api-key", "cookie")
         }
         data = rec.scrub(orjson.dumps({"headers": safe, "body": body}, option=orjson.OPT_INDENT_2))
-        (d / f"{n:03d}.json").write_bytes(data)
+        write_private(str(d / f"{n:03d}.json"), data)
 
 
 def _killpg(pid: int, sig: int) -> None:

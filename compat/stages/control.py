@@ -17,12 +17,13 @@ import orjson
 from compat import controlkit as ck
 from compat import wire
 from compat.frames import Frame
-from compat.session import MAX_TOOL_USES, ControlRequest, trim_input
+from compat.session import MAX_OWN, MAX_TOOL_USES, ControlRequest, trim_input
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT, iso_ms
 from compat.target import target_of
 from compat.taskkit import remember
+from compat.text import clip
 
 #: setters cbc refuses before its first turn; answered at once, sent once it has a session
 _SETTERS = frozenset({"set_permission_mode", "set_model"})
@@ -180,6 +181,8 @@ class StdinVocabulary(Stage):
         t = obj.get("type") if isinstance(obj, dict) else None
         if isinstance(t, str) and t in ck.CBC_INPUT_TYPES:
             return None
+        if isinstance(t, str):
+            t = clip(t)  # a name the client chose: a bounded counter key and log line
         what = (
             f"type {t!r}"
             if isinstance(t, str)
@@ -542,7 +545,7 @@ class UnsupportedControl(Stage):
             control = ctx.state.control
             self._own += 1
             own = f"ccbridge-thinking-{self._own}"
-            control.own[own] = "set_config"
+            remember(control.own, own, "set_config", cap=MAX_OWN)
             config = {"alwaysThinkingEnabled": tokens > 0}
             ctx.emit(
                 "up",
@@ -691,7 +694,7 @@ class ControlReply(Stage):
             sub = str(body.get("subtype"))
             if sub == "interrupt":
                 body = {**body, "session_id": ctx.state.session_id}
-            control.own[rid] = sub
+            remember(control.own, rid, sub, cap=MAX_OWN)
             ctx.emit("up", Frame.from_obj(ck.request(rid, body)), self.rule)
         ctx.log(
             self.rule,

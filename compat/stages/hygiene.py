@@ -52,6 +52,7 @@ from compat.frames import (
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import REJECTED
+from compat.text import clip
 from compat.vocabulary import in_vocabulary
 
 PRIVATE_FIELDS = ("__timestamp", "_requestId", "_messageId", "_meta", "errors_info")
@@ -393,7 +394,7 @@ class Vocabulary(Stage):
                 ctx.count(self.rule, "dropped:system/status-null")
                 return ()
             return None
-        label = f"{t}/{st}" if t == "system" else str(t)
+        label = clip(f"{t}/{st}" if t == "system" else str(t))  # a name a peer chose
         if t == "error":
             detail, _ = redact_obj(obj.get("error") or obj.get("message") or obj)
             text = str(detail)[:500]

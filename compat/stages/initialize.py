@@ -19,8 +19,10 @@ from compat import controlkit as ck
 from compat import wire
 from compat.frames import Frame, list_at, loads
 from compat.redact import redact_obj, strip_obj
+from compat.session import MAX_OWN
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.target import target_of, values
+from compat.taskkit import remember
 
 #: Claude's marker between the static and the dynamic system prompt blocks (TS SDK
 #: ``SYSTEM_PROMPT_DYNAMIC_BOUNDARY``)
@@ -191,7 +193,7 @@ class InitializeRequest(Stage):
         if config:
             self._sent += 1
             own = f"ccbridge-config-{self._sent}"
-            ctx.state.control.own[own] = "set_config"
+            remember(ctx.state.control.own, own, "set_config", cap=MAX_OWN)
             out.append(
                 Frame.synth(ck.request(own, {"subtype": "set_config", "config": config}), self.rule)
             )

@@ -21,7 +21,7 @@ from compat import controlkit as ck
 from compat import wire
 from compat.flags import PERMISSION_MODES
 from compat.frames import Frame
-from compat.session import PermissionRequest, PermissionRule
+from compat.session import MAX_OWN, PermissionRequest, PermissionRule
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.taskkit import remember
 
@@ -756,7 +756,7 @@ class PermissionReply(Stage):
             return False
         self._own += 1
         rid = f"ccbridge-mode-{self._own}"
-        ctx.state.control.own[rid] = "set_permission_mode"
+        remember(ctx.state.control.own, rid, "set_permission_mode", cap=MAX_OWN)
         body = {"subtype": "set_permission_mode", "mode": mode}
         ctx.emit("up", Frame.from_obj(ck.request(rid, body)), self.rule)
         ctx.log(self.rule, f"setMode sent to cbc as set_permission_mode {mode!r}", "info")

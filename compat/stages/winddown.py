@@ -452,17 +452,14 @@ class EofWindDown(Stage):
         if self._active:
             self._active, self._last_error = False, True
             out.append(Frame.synth(wire.plain(self._abandoned_result(ctx)), self.rule))
+            ctx.log(self.rule, f"{ctx.backend_end} before the turn ended", "warning")
         if closed or status == 0:
             ctx.set_exit_status(Exit.FAILED if self._last_error else Exit.OK)
         self._phase = self._phase.to(Phase.DONE)
         return out or None
 
     def _abandoned_result(self, ctx: Context) -> wire.Result:
-        why = (
-            "the backend exited before the turn ended"
-            if self._phase is not Phase.CLOSING
-            else "the wind-down ended the session before the turn ended"
-        )
+        why = f"{ctx.backend_end or 'the backend exited'} before the turn ended"
         return {
             "type": "result",
             "subtype": "error_during_execution",

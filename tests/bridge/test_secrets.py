@@ -17,7 +17,7 @@ import pytest
 
 from bridge.driver import Session, SessionConfig
 from bridge.log import Logger
-from bridge.proxy import build_engine, record_file
+from bridge.proxy import build_engine
 from bridge.recorder import Recorder
 from compat import capture
 from compat.redact import REDACTED
@@ -142,9 +142,9 @@ def test_capture_and_log_files_are_owner_only(tmp_path: Path, umask: None) -> No
     assert mode(existing) == 0o600
     assert existing.read_text() == "old\nccbridge: more\n"
     # CCBRIDGE_RECORD: a directory (created by the bridge) with one capture per session
-    session_file = record_file(str(tmp_path / "record-dir") + os.sep)
-    assert session_file is not None
-    Recorder(session_file, "test").exit(0)
+    rec = Recorder(str(tmp_path / "record-dir") + os.sep, "test")
+    session_file = rec.path
+    rec.exit(0)
     assert mode(tmp_path / "record-dir") == 0o700
     assert mode(Path(session_file)) == 0o600
     os.chmod(rec_path, 0o640)

@@ -59,7 +59,22 @@ def test_reads_reference_transcripts_and_plain_dumps() -> None:
 def test_broken_record_names_its_line() -> None:
     head = capture.encode_header(capture.header("t"))
     with pytest.raises(capture.CaptureError, match="line 2"):
-        capture.parse([head, b"{not json"])
+        capture.parse([head, b"{not json\n"])
+    last = capture.encode_record(0.5, "exit", b"0")
+    with pytest.raises(capture.CaptureError, match="line 2"):
+        capture.parse([head, b"{not json\n", last])
+
+
+def test_a_cut_last_line_is_the_end_of_a_cut_recording() -> None:
+    """A recording whose writer stopped (full disk, size limit) ends in part of a record,
+    with no newline: what precedes it is read, and the capture says it was cut."""
+    head = capture.encode_header(capture.header("t"))
+    rec = capture.encode_record(0.1, "stdout", b'{"type":"system"}')
+    cut = capture.parse([head, rec, capture.encode_record(0.2, "stdout", b"{}")[:9]])
+    assert cut.cut
+    assert [r.data for r in cut.records] == [b'{"type":"system"}']
+    whole = capture.parse([head, rec])
+    assert not whole.cut
 
 
 def test_initialize_tokens_are_redacted_in_every_record() -> None:

@@ -17,11 +17,11 @@ from analysis.contract import (
     check_lines,
     check_records,
     counts,
-    escape,
     format_text,
     to_json,
 )
 from compat.capture import Record, encode_header, encode_record, header, parse
+from compat.text import escape
 from tests.conftest import params_or_skip, reference_files
 
 # -- reference captures ------------------------------------------------------------------
@@ -727,7 +727,7 @@ def test_format_text_escapes_what_the_stream_sent() -> None:
     assert "\\x1b]0;pwned\\x07\\x1b[2J" in text
     assert "\\u202e" in text
     assert text.endswith("(vocabulary: 1)\n")
-    assert escape("tab\there\nnl") == "tab\\x09here\\x0anl"
+    assert escape("tab\there\nnl") == "tab\\there\\nnl"
     assert format_text([]).startswith("no violations")
 
 
