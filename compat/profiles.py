@@ -41,6 +41,10 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         "down": (
             "session",
             "foreign-init",
+            # --max-turns held whatever cbc does (maxturns.py): first after the session's
+            # bookkeeping, so no rule sees the output of a turn it stopped (nor the reply to
+            # its interrupt) and every rule sees the result it writes for it
+            "max-turns",
             "init-once",
             "tool-errors",  # before private-fields: reads the _meta it strips
             "private-fields",

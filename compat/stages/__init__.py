@@ -11,6 +11,7 @@ from compat.stages import (  # noqa: F401
     initialize,
     interrupts,
     lifecycle,
+    maxturns,
     permissions,
     session,
     shape,

@@ -25,9 +25,10 @@ def test_stage_order_matches_the_profile_lists() -> None:
     up, down = build("cbc-to-claude")
     assert [s.rule for s in down] == list(PROFILES["cbc-to-claude"]["down"])
     assert [s.rule for s in up] == list(PROFILES["cbc-to-claude"]["up"])
-    assert [s.rule for s in down][:7] == [
+    assert [s.rule for s in down][:8] == [
         "session",
         "foreign-init",
+        "max-turns",
         "init-once",
         "tool-errors",
         "private-fields",

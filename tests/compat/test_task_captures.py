@@ -320,9 +320,10 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:6] == (
+    assert down[:7] == (
         "session",
         "foreign-init",
+        "max-turns",
         "init-once",
         "tool-errors",
         "private-fields",
