@@ -30,6 +30,8 @@ from harness import headless, runner
 from harness.model import ModelServer
 from harness.scenario import load
 
+from ..compat.test_max_turns_loop import assert_max_turns_result
+
 pytestmark = pytest.mark.real_backend
 
 SESSION = Path(__file__).resolve().parent / "data" / "max-turns" / "denied-loop-session.toml"
@@ -90,13 +92,7 @@ async def _headless(args: list[str]) -> Headless:
 
 
 def _claudes(result: dict[str, Any], n: int) -> None:
-    assert result["type"] == "result"
-    assert result["subtype"] == "error_max_turns"
-    assert result["is_error"] is True
-    assert result["errors"] == [f"Reached maximum number of turns ({n})"]
-    assert result["terminal_reason"] == "max_turns"
-    assert result["num_turns"] == n + 1
-    assert result["stop_reason"] == "tool_use"
+    assert_max_turns_result(result, n)
     assert len(result["permission_denials"]) == n
 
 

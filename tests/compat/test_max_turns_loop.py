@@ -172,14 +172,20 @@ def kinds(run: Run, *types: str) -> list[dict[str, Any]]:
     return [f for f in run.frames() if f.get("type") in types]
 
 
-def assert_claudes_end(res: dict[str, Any], n: int) -> None:
-    """Claude 2.1.220's result at ``--max-turns n`` (runs of 2026-12-04, arg-max-turns)."""
+def assert_max_turns_result(res: dict[str, Any], n: int) -> None:
+    """Claude 2.1.220's result at ``--max-turns n`` after a tool call (runs of 2026-12-04,
+    arg-max-turns); the real-cbc tests share it."""
+    assert res["type"] == "result"
     assert res["subtype"] == "error_max_turns"
     assert res["is_error"] is True
     assert res["errors"] == [f"Reached maximum number of turns ({n})"]
     assert res["terminal_reason"] == "max_turns"
     assert res["num_turns"] == n + 1
     assert res["stop_reason"] == "tool_use"
+
+
+def assert_claudes_end(res: dict[str, Any], n: int) -> None:
+    assert_max_turns_result(res, n)
     assert "result" not in res
     assert res["session_id"] == SID
 
