@@ -49,6 +49,20 @@ def _is_cbc_max_turns(result: Mapping[str, Any]) -> bool:
     )
 
 
+#: Claude's error at --max-turns N (``error_max_turns``)
+_CLAUDE_MAX_TURNS = re.compile(r"Reached maximum number of turns \((\d+)\)")
+
+
+def _max_turns_count(result: Mapping[str, Any]) -> int | None:
+    """Claude's ``num_turns`` of an ``error_max_turns`` result: N + 1 (its ``turnCount``;
+    the Nth message's parallel calls are one turn), whatever the tool results were."""
+    errors = result.get("errors")
+    if result.get("subtype") != "error_max_turns" or not isinstance(errors, list) or not errors:
+        return None
+    m = _CLAUDE_MAX_TURNS.fullmatch(str(errors[0]))
+    return int(m.group(1)) + 1 if m else None
+
+
 def _is_max_turns_notice(message: Message) -> bool:
     """cbc's own assistant message before its max-turns result: one text block, its words
     (tests/bridge/data/headless/cbc-2.163.0/stream-max-turns.json)."""
@@ -329,7 +343,7 @@ class ResultShape(Stage):
         fill(raw, (("modelUsage", dict, dict),))
         sub, is_error = self._outcome(raw)
         if cbc:
-            new["num_turns"] = 1 + self._user_messages
+            new["num_turns"] = _max_turns_count(new) or 1 + self._user_messages
             if "stop_reason" not in obj:
                 new["stop_reason"] = self._stop_reason()
             if not ctx.state.control.turn_from_client and "origin" not in new:

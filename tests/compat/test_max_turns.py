@@ -87,3 +87,23 @@ def test_the_same_words_from_the_model_are_kept() -> None:
     assert kinds[-2:] == ["assistant", "result"]
     assert run.frames()[-2]["message"]["content"][0]["text"] == "Max turns (2) exceeded"
     assert run.frames()[-1]["stop_reason"] == "end_turn"
+
+
+def test_parallel_calls_are_one_turn_in_cbcs_own_max_turns_result() -> None:
+    """Claude's ``num_turns`` at ``--max-turns N`` is N + 1 whatever the Nth message's
+    parallel calls were (2.1.220, two calls at N = 1: 2); counting the tool results would
+    say 3."""
+    frames = frames_of("cbc-2.163.0")
+    for f in frames:
+        content = f.get("message", {}).get("content")
+        if f["type"] == "assistant" and content and content[0].get("type") == "tool_use":
+            content.append({**content[0], "id": "call_second"})
+        if f["type"] == "user" and content and content[0].get("type") == "tool_result":
+            content.append({**content[0], "tool_use_id": "call_second"})
+    eng = full()
+    run = drive(
+        eng, [*((0.1 * i, "backend", line(f)) for i, f in enumerate(frames)), (9.0, "exit", b"0")]
+    )
+    result = run.frames()[-1]
+    assert result["subtype"] == "error_max_turns"
+    assert result["num_turns"] == 2
