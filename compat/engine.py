@@ -29,6 +29,7 @@ from typing import Any, Literal
 import attrs
 
 from compat import DEFAULT_MAX_LINE
+from compat.factguard import Guard, install
 from compat.frames import Frame
 from compat.framing import Line, LineSplitter, Oversize, Partial
 from compat.pipeline import Pipeline
@@ -90,8 +91,14 @@ class Engine:
             "up": Pipeline("up", up, self.stats),
             "down": Pipeline("down", down, self.stats),
         }
+        #: strict (the tests'): every stage call may touch only the facts it declares
+        self.guard: Guard | None = None
+        if strict:
+            self.guard = Guard()
+            install(self.state, self.guard)
         for p in self.pipelines.values():
             p.strict = strict
+            p.guard = self.guard
         self._splitters: dict[Side, LineSplitter] = {
             "client": LineSplitter(max_line),
             "backend": LineSplitter(max_line),
@@ -352,7 +359,7 @@ class Engine:
         self._ran = None  # (a hook may change any state: the next lines ask cold again)
         self._current = pipeline
         try:
-            produced = hook(*args)
+            produced = hook(*args) if self.guard is None else self.guard.call(stage, hook, *args)
         except Exception as exc:
             pipeline.failed(stage, exc, self.ctx)  # the one fail-open path
             produced = None

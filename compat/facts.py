@@ -3,11 +3,14 @@
 A fact is a field of the shared state: ``session_id`` (``SessionState``),
 ``control.turn_active`` (``ControlState``), ``task.status`` (every ``TaskInfo``),
 ``rev.in_turn`` (``compat.reverse_state.ReverseState``). Every stage declares the facts it
-``reads`` and ``writes`` (``compat.stage.Stage``); tests/compat/test_ownership.py checks the
-declarations against what each stage does on the captures, that every fact has one writer
-in a profile (``SHARED``: the queues one rule fills and another drains), and that a reader
-comes after its writer in its direction, unless it reads what an earlier frame left
-(``reads_earlier``)."""
+``reads`` and ``writes`` (``compat.stage.Stage``). In a strict engine (every test's) the
+declarations are enforced: a stage call that reads a fact its rule does not declare, or
+assigns one it does not declare it writes, fails at once, on every path
+(``compat.factguard``). tests/compat/test_ownership.py also checks the declarations against
+what each stage does on the captures (it sees a container changed in place, which an
+attribute check cannot), that every fact has one writer in a profile (``SHARED``: the
+queues one rule fills and another drains), and that a reader comes after its writer in its
+direction, unless it reads what an earlier frame left (``reads_earlier``)."""
 
 from __future__ import annotations
 
@@ -68,15 +71,29 @@ SHARED: dict[str, frozenset[str]] = {
     "control.requests": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
     # the same two hold what cbc cannot take before its session; control-reply sends it then
     "control.deferred": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
-    # the bridge's own requests to cbc (unsupported-control's set_config, permission-reply's
-    # set_permission_mode for a setMode update); control-reply swallows their replies
-    "control.own": frozenset({"unsupported-control", "permission-reply", "control-reply"}),
+    # the bridge's own requests to cbc (unsupported-control's and initialize-request's
+    # set_config, permission-reply's set_permission_mode for a setMode update);
+    # control-reply swallows their replies
+    "control.own": frozenset(
+        {"unsupported-control", "initialize-request", "permission-reply", "control-reply"}
+    ),
+    # interrupt-request holds an interrupt while cbc is told deny + interrupt (its id) and
+    # clears it when it sends it after all; control-reply clears it when cbc answers it
+    "control.prompt_interrupt": frozenset({"interrupt-request", "control-reply"}),
     # calls whose tool_result Claude marks (tool_result_meta): denied by the client's answer
     # (permission-reply) or by a rule it added (permission-routing), withdrawn by an
     # interrupt (permission-cancel); permission-routing marks the result and forgets them
     "control.denied_uses": frozenset(
         {"permission-reply", "permission-cancel", "permission-routing"}
     ),
+    # the turn's denials: permission-routing's (a rule it added, the client's deny), and
+    # permission-cancel's (a prompt an interrupt withdrew)
+    "control.permission_denials": frozenset({"permission-routing", "permission-cancel"}),
+    # a workflow's script and parsed meta, looked up once by whichever of workflow-name and
+    # workflow-prompt needs them first (compat.taskkit.resolve_workflow)
+    "task.script": frozenset({"workflow-name", "workflow-prompt"}),
+    "task.meta": frozenset({"workflow-name", "workflow-prompt"}),
+    "task.source_resolved": frozenset({"workflow-name", "workflow-prompt"}),
     # sdk-mcp-reply keeps the client's tools/call result; sdk-mcp takes it for the call's
     # tool_result
     "control.sdk_mcp_results": frozenset({"sdk-mcp-reply", "sdk-mcp"}),

@@ -69,6 +69,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from compat.factguard import Guard
 from compat.frames import UNKNOWN, Frame, Kind, wire_kind
 from compat.stage import Context, Direction, Stage
 from compat.stats import Stats
@@ -163,6 +164,9 @@ class Pipeline:
         #: calling path)
         self.use_cold = True
         self.use_fast = True
+        #: a strict engine's fact guard (``compat.factguard``): every stage call made as
+        #: that stage's, so it may touch only the facts it declares; None outside tests
+        self.guard: Guard | None = None
 
     def index(self, stage: Stage) -> int:
         for i, s in enumerate(self.stages):
@@ -330,17 +334,17 @@ class Pipeline:
         blocker = plan.blocker
         if not (self.use_fast and plan.fast):
             pass
-        elif blocker is not None and use_cold and not blocker.cold(kind, ctx):
+        elif blocker is not None and use_cold and not self._cold(blocker, kind, ctx):
             pass  # still not cold: the line takes the frame way (one question, not a walk)
         else:
             steps: list[FastStep] = []
             for i, stage, lazy, cools, pure, triggers, lead in plan.steps:
-                if cools and use_cold and stage.cold(kind, ctx):
+                if cools and use_cold and self._cold(stage, kind, ctx):
                     continue
                 if triggers is not None:
                     steps.append((None, triggers, lead, stage.rule, i))
                 elif lazy and stage.raw_pass and pure:
-                    steps.append((stage.on_raw, (), b"", stage.rule, i))
+                    steps.append((self._on_raw(stage), (), b"", stage.rule, i))
                 else:
                     plan.blocker = stage  # (a stage that may be cold: ``Plan.fast``)
                     break
@@ -348,6 +352,17 @@ class Pipeline:
                 found = tuple(steps)
         self._fast[kind] = found
         return found
+
+    def _cold(self, stage: Stage, kind: Kind, ctx: Context) -> bool:
+        if self.guard is None:
+            return stage.cold(kind, ctx)
+        return bool(self.guard.call(stage, stage.cold, kind, ctx))
+
+    def _on_raw(self, stage: Stage) -> Callable[[bytes], bytes | None]:
+        guard = self.guard
+        if guard is None:
+            return stage.on_raw
+        return lambda raw: guard.call(stage, stage.on_raw, raw)
 
     def _one(self, frame: Frame, start: int, ctx: Context, out: list[Frame]) -> None:
         """``frame`` through stages ``start..``, what comes out appended to ``out``; what a
@@ -371,7 +386,7 @@ class Pipeline:
                 if cold_at[i] == self.generation:
                     cold = plan.cold_is[i]
                 else:
-                    cold = plan.cold_is[i] = stage.cold(kind, ctx)
+                    cold = plan.cold_is[i] = self._cold(stage, kind, ctx)
                     cold_at[i] = self.generation
                 if cold:
                     continue  # it would pass this frame and change nothing
@@ -393,7 +408,10 @@ class Pipeline:
                 checked = True
             self.holding = False
             try:
-                result = stage.on_frame(frame, ctx)
+                if self.guard is None:
+                    result = stage.on_frame(frame, ctx)
+                else:
+                    result = self.guard.call(stage, stage.on_frame, frame, ctx)
             except Exception as exc:
                 result = None
                 self.failed(stage, exc, ctx)
@@ -432,7 +450,10 @@ class Pipeline:
             stage = self.stages[i]
             self.holding = False
             try:
-                result = stage.on_frame(frame, ctx)
+                if self.guard is None:
+                    result = stage.on_frame(frame, ctx)
+                else:
+                    result = self.guard.call(stage, stage.on_frame, frame, ctx)
             except Exception as exc:
                 self.failed(stage, exc, ctx)
                 continue

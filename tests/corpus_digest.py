@@ -69,7 +69,7 @@ def events(path: Path) -> list[Event] | None:
 
 def digest(evs: list[Event], profile: str) -> str:
     up, down = build(profile, parse_rule_settings(()))
-    replay = _Replay(Engine(up, down, det_env()))
+    replay = _Replay(Engine(up, down, det_env(), strict=True))
     for t, kind, data in sorted(evs, key=lambda e: e[0]):
         replay.event(t, kind, data)
     replay.advance(max((t for t, _, _ in evs), default=0.0) + 700.0)  # past every timer

@@ -346,10 +346,12 @@ class UnsupportedControl(Stage):
     rule: ClassVar[str] = "unsupported-control"
     reads: ClassVar[frozenset[str]] = frozenset(
         {
+            "control.default_model",
             "control.last_result",
             "control.mcp_servers",
             "control.sdk_mcp_tools",
             "control.set_model",
+            "model",
             "session_id",
             "task.phase",
             "tasks",
@@ -589,7 +591,13 @@ class ControlReply(Stage):
     rule: ClassVar[str] = "control-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.prompt_interrupt", "session_id"})
     writes: ClassVar[frozenset[str]] = frozenset(
-        {"control.deferred", "control.own", "control.requests", "control.set_model"}
+        {
+            "control.deferred",
+            "control.own",
+            "control.prompt_interrupt",
+            "control.requests",
+            "control.set_model",
+        }
     )
     #: the held requests go out at the first sign of the session: its init (held by
     #: init-once until the model answers) or the status frame cbc sends right after it

@@ -154,6 +154,7 @@ class InitializeRequest(Stage):
     """
 
     rule: ClassVar[str] = "initialize-request"
+    writes: ClassVar[frozenset[str]] = frozenset({"control.own"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
 

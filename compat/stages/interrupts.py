@@ -77,10 +77,16 @@ class InterruptRequest(Stage):
 
     rule: ClassVar[str] = "interrupt-request"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"control.pending_user", "control.permissions", "control.queued_lines", "session_id"}
+        {
+            "control.pending_user",
+            "control.permissions",
+            "control.queued_lines",
+            "control.unsent_queued",
+            "session_id",
+        }
     )
     writes: ClassVar[frozenset[str]] = frozenset(
-        {"control.deferred", "control.interrupts", "control.requests"}
+        {"control.deferred", "control.interrupts", "control.prompt_interrupt", "control.requests"}
     )
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
@@ -288,10 +294,13 @@ class InterruptTerminal(Stage):
     reads: ClassVar[frozenset[str]] = frozenset(
         {
             "control.interrupts",
+            "control.pending_user",
             "control.turn_active",
             "control.turn_from_client",
             "control.turns",
             "session_id",
+            "task.tool_use_id",
+            "tasks",
         }
     )
     modes: ClassVar[tuple[str, ...]] = ("drop-auto-turn", "keep")

@@ -69,7 +69,9 @@ class TerminalGuarantee(Stage):
     """
 
     rule: ClassVar[str] = "terminal-guarantee"
-    reads: ClassVar[frozenset[str]] = frozenset({"session_id", "task.task_id", "tasks"})
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"session_id", "task.task_id", "task.tool_use_id", "tasks"}
+    )
     writes: ClassVar[frozenset[str]] = frozenset(
         {"finished", "task.end_time", "task.phase", "task.status"}
     )

@@ -481,6 +481,7 @@ class PermissionRouting(Stage):
             "control.client_turns",
             "control.denied_uses",
             "control.permission_rules",
+            "control.permissions",
             "cwd",
             "stdio_permissions",
         }
@@ -839,7 +840,11 @@ class PermissionCancel(Stage):
     """
 
     rule: ClassVar[str] = "permission-cancel"
-    reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "control.permissions"})
+    reads: ClassVar[frozenset[str]] = frozenset({"control.client_turns", "control.interrupts"})
+    #: (changed in place: the withdrawn prompts forgotten, their calls recorded as denied)
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {"control.denied_uses", "control.permission_denials", "control.permissions"}
+    )
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:

@@ -526,7 +526,20 @@ class ReverseResumeReplay(Stage):
     does (init, user/assistant, result), from Claude's transcript."""
 
     rule: ClassVar[str] = "rev-resume-replay"
-    reads: ClassVar[frozenset[str]] = frozenset({"rev.history"})
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {
+            "rev.claude_session",
+            "rev.client_session",
+            "rev.cwd",
+            "rev.history",
+            "rev.model",
+            "rev.requests",
+            "rev.resumed",
+        }
+    )
+    #: the model of the replayed init: what the launch or an earlier init named (the
+    #: initialize reply it acts on comes before any system/init of the session)
+    reads_earlier: ClassVar[frozenset[str]] = frozenset({"rev.model"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
     _done: bool = attrs.field(default=False, init=False)
 
@@ -583,7 +596,7 @@ class ReverseControlReplies(Stage):
     rule: ClassVar[str] = "rev-control-replies"
     writes: ClassVar[frozenset[str]] = frozenset({"rev.model", "rev.permission_mode"})
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"rev.client_session", "rev.requests", "session_id"}
+        {"rev.claude_session", "rev.client_session", "rev.requests", "session_id"}
     )
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
@@ -618,7 +631,7 @@ class ReverseInterruptReply(Stage):
 
     rule: ClassVar[str] = "rev-interrupt-reply"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"rev.client_session", "rev.in_turn", "rev.requests", "session_id"}
+        {"rev.claude_session", "rev.client_session", "rev.in_turn", "rev.requests", "session_id"}
     )
     writes: ClassVar[frozenset[str]] = frozenset({"rev.interrupted"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})

@@ -134,6 +134,10 @@ class InitShape(Stage):
     """
 
     rule: ClassVar[str] = "init-shape"
+    reads: ClassVar[frozenset[str]] = frozenset({"control.pending_user", "cwd"})
+    #: the line whose turn this init starts is still pending: control-state, after it,
+    #: pops it at the turn's start (``turn_line_uuids`` of a newer target)
+    reads_earlier: ClassVar[frozenset[str]] = frozenset({"control.pending_user"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init"})
 
     #: comma-separated capabilities announced (only what the bridge delivers)
@@ -545,6 +549,7 @@ class ToolParent(Stage):
     """
 
     rule: ClassVar[str] = "tool-parent"
+    reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:

@@ -443,7 +443,16 @@ class TaskFields(Stage):
     """Fill the fields Claude always sends on task frames; Claude's summary wording."""
 
     rule: ClassVar[str] = "task-fields"
-    reads: ClassVar[frozenset[str]] = frozenset({"tasks"})
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {
+            "session_id",
+            "task.backend_description",
+            "task.description",
+            "task.task_type",
+            "task.tool_use_id",
+            "tasks",
+        }
+    )
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"system/background_tasks_changed"}
 
     #: task_id -> (Claude task type, description) as forwarded on task_started

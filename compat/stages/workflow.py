@@ -179,10 +179,24 @@ class WorkflowPrompt(Stage):
 
     rule: ClassVar[str] = "workflow-prompt"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"task.meta", "task.script", "task.source_resolved", "tasks", "tool_uses"}
+        {
+            "task.meta",
+            "task.script",
+            "task.source_resolved",
+            "task.tool_use_id",
+            "tasks",
+            "tool_uses",
+        }
     )
     writes: ClassVar[frozenset[str]] = frozenset(
-        {"task.backend_description", "task.description", "task.prompt"}
+        {
+            "task.backend_description",
+            "task.description",
+            "task.meta",
+            "task.prompt",
+            "task.script",
+            "task.source_resolved",
+        }
     )
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"system/task_started", "system/task_progress"}
@@ -351,7 +365,9 @@ class ProgressFinal(Stage):
     """
 
     rule: ClassVar[str] = "progress-final"
-    reads: ClassVar[frozenset[str]] = frozenset({"session_id", "task.meta", "tasks"})
+    reads: ClassVar[frozenset[str]] = frozenset(
+        {"session_id", "task.description", "task.meta", "task.tool_use_id", "tasks"}
+    )
     writes: ClassVar[frozenset[str]] = frozenset({"task.last_progress"})
     modes: ClassVar[tuple[str, ...]] = ("all", "completed-only")
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES
