@@ -444,7 +444,7 @@ def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
     return files
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> Parser:
     p = Parser(
         prog="ccbridge ab",
         description="run scenarios on two backends and compare what "
@@ -517,40 +517,38 @@ def main(argv: list[str]) -> int:
         default=None,
         help="override each scenario's time_limit (seconds)",
     )
+    return p
+
+
+def main(argv: list[str]) -> int:
     try:
-        args = p.parse_args(argv)
+        args = _parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
     files = scenario_files(args.files, args.all)
-    if not files:
-        _stderr("ccbridge ab: give a scenario FILE (or --all)")
-        return EXIT_ERROR
-    if (
-        args.jobs < 1
-        or args.deadline <= 0
-        or (args.time_limit is not None and args.time_limit <= 0)
-    ):
-        _stderr("ccbridge ab: --jobs, --deadline and --time-limit must be positive")
-        return EXIT_ERROR
-    for f in files:
-        try:
-            load(f)
-        except ScenarioError as e:
-            _stderr(f"ccbridge ab: {e}")
-            return EXIT_ERROR
     a, b = via_sides(Side(args.a, args.via_a, "a"), Side(args.b, args.via_b, "b"), args.via)
-    for s in (a, b):
-        try:
-            runner.resolve_target(s.spec)
-        except runner.BackendNotFound as e:
-            _stderr(f"ccbridge ab: {e}")
-            return EXIT_ERROR
+    problem = _usage_problem(args, files) or _backend_problem(a, b)
+    if problem is not None:
+        _stderr(f"ccbridge ab: {problem}")
+        return EXIT_ERROR
     out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ccbridge-ab-"))
     if not args.quiet:
         _stderr(f"ccbridge ab: captures in {out_dir}")
-    work = pair_jobs(files, a, b, out_dir)
+    pairs = _run(args, pair_jobs(files, a, b, out_dir))
+    if args.html and not _write_html(args.html, pairs):
+        return EXIT_ERROR
+    if args.json:
+        print(report_json(pairs, out_dir))
+    else:
+        from analysis.check_cmd import use_color
+
+        sys.stdout.write(report_text(pairs, color=use_color(sys.stdout)))
+    return exit_status(pairs)
+
+
+def _run(args: Any, work: list[Job]) -> list[Pair]:
     tracker = Tracker([(j.scenario.name, j.side.describe()) for j in work], quiet=args.quiet)
-    pairs = stop.run(
+    return stop.run(
         lambda: run_ab(
             work,
             sequential=args.sequential,
@@ -562,25 +560,49 @@ def main(argv: list[str]) -> int:
         ),
         "ccbridge ab",
     )
-    if args.html:
-        from analysis.report import write_html_ab
 
+
+def _usage_problem(args: Any, files: list[Path]) -> str | None:
+    """What is wrong with the scenarios or the numbers asked for, if anything."""
+    if not files:
+        return "give a scenario FILE (or --all)"
+    if (
+        args.jobs < 1
+        or args.deadline <= 0
+        or (args.time_limit is not None and args.time_limit <= 0)
+    ):
+        return "--jobs, --deadline and --time-limit must be positive"
+    for f in files:
         try:
-            written = write_html_ab(Path(args.html), pairs)
-        except (OSError, CaptureError) as e:
-            _stderr(f"ccbridge ab: {args.html}: {e}")
-            return EXIT_ERROR
-        _stderr(
-            f"ccbridge ab: wrote {', '.join(map(str, written[:1]))}"
-            + (f" and {len(written) - 1} report(s)" if len(written) > 1 else "")
-        )
-    if args.json:
-        print(report_json(pairs, out_dir))
-    else:
-        from analysis.check_cmd import use_color
+            load(f)
+        except ScenarioError as e:
+            return str(e)
+    return None
 
-        sys.stdout.write(report_text(pairs, color=use_color(sys.stdout)))
-    return exit_status(pairs)
+
+def _backend_problem(*sides: Side) -> str | None:
+    """Why a side's backend cannot run (not installed), if it cannot."""
+    for s in sides:
+        try:
+            runner.resolve_target(s.spec)
+        except runner.BackendNotFound as e:
+            return str(e)
+    return None
+
+
+def _write_html(html: str, pairs: list[Pair]) -> bool:
+    from analysis.report import write_html_ab
+
+    try:
+        written = write_html_ab(Path(html), pairs)
+    except (OSError, CaptureError) as e:
+        _stderr(f"ccbridge ab: {html}: {e}")
+        return False
+    _stderr(
+        f"ccbridge ab: wrote {', '.join(map(str, written[:1]))}"
+        + (f" and {len(written) - 1} report(s)" if len(written) > 1 else "")
+    )
+    return True
 
 
 if __name__ == "__main__":

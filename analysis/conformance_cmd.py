@@ -30,18 +30,15 @@ scenarios that speak stream-json (every one but the headless ones with text or j
 
 from __future__ import annotations
 
-import datetime
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
-import trio
 
 from analysis import ab_cmd, conformance
 from analysis import conformance_render as render
+from analysis.conformance_regen import regenerate
 from analysis.progress import Progress as Tracker
 from bridge import config
 from bridge.cli import Parser
@@ -236,133 +233,7 @@ def twin_jobs(
     ]
 
 
-async def regenerate(
-    d: Path,
-    work: list[ab_cmd.Job],
-    *,
-    jobs: int,
-    deadline: float,
-    tracker: Tracker | None = None,
-    known: conformance.Known | None = None,
-    direction: conformance.Direction = conformance.FORWARD,
-) -> list[ab_cmd.Outcome]:
-    """Run the twin jobs into ``d`` and record their durations in ``d/index.json``; with a
-    ``tracker``, a one-line summary of each scenario once all its runs are done."""
-    t0 = time.monotonic()
-    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    finished: dict[int, ab_cmd.Outcome] = {}
-
-    async def on_done(i: int, o: ab_cmd.Outcome) -> None:
-        finished[i] = o
-        name = work[i].scenario.name
-        mine = [k for k, j in enumerate(work) if j.scenario.name == name]
-        if tracker is not None and all(k in finished for k in mine):
-            line = await trio.to_thread.run_sync(
-                scenario_line, name, [finished[k] for k in mine], known, direction
-            )
-            tracker.line(line)
-
-    outcomes = await ab_cmd.run_jobs(
-        work, limit=jobs, deadline=deadline, tracker=tracker, on_done=on_done
-    )
-    if tracker is not None:
-        tracker.close()
-    wall = time.monotonic() - t0
-    await trio.to_thread.run_sync(_write_index, d, outcomes, started, wall, jobs)
-    return outcomes
-
-
-def scenario_line(
-    name: str,
-    outcomes: list[ab_cmd.Outcome],
-    known: conformance.Known | None,
-    direction: conformance.Direction = conformance.FORWARD,
-) -> str:
-    """``bg-agent: claude 2.1.220 exit 0 24.1s · cbc-bridged … · bridged vs Claude: 12
-    differences, 0 unexplained`` (the comparison when both captures are there)."""
-    runs = []
-    caps: dict[str, Capture] = {}
-    for o in outcomes:
-        r, role = o.result, o.job.side.label
-        if r is None or o.error:
-            runs.append(f"{role}: {o.error}")
-            continue
-        ver = f" {r.backend_version}" if r.backend_version else ""
-        runs.append(f"{role}{ver} exit {r.exit} {r.duration:.1f}s")
-        try:
-            caps[role] = ab_cmd.read(o.job.out)
-        except (OSError, CaptureError):
-            pass
-    tail = ""
-    if known is not None and all(r in caps for r in direction.roles[:2]):
-        row = conformance.row(name, caps, known, direction=direction)
-        if row.bridged is not None:
-            n = len(row.bridged.diff.differences)
-            tail = (
-                f" · bridged vs {direction.reference}: {n} difference{'s' * (n != 1)}, "
-                f"{row.unexplained} unexplained"
-            )
-    return f"{name}: " + " · ".join(runs) + tail
-
-
-def _write_index(
-    d: Path, outcomes: list[ab_cmd.Outcome], started: str, wall: float, jobs: int
-) -> None:
-    path = d / "index.json"
-    try:
-        index: dict[str, Any] = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        index = {}
-    runs = index.setdefault("runs", {})
-    for o in outcomes:
-        r = o.result
-        if r is None:
-            continue
-        runs[o.job.out.name] = {
-            "scenario": o.job.scenario.name,
-            "role": o.job.side.label,
-            "backend_version": r.backend_version,
-            "exit": r.exit,
-            "duration": round(r.duration, 1),
-            "frames": len(r.frames),
-        }
-    index["runs"] = dict(sorted(runs.items()))
-    index["last_regeneration"] = {
-        "started": started,
-        "wall_seconds": round(wall, 1),
-        "bridge": _revision(),
-        "jobs": jobs,
-        "runs": len(outcomes),
-        "failed": sorted(o.job.out.name for o in outcomes if not o.ok),
-    }
-    path.write_bytes(orjson.dumps(index, option=orjson.OPT_INDENT_2) + b"\n")
-
-
-def _revision() -> str | None:
-    """The git commit the bridge ran from (``+dirty`` with uncommitted changes), if known."""
-    import subprocess
-
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(runner.REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(runner.REPO), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
-
-
-def main(argv: list[str]) -> int:
+def _parser() -> Parser:
     p = Parser(
         prog="ccbridge conformance",
         description="how close cbc through the bridge comes to "
@@ -444,123 +315,203 @@ def main(argv: list[str]) -> int:
         "linking to its side-by-side report (in FILE's stem directory)",
     )
     p.add_argument("--quiet", action="store_true", help="no progress on stderr while regenerating")
+    return p
+
+
+class _Failed(Exception):
+    """The command cannot go on: the message goes to stderr, the exit is ``EXIT_ERROR``."""
+
+
+@attrs.frozen
+class _Table:
+    """The table made: its rows, what explained them, and where its captures are."""
+
+    how: Setup
+    known: conformance.Known
+    rows: list[conformance.Row]
+    captures: Path
+    source: str  # the captures as the table names them
+    details: Path  # every difference with both values (``DETAILS``)
+
+
+def main(argv: list[str]) -> int:
     try:
-        args = p.parse_args(argv)
+        args = _parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    try:
+        table = _table(args)
+        _output(args, table)
+    except _Failed as e:
+        _err(str(e))
+        return EXIT_ERROR
+    return EXIT_UNEXPLAINED if any(r.unexplained for r in table.rows) else EXIT_OK
+
+
+def _table(args: Any) -> _Table:
+    """Check the options, regenerate the twins if asked, and read them into rows."""
     how = setup(args.profile)
-    direction = how.direction
+    target = _target(args, how)
+    known, all_names = _scenarios(args, target, how)
+    if args.regenerate:
+        _regenerate(args, target, how, known, all_names)
+    rows = _rows(args, how, known, all_names)
+    return _Table(how, known, rows, args.captures, _rel(args.captures), args.captures / DETAILS)
+
+
+def _target(args: Any, how: Setup) -> str:
+    """The Claude Code version compared with; ``args.captures`` defaults to its twins."""
     try:
         target = config.target("--target", args.target)
     except config.ConfigError as e:
-        _err(str(e))
-        return EXIT_ERROR
-    if target != TARGET_CLAUDE_VERSION and direction is not conformance.FORWARD:
-        _err("--target compares cbc through the bridge with that Claude: cbc-to-claude only")
-        return EXIT_ERROR
+        raise _Failed(str(e)) from e
+    forward = how.direction is conformance.FORWARD
+    if target != TARGET_CLAUDE_VERSION and not forward:
+        raise _Failed(
+            "--target compares cbc through the bridge with that Claude: cbc-to-claude only"
+        )
     if args.captures is None:
-        args.captures = how.twins if direction is not conformance.FORWARD else twins_dir(target)
+        args.captures = how.twins if not forward else twins_dir(target)
     if args.write_readme and target != TARGET_CLAUDE_VERSION:
-        _err("--write-readme writes the default target's table; use --markdown for --target")
-        return EXIT_ERROR
+        raise _Failed(
+            "--write-readme writes the default target's table; use --markdown for --target"
+        )
+    return target
+
+
+def _scenarios(args: Any, target: str, how: Setup) -> tuple[conformance.Known, dict[str, Path]]:
+    """The known differences, and the scenarios of the direction (``--only`` among them)."""
     try:
         known = load_known(target, args.known, how)
         all_names = scenario_names()
-        if direction is conformance.REVERSE:
+        if how.direction is conformance.REVERSE:
             all_names = {n: f for n, f in all_names.items() if speaks_stream_json(load(f))}
     except (OSError, conformance.KnownError, ScenarioError) as e:
-        _err(str(e))
-        return EXIT_ERROR
+        raise _Failed(str(e)) from e
     unknown = [n for n in args.only or [] if n not in all_names]
     if unknown:
-        _err(f"unknown scenario(s) {', '.join(unknown)} (known: {', '.join(all_names)})")
-        return EXIT_ERROR
-    if args.regenerate:
-        if args.jobs < 1 or args.deadline <= 0:
-            _err("--jobs and --deadline must be positive")
-            return EXIT_ERROR
-        try:
-            run = sides(target) if direction is conformance.FORWARD else how.sides
-            for side in run.values():
-                runner.resolve_target(side.spec)
-        except runner.BackendNotFound as e:
-            _err(str(e))
-            return EXIT_ERROR
-        todo = {n: all_names[n] for n in (args.only or all_names)}
-        work = twin_jobs(args.captures, todo, direction.roles, run)
-        tracker = Tracker([(j.scenario.name, j.side.label) for j in work], quiet=args.quiet)
-        outcomes = stop.run(
-            lambda: regenerate(
-                args.captures,
-                work,
-                jobs=args.jobs,
-                deadline=args.deadline,
-                tracker=tracker,
-                known=known,
-                direction=direction,
-            ),
-            "ccbridge conformance",
-        )
-        failed = [o for o in outcomes if not o.ok]
-        for o in failed:
-            _err(f"{o.job.out.name}: {o.error}")
+        raise _Failed(f"unknown scenario(s) {', '.join(unknown)} (known: {', '.join(all_names)})")
+    return known, all_names
+
+
+def _regenerate(
+    args: Any, target: str, how: Setup, known: conformance.Known, all_names: dict[str, Path]
+) -> None:
+    """``--regenerate``: run the scenarios (``--only`` those) on the real CLIs into
+    ``args.captures``; a run that failed is said on stderr."""
+    if args.jobs < 1 or args.deadline <= 0:
+        raise _Failed("--jobs and --deadline must be positive")
+    direction = how.direction
+    run = _runnable_sides(target, how)
+    todo = {n: all_names[n] for n in (args.only or all_names)}
+    work = twin_jobs(args.captures, todo, direction.roles, run)
+    tracker = Tracker([(j.scenario.name, j.side.label) for j in work], quiet=args.quiet)
+    outcomes = stop.run(
+        lambda: regenerate(
+            args.captures,
+            work,
+            jobs=args.jobs,
+            deadline=args.deadline,
+            tracker=tracker,
+            known=known,
+            direction=direction,
+        ),
+        "ccbridge conformance",
+    )
+    failed = [o for o in outcomes if not o.ok]
+    for o in failed:
+        _err(f"{o.job.out.name}: {o.error}")
+
+
+def _runnable_sides(target: str, how: Setup) -> dict[str, ab_cmd.Side]:
+    """What each role runs, every backend found."""
+    try:
+        run = sides(target) if how.direction is conformance.FORWARD else how.sides
+        for side in run.values():
+            runner.resolve_target(side.spec)
+    except runner.BackendNotFound as e:
+        raise _Failed(str(e)) from e
+    return run
+
+
+def _rows(
+    args: Any, how: Setup, known: conformance.Known, all_names: dict[str, Path]
+) -> list[conformance.Row]:
     if not args.captures.is_dir():
-        _err(f"{args.captures}: no such directory (ccbridge conformance --regenerate makes it)")
-        return EXIT_ERROR
+        raise _Failed(
+            f"{args.captures}: no such directory (ccbridge conformance --regenerate makes it)"
+        )
     # the canonical twins list every scenario (a missing capture shows); another
     # directory only what it holds
+    roles = how.direction.roles
     canonical = args.captures.resolve() == how.twins.resolve()
     everything = sorted(
-        set(twin_files(args.captures, direction.roles)) | (set(all_names) if canonical else set())
+        set(twin_files(args.captures, roles)) | (set(all_names) if canonical else set())
     )
     # the README always gets the whole table; --only narrows what is printed
     names = args.only if args.only and not args.write_readme else everything
     try:
-        rows = load_rows(args.captures, known, names, direction)
+        return load_rows(args.captures, known, names, how.direction)
     except (OSError, CaptureError) as e:
-        _err(str(e))
-        return EXIT_ERROR
-    source = _rel(args.captures)
-    details = args.captures / DETAILS
-    md = None
-    if args.markdown or args.write_readme:
-        link = _link(details, args.write_readme) if args.write_readme else None
-        md = render.render_markdown(
-            rows, known, source=source, command=how.command, details=link, direction=direction
-        )
-    if args.write_readme:
-        try:
-            text = args.write_readme.read_text(encoding="utf-8")
-            new = render.replace_block(text, md or "", *(how.marks or ()))
-            details.write_text(
-                render.render_details(
-                    rows, known, source=source, command=how.command, direction=direction
-                ),
-                encoding="utf-8",
-            )
-            args.write_readme.write_text(new, encoding="utf-8")
-        except (OSError, ValueError) as e:
-            _err(f"{args.write_readme}: {e}")
-            return EXIT_ERROR
-        _err(f"wrote the table into {args.write_readme} and every difference into {details}")
-    if args.html:
-        from analysis.report import write_html_conformance
+        raise _Failed(str(e)) from e
 
-        try:
-            written = write_html_conformance(
-                args.html, rows, twin_files(args.captures, direction.roles), known, source
-            )
-        except (OSError, CaptureError) as e:
-            _err(f"{args.html}: {e}")
-            return EXIT_ERROR
-        _err(f"wrote {args.html} and {len(written) - 1} scenario report(s)")
+
+def _output(args: Any, t: _Table) -> None:
+    """The table where the options send it: README and details, HTML, stdout."""
+    md = _markdown(args, t)
+    if args.write_readme:
+        _write_readme(args.write_readme, md, t)
+    if args.html:
+        _write_html(args.html, t)
     if args.json:
-        print(render.to_json(rows, known))
+        print(render.to_json(t.rows, t.known))
     elif args.markdown:
         sys.stdout.write(md or "")
     elif not args.write_readme:
-        sys.stdout.write(render.render_text(rows, known, direction=direction))
-    return EXIT_UNEXPLAINED if any(r.unexplained for r in rows) else EXIT_OK
+        sys.stdout.write(render.render_text(t.rows, t.known, direction=t.how.direction))
+
+
+def _markdown(args: Any, t: _Table) -> str | None:
+    """The Markdown table, when printed or written into the README."""
+    if not (args.markdown or args.write_readme):
+        return None
+    link = _link(t.details, args.write_readme) if args.write_readme else None
+    return render.render_markdown(
+        t.rows,
+        t.known,
+        source=t.source,
+        command=t.how.command,
+        details=link,
+        direction=t.how.direction,
+    )
+
+
+def _write_readme(readme: Path, md: str | None, t: _Table) -> None:
+    try:
+        text = readme.read_text(encoding="utf-8")
+        new = render.replace_block(text, md or "", *(t.how.marks or ()))
+        t.details.write_text(
+            render.render_details(
+                t.rows, t.known, source=t.source, command=t.how.command, direction=t.how.direction
+            ),
+            encoding="utf-8",
+        )
+        readme.write_text(new, encoding="utf-8")
+    except (OSError, ValueError) as e:
+        raise _Failed(f"{readme}: {e}") from e
+    _err(f"wrote the table into {readme} and every difference into {t.details}")
+
+
+def _write_html(html: Path, t: _Table) -> None:
+    from analysis.report import write_html_conformance
+
+    try:
+        written = write_html_conformance(
+            html, t.rows, twin_files(t.captures, t.how.direction.roles), t.known, t.source
+        )
+    except (OSError, CaptureError) as e:
+        raise _Failed(f"{html}: {e}") from e
+    _err(f"wrote {html} and {len(written) - 1} scenario report(s)")
 
 
 def _link(target: Path, readme: Path) -> str:

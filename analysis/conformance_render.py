@@ -256,7 +256,32 @@ def render_details(
 def render_text(
     rows: Sequence[Row], known: Known, *, verbose: bool = True, direction: Direction = FORWARD
 ) -> str:
-    d = direction
+    out = _text_table(rows, direction)
+    if verbose:
+        out += _text_items(rows, direction)
+    unused = unused_entries(known, rows)
+    if unused:
+        unused_text = escape(", ".join(unused))
+        out += ["", f"known differences that matched nothing in these runs: {unused_text}"]
+    return "\n".join([*out, "", _text_totals(rows)]) + "\n"
+
+
+def _text_totals(rows: Sequence[Row]) -> str:
+    total = sum(r.unexplained for r in rows)
+    same = sum(1 for r in rows if r.bridged and r.bridged.equivalent)
+    explained = sum(
+        1
+        for r in rows
+        if r.bridged and r.bridged.equivalent_but_explained and not r.bridged.equivalent
+    )
+    return (
+        f"{len(rows)} scenario(s), {same} equivalent, {explained} equivalent but for "
+        f"explained differences, {total} unexplained"
+    )
+
+
+def _text_table(rows: Sequence[Row], d: Direction) -> list[str]:
+    """The header and one line per scenario."""
     w = max([len(escape(r.scenario)) for r in rows] + [8])
     raw, bridged = f"raw {d.other} vs {d.reference}", f"bridged {d.other} vs {d.reference}"
     cat = f"rule/{d.other.lower()}/design/race/checker"
@@ -267,31 +292,20 @@ def render_text(
             f"{escape(r.scenario):<{w}}  {_cell(r.raw):<32}  {_cell(r.bridged):<32}  "
             f"{_eq(r):<3}  {_explained_cell(_counts(r)):<28}  {r.unexplained:>11}" + miss
         )
-    if verbose:
-        for r in rows:
-            if not r.bridged or not r.bridged.items:
-                continue
-            out += ["", f"{escape(r.scenario)}:"]
-            for reason, items in _grouped(r.bridged.items).items():
-                out.append(f"  {escape(reason)}")
-                out += [f"    {_item_text(i, d)}" for i in items]
-    unused = unused_entries(known, rows)
-    if unused:
-        unused_text = escape(", ".join(unused))
-        out += ["", f"known differences that matched nothing in these runs: {unused_text}"]
-    total = sum(r.unexplained for r in rows)
-    same = sum(1 for r in rows if r.bridged and r.bridged.equivalent)
-    explained = sum(
-        1
-        for r in rows
-        if r.bridged and r.bridged.equivalent_but_explained and not r.bridged.equivalent
-    )
-    out += [
-        "",
-        f"{len(rows)} scenario(s), {same} equivalent, {explained} equivalent but for "
-        f"explained differences, {total} unexplained",
-    ]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _text_items(rows: Sequence[Row], d: Direction) -> list[str]:
+    """Each scenario's remaining items, grouped by reason."""
+    out: list[str] = []
+    for r in rows:
+        if not r.bridged or not r.bridged.items:
+            continue
+        out += ["", f"{escape(r.scenario)}:"]
+        for reason, items in _grouped(r.bridged.items).items():
+            out.append(f"  {escape(reason)}")
+            out += [f"    {_item_text(i, d)}" for i in items]
+    return out
 
 
 def to_json(rows: Sequence[Row], known: Known) -> str:

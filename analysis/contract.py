@@ -364,34 +364,12 @@ class _Checker:
 
     def feed(self, rec: Record) -> None:
         self.lineno, self.raw = rec.lineno, rec.text
-        if rec.partial:
-            self.v("framing", "the stream ended inside this line (no newline)")
-        try:
-            rec.data.decode("utf-8")
-            obj = orjson.loads(rec.data)
-        except (UnicodeDecodeError, orjson.JSONDecodeError):
-            self.v("framing", "not a JSON line (skipped; checking goes on)")
+        obj = self._frame(rec)
+        if obj is None:
             return
-        if not isinstance(obj, dict):
-            self.v("framing", f"a JSON {type(obj).__name__}, not an object")
-            return
-        t, st = obj.get("type"), obj.get("subtype")
-        if not isinstance(t, str) or not t:
-            self.v("framing", "no string `type`")
-            return
-        bad = [k for k in PRIVATE_FIELDS if k in obj]
-        if bad:
-            self.v("private-fields", f"private field(s) {', '.join(bad)}")
-        for path in _secrets(obj):
-            self.v("redact", f"a credential is forwarded unredacted at {path}")
-        if _LIVE_KEY.search(rec.data):
-            self.v("redact", "a live-looking Anthropic API key is in the frame")
-        if t in SENTINEL_TYPES:
-            self.v("vocabulary", f"top-level type {t!r} is a Python SDK sentinel: never sent")
-            return
-        if not in_vocabulary(t, st if isinstance(st, str) else None):
-            label = f"system/{st}" if t == "system" else t
-            self.v("vocabulary", f"{label!r} is not in the {TARGET_VERSION} output vocabulary")
+        t, st = obj["type"], obj.get("subtype")
+        self._hygiene(rec, obj)
+        if not self._vocabulary(t, st):
             return
         self.fields(
             "frame-fields", t if t != "system" else f"system/{st}", obj, FRAME_FIELDS.get(t, "")
@@ -402,6 +380,46 @@ class _Checker:
         handler = getattr(self, f"on_{t}" if t != "system" else f"sys_{st}", None)
         if handler is not None:
             handler(obj)
+
+    def _frame(self, rec: Record) -> dict[str, Any] | None:
+        """The line as a frame (a JSON object with a string ``type``), or None (framing)."""
+        if rec.partial:
+            self.v("framing", "the stream ended inside this line (no newline)")
+        try:
+            rec.data.decode("utf-8")
+            obj = orjson.loads(rec.data)
+        except (UnicodeDecodeError, orjson.JSONDecodeError):
+            self.v("framing", "not a JSON line (skipped; checking goes on)")
+            return None
+        if not isinstance(obj, dict):
+            self.v("framing", f"a JSON {type(obj).__name__}, not an object")
+            return None
+        t = obj.get("type")
+        if not isinstance(t, str) or not t:
+            self.v("framing", "no string `type`")
+            return None
+        return obj
+
+    def _hygiene(self, rec: Record, obj: dict[str, Any]) -> None:
+        """private-fields and redact: what a frame must never carry."""
+        bad = [k for k in PRIVATE_FIELDS if k in obj]
+        if bad:
+            self.v("private-fields", f"private field(s) {', '.join(bad)}")
+        for path in _secrets(obj):
+            self.v("redact", f"a credential is forwarded unredacted at {path}")
+        if _LIVE_KEY.search(rec.data):
+            self.v("redact", "a live-looking Anthropic API key is in the frame")
+
+    def _vocabulary(self, t: str, st: Any) -> bool:
+        """Whether the frame's type (and subtype) is in the output vocabulary."""
+        if t in SENTINEL_TYPES:
+            self.v("vocabulary", f"top-level type {t!r} is a Python SDK sentinel: never sent")
+            return False
+        if not in_vocabulary(t, st if isinstance(st, str) else None):
+            label = f"system/{st}" if t == "system" else t
+            self.v("vocabulary", f"{label!r} is not in the {TARGET_VERSION} output vocabulary")
+            return False
+        return True
 
     def finish(self, from_outside: bool) -> None:
         self.lineno, self.raw = 0, ""
@@ -571,33 +589,41 @@ class _Checker:
                 self.v("result-shape", f"{sub} result with is_error {is_error!r}")
         usage = obj.get("usage")
         if isinstance(usage, dict):
-            self.fields("result-shape", "result.usage", usage, RESULT_USAGE)
-            # the TS SDK types result.usage as NonNullableUsage; 2.1.220 fills these (later
-            # versions add keys that may be null, e.g. 2.1.285's fallback_credit: not checked)
-            nulls = [k for k in RESULT_USAGE_FILLED if k in usage and usage[k] is None]
-            if nulls:
-                self.v("result-shape", f"result.usage {', '.join(nulls)} null")
-        reason = obj.get("terminal_reason")
-        aborted = isinstance(reason, str) and reason.startswith("aborted")
-        if aborted or self.interrupted is not None:
-            why = (
-                f"terminal_reason {reason!r}"
-                if aborted
-                else f"the interrupt answered at line {self.interrupted}"
-            )
-            if sub != "error_during_execution" or is_error is not True:
-                self.v(
-                    "interrupted-turn",
-                    f"after {why} the result is {sub!r}/is_error "
-                    f"{is_error!r}, not error_during_execution/true",
-                )
-            if not self.marked:
-                self.v(
-                    "interrupted-turn",
-                    f"after {why} no user frame '{INTERRUPT_MARK}]' precedes the result",
-                )
+            self._result_usage(usage)
+        self._interrupted_result(obj.get("terminal_reason"), sub, is_error)
         self.turn_inits, self.turn_active, self.idle_init = 0, False, None
         self.interrupted, self.marked = None, False
+
+    def _result_usage(self, usage: dict[str, Any]) -> None:
+        self.fields("result-shape", "result.usage", usage, RESULT_USAGE)
+        # the TS SDK types result.usage as NonNullableUsage; 2.1.220 fills these (later
+        # versions add keys that may be null, e.g. 2.1.285's fallback_credit: not checked)
+        nulls = [k for k in RESULT_USAGE_FILLED if k in usage and usage[k] is None]
+        if nulls:
+            self.v("result-shape", f"result.usage {', '.join(nulls)} null")
+
+    def _interrupted_result(self, reason: Any, sub: Any, is_error: Any) -> None:
+        """interrupted-turn: an aborted turn, or one an interrupt answered, ends in an
+        error_during_execution result after the interrupt marker."""
+        aborted = isinstance(reason, str) and reason.startswith("aborted")
+        if not aborted and self.interrupted is None:
+            return
+        why = (
+            f"terminal_reason {reason!r}"
+            if aborted
+            else f"the interrupt answered at line {self.interrupted}"
+        )
+        if sub != "error_during_execution" or is_error is not True:
+            self.v(
+                "interrupted-turn",
+                f"after {why} the result is {sub!r}/is_error "
+                f"{is_error!r}, not error_during_execution/true",
+            )
+        if not self.marked:
+            self.v(
+                "interrupted-turn",
+                f"after {why} no user frame '{INTERRUPT_MARK}]' precedes the result",
+            )
 
     def on_conversation_reset(self, obj: dict[str, Any]) -> None:
         if isinstance(obj.get("new_conversation_id"), str):

@@ -184,31 +184,39 @@ class _Differ:
 
     def values(self, turn: int, path: str, sig: str, rel: str, a: Any, b: Any) -> None:
         if isinstance(a, dict) and isinstance(b, dict):
-            for k in [*a, *(k for k in b if k not in a)]:
-                r = f"{rel}.{k}" if rel else k
-                if _matches(self.ignore, sig, r):
-                    continue
-                p = _join(path, k)
-                if k not in b:
-                    self.add(turn, p, a[k], None, "only-a")
-                elif k not in a:
-                    self.add(turn, p, None, b[k], "only-b")
-                elif _matches(self.opaque, sig, r):
-                    if _jtype(a[k]) != _jtype(b[k]):
-                        self.add(turn, p, f"<{_jtype(a[k])}>", f"<{_jtype(b[k])}>", "changed")
-                else:
-                    self.values(turn, p, sig, r, a[k], b[k])
+            self._dicts(turn, path, sig, rel, a, b)
         elif isinstance(a, list) and isinstance(b, list):
-            for i in range(max(len(a), len(b))):
-                p = f"{path}[{i}]"
-                if i >= len(b):
-                    self.add(turn, p, a[i], None, "only-a")
-                elif i >= len(a):
-                    self.add(turn, p, None, b[i], "only-b")
-                else:
-                    self.values(turn, p, sig, rel, a[i], b[i])
+            self._lists(turn, path, sig, rel, a, b)
         elif _jtype(a) != _jtype(b) or a != b:
             self.add(turn, path, a, b, "changed")
+
+    def _dicts(
+        self, turn: int, path: str, sig: str, rel: str, a: dict[str, Any], b: dict[str, Any]
+    ) -> None:
+        for k in [*a, *(k for k in b if k not in a)]:
+            r = f"{rel}.{k}" if rel else k
+            if _matches(self.ignore, sig, r):
+                continue
+            p = _join(path, k)
+            if k not in b:
+                self.add(turn, p, a[k], None, "only-a")
+            elif k not in a:
+                self.add(turn, p, None, b[k], "only-b")
+            elif _matches(self.opaque, sig, r):
+                if _jtype(a[k]) != _jtype(b[k]):
+                    self.add(turn, p, f"<{_jtype(a[k])}>", f"<{_jtype(b[k])}>", "changed")
+            else:
+                self.values(turn, p, sig, r, a[k], b[k])
+
+    def _lists(self, turn: int, path: str, sig: str, rel: str, a: list[Any], b: list[Any]) -> None:
+        for i in range(max(len(a), len(b))):
+            p = f"{path}[{i}]"
+            if i >= len(b):
+                self.add(turn, p, a[i], None, "only-a")
+            elif i >= len(a):
+                self.add(turn, p, None, b[i], "only-b")
+            else:
+                self.values(turn, p, sig, rel, a[i], b[i])
 
     def frame(
         self, turn: int, label: str, fa: Frame | None, fb: Frame | None, sub: str = ""
@@ -253,13 +261,7 @@ class _Differ:
     def task(self, name: str, a: Task | None, b: Task | None) -> None:
         self.group = 1
         if a is None or b is None:
-            t = a or b
-            assert t is not None
-            kind = "only-a" if a is not None else "only-b"
-            shape = " → ".join(_shape(t, self.ignore))
-            start = len(self.out)
-            self.add(t.start_turn(), name, shape if a else None, shape if b else None, kind)
-            self.unit(start, t.start_turn(), name, "lifecycle", name, None, None)
+            self._lone_task(name, a, b)
             return
         sa, sb = _shape(a, self.ignore), _shape(b, self.ignore)
         start = len(self.out)
@@ -278,20 +280,35 @@ class _Differ:
                 self.add(fa.turn, f"{name} / {sub} (turn)", fa.turn, fb.turn, "changed")
             self.values(fa.turn, f"{name} / {sub}", fa.sig, "", fa.obj, fb.obj)
             self.unit(start, fa.turn, name, sub, f"{name} / {sub}", fa, fb)
-        pa, pb = _pick(a, "task_progress", -1), _pick(b, "task_progress", -1)
-        if pa is not None and pb is not None:
-            path = f"{name} / task_progress (final)"
-            oa, ob = dict(pa.obj), dict(pb.obj)
-            wa, wb = oa.pop("workflow_progress", None), ob.pop("workflow_progress", None)
-            start = len(self.out)
-            self.values(pa.turn, path, pa.sig, "", oa, ob)
-            self.progress(pa.turn, path, pa.sig, wa, wb)
-            self.unit(start, pa.turn, name, "task_progress (final)", path, pa, pb)
+        self._final_progress(name, a, b)
         snaps_a, snaps_b = a.frames(SNAPSHOT[7:]), b.frames(SNAPSHOT[7:])
         for i, (fa, fb) in enumerate(zip(snaps_a, snaps_b, strict=False), 1):
             start, sub = len(self.out), f"background_tasks_changed #{i}"
             self.values(fa.turn, f"{name} / {sub}", fa.sig, "", fa.obj, fb.obj)
             self.unit(start, fa.turn, name, sub, f"{name} / {sub}", fa, fb)
+
+    def _lone_task(self, name: str, a: Task | None, b: Task | None) -> None:
+        """A task only one side ran: its lifecycle's shape."""
+        t = a or b
+        assert t is not None
+        kind = "only-a" if a is not None else "only-b"
+        shape = " → ".join(_shape(t, self.ignore))
+        start = len(self.out)
+        self.add(t.start_turn(), name, shape if a else None, shape if b else None, kind)
+        self.unit(start, t.start_turn(), name, "lifecycle", name, None, None)
+
+    def _final_progress(self, name: str, a: Task, b: Task) -> None:
+        """The last task_progress of each side, its workflow agents matched by name."""
+        pa, pb = _pick(a, "task_progress", -1), _pick(b, "task_progress", -1)
+        if pa is None or pb is None:
+            return
+        path = f"{name} / task_progress (final)"
+        oa, ob = dict(pa.obj), dict(pb.obj)
+        wa, wb = oa.pop("workflow_progress", None), ob.pop("workflow_progress", None)
+        start = len(self.out)
+        self.values(pa.turn, path, pa.sig, "", oa, ob)
+        self.progress(pa.turn, path, pa.sig, wa, wb)
+        self.unit(start, pa.turn, name, "task_progress (final)", path, pa, pb)
 
     def progress(self, turn: int, path: str, sig: str, wa: Any, wb: Any) -> None:
         if not isinstance(wa, list) or not isinstance(wb, list):
@@ -421,23 +438,10 @@ def diff(a: Capture, b: Capture, options: DiffOptions | None = None) -> DiffResu
     pairs = _match_tasks(sa.tasks, sb.tasks)
     _rename_tasks(sb, pairs, len(sa.tasks) + len(sb.tasks))
     d = _Differ(opts)
-    n_results = max(sa.results, sb.results)
-    for k in range(1, max(len(sa.turns), len(sb.turns)) + 1):
-        d.turn_labels[k] = f"turn {k}" if k <= n_results or k == 1 else f"after turn {k - 1}"
-        d.turn(
-            k,
-            sa.turns[k - 1] if k <= len(sa.turns) else [],
-            sb.turns[k - 1] if k <= len(sb.turns) else [],
-        )
-    names: Counter[str] = Counter()
-    tasks: list[tuple[str, Task | None, Task | None]] = []
-    for ta, tb in pairs:
-        t = ta or tb
-        assert t is not None
-        name = f"task {t.type} {orjson.dumps(t.name).decode()}"
-        names[name] += 1
-        tasks.append((name if names[name] == 1 else f"{name} #{names[name]}", ta, tb))
-        d.task(tasks[-1][0], ta, tb)
+    _turns(d, sa, sb)
+    tasks = _task_names(pairs)
+    for name, ta, tb in tasks:
+        d.task(name, ta, tb)
     order = sorted(range(len(d.out)), key=lambda i: d.out[i][0])
     diffs = [d.out[i][1] for i in order]
     at = {old: new for new, old in enumerate(order)}
@@ -449,6 +453,33 @@ def diff(a: Capture, b: Capture, options: DiffOptions | None = None) -> DiffResu
         "kinds": dict(sorted(Counter(x.kind for x in diffs).items())),
     }
     return DiffResult(diffs, summary, Alignment(units, tasks))
+
+
+def _turns(d: _Differ, sa: Side, sb: Side) -> None:
+    """Compare the sides turn by turn (frames after the last result: "after turn N")."""
+    n_results = max(sa.results, sb.results)
+    for k in range(1, max(len(sa.turns), len(sb.turns)) + 1):
+        d.turn_labels[k] = f"turn {k}" if k <= n_results or k == 1 else f"after turn {k - 1}"
+        d.turn(
+            k,
+            sa.turns[k - 1] if k <= len(sa.turns) else [],
+            sb.turns[k - 1] if k <= len(sb.turns) else [],
+        )
+
+
+def _task_names(
+    pairs: list[tuple[Task | None, Task | None]],
+) -> list[tuple[str, Task | None, Task | None]]:
+    """Each matched pair of tasks with its name (``task TYPE "NAME"``, ``#N`` when taken)."""
+    names: Counter[str] = Counter()
+    tasks: list[tuple[str, Task | None, Task | None]] = []
+    for ta, tb in pairs:
+        t = ta or tb
+        assert t is not None
+        name = f"task {t.type} {orjson.dumps(t.name).decode()}"
+        names[name] += 1
+        tasks.append((name if names[name] == 1 else f"{name} #{names[name]}", ta, tb))
+    return tasks
 
 
 # -- output ------------------------------------------------------------------------------

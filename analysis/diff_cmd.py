@@ -10,17 +10,19 @@ Strings from the streams are escaped; colour only on a terminal without ``NO_COL
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from analysis.check_cmd import read_capture, use_color
 from analysis.diff import DEFAULT_OPAQUE, DiffOptions, diff, format_text, to_json
 from bridge.cli import parser
+from compat.capture import Capture
 from compat.exits import Exit
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 
 
-def main(argv: list[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = parser("diff", __doc__.split("\n\n")[0].split(": ", 1)[1])
     p.add_argument("a", metavar="A", help="a capture, reference transcript or stdout dump")
     p.add_argument("b", metavar="B", help="the capture to compare it with (- reads stdin)")
@@ -46,21 +48,21 @@ def main(argv: list[str]) -> int:
         help="skip KEY entirely (a key name, a dotted suffix such as message.id, "
         "or system/init.KEY); repeatable, comma lists allowed",
     )
+    return p
+
+
+def main(argv: list[str]) -> int:
     try:
-        args = p.parse_args(argv)
+        args = _parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code or 0)
-    if args.a == "-" and args.b == "-":
-        print("ccbridge diff: only one side can be read from stdin", file=sys.stderr)
+    sides = _read(args)
+    if sides is None:
         return EXIT_ERROR
-    a = read_capture(args.a, "diff")
-    b = read_capture(args.b, "diff") if a is not None else None
-    if a is None or b is None:
-        return EXIT_ERROR
-    ignore = {k.strip() for item in args.ignore for k in item.split(",") if k.strip()}
-    opts = DiffOptions(ignore=frozenset(ignore), keep_model=args.keep_model, strict=args.strict)
+    a, b = sides
+    opts = _options(args)
     result = diff(a, b, opts)
-    names = ("stdin" if args.a == "-" else args.a, "stdin" if args.b == "-" else args.b)
+    names = (_name(args.a), _name(args.b))
     if args.html:
         from analysis.report import write_html_diff
 
@@ -71,3 +73,22 @@ def main(argv: list[str]) -> int:
     else:
         sys.stdout.write(format_text(result, color=use_color(sys.stdout), names=names))
     return EXIT_SAME if result.equivalent else EXIT_DIFFERENT
+
+
+def _read(args: argparse.Namespace) -> tuple[Capture, Capture] | None:
+    """Both captures, or None (why is printed)."""
+    if args.a == "-" and args.b == "-":
+        print("ccbridge diff: only one side can be read from stdin", file=sys.stderr)
+        return None
+    a = read_capture(args.a, "diff")
+    b = read_capture(args.b, "diff") if a is not None else None
+    return None if a is None or b is None else (a, b)
+
+
+def _options(args: argparse.Namespace) -> DiffOptions:
+    ignore = {k.strip() for item in args.ignore for k in item.split(",") if k.strip()}
+    return DiffOptions(ignore=frozenset(ignore), keep_model=args.keep_model, strict=args.strict)
+
+
+def _name(side: str) -> str:
+    return "stdin" if side == "-" else side

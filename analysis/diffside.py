@@ -120,38 +120,34 @@ class _Masker:
 
     def mask(self, v: Any, key: str = "", usage: bool = False) -> Any:
         if isinstance(v, dict):
-            inner = usage or key in ("usage", "modelUsage")
-            out: dict[str, Any] = {}
-            for k, x in v.items():
-                mk = k
-                if key == "modelUsage" and not self.keep_model:
-                    mk = "<model>" if "<model>" not in out else f"<model#{len(out) + 1}>"
-                out[mk] = self.mask(x, k, inner)
-            return out
+            return self._mask_dict(v, key, usage)
         if isinstance(v, list):
             return [self.mask(x, key, usage) for x in v]
         if isinstance(v, str):
-            if key in ID_KEYS or key in ("uuid", "id"):
-                if v in self.ids:
-                    return self.ids[v]
-                if key == "uuid":
-                    return "<uuid>"
-            if key in MODEL_KEYS and not self.keep_model:
-                return "<model>"
-            return self.text(v)
+            return self._mask_str(v, key)
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             return v
-        if isinstance(v, int) and 10**12 <= v < 10**13:
-            return "<epoch_ms>"
-        if _EPOCH_KEY.search(key):
-            return "<time>"
-        if _MS_KEY.search(key):
-            return "<ms>"
-        if "cost" in key.lower():
-            return "<cost>"
-        if usage or _TOKEN_KEY.search(key):
-            return "<n>"
-        return "<pid>" if key == "pid" else v
+        return _mask_number(v, key, usage)
+
+    def _mask_dict(self, v: dict[str, Any], key: str, usage: bool) -> dict[str, Any]:
+        inner = usage or key in ("usage", "modelUsage")
+        out: dict[str, Any] = {}
+        for k, x in v.items():
+            mk = k
+            if key == "modelUsage" and not self.keep_model:
+                mk = "<model>" if "<model>" not in out else f"<model#{len(out) + 1}>"
+            out[mk] = self.mask(x, k, inner)
+        return out
+
+    def _mask_str(self, v: str, key: str) -> str:
+        if key in ID_KEYS or key in ("uuid", "id"):
+            if v in self.ids:
+                return self.ids[v]
+            if key == "uuid":
+                return "<uuid>"
+        if key in MODEL_KEYS and not self.keep_model:
+            return "<model>"
+        return self.text(v)
 
     def text(self, s: str) -> str:
         for path, placeholder in self.paths:
@@ -163,6 +159,21 @@ class _Masker:
         s = _UUID.sub("<uuid>", s)
         s = _ISO.sub("<timestamp>", s)
         return _RUN_ID.sub("<id>", s)
+
+
+def _mask_number(v: int | float, key: str, usage: bool) -> Any:
+    """A number's placeholder (by its range, its key, or its place in a usage), or itself."""
+    if isinstance(v, int) and 10**12 <= v < 10**13:
+        return "<epoch_ms>"
+    if _EPOCH_KEY.search(key):
+        return "<time>"
+    if _MS_KEY.search(key):
+        return "<ms>"
+    if "cost" in key.lower():
+        return "<cost>"
+    if usage or _TOKEN_KEY.search(key):
+        return "<n>"
+    return "<pid>" if key == "pid" else v
 
 
 def _locations(objs: Sequence[Obj], head: dict[str, Any]) -> tuple[str | None, list[str]]:

@@ -31,7 +31,7 @@ unknown`` is true when there is one, and ``ccbridge drift`` exits 1.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -149,21 +149,27 @@ def _kind(obj: dict[str, Any], requests: Mapping[str, str]) -> str:
 
 
 def _walk(kind: str, v: Any, path: str, depth: int, voc: Vocabulary) -> None:
-    keys_on = VOCAB_KEYS_ON.get(kind, frozenset())
     if isinstance(v, dict):
         for k, x in v.items():
             p = f"{path}.{k}" if path else k
             voc.fields.setdefault(kind, set()).add(p)
-            if isinstance(x, str) and (k in VOCAB_KEYS or (not path and k in keys_on)):
-                voc.values.setdefault((kind, p), set()).add(x)
-            elif isinstance(x, list) and k in VOCAB_LISTS:
-                names = {_member(m) for m in x}
-                voc.values.setdefault((kind, p + "[]"), set()).update(n for n in names if n)
+            _values(kind, k, x, p, top=not path, voc=voc)
             if k not in OPEN_MAPS and depth < MAX_DEPTH:
                 _walk(kind, x, p, depth + 1, voc)
     elif isinstance(v, list):
         for x in v:
             _walk(kind, x, path + "[]", depth, voc)
+
+
+def _values(kind: str, k: str, x: Any, p: str, *, top: bool, voc: Vocabulary) -> None:
+    """Record the value of field ``p`` (key ``k``; ``top``: of the frame itself) when it is
+    vocabulary: a string under a vocabulary key, or the members' names of a vocabulary list."""
+    vocab_key = k in VOCAB_KEYS or (top and k in VOCAB_KEYS_ON.get(kind, frozenset()))
+    if isinstance(x, str) and vocab_key:
+        voc.values.setdefault((kind, p), set()).add(x)
+    elif isinstance(x, list) and k in VOCAB_LISTS:
+        names = {_member(m) for m in x}
+        voc.values.setdefault((kind, p + "[]"), set()).update(n for n in names if n)
 
 
 def _member(m: Any) -> str | None:
@@ -283,43 +289,60 @@ def compare(
     """What ``candidate`` adds to ``known`` (default ``verified``: every verified session,
     merged) and what it lost against ``verified`` (the same scenario's session)."""
     known = verified if known is None else known
-    out: list[Change] = []
+    found = [
+        *_kind_changes(verified, candidate, known),
+        *_field_changes(verified, candidate, known),
+        *_value_changes(verified, candidate, known),
+        *_order_changes(verified, candidate),
+    ]
+    return [Change(cat, change, kind, item, scenario) for cat, change, kind, item in found]
 
-    def add(cat: str, change: str, kind: str, item: str) -> None:
-        out.append(Change(cat, change, kind, item, scenario))
 
+#: (category, change, kind, item) of a ``Change``, before its scenario
+_Found = Iterator[tuple[str, str, str, str]]
+
+
+def _kind_changes(verified: Vocabulary, candidate: Vocabulary, known: Vocabulary) -> _Found:
     for k in sorted(set(candidate.kinds) - set(known.kinds)):
-        add("kind", "new", k, k)
+        yield "kind", "new", k, k
     for k in sorted(set(verified.kinds) - set(candidate.kinds)):
-        add("kind", "vanished", k, k)
+        yield "kind", "vanished", k, k
+
+
+def _field_changes(verified: Vocabulary, candidate: Vocabulary, known: Vocabulary) -> _Found:
     for k in sorted(candidate.fields):
         if k not in known.kinds:
             continue  # a new kind: its fields are all new, said once
         for f in sorted(candidate.fields[k] - known.fields.get(k, set())):
-            add("field", "new", k, f)
+            yield "field", "new", k, f
     for k in sorted(verified.fields):
         if k not in candidate.kinds:
             continue
         for f in sorted(verified.fields[k] - candidate.fields.get(k, set())):
-            add("field", "vanished", k, f)
+            yield "field", "vanished", k, f
+
+
+def _value_changes(verified: Vocabulary, candidate: Vocabulary, known: Vocabulary) -> _Found:
     for k, p in sorted(candidate.values):
         if k not in known.kinds or (k, p) not in known.values:
             continue  # a new kind or field: already said
         for v in sorted(candidate.values[(k, p)] - known.values[(k, p)]):
-            add("value", "new", k, f"{p} = {v}")
+            yield "value", "new", k, f"{p} = {v}"
     for k, p in sorted(verified.values):
         if (k, p) not in candidate.values:
             continue
         for v in sorted(verified.values[(k, p)] - candidate.values[(k, p)]):
-            add("value", "vanished", k, f"{p} = {v}")
+            yield "value", "vanished", k, f"{p} = {v}"
+
+
+def _order_changes(verified: Vocabulary, candidate: Vocabulary) -> _Found:
     # an order is a relation within one session: compared with the same scenario's only
     for a, b in sorted(candidate.order - verified.order):
-        add("order", "new", "", f"{a} -> {b}")
+        yield "order", "new", "", f"{a} -> {b}"
     both = set(verified.kinds) & set(candidate.kinds)
     for a, b in sorted(verified.order - candidate.order):
         if a in both and b in both:
-            add("order", "vanished", "", f"{a} -> {b}")
-    return out
+            yield "order", "vanished", "", f"{a} -> {b}"
 
 
 def compare_help(verified: Help, candidate: Help) -> list[Change]:

@@ -44,7 +44,7 @@ from compat.capture import Capture, CaptureError, parse
 from compat.exits import Exit
 from compat.text import escape, escape_json
 from harness import corpus, stop
-from harness.scenario import ScenarioError, load
+from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_OK, EXIT_UNKNOWN, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 TWINS = corpus.captures() / "twins"
@@ -325,7 +325,7 @@ def main(argv: list[str]) -> int:
         return int(e.code or 0)
 
 
-def _main(argv: list[str]) -> int:
+def _parser() -> Parser:
     p = Parser(
         prog="ccbridge drift",
         description="run the newest Claude Code and cbc on the "
@@ -364,6 +364,17 @@ def _main(argv: list[str]) -> int:
     p.add_argument(
         "--deadline", type=float, default=3600.0, help="seconds for every run (default 3600)"
     )
+    return p
+
+
+#: a backend's candidate: (argv, reported version, --help text)
+Candidate = tuple[list[str], str | None, str]
+#: what the runs wrote: role (claude, cbc, cbc-bridged) -> scenario -> capture
+Done = dict[str, dict[str, Path]]
+
+
+def _main(argv: list[str]) -> int:
+    p = _parser()
     args = p.parse_args(argv)
     if args.jobs < 1 or args.deadline <= 0:
         p.error("--jobs and --deadline must be positive")
@@ -380,15 +391,36 @@ def _main(argv: list[str]) -> int:
             print(f"ccbridge drift: {escape(msg)}", file=sys.stderr, flush=True)
 
     errors: list[str] = []
-    cands: dict[str, tuple[list[str], str | None, str]] = {}
+    cands = _candidates(names, args, cache, say, errors)
+    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ccbridge-drift-"))
+    private_dirs(str(out_dir))
+    say(f"captures in {out_dir}")
+    done = _run(args, _jobs(cands, scenarios, out_dir), errors)
+    reports, bridged = _analyse_all(cands, done, errors)
+    if args.json:
+        print(to_json(reports, bridged, errors, out_dir))
+    else:
+        sys.stdout.write(format_text(reports, bridged, errors))
+    return exit_status(reports, bridged, errors)
+
+
+def _candidates(
+    names: Sequence[str], args: Any, cache: Path, say: Callable[[str], None], errors: list[str]
+) -> dict[str, Candidate]:
+    """The candidate of each backend that has one (why not goes to ``errors``)."""
+    cands: dict[str, Candidate] = {}
     for n in names:
         try:
             cands[n] = _candidate(n, args, cache, say)
         except DriftError as e:
             errors.append(str(e))
-    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="ccbridge-drift-"))
-    private_dirs(str(out_dir))
-    say(f"captures in {out_dir}")
+    return cands
+
+
+def _jobs(
+    cands: dict[str, Candidate], scenarios: list[tuple[Path, Scenario]], out_dir: Path
+) -> list[Job]:
+    """Every scenario on every candidate (cbc: raw, and behind the bridge too)."""
     jobs: list[Job] = []
     for n, (cmd, _, _) in cands.items():
         spec = shlex.join(cmd)
@@ -399,6 +431,11 @@ def _main(argv: list[str]) -> int:
         for f, s in scenarios:
             for side in sides:
                 jobs.append(Job(f, s, side, out_dir / f"{s.name}.{side.label}.jsonl"))
+    return jobs
+
+
+def _run(args: Any, jobs: list[Job], errors: list[str]) -> Done:
+    """Run the jobs; the captures of those that finished (the others go to ``errors``)."""
     tracker = Tracker([(j.scenario.name, j.side.label) for j in jobs], quiet=args.quiet)
     outcomes: list[Outcome] = (
         stop.run(
@@ -409,12 +446,18 @@ def _main(argv: list[str]) -> int:
         else []
     )
     tracker.close()
-    done: dict[str, dict[str, Path]] = {}
+    done: Done = {}
     for o in outcomes:
         if o.ok:
             done.setdefault(o.job.side.label, {})[o.job.scenario.name] = o.job.out
         else:
             errors.append(f"{o.job.scenario.name} on {o.job.side.label}: {o.error}")
+    return done
+
+
+def _analyse_all(
+    cands: dict[str, Candidate], done: Done, errors: list[str]
+) -> tuple[list[drift.Report], list[Bridged]]:
     reports: list[drift.Report] = []
     try:
         for n, (_, ver, help_text) in cands.items():
@@ -423,16 +466,10 @@ def _main(argv: list[str]) -> int:
     except (OSError, CaptureError) as e:
         errors.append(f"cannot read a capture: {e}")
         bridged = []
-    if args.json:
-        print(to_json(reports, bridged, errors, out_dir))
-    else:
-        sys.stdout.write(format_text(reports, bridged, errors))
-    return exit_status(reports, bridged, errors)
+    return reports, bridged
 
 
-def _candidate(
-    name: str, args: Any, cache: Path, say: Callable[[str], None]
-) -> tuple[list[str], str | None, str]:
+def _candidate(name: str, args: Any, cache: Path, say: Callable[[str], None]) -> Candidate:
     """(argv, reported version, --help text) of backend ``name``'s candidate."""
     explicit = getattr(args, f"{name}_bin")
     if explicit:

@@ -129,6 +129,12 @@ def build(
 Path = tuple[str | int, ...]
 
 
+#: one step along a difference path: the location parts it adds, the value it reaches and
+#: the path text left; None: the value lacks what the path names
+_Step = tuple[list[str | int], Any, str] | None
+_WORKFLOW = " / workflow_progress "
+
+
 def _resolve(obj: Any, rel: str) -> Path | None:
     """The location in ``obj`` a difference path's tail names (``message.content[0].text``,
     `` / workflow_progress agent "x" (phase 1).state``), or None when ``obj`` lacks it.
@@ -136,39 +142,52 @@ def _resolve(obj: Any, rel: str) -> Path | None:
     out: list[str | int] = []
     cur, s = obj, rel
     while s:
-        if s.startswith("."):
-            s = s[1:]
-            continue
-        if s.startswith(" / workflow_progress ") and isinstance(cur, dict):
-            wp = cur.get("workflow_progress")
-            if not isinstance(wp, list):
-                return None
-            s = s[len(" / workflow_progress ") :]
-            entries = _entries(wp)
-            key = max((k for k in entries if s.startswith(k)), key=len, default=None)
-            if key is None:
-                return None
-            idx = next(i for i, e in enumerate(wp) if e is entries[key])
-            out += ["workflow_progress", idx]
-            cur, s = wp[idx], s[len(key) :]
-            continue
-        m = _INDEX.match(s)
-        if m is not None:
-            i = int(m.group(1))
-            if not isinstance(cur, list) or i >= len(cur):
-                return None
-            out.append(i)
-            cur, s = cur[i], s[m.end() :]
-            continue
-        if not isinstance(cur, dict):
+        step = _step(cur, s)
+        if step is None:
             return None
-        keys = [k for k in cur if s.startswith(k) and (len(s) == len(k) or s[len(k)] in ".[")]
-        if not keys:
-            return None
-        k = max(keys, key=len)
-        out.append(k)
-        cur, s = cur[k], s[len(k) :]
+        parts, cur, s = step
+        out += parts
     return tuple(out)
+
+
+def _step(cur: Any, s: str) -> _Step:
+    if s.startswith("."):
+        return [], cur, s[1:]
+    if s.startswith(_WORKFLOW) and isinstance(cur, dict):
+        return _step_workflow(cur, s[len(_WORKFLOW) :])
+    m = _INDEX.match(s)
+    if m is not None:
+        return _step_index(cur, int(m.group(1)), s[m.end() :])
+    return _step_key(cur, s)
+
+
+def _step_workflow(cur: dict[str, Any], s: str) -> _Step:
+    """A workflow agent, named as ``analysis.diff`` names it (the longest name that fits)."""
+    wp = cur.get("workflow_progress")
+    if not isinstance(wp, list):
+        return None
+    entries = _entries(wp)
+    key = max((k for k in entries if s.startswith(k)), key=len, default=None)
+    if key is None:
+        return None
+    idx = next(i for i, e in enumerate(wp) if e is entries[key])
+    return ["workflow_progress", idx], wp[idx], s[len(key) :]
+
+
+def _step_index(cur: Any, i: int, rest: str) -> _Step:
+    if not isinstance(cur, list) or i >= len(cur):
+        return None
+    return [i], cur[i], rest
+
+
+def _step_key(cur: Any, s: str) -> _Step:
+    if not isinstance(cur, dict):
+        return None
+    keys = [k for k in cur if s.startswith(k) and (len(s) == len(k) or s[len(k)] in ".[")]
+    if not keys:
+        return None
+    k = max(keys, key=len)
+    return [k], cur[k], s[len(k) :]
 
 
 def _string(v: str) -> str:

@@ -23,7 +23,7 @@ import re
 import shlex
 import tomllib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bridge.configfile import ConfigError as ConfigError
 from bridge.configfile import config_path as config_path
@@ -41,6 +41,7 @@ LEVELS = ("debug", "info", "warning", "error")
 DEFAULT_LOG_LEVEL = "warning"
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
+_T = TypeVar("_T")
 
 
 #: a dataclass, and cattrs imported only to read a config file: the settings are read
@@ -177,61 +178,71 @@ def _rule_value(name: str, v: Any) -> str:
 
 
 def load(env: Mapping[str, str]) -> Settings:
-    data: dict[str, Any] = {}
     path = config_path(env)
-    if path:
-        try:
-            with open(path, "rb") as f:
-                data = tomllib.load(f)
-        except FileNotFoundError as e:
-            raise ConfigError(f"config file {path} does not exist") from e
-        except IsADirectoryError as e:
-            raise ConfigError(f"config file {path} is a directory") from e
-        except (OSError, tomllib.TOMLDecodeError) as e:
-            raise ConfigError(f"config file {path}: {e}") from e
-        data = data.get("ccbridge", data)  # a [ccbridge] table or top-level keys
+    data = _read(path) if path else {}
     settings = _structured(data, path) if data else Settings()
-    where = f"config file {path}"
-    if env.get("CCBRIDGE_BACKEND"):
-        settings.backend = env["CCBRIDGE_BACKEND"]
-    if env.get("CCBRIDGE_PROFILE"):
-        settings.profile = env["CCBRIDGE_PROFILE"]
+    _override(settings, env)
+    _check(settings, env, f"config file {path}")
+    return settings
+
+
+def _read(path: str) -> dict[str, Any]:
+    """The config file's settings: its ``[ccbridge]`` table, or its top-level keys."""
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except FileNotFoundError as e:
+        raise ConfigError(f"config file {path} does not exist") from e
+    except IsADirectoryError as e:
+        raise ConfigError(f"config file {path} is a directory") from e
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ConfigError(f"config file {path}: {e}") from e
+    table: dict[str, Any] = data.get("ccbridge", data)
+    return table
+
+
+#: environment variables that replace a setting word for word (when set and not empty)
+_ENV_TEXT = (
+    ("CCBRIDGE_BACKEND", "backend"),
+    ("CCBRIDGE_PROFILE", "profile"),
+    ("CCBRIDGE_RECORD", "record"),
+    ("CCBRIDGE_LOG", "log"),
+    ("CCBRIDGE_LOG_LEVEL", "log_level"),
+)
+
+
+def _override(settings: Settings, env: Mapping[str, str]) -> None:
+    """The environment's settings over the config file's."""
+    for var, name in _ENV_TEXT:
+        if env.get(var):
+            setattr(settings, name, env[var])
     if env.get("CCBRIDGE_RULES"):
         try:
             settings.rules = rulespec.parse([env["CCBRIDGE_RULES"]], into=settings.rules)
         except rulespec.RuleError as e:
             raise ConfigError(f"CCBRIDGE_RULES: {e}") from e
-    if env.get("CCBRIDGE_RECORD"):
-        settings.record = env["CCBRIDGE_RECORD"]
-    if env.get("CCBRIDGE_LOG"):
-        settings.log = env["CCBRIDGE_LOG"]
-    level_from = "log_level" if not env.get("CCBRIDGE_LOG_LEVEL") else "CCBRIDGE_LOG_LEVEL"
-    if env.get("CCBRIDGE_LOG_LEVEL"):
-        settings.log_level = env["CCBRIDGE_LOG_LEVEL"]
     if "CCBRIDGE_STATS" in env:
         settings.stats = flag("CCBRIDGE_STATS", env["CCBRIDGE_STATS"])
-    if env.get("CCBRIDGE_MAX_LINE"):
-        settings.max_line = positive_int("CCBRIDGE_MAX_LINE", env["CCBRIDGE_MAX_LINE"])
-    else:
-        settings.max_line = positive_int(f"{where}: max_line", settings.max_line)
-    if env.get("CCBRIDGE_EOF_GRACE"):
-        settings.eof_grace = seconds("CCBRIDGE_EOF_GRACE", env["CCBRIDGE_EOF_GRACE"])
-    else:
-        settings.eof_grace = seconds(f"{where}: eof_grace", settings.eof_grace)
-    settings.log_level = level(
-        level_from if level_from != "log_level" else f"{where}: log_level", settings.log_level
-    )
-    if env.get("CCBRIDGE_TARGET"):
-        settings.target = target("CCBRIDGE_TARGET", env["CCBRIDGE_TARGET"])
-    else:
-        settings.target = target(f"{where}: target", settings.target)
+
+
+def _check(settings: Settings, env: Mapping[str, str], where: str) -> None:
+    """Every value checked (converted from the environment's text), each error naming
+    where the value came from: the variable, else the config file's key."""
+
+    def source(var: str, key: str) -> str:
+        return var if env.get(var) else f"{where}: {key}"
+
+    def given(var: str, key: str, value: _T) -> tuple[str, str | _T]:
+        return (var, env[var]) if env.get(var) else (f"{where}: {key}", value)
+
+    settings.max_line = positive_int(*given("CCBRIDGE_MAX_LINE", "max_line", settings.max_line))
+    settings.eof_grace = seconds(*given("CCBRIDGE_EOF_GRACE", "eof_grace", settings.eof_grace))
+    settings.log_level = level(source("CCBRIDGE_LOG_LEVEL", "log_level"), settings.log_level)
+    settings.target = target(*given("CCBRIDGE_TARGET", "target", settings.target))
     if settings.log:
-        check_log("CCBRIDGE_LOG" if env.get("CCBRIDGE_LOG") else f"{where}: log", settings.log)
+        check_log(source("CCBRIDGE_LOG", "log"), settings.log)
     if settings.record:
-        make_record_dir(
-            "CCBRIDGE_RECORD" if env.get("CCBRIDGE_RECORD") else f"{where}: record", settings.record
-        )
-    return settings
+        make_record_dir(source("CCBRIDGE_RECORD", "record"), settings.record)
 
 
 # -- one check per kind of value, shared by every command -------------------------------

@@ -10,7 +10,7 @@ the bridge did to it and which rule did it: rewritten (and into what), dropped, 
 synthesized, found by feeding the recorded inputs again to an engine whose stages report
 each frame they touch (``trace``). The lines are wrapped to the terminal's width, never
 cut; on a terminal they are coloured (unless ``NO_COLOR`` is set). Then the bridge
-process's own statistics, as a table.
+process's own statistics, as a table (the rendering: ``bridge.demo_render``).
 
 Everything shown from the stream is escaped first: backend strings are untrusted.
 """
@@ -23,15 +23,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 from importlib import resources
 from typing import Any
 
-import attrs
 import orjson
 import trio
 
 from bridge.cli import Parser
+from bridge.demo_render import Row as Row
+from bridge.demo_render import render_rows as render_rows
+from bridge.demo_render import stats_table as stats_table
+from bridge.demo_render import summarize as summarize
 from bridge.files import private_dirs
 from compat import capture
 from compat.text import escape
@@ -96,65 +98,7 @@ async def example_client(proc: trio.Process, deadline: float = 30.0) -> list[dic
     return received
 
 
-def summarize(obj: Any) -> str:
-    if not isinstance(obj, dict):
-        return "(not JSON)"
-    t, st = obj.get("type"), obj.get("subtype")
-    label = f"{t}/{st}" if t == "system" else str(t)
-    bits: list[str] = []
-    if st in ("task_started", "task_progress", "task_updated", "task_notification"):
-        for k in ("workflow_name", "task_type", "status"):
-            if k in obj:
-                bits.append(f"{k}={obj[k]}")
-        if "patch" in obj:
-            bits.append(f"patch.status={obj['patch'].get('status')}")
-        agents = [
-            e.get("state")
-            for e in obj.get("workflow_progress", [])
-            if isinstance(e, dict) and e.get("type") == "workflow_agent"
-        ]
-        if agents:
-            bits.append("agents=" + ",".join(map(str, agents)))
-        if "prompt" in obj:
-            bits.append("prompt=<script>")
-    elif st == "background_tasks_changed":
-        bits.append(f"tasks={len(obj.get('tasks', []))}")
-    elif t == "control_request":
-        req = obj.get("request") or {}
-        bits.append(str(req.get("subtype")))
-        if isinstance(req, dict):
-            bits += [f"{k}={req[k]}" for k in ("session_id", "reason", "tool_name") if k in req]
-    elif t == "control_response":
-        resp = obj.get("response", {})
-        inner = resp.get("response") or {}
-        bits.append(f"{resp.get('subtype')} {', '.join(sorted(inner))}")
-    elif t in ("assistant", "user"):
-        content = (obj.get("message") or {}).get("content")
-        if isinstance(content, str):
-            bits.append(content)
-        elif isinstance(content, list) and content:
-            b = content[0]
-            bits.append(str(b.get("name") or b.get("text") or b.get("type")))
-    elif t == "result":
-        bits.append(f"{obj.get('subtype')} is_error={obj.get('is_error')}")
-    return escape(" ".join([label, *bits]))
-
-
 # -- what the bridge did, frame by frame ------------------------------------------------
-
-
-@attrs.define
-class Row:
-    """One frame of the session: who sent it, what it was, what the bridge did to it."""
-
-    t: float
-    direction: str  # "up" (client -> cbc) or "down" (cbc -> client)
-    sent: str  # summary of what was sent ("" for a frame the bridge made)
-    got: str | None = None  # summary of what the other side received, when it differs
-    rules: list[str] = attrs.Factory(list)  # the rules that rewrote it, in order
-    action: str = "passed"  # passed, rewritten, dropped, held, synthesized
-    by: str | None = None  # the rule that dropped, held or synthesized it
-    sent_on: bool = False  # it reached the other side (a held frame may never)
 
 
 def trace(cap: capture.Capture, cwd: str | None = None) -> tuple[dict[str, Any], list[Row]]:
@@ -256,16 +200,32 @@ def trace(cap: capture.Capture, cwd: str | None = None) -> tuple[dict[str, Any],
 
 
 def _feed(engine: Any, cap: capture.Capture, now: list[float]) -> dict[str, Any]:
-    def advance(t: float) -> None:
-        deadline = engine.next_deadline()
-        while deadline is not None and deadline <= t:
-            now[0] = deadline
-            engine.advance(deadline)
-            deadline = engine.next_deadline()
-        now[0] = t
+    eof_at = _client_eof(cap)
+    eof_fed = False
+    exit_t, status = 0.0, 0
+    for rec in cap.records:
+        if eof_at is not None and not eof_fed and rec.t >= eof_at:
+            _advance(engine, eof_at, now)
+            engine.eof("client", eof_at)
+            eof_fed = True
+        if rec.kind in ("client_in", "stdout"):
+            _advance(engine, rec.t, now)
+            engine.feed("client" if rec.kind == "client_in" else "backend", rec.data + b"\n", rec.t)
+        elif rec.kind == "exit":
+            exit_t, status = rec.t, capture.parse_exit(rec.text) or 0
+    if not eof_fed:
+        engine.eof("client", exit_t)
+    _advance(engine, exit_t, now)
+    now[0] = exit_t
+    engine.backend_exited(status, exit_t)
+    stats: dict[str, Any] = engine.statistics()
+    return stats
 
+
+def _client_eof(cap: capture.Capture) -> float | None:
+    """When the client closed its stdin (after its last line), if the capture says."""
     last_client = max((r.t for r in cap.records if r.kind == "client_in"), default=0.0)
-    eof_at = next(
+    return next(
         (
             r.t
             for r in cap.records
@@ -273,119 +233,16 @@ def _feed(engine: Any, cap: capture.Capture, now: list[float]) -> dict[str, Any]
         ),
         None,
     )
-    eof_fed = False
-    exit_t, status = 0.0, 0
-    for rec in cap.records:
-        if eof_at is not None and not eof_fed and rec.t >= eof_at:
-            advance(eof_at)
-            engine.eof("client", eof_at)
-            eof_fed = True
-        if rec.kind in ("client_in", "stdout"):
-            advance(rec.t)
-            engine.feed("client" if rec.kind == "client_in" else "backend", rec.data + b"\n", rec.t)
-        elif rec.kind == "exit":
-            exit_t, status = rec.t, capture.parse_exit(rec.text) or 0
-    if not eof_fed:
-        engine.eof("client", exit_t)
-    advance(exit_t)
-    now[0] = exit_t
-    engine.backend_exited(status, exit_t)
-    stats: dict[str, Any] = engine.statistics()
-    return stats
 
 
-_COLOURS = {
-    "passed": "2",
-    "rewritten": "33",
-    "dropped": "31",
-    "held": "35",
-    "synthesized": "32",
-    "rule": "36",
-    "head": "1",
-}
-_ARROW = {"up": "client → cbc", "down": "cbc → client"}
-
-
-def _paint(text: str, what: str, colour: bool) -> str:
-    return f"\x1b[{_COLOURS[what]}m{text}\x1b[0m" if colour and text else text
-
-
-def render_rows(rows: list[Row], width: int, colour: bool = False) -> str:
-    """The timeline, wrapped (never cut) to ``width`` columns: each frame with who sent it,
-    what it was and, when the bridge touched it, the rules that did and what it became."""
-    indent = " " * 24
-    text_w = max(20, width - len(indent))
-    head = textwrap.wrap("what was sent (→ what the other side received)", text_w)
-    out = [
-        _paint(f"{'time':>6}  {'direction':<15} {head[0]}", "head", colour),
-        *(_paint(indent + h, "head", colour) for h in head[1:]),
-        "-" * min(width, 100),
-    ]
-    for r in rows:
-        source = "bridge" if r.action == "synthesized" else r.direction
-        arrow = {
-            "up": "client → cbc",
-            "down": "cbc → client",
-            "bridge": "bridge → " + ("client" if r.direction == "down" else "cbc"),
-        }[source]
-        first = textwrap.wrap(r.sent or "(nothing)", text_w) or [""]
-        shown = r.action if r.action != "held" or not r.sent_on else "rewritten"
-        lines = [f"{r.t:6.2f}  {arrow:<15} " + _paint(first[0], shown, colour)]
-        lines += [indent + _paint(x, shown, colour) for x in first[1:]]
-        said = []
-        if r.rules:
-            said.append("rewritten by " + escape(", ".join(r.rules)))
-        if r.action == "held":
-            said.append(
-                f"held by {escape(str(r.by))}" + (", sent later" if r.sent_on else ", never sent")
-            )
-        elif r.action in ("dropped", "synthesized"):
-            said.append(f"{r.action} by {escape(str(r.by))}")
-        if said:
-            for x in textwrap.wrap("↳ " + "; ".join(said), text_w, subsequent_indent="  "):
-                lines.append(indent + _paint(x, "rule", colour))
-        if r.got is not None:
-            for x in textwrap.wrap("→ " + r.got, text_w, subsequent_indent="  "):
-                lines.append(indent + _paint(x, shown, colour))
-        out += lines
-    return "\n".join(out)
-
-
-#: the statistics columns shown on their own; any other count goes in the last column
-_MAIN = ("rewritten", "dropped", "synthesized", "held", "released")
-
-
-def stats_table(stats: dict[str, Any]) -> str:
-    """The bridge's statistics as a small table: frames per direction, then per rule the
-    counts that are not zero. A counter's name can be a peer's (an unknown frame's type):
-    every name and count is escaped (``compat.text.escape``)."""
-    frames = stats.get("frames", {})
-    lines = [f"{'frames':<8}{'in':>6}{'out':>6}"]
-    for d in ("up", "down"):
-        f = frames.get(d, {})
-        lines.append(f"{d:<8}{escape(str(f.get('in', 0))):>6}{escape(str(f.get('out', 0))):>6}")
-    rules = {
-        escape(str(k)): v
-        for k, v in (stats.get("rules") or {}).items()
-        if isinstance(v, dict) and any(v.values())
-    }
-    if rules:
-        w = max(len(r) for r in [*rules, "rule"])
-        lines += ["", f"{'rule':<{w}}  " + " ".join(f"{c:>11}" for c in _MAIN) + "  other"]
-        for rule, counts in sorted(rules.items()):
-            lines.append(f"{rule:<{w}}  {_counts_row(counts)}".rstrip())
-    return "\n".join(lines)
-
-
-def _counts_row(counts: dict[Any, Any]) -> str:
-    """One rule's counts: the main columns, then every other count by (escaped) name."""
-    main = " ".join(f"{escape(str(counts.get(c, 0) or '')):>11}" for c in _MAIN)
-    other = ", ".join(
-        f"{escape(str(k))} {escape(str(n))}"
-        for k, n in sorted(counts.items(), key=lambda kv: str(kv[0]))
-        if k not in _MAIN and n
-    )
-    return f"{main}  {other}"
+def _advance(engine: Any, t: float, now: list[float]) -> None:
+    """The clock to ``t``, every timer due fired at its deadline."""
+    deadline = engine.next_deadline()
+    while deadline is not None and deadline <= t:
+        now[0] = deadline
+        engine.advance(deadline)
+        deadline = engine.next_deadline()
+    now[0] = t
 
 
 def check_capture(setting: str, path: str) -> None:

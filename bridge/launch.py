@@ -132,35 +132,8 @@ def plan(
     the other fields of ``Plan``."""
     settings = wind_down_ceiling(profile, rulespec.settings(rules), env)
     on = launch_translations(profile, settings)
-    forward: ForwardTranslation | None = None
-    reverse: ReverseTranslation | None = None
-    # translated once, for the launch line and for what the rules learn of the launch
-    # (``bridge.proxy.set_launch_facts``), even with the translation rules off
-    if profile == "claude-to-cbc" or on["rev-argv"] or on["rev-env"]:
-        from compat.argv_cbc import translate_to_claude
-
-        reverse = translate_to_claude(client_argv, is_root=is_root())
-    if profile == "cbc-to-claude" or on["argv"]:
-        from compat.argv import translate_to_cbc
-
-        pin = on["argv"] and on["session-pin"]
-        forward = translate_to_cbc(
-            client_argv, session_id=new_session_id() if pin else None, pin=pin
-        )
-    if on["rev-argv"] and reverse is not None:
-        for w in reverse.warnings:
-            log.warning(w, "rev-argv")
-        argv = [*backend, *reverse.argv]
-    elif on["argv"] and forward is not None:
-        for w in forward.warnings:
-            log.warning(w, "argv")
-        for note in forward.notes:
-            log.info(note, "argv")
-        if forward.pinned:
-            log.debug(f"cbc started with --session-id {forward.session_id}", "session-pin")
-        argv = [*backend, *forward.argv]
-    else:
-        argv = [*backend, *client_argv]
+    forward, reverse = _translate(profile, on, client_argv, new_session_id)
+    argv = _launch_line(on, backend, client_argv, forward, reverse, log)
     log.debug("launch line: " + " ".join(argv), "argv")
     return Plan(
         source,
@@ -174,6 +147,56 @@ def plan(
         reverse,
         **options,
     )
+
+
+def _translate(
+    profile: str,
+    on: dict[str, bool],
+    client_argv: Sequence[str],
+    new_session_id: Callable[[], str],
+) -> tuple[ForwardTranslation | None, ReverseTranslation | None]:
+    """The client's argv translated once, for the launch line and for what the rules learn
+    of the launch (``bridge.proxy.set_launch_facts``), even with the translation rules
+    off: (for cbc, for Claude), each None when the profile has no use for it."""
+    forward: ForwardTranslation | None = None
+    reverse: ReverseTranslation | None = None
+    if profile == "claude-to-cbc" or on["rev-argv"] or on["rev-env"]:
+        from compat.argv_cbc import translate_to_claude
+
+        reverse = translate_to_claude(client_argv, is_root=is_root())
+    if profile == "cbc-to-claude" or on["argv"]:
+        from compat.argv import translate_to_cbc
+
+        pin = on["argv"] and on["session-pin"]
+        forward = translate_to_cbc(
+            client_argv, session_id=new_session_id() if pin else None, pin=pin
+        )
+    return forward, reverse
+
+
+def _launch_line(
+    on: dict[str, bool],
+    backend: Sequence[str],
+    client_argv: Sequence[str],
+    forward: ForwardTranslation | None,
+    reverse: ReverseTranslation | None,
+    log: Log,
+) -> list[str]:
+    """The backend command and the client's argv as the translation that is on has it
+    (its warnings logged), or as it came."""
+    if on["rev-argv"] and reverse is not None:
+        for w in reverse.warnings:
+            log.warning(w, "rev-argv")
+        return [*backend, *reverse.argv]
+    if on["argv"] and forward is not None:
+        for w in forward.warnings:
+            log.warning(w, "argv")
+        for note in forward.notes:
+            log.info(note, "argv")
+        if forward.pinned:
+            log.debug(f"cbc started with --session-id {forward.session_id}", "session-pin")
+        return [*backend, *forward.argv]
+    return [*backend, *client_argv]
 
 
 def options(settings: Settings) -> dict[str, Any]:

@@ -48,20 +48,25 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return Exit.USAGE
-    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
-    for rule, summary, modes in rows:
-        if args.ids and rule not in args.ids:
-            continue
-        print(f"{rule}  [{'|'.join(('on', *[m for m in modes if m != 'on']))}|off]")
-        print(textwrap.fill(summary, width, initial_indent="    ", subsequent_indent="    "))
-        for name, default in options_of(rule):
-            print(f"    --rule {rule}.{name}={default!s}")
+    _print_rules(rows, args.ids)
     if not args.ids:
         print()
         for name, dirs in PROFILES.items():
             for direction, stages in dirs.items():
                 print(f"{name} {direction}: {' > '.join(stages) or '(none)'}")
     return 0
+
+
+def _print_rules(rows: list[tuple[str, str, tuple[str, ...]]], ids: list[str]) -> None:
+    """Each rule (of ``ids``, when any): its modes, what it does, its options."""
+    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+    for rule, summary, modes in rows:
+        if ids and rule not in ids:
+            continue
+        print(f"{rule}  [{'|'.join(('on', *[m for m in modes if m != 'on']))}|off]")
+        print(textwrap.fill(summary, width, initial_indent="    ", subsequent_indent="    "))
+        for name, default in options_of(rule):
+            print(f"    --rule {rule}.{name}={default!s}")
 
 
 def _field_notes(cls: type[Stage]) -> dict[str, str]:
@@ -147,44 +152,54 @@ def markdown() -> str:
         "",
         "## Profiles",
         "",
+        *_profiles_markdown(),
+        "",
     ]
+    modules: dict[str, list[str]] = {}
+    for rule, cls in sorted(REGISTRY.items(), key=lambda kv: (kv[1].__module__, kv[0])):
+        modules.setdefault(cls.__module__, []).append(rule)
+    for module, rules in modules.items():
+        out += [f"## `{module}`", ""]
+        note = inspect.cleandoc(sys.modules[module].__doc__ or "")
+        if note:
+            out += [note, ""]
+        for rule in rules:
+            out += _rule_markdown(rule)
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _profiles_markdown() -> list[str]:
+    """Each profile's stage order, per direction."""
+    out = []
     for name, dirs in PROFILES.items():
         for direction, stages in dirs.items():
             arrow = "client -> backend" if direction == "up" else "backend -> client"
             order = " > ".join(f"`{r}`" for r in stages) or "(no stage)"
             out.append(f"- `{name}` {direction} ({arrow}): {order}")
-    out.append("")
-    modules: dict[str, list[str]] = {}
-    for rule, cls in sorted(REGISTRY.items(), key=lambda kv: (kv[1].__module__, kv[0])):
-        modules.setdefault(cls.__module__, []).append(rule)
-    for module, rules in modules.items():
-        mod = sys.modules[module]
-        out += [f"## `{module}`", ""]
-        note = inspect.cleandoc(mod.__doc__ or "")
-        if note:
-            out += [note, ""]
-        for rule in rules:
-            cls = REGISTRY[rule]
-            modes = "|".join(("on", *[m for m in cls.modes if m != "on"], "off"))
-            out += [
-                f"### `{rule}`",
-                "",
-                f"- modes: `{modes}` (default `{cls.modes[0]}`); direction: "
-                f"{'client -> backend' if cls.direction == 'up' else 'backend -> client'}",
-                f"- reads: {_reads(cls)}",
-                f"- shared facts (`compat.facts`): {_facts(cls)}",
-                f"- profiles: {'; '.join(_positions(rule)) or 'none'}",
-            ]
-            flags = _flags(cls)
-            if flags:
-                out.append(f"- declares: {', '.join(flags)}")
-            notes = _field_notes(cls)
-            opts = options_of(rule)
-            if opts:
-                out.append("- options:")
-                out += [
-                    f"  - `{n}` = {_default(d)}" + (f": {notes[n]}" if n in notes else "")
-                    for n, d in opts
-                ]
-            out += ["", inspect.cleandoc(cls.__doc__ or "(no docstring)"), ""]
-    return "\n".join(out).rstrip() + "\n"
+    return out
+
+
+def _rule_markdown(rule: str) -> list[str]:
+    """A rule's section of the reference."""
+    cls = REGISTRY[rule]
+    modes = "|".join(("on", *[m for m in cls.modes if m != "on"], "off"))
+    out = [
+        f"### `{rule}`",
+        "",
+        f"- modes: `{modes}` (default `{cls.modes[0]}`); direction: "
+        f"{'client -> backend' if cls.direction == 'up' else 'backend -> client'}",
+        f"- reads: {_reads(cls)}",
+        f"- shared facts (`compat.facts`): {_facts(cls)}",
+        f"- profiles: {'; '.join(_positions(rule)) or 'none'}",
+    ]
+    flags = _flags(cls)
+    if flags:
+        out.append(f"- declares: {', '.join(flags)}")
+    notes = _field_notes(cls)
+    opts = options_of(rule)
+    if opts:
+        out.append("- options:")
+        out += [
+            f"  - `{n}` = {_default(d)}" + (f": {notes[n]}" if n in notes else "") for n, d in opts
+        ]
+    return [*out, "", inspect.cleandoc(cls.__doc__ or "(no docstring)"), ""]

@@ -4,10 +4,11 @@ profile's pipelines, and exit with the backend's status."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bridge import config, launch
 from bridge.cli import parser
@@ -26,6 +27,51 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         own, client_argv = argv[:k], argv[k + 1 :]
     else:
         own, client_argv = argv, []
+    args = _parser().parse_args(own)
+    _check(args)
+    env = dict(os.environ if env is None else env)
+    settings = config.load(env)
+    profile = args.profile or settings.profile
+    backend = args.backend or settings.backend
+    if not backend:
+        print(
+            "ccbridge run: --backend is required (or CCBRIDGE_BACKEND / backend = in "
+            "ccbridge.toml)",
+            file=sys.stderr,
+        )
+        return Exit.USAGE
+    rules = rulespec.parse(args.rule, into=settings.rules)  # --rule over the settings
+    headless: HeadlessIO | None = None
+    prepared = False
+    if profile == "cbc-to-claude":  # `-- -p PROMPT --output-format json`: as the drop-in
+        headless, prepared, status = _print_mode(client_argv)
+        if status is not None:
+            return status
+    early = launch.DeferredLog()
+    plan = launch.plan(
+        "ccbridge run",
+        profile,
+        config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
+        client_argv,
+        env,
+        rules,
+        early,
+        **_plan_options(args, settings),
+    )
+    capture = launch.open_record(plan, "--record" if args.record else "CCBRIDGE_RECORD")
+    started = launch.start(plan.backend_argv, plan.backend_env)
+    return launch.serve(
+        started,
+        early,
+        plan,
+        headless=headless,
+        prepared=prepared,
+        only_print=True,
+        capture=capture,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
     p = parser("run", __doc__.split("\n\n")[0])
     p.add_argument("--profile", choices=sorted(launch.PROFILE_NAMES), default=None)
     p.add_argument("--backend", help="the backend command line (shlex-split, never a shell)")
@@ -54,7 +100,11 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         help="the Claude Code version cbc-to-claude emulates: 2.1.220 (default) or 2.1.332 "
         "(or CCBRIDGE_TARGET / target = in ccbridge.toml)",
     )
-    args = p.parse_args(own)
+    return p
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The options' values, checked before anything is read or started."""
     if args.target is not None:
         config.target("--target", args.target)
     if args.record:
@@ -63,62 +113,37 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         config.seconds("--eof-grace", args.eof_grace)
     if args.max_line is not None:
         config.positive_int("--max-line", args.max_line)
-    env = dict(os.environ if env is None else env)
-    settings = config.load(env)
-    profile = args.profile or settings.profile
-    backend = args.backend or settings.backend
-    if not backend:
-        print(
-            "ccbridge run: --backend is required (or CCBRIDGE_BACKEND / backend = in "
-            "ccbridge.toml)",
-            file=sys.stderr,
-        )
-        return Exit.USAGE
-    rules = rulespec.parse(args.rule, into=settings.rules)  # --rule over the settings
-    headless: HeadlessIO | None = None
-    prepared = False
-    if profile == "cbc-to-claude":  # `-- -p PROMPT --output-format json`: as the drop-in
-        from compat.headless import EXIT_ERROR, mode_of
 
-        mode = mode_of(client_argv)
-        print_mode = mode.print_mode or mode.prompt is not None
-        error = mode.usage_error() if print_mode else None
-        if error is not None:  # refused before the backend starts
-            print(error, file=sys.stderr)
-            return EXIT_ERROR
-        if print_mode and mode.input == "text":  # the prompt first: none, no backend
-            from bridge.headless import prepare
 
-            headless, status = prepare(client_argv, only_print=True)
-            if status is not None:
-                return status
-            prepared = True
-    early = launch.DeferredLog()
-    plan = launch.plan(
-        "ccbridge run",
-        profile,
-        config.command_line("--backend" if args.backend else "CCBRIDGE_BACKEND", backend),
-        client_argv,
-        env,
-        rules,
-        early,
-        log_path=settings.log,
-        log_level=args.log_level or settings.log_level,
-        record=args.record or settings.record,
-        stats=args.stats or settings.stats,
-        max_line=args.max_line or settings.max_line,
-        eof_grace=args.eof_grace if args.eof_grace is not None else settings.eof_grace,
-        script_roots=tuple(settings.script_roots),
-        target=args.target.strip() if args.target else settings.target,
-    )
-    capture = launch.open_record(plan, "--record" if args.record else "CCBRIDGE_RECORD")
-    started = launch.start(plan.backend_argv, plan.backend_env)
-    return launch.serve(
-        started,
-        early,
-        plan,
-        headless=headless,
-        prepared=prepared,
-        only_print=True,
-        capture=capture,
-    )
+def _print_mode(client_argv: list[str]) -> tuple[HeadlessIO | None, bool, int | None]:
+    """A print-mode client command line (``-p PROMPT``), as the drop-in takes it: (its
+    headless I/O, whether ``bridge.headless.prepare`` read the prompt before the backend
+    starts, the exit status when the run ends here: a usage error, or no prompt)."""
+    from compat.headless import EXIT_ERROR, mode_of
+
+    mode = mode_of(client_argv)
+    print_mode = mode.print_mode or mode.prompt is not None
+    error = mode.usage_error() if print_mode else None
+    if error is not None:  # refused before the backend starts
+        print(error, file=sys.stderr)
+        return None, False, EXIT_ERROR
+    if print_mode and mode.input == "text":  # the prompt first: none, no backend
+        from bridge.headless import prepare
+
+        headless, status = prepare(client_argv, only_print=True)
+        return headless, status is None, status
+    return None, False, None
+
+
+def _plan_options(args: argparse.Namespace, settings: config.Settings) -> dict[str, Any]:
+    """The ``Plan`` fields from the options, over the settings."""
+    return {
+        "log_path": settings.log,
+        "log_level": args.log_level or settings.log_level,
+        "record": args.record or settings.record,
+        "stats": args.stats or settings.stats,
+        "max_line": args.max_line or settings.max_line,
+        "eof_grace": args.eof_grace if args.eof_grace is not None else settings.eof_grace,
+        "script_roots": tuple(settings.script_roots),
+        "target": args.target.strip() if args.target else settings.target,
+    }

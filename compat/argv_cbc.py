@@ -133,56 +133,83 @@ def translate_to_claude(argv: Sequence[str], *, is_root: bool = False) -> Transl
     """``argv`` (a cbc SDK's launch words, after the executable) as Claude should get them."""
     opts = _split(argv)
     names = {n for n, _, _ in opts}
-    resuming = bool(names & {"--resume", "-r", "--continue", "-c"})
-    forking = "--fork-session" in names
-    out: list[str] = []
-    warnings: list[str] = []
-    env: dict[str, str] = {}
+    walk = _Walk(
+        resuming=bool(names & {"--resume", "-r", "--continue", "-c"}),
+        forking="--fork-session" in names,
+        bypass="--dangerously-skip-permissions" in names,
+    )
+    for name, value, eq in opts:
+        walk.option(name, value, eq)
+    if "--permission-prompt-tool" not in names:
+        walk.out.extend(("--permission-prompt-tool", "stdio"))
+    env = {"IS_SANDBOX": "1"} if walk.bypass and is_root else {}
+    return Translation(
+        walk.out,
+        walk.warnings,
+        env,
+        walk.session_map,
+        "--replay-user-messages" in names,
+        walk.model,
+        walk.resuming,
+        walk.resume,
+    )
+
+
+@dataclasses.dataclass
+class _Walk:
+    """The translation under way, one option at a time."""
+
+    resuming: bool
+    forking: bool
+    bypass: bool
+    out: list[str] = dataclasses.field(default_factory=list)
+    warnings: list[str] = dataclasses.field(default_factory=list)
     session_map: tuple[str, str] | None = None
     model: str | None = None
     resume: str | None = None
-    bypass = "--dangerously-skip-permissions" in names
 
-    def emit(name: str, value: str | None, eq: bool) -> None:
-        if value is None:
-            out.append(name)
-        elif eq or value.startswith("-"):
-            out.append(f"{name}={value}")
-        else:
-            out.extend((name, value))
-
-    for name, value, eq in opts:
+    def option(self, name: str, value: str | None, eq: bool) -> None:
         if name in DROPPED:
-            warnings.append(f"{name} dropped ({DROPPED[name]})")
-            continue
+            self.warnings.append(f"{name} dropped ({DROPPED[name]})")
+            return
         if name == "--setting-sources" and value is not None:
             sources = [s.strip() for s in value.split(",") if s.strip() and s.strip() != "none"]
             value, eq = ",".join(sources), False  # `--setting-sources ""`
         elif name in ("--session-id", "--resume", "-r") and value:
-            if name == "--session-id" and resuming and not forking:
-                warnings.append(
-                    "--session-id dropped: Claude takes it with --resume/--continue "
-                    "only together with --fork-session"
-                )
-                mapped = claude_session_id(value)
-                if mapped != value:
-                    session_map = (value, mapped)
-                continue
-            mapped = claude_session_id(value)
-            if mapped != value:
-                session_map = (value, mapped)
-                value = mapped
-            if name != "--session-id":
-                resume = mapped
-        elif name == "--permission-mode" and value == BYPASS:
-            bypass = True
+            value = self.session(name, value)
+            if value is None:
+                return
+        else:
+            self.note(name, value)
+        self.emit(name, value, eq)
+
+    def note(self, name: str, value: str | None) -> None:
+        """What ``--permission-mode`` and ``--model`` tell (passed on unchanged)."""
+        if name == "--permission-mode" and value == BYPASS:
+            self.bypass = True
         elif name == "--model" and value:
-            model = value
-        emit(name, value, eq)
-    if "--permission-prompt-tool" not in names:
-        out.extend(("--permission-prompt-tool", "stdio"))
-    if bypass and is_root:
-        env["IS_SANDBOX"] = "1"
-    return Translation(
-        out, warnings, env, session_map, "--replay-user-messages" in names, model, resuming, resume
-    )
+            self.model = value
+
+    def session(self, name: str, value: str) -> str | None:
+        """The session id Claude gets for the client's (``--session-id``, ``--resume``);
+        None when the option is dropped."""
+        mapped = claude_session_id(value)
+        if mapped != value:
+            self.session_map = (value, mapped)
+        if name == "--session-id" and self.resuming and not self.forking:
+            self.warnings.append(
+                "--session-id dropped: Claude takes it with --resume/--continue "
+                "only together with --fork-session"
+            )
+            return None
+        if name != "--session-id":
+            self.resume = mapped
+        return mapped
+
+    def emit(self, name: str, value: str | None, eq: bool) -> None:
+        if value is None:
+            self.out.append(name)
+        elif eq or value.startswith("-"):
+            self.out.append(f"{name}={value}")
+        else:
+            self.out.extend((name, value))

@@ -134,45 +134,56 @@ def parse(lines: Iterable[bytes]) -> Capture:
     line is incomplete (no newline, not a record) was cut: what precedes it is returned,
     ``cut`` set."""
     it: Iterator[tuple[int, bytes]] = enumerate(lines, 1)
-    first: tuple[int, bytes] | None = None
-    for first in it:
-        if first[1].strip():
-            break
-    else:
+    first = next((numbered for numbered in it if numbered[1].strip()), None)
+    if first is None:
         return Capture({}, (), "stdout")
-    assert first is not None
     try:
         head = orjson.loads(first[1])
     except orjson.JSONDecodeError:
         head = None
     if isinstance(head, dict) and head.get("format") == FORMAT:
-        if head.get("version") != VERSION:
-            raise CaptureError(
-                f"capture format version {head.get('version')!r} is not supported "
-                f"(this ccbridge reads version {VERSION})"
-            )
-        cut: list[bool] = []
-        return Capture(head, tuple(_records(it, cut)), "ccbridge", bool(cut))
-    if (
-        isinstance(head, dict)
-        and {"t", "kind"} <= head.keys()
-        and ("text" in head or "b64" in head)
-    ):
-        recs = list(_records(iter([first])))
-        recs.extend(_records(it))
-        meta: dict[str, Any] = {}
-        for r in recs:
-            if r.kind == "meta":
-                try:
-                    meta = orjson.loads(r.data)
-                except orjson.JSONDecodeError:
-                    meta = {"meta": r.text}
-                break
-        return Capture({"source": "reference transcript", "meta": meta}, tuple(recs), "transcript")
-    # a plain dump: every non-empty line is something the backend wrote
+        return _capture(head, it)
+    if _is_record(head):
+        return _transcript(first, it)
+    return _dump(first, it)
+
+
+def _is_record(obj: Any) -> bool:
+    return isinstance(obj, dict) and {"t", "kind"} <= obj.keys() and ("text" in obj or "b64" in obj)
+
+
+def _dump(first: tuple[int, bytes], it: Iterator[tuple[int, bytes]]) -> Capture:
+    """A plain dump: every non-empty line is something the backend wrote."""
     recs = [Record(0.0, "stdout", first[1].rstrip(b"\r\n"), lineno=first[0])]
     recs.extend(Record(0.0, "stdout", ln.rstrip(b"\r\n"), lineno=i) for i, ln in it if ln.strip())
     return Capture({"source": "stdout dump"}, tuple(recs), "stdout")
+
+
+def _capture(head: dict[str, Any], it: Iterator[tuple[int, bytes]]) -> Capture:
+    """This format: ``head`` its header, ``it`` the lines after it."""
+    if head.get("version") != VERSION:
+        raise CaptureError(
+            f"capture format version {head.get('version')!r} is not supported "
+            f"(this ccbridge reads version {VERSION})"
+        )
+    cut: list[bool] = []
+    return Capture(head, tuple(_records(it, cut)), "ccbridge", bool(cut))
+
+
+def _transcript(first: tuple[int, bytes], it: Iterator[tuple[int, bytes]]) -> Capture:
+    """A reference transcript (records without a header): its ``meta`` record is the
+    header's ``meta``."""
+    recs = list(_records(iter([first])))
+    recs.extend(_records(it))
+    meta: dict[str, Any] = {}
+    for r in recs:
+        if r.kind == "meta":
+            try:
+                meta = orjson.loads(r.data)
+            except orjson.JSONDecodeError:
+                meta = {"meta": r.text}
+            break
+    return Capture({"source": "reference transcript", "meta": meta}, tuple(recs), "transcript")
 
 
 def _records(it: Iterable[tuple[int, bytes]], cut: list[bool] | None = None) -> Iterator[Record]:

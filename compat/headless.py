@@ -257,25 +257,31 @@ class Renderer:
         if kind == "system" and frame.get("subtype") == "compact_boundary":
             self._last_text = self._prior_text = None
         elif kind == "assistant" and frame.get("parent_tool_use_id") is None:
-            message = frame.get("message")
-            if isinstance(frame.get("supersedes"), list) and frame["supersedes"]:
-                self._last_text = self._prior_text = None
-            if not isinstance(message, dict) or not isinstance(message.get("content"), list):
-                return
-            text = _text_of(message["content"])
-            if text:
-                self._prior_text, self._last_text = self._last_text, text
+            self._assistant_text(frame)
         elif kind == "result":
-            result = frame.get("result")
-            cut = (
-                frame.get("subtype") == "success"
-                and frame.get("is_error") is True
-                and isinstance(result, str)
-                and result.endswith(INCOMPLETE)
-                and self._last_text == result
-            )
-            self._partial_for_result = self._prior_text if cut else None
+            self._result_text(frame)
+
+    def _assistant_text(self, frame: dict[str, Any]) -> None:
+        message = frame.get("message")
+        if isinstance(frame.get("supersedes"), list) and frame["supersedes"]:
             self._last_text = self._prior_text = None
+        if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+            return
+        text = _text_of(message["content"])
+        if text:
+            self._prior_text, self._last_text = self._last_text, text
+
+    def _result_text(self, frame: dict[str, Any]) -> None:
+        result = frame.get("result")
+        cut = (
+            frame.get("subtype") == "success"
+            and frame.get("is_error") is True
+            and isinstance(result, str)
+            and result.endswith(INCOMPLETE)
+            and self._last_text == result
+        )
+        self._partial_for_result = self._prior_text if cut else None
+        self._last_text = self._prior_text = None
 
     def finish(self) -> Rendered:
         if self._partial:

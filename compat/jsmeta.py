@@ -145,24 +145,30 @@ class _Parser:
         if c in "'\"`":
             start = self.i
             text = self.string()
-            if text is None or self.peek() not in (",", "}", "]"):
+            if text is None or not self.at_end():
                 self.i = start
                 return self.skip()
             return text
+        if c == "":
+            raise self.error("unexpected end of script")
+        return self.scalar()
+
+    def at_end(self) -> bool:
+        """The value read ends here (a ``,`` or closing bracket follows)."""
+        return self.peek() in (",", "}", "]")
+
+    def scalar(self) -> Any:
+        """A number or a word (``true``, ``null``...) at ``i``; any other expression is
+        skipped."""
         m = _NUMBER.match(self.s, self.i)
         if m and m.group():
             self.i = m.end()
-            if self.peek() in (",", "}", "]"):
-                return _number(m.group())
-            return self.skip()
+            return _number(m.group()) if self.at_end() else self.skip()
         m = _IDENT.match(self.s, self.i)
         if m:
             self.i = m.end()
-            if m.group() in _WORDS and self.peek() in (",", "}", "]"):
+            if m.group() in _WORDS and self.at_end():
                 return _WORDS[m.group()]
-            return self.skip()
-        if c == "":
-            raise self.error("unexpected end of script")
         return self.skip()
 
     def obj(self, depth: int) -> dict[str, Any]:
@@ -248,37 +254,46 @@ class _Parser:
                 raise self.error("newline in string")
             if c == "$" and q == "`" and s.startswith("${", i):
                 template = True
-            if c != "\\":
+            if c == "\\":
+                text, i = self.escape_sequence(i + 1)
+                out.append(text)
+            else:
                 out.append(c)
                 i += 1
-                continue
-            i += 1
-            if i >= n:
-                raise self.error("unterminated string")
-            e = s[i]
-            i += 1
-            if e in _ESCAPES and not (e == "0" and i < n and s[i].isdigit()):
-                out.append(_ESCAPES[e])
-            elif e == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", s[i : i + 2]):
-                out.append(chr(int(s[i : i + 2], 16)))
-                i += 2
-            elif e == "u" and s.startswith("{", i):
-                j = s.find("}", i)
-                digits = s[i + 1 : j] if j > 0 else ""
-                if not re.fullmatch(r"[0-9a-fA-F]{1,6}", digits) or int(digits, 16) > 0x10FFFF:
-                    raise self.error("bad \\u{...} escape")
-                out.append(chr(int(digits, 16)))
-                i = j + 1
-            elif e == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", s[i : i + 4]):
-                out.append(chr(int(s[i : i + 4], 16)))
-                i += 4
-            elif e == "\r":
-                if s.startswith("\n", i):
-                    i += 1
-            elif e in "\n\u2028\u2029":
-                pass  # line continuation
-            else:
-                out.append(e)
+
+    def escape_sequence(self, i: int) -> tuple[str, int]:
+        """The text of the escape sequence whose letter is at ``i`` (just after its
+        backslash), and the index after the sequence."""
+        s, n = self.s, len(self.s)
+        if i >= n:
+            raise self.error("unterminated string")
+        e = s[i]
+        i += 1
+        if e in _ESCAPES and not (e == "0" and s[i : i + 1].isdigit()):
+            return _ESCAPES[e], i
+        if e == "x" and re.fullmatch(r"[0-9a-fA-F]{2}", s[i : i + 2]):
+            return chr(int(s[i : i + 2], 16)), i + 2
+        if e == "u":
+            return self.unicode(i)
+        if e == "\r":
+            return "", i + 1 if s.startswith("\n", i) else i
+        if e in "\n\u2028\u2029":
+            return "", i  # line continuation
+        return e, i
+
+    def unicode(self, i: int) -> tuple[str, int]:
+        """``\\u{...}`` or ``\\uXXXX`` with ``i`` just after the ``u`` (a lone ``u``
+        otherwise), and the index after it."""
+        s = self.s
+        if s.startswith("{", i):
+            j = s.find("}", i)
+            digits = s[i + 1 : j] if j > 0 else ""
+            if not re.fullmatch(r"[0-9a-fA-F]{1,6}", digits) or int(digits, 16) > 0x10FFFF:
+                raise self.error("bad \\u{...} escape")
+            return chr(int(digits, 16)), j + 1
+        if re.fullmatch(r"[0-9a-fA-F]{4}", s[i : i + 4]):
+            return chr(int(s[i : i + 4], 16)), i + 4
+        return "u", i
 
     def skip(self) -> object:
         """Skip an expression up to the next ``,``/``}``/``]`` at depth 0."""

@@ -186,7 +186,20 @@ def build(
     if profile not in PROFILES:
         raise RuleError(f"unknown profile {profile!r} (one of {', '.join(PROFILES)})")
     settings = dict(settings or {})
+    translations = TRANSLATIONS.get(profile, ())
+    _check_known(profile, settings)
+    up = _stages(PROFILES[profile]["up"], settings)
+    down = _stages(PROFILES[profile]["down"], settings)
     rules = known_rules(profile)
+    unused = [r for r in settings if r not in rules and r not in translations]
+    if unused:
+        raise RuleError(f"rule(s) {', '.join(unused)} are not part of profile {profile!r}")
+    return up, down
+
+
+def _check_known(profile: str, settings: Mapping[str, Mapping[str, str]]) -> None:
+    """Every rule set is a known one (a launch translation of ``profile``: with a valid
+    setting)."""
     translations = TRANSLATIONS.get(profile, ())
     every = {r for t in TRANSLATIONS.values() for r in t}
     for rule in settings:
@@ -196,16 +209,12 @@ def build(
         if rule not in REGISTRY and rule not in every:
             known = ", ".join(sorted({*REGISTRY, *every}))
             raise RuleError(f"unknown rule {rule!r} (known: {known})")
-    built: dict[str, list[Stage]] = {"up": [], "down": []}
-    for direction in ("up", "down"):
-        for rule in PROFILES[profile][direction]:
-            stage = make_stage(rule, settings.get(rule, {}))
-            if stage is not None:
-                built[direction].append(stage)
-    unused = [r for r in settings if r not in rules and r not in translations]
-    if unused:
-        raise RuleError(f"rule(s) {', '.join(unused)} are not part of profile {profile!r}")
-    return built["up"], built["down"]
+
+
+def _stages(rules: Iterable[str], settings: Mapping[str, Mapping[str, str]]) -> list[Stage]:
+    """The stages of ``rules`` that are not switched off, in order."""
+    built = (make_stage(rule, settings.get(rule, {})) for rule in rules)
+    return [stage for stage in built if stage is not None]
 
 
 def translation_enabled(

@@ -214,33 +214,7 @@ def _scrub(obj: Any, strip: bool, deep: bool, depth: int = 0) -> tuple[Any, int]
     if isinstance(obj, str):
         return redact_values(obj)
     if isinstance(obj, dict):
-        n = 0
-        out: dict[str, Any] = {}
-        tails = [
-            v[-TAIL:]
-            for k, v in obj.items()
-            if isinstance(v, str)
-            and len(v) >= TAIL
-            and v != REDACTED
-            and isinstance(k, str)
-            and is_secret_key(k)
-        ]
-        for k, v in obj.items():
-            secret = isinstance(k, str) and is_secret_key(k)
-            if secret and (_holds_value(v) or (strip and v == REDACTED)):
-                n += v != REDACTED
-                if not strip:
-                    out[k] = REDACTED
-            elif tails and isinstance(v, str) and any(t in v for t in tails):
-                n += 1
-                if not strip:
-                    for t in tails:
-                        v = v.replace(t, REDACTED)
-                    out[k], _ = redact_values(v)
-            else:
-                out[k], m = _scrub(v, strip, deep, depth + 1)
-                n += m
-        return (out, n) if n else (obj, 0)
+        return _scrub_dict(obj, strip, deep, depth)
     if isinstance(obj, list):
         n = 0
         items = []
@@ -250,6 +224,55 @@ def _scrub(obj: Any, strip: bool, deep: bool, depth: int = 0) -> tuple[Any, int]
             n += m
         return (items, n) if n else (obj, 0)
     return obj, 0
+
+
+#: what a stripped entry of an object becomes (left out)
+_GONE = object()
+
+
+def _scrub_dict(obj: dict[Any, Any], strip: bool, deep: bool, depth: int) -> tuple[Any, int]:
+    n = 0
+    out: dict[str, Any] = {}
+    tails = [
+        v[-TAIL:]
+        for k, v in obj.items()
+        if isinstance(v, str)
+        and len(v) >= TAIL
+        and v != REDACTED
+        and isinstance(k, str)
+        and is_secret_key(k)
+    ]
+    for k, v in obj.items():
+        r, m = _scrub_entry(k, v, tails, strip, deep, depth)
+        if r is not _GONE:
+            out[k] = r
+        n += m
+    return (out, n) if n else (obj, 0)
+
+
+def _scrub_entry(
+    k: Any, v: Any, tails: list[str], strip: bool, deep: bool, depth: int
+) -> tuple[Any, int]:
+    """What the value of an object's entry becomes (``_GONE`` when stripped), and how many
+    credentials it held. ``tails``: the ends of the object's credentials."""
+    if _is_credential(k, v, strip):
+        return (_GONE if strip else REDACTED), int(v != REDACTED)
+    if tails and isinstance(v, str) and any(t in v for t in tails):
+        return (_GONE if strip else _without_tails(v, tails)), 1
+    return _scrub(v, strip, deep, depth + 1)
+
+
+def _is_credential(k: Any, v: Any, strip: bool) -> bool:
+    """A credential key's value to redact (or, stripping, an entry to leave out)."""
+    secret = isinstance(k, str) and is_secret_key(k)
+    return secret and (_holds_value(v) or (strip and v == REDACTED))
+
+
+def _without_tails(v: str, tails: list[str]) -> str:
+    """A string that holds the end of a credential: ends and token shapes replaced."""
+    for t in tails:
+        v = v.replace(t, REDACTED)
+    return redact_values(v)[0]
 
 
 def redact_obj(obj: Any) -> tuple[Any, int]:
@@ -438,21 +461,36 @@ def _value_span(text: str, p: int, key: str, q: str) -> tuple[int, int, str] | N
     nothing to hide."""
     for quote in _QUOTES:
         if text.startswith(quote, p):
-            s = p + len(quote)
-            e = _quoted_end(text, s, quote)
-            value = text[s:e]
-            if not value or value == REDACTED:
-                return None
-            m = _SCHEME.match(value)
-            if m is not None and m.end() < len(value):
-                s += m.end()
-            return s, e, REDACTED
+            return _quoted_span(text, p + len(quote), quote)
     if p < len(text) and text[p] in "{[":
-        e = _bracket_end(text, p)
-        if e - p <= 2 and text[p:e] in ("{}", "[]"):
-            return None
-        quote = q or '"'
-        return p, e, quote + REDACTED + quote
+        return _bracket_span(text, p, q)
+    return _bare_span(text, p, key)
+
+
+def _quoted_span(text: str, s: int, quote: str) -> tuple[int, int, str] | None:
+    """A value in quotes, its content starting at ``s`` (an auth scheme kept)."""
+    e = _quoted_end(text, s, quote)
+    value = text[s:e]
+    if not value or value == REDACTED:
+        return None
+    m = _SCHEME.match(value)
+    if m is not None and m.end() < len(value):
+        s += m.end()
+    return s, e, REDACTED
+
+
+def _bracket_span(text: str, p: int, q: str) -> tuple[int, int, str] | None:
+    """An object or list at ``p``, redacted whole (as a string in the key's quotes)."""
+    e = _bracket_end(text, p)
+    if e - p <= 2 and text[p:e] in ("{}", "[]"):
+        return None
+    quote = q or '"'
+    return p, e, quote + REDACTED + quote
+
+
+def _bare_span(text: str, p: int, key: str) -> tuple[int, int, str] | None:
+    """A value without quotes at ``p`` (an auth scheme kept; a cookie runs to the end of
+    the line)."""
     m = _SCHEME.match(text, p)
     if m is not None:
         p = m.end()

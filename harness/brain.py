@@ -95,6 +95,13 @@ class Rule:
     times: int | None = None  # fire at most this many times
 
     def __attrs_post_init__(self) -> None:
+        self._check_match()
+        self._check_reply()
+        self._check_error()
+        if self.cut and self.stall:
+            raise ValueError("a rule takes `cut` or `stall`, not both")
+
+    def _check_match(self) -> None:
         if self.when is not None and self.regex is not None:
             raise ValueError("a rule takes `when` or `regex`, not both")
         if self.regex is not None:
@@ -102,6 +109,8 @@ class Rule:
                 re.compile(self.regex)
             except re.error as e:
                 raise ValueError(f"regex {self.regex!r}: {e}") from None
+
+    def _check_reply(self) -> None:
         if self.input and self.tool is None:
             raise ValueError("`input` needs `tool`")
         if self.calls and self.tool is not None:
@@ -110,6 +119,8 @@ class Rule:
             raise ValueError("`times` must be >= 1")
         if self.stop is not None and self.stop not in STOPS:
             raise ValueError(f"`stop` must be one of {', '.join(STOPS)}, not {self.stop!r}")
+
+    def _check_error(self) -> None:
         if self.status is not None:
             if not 400 <= self.status <= 599:
                 raise ValueError(f"`status` must be an HTTP error (400-599), not {self.status}")
@@ -124,8 +135,6 @@ class Rule:
             raise ValueError("`retry_after` and `message` go with `status`")
         if self.retry_after is not None and self.retry_after < 0:
             raise ValueError("`retry_after` must be >= 0")
-        if self.cut and self.stall:
-            raise ValueError("a rule takes `cut` or `stall`, not both")
 
     @property
     def all_calls(self) -> tuple[Call, ...]:
@@ -248,45 +257,15 @@ def agent_kind_anthropic(body: dict[str, Any]) -> AgentKind:
 
 def parse_request(dialect: str, headers: dict[str, str], body: dict[str, Any]) -> Request:
     messages = body.get("messages") or []
-    tools: list[str] = []
-    schemas: dict[str, Any] = {}
-    for t in body.get("tools") or []:
-        if isinstance(t, dict):
-            got = t.get("function")
-            fn: dict[str, Any] = got if isinstance(got, dict) else {}
-            name = t.get("name") or fn.get("name")
-            if isinstance(name, str):
-                tools.append(name)
-                schemas[name] = t.get("input_schema") or fn.get("parameters")
-    pieces: list[tuple[str, bool]] = []
+    tools, schemas = _offered(body)
     if dialect == "anthropic":
         agent = agent_kind_anthropic(body)
     else:
         kind = headers.get("x-agent-type", "").lower()
         agent = ("sub" if kind in ("subagent", "team") else "main") if tools else "utility"
-    # The latest input: trailing tool results (OpenAI: one `tool` message per call), else
-    # the last user message; plus the `system` messages after it. Claude Code 2.1.220
-    # (beta "mid-conversation-system") appends one after the first user message (the agent
-    # list), and surfaces a user line written mid-turn as one after the tool results
-    # ("The user sent a new message while you were working: ...").
-    convo = [m for m in messages if isinstance(m, dict)]
-    late: list[dict[str, Any]] = []
-    while len(convo) > 1 and convo[-1].get("role") == "system":
-        late.insert(0, convo.pop())
-    tail = []
-    for m in reversed(convo):
-        if m.get("role") != "tool":
-            break
-        tail.append(m)
-    images = 0
-    if tail:
-        pieces = [(t, True) for m in reversed(tail) for t, _ in _texts(m.get("content"))]
-        images = sum(_images(m.get("content")) for m in tail)
-    elif convo and convo[-1].get("role") == "user":
-        pieces = list(_texts(convo[-1].get("content")))
-        images = _images(convo[-1].get("content"))
+    pieces, late, images = _latest_input(messages)
     shown = "\n".join(t for t, _ in pieces)
-    pieces += [(t, False) for m in late for t, _ in _texts(m.get("content"))]
+    pieces += late
     return Request(
         dialect="anthropic" if dialect == "anthropic" else "openai",
         agent=agent,
@@ -300,6 +279,59 @@ def parse_request(dialect: str, headers: dict[str, str], body: dict[str, Any]) -
         images=images,
         schemas=schemas,
     )
+
+
+def _offered(body: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The names of the tools a request offers, and their input schemas by name (either
+    dialect)."""
+    tools: list[str] = []
+    schemas: dict[str, Any] = {}
+    for t in body.get("tools") or []:
+        if isinstance(t, dict):
+            got = t.get("function")
+            fn: dict[str, Any] = got if isinstance(got, dict) else {}
+            name = t.get("name") or fn.get("name")
+            if isinstance(name, str):
+                tools.append(name)
+                schemas[name] = t.get("input_schema") or fn.get("parameters")
+    return tools, schemas
+
+
+def _latest_input(
+    messages: list[Any],
+) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]], int]:
+    """The latest input's (text, is_tool_result) pieces, those of the ``system`` messages
+    after it, and its image blocks.
+
+    The latest input: trailing tool results (OpenAI: one `tool` message per call), else
+    the last user message; plus the `system` messages after it. Claude Code 2.1.220
+    (beta "mid-conversation-system") appends one after the first user message (the agent
+    list), and surfaces a user line written mid-turn as one after the tool results
+    ("The user sent a new message while you were working: ...")."""
+    convo = [m for m in messages if isinstance(m, dict)]
+    late: list[dict[str, Any]] = []
+    while len(convo) > 1 and convo[-1].get("role") == "system":
+        late.insert(0, convo.pop())
+    pieces, images = _last_input(convo)
+    notes = [(t, False) for m in late for t, _ in _texts(m.get("content"))]
+    return pieces, notes, images
+
+
+def _last_input(convo: list[dict[str, Any]]) -> tuple[list[tuple[str, bool]], int]:
+    """The pieces and image blocks of the trailing tool results, else of the last user
+    message."""
+    tail = []
+    for m in reversed(convo):
+        if m.get("role") != "tool":
+            break
+        tail.append(m)
+    if tail:
+        pieces = [(t, True) for m in reversed(tail) for t, _ in _texts(m.get("content"))]
+        return pieces, sum(_images(m.get("content")) for m in tail)
+    if convo and convo[-1].get("role") == "user":
+        content = convo[-1].get("content")
+        return list(_texts(content)), _images(content)
+    return [], 0
 
 
 # -- deciding -------------------------------------------------------------------------
@@ -343,48 +375,55 @@ class Brain:
         self.fired: Counter[int] = Counter()
 
     def decide(self, req: Request) -> Decision:
-        s = self.script
-        for i, rule in enumerate(s.rules):
-            if rule.agent != "any" and rule.agent != req.agent:
-                continue
-            if (rule.tool is not None or rule.calls) and req.agent == "utility":
-                continue  # no tools offered: a call could not be answered
-            if rule.times is not None and self.fired[i] >= rule.times:
-                continue
-            m = rule.match(req.latest)
-            if not m:
-                continue
-            if rule.image is not None and rule.image != (req.images > 0):
-                continue
-            calls = rule.all_calls
-            self.fired[i] += 1
-            delay = rule.delay or s.default_delay
-            if rule.status is not None:
-                return Decision(
-                    None,
-                    delay=delay,
-                    rule=i,
-                    status=rule.status,
-                    retry_after=rule.retry_after,
-                    message=_expand(rule.message, m),
-                )
-            text = _expand(rule.text, m)
-            if not calls and text is None:
-                text = self._fallback(req)
+        for i, rule in enumerate(self.script.rules):
+            m = self._fires(i, rule, req)
+            if m:
+                self.fired[i] += 1
+                return self._decision(i, rule, m, req)
+        return Decision(self._fallback(req), delay=self.script.default_delay)
+
+    def _fires(self, i: int, rule: Rule, req: Request) -> re.Match[str] | bool:
+        """What rule ``i`` matched in ``req``; False when it does not fire."""
+        if rule.agent != "any" and rule.agent != req.agent:
+            return False
+        if (rule.tool is not None or rule.calls) and req.agent == "utility":
+            return False  # no tools offered: a call could not be answered
+        if rule.times is not None and self.fired[i] >= rule.times:
+            return False
+        m = rule.match(req.latest)
+        if not m:
+            return False
+        if rule.image is not None and rule.image != (req.images > 0):
+            return False
+        return m
+
+    def _decision(self, i: int, rule: Rule, m: re.Match[str] | bool, req: Request) -> Decision:
+        delay = rule.delay or self.script.default_delay
+        if rule.status is not None:
             return Decision(
-                text,
-                tuple(
-                    Call(c.tool, fit_input(_expand(c.input, m), req.schemas.get(c.tool)))
-                    for c in calls
-                ),
-                delay,
-                i,
-                thinking=_expand(rule.thinking, m),
-                stop=rule.stop,
-                cut=rule.cut,
-                stall=rule.stall,
+                None,
+                delay=delay,
+                rule=i,
+                status=rule.status,
+                retry_after=rule.retry_after,
+                message=_expand(rule.message, m),
             )
-        return Decision(self._fallback(req), delay=s.default_delay)
+        calls = rule.all_calls
+        text = _expand(rule.text, m)
+        if not calls and text is None:
+            text = self._fallback(req)
+        return Decision(
+            text,
+            tuple(
+                Call(c.tool, fit_input(_expand(c.input, m), req.schemas.get(c.tool))) for c in calls
+            ),
+            delay,
+            i,
+            thinking=_expand(rule.thinking, m),
+            stop=rule.stop,
+            cut=rule.cut,
+            stall=rule.stall,
+        )
 
     def _fallback(self, req: Request) -> str:
         if req.agent == "utility":

@@ -106,29 +106,39 @@ class ModelServer:
         path = target.split("?", 1)[0].rstrip("/")
         headers = {k.decode().lower(): v.decode("latin-1") for k, v in req.headers}
         send = _Sender(conn, stream)
-        if method == "HEAD" or path == "/api/hello":
-            self._record({"method": method, "path": target})
-            await send.whole(200, b"", "text/plain")
+        if await self._other_endpoint(send, method, target, path, body):
             return
-        if method == "POST" and path.endswith("/count_tokens"):
-            self._record({"method": method, "path": target})
-            await send.json(200, {"input_tokens": max(1, len(body) // 4)})
-            return
-        if method == "GET" and path.endswith("/models"):
-            self._record({"method": method, "path": target})
-            await send.json(200, sse.models_list("openai" if "/v1/" not in target else "anthropic"))
-            return
-        dialect = (
-            "anthropic"
-            if path.endswith("/v1/messages")
-            else "openai"
-            if path.endswith("/chat/completions")
-            else None
-        )
+        dialect = _dialect(path)
         if method != "POST" or dialect is None:
             self._record({"method": method, "path": target, "status": 404})
             await send.json(404, sse.error_body(f"no such endpoint: {method} {target}"))
             return
+        parsed = await self._json_body(send, method, target, body)
+        if parsed is not None:
+            await self._model(send, method, target, dialect, headers, parsed)
+
+    async def _other_endpoint(
+        self, send: _Sender, method: str, target: str, path: str, body: bytes
+    ) -> bool:
+        """Answer a request that asks no model (reachability, ``count_tokens``, the model
+        list); False for any other."""
+        if method == "HEAD" or path == "/api/hello":
+            self._record({"method": method, "path": target})
+            await send.whole(200, b"", "text/plain")
+        elif method == "POST" and path.endswith("/count_tokens"):
+            self._record({"method": method, "path": target})
+            await send.json(200, {"input_tokens": max(1, len(body) // 4)})
+        elif method == "GET" and path.endswith("/models"):
+            self._record({"method": method, "path": target})
+            await send.json(200, sse.models_list("openai" if "/v1/" not in target else "anthropic"))
+        else:
+            return False
+        return True
+
+    async def _json_body(
+        self, send: _Sender, method: str, target: str, body: bytes
+    ) -> dict[str, Any] | None:
+        """The request's body, a JSON object; None when it is not (answered with a 400)."""
         try:
             parsed = orjson.loads(body)
             if not isinstance(parsed, dict):
@@ -136,7 +146,19 @@ class ModelServer:
         except ValueError as e:
             self._record({"method": method, "path": target, "status": 400})
             await send.json(400, sse.error_body(f"bad request body: {e}", "invalid_request_error"))
-            return
+            return None
+        return parsed
+
+    async def _model(
+        self,
+        send: _Sender,
+        method: str,
+        target: str,
+        dialect: str,
+        headers: dict[str, str],
+        parsed: dict[str, Any],
+    ) -> None:
+        """Answer a model request (either dialect) as the brain decides."""
         r = parse_request(dialect, headers, parsed)
         decision = self.brain.decide(r)
         entry = self._record(
@@ -163,11 +185,15 @@ class ModelServer:
             await trio.sleep(decision.delay)
             body_, extra = sse.http_error(r.dialect, decision)
             await send.json(decision.status, body_, extra)
-            return
-        if not r.stream:
+        elif not r.stream:
             await trio.sleep(decision.delay)
             await send.json(200, sse.whole_reply(r.dialect, r.model, decision, self._ids))
-            return
+        else:
+            await self._stream(send, r, decision)
+
+    async def _stream(self, send: _Sender, r: Request, decision: Decision) -> None:
+        """The reply as server-sent events: the delay and any stall with pings, a cut reply
+        left without its end."""
         await send.start(200, "text/event-stream")
         events = sse.stream_reply(r.dialect, r.model, decision, self._ids)
         if r.dialect == "anthropic":
@@ -190,6 +216,15 @@ class ModelServer:
             await trio.sleep(step)
             remaining -= step
             await send.chunk(sse.ping(dialect))
+
+
+def _dialect(path: str) -> str | None:
+    """The API a model request's path names (None: no model endpoint)."""
+    if path.endswith("/v1/messages"):
+        return "anthropic"
+    if path.endswith("/chat/completions"):
+        return "openai"
+    return None
 
 
 async def _read_request(

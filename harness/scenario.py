@@ -191,26 +191,13 @@ class Scenario:
     def __attrs_post_init__(self) -> None:
         if self.headless and self.initialize:
             object.__setattr__(self, "initialize", False)  # nothing reads it in print mode
-        if self.headless and any(
-            st.action not in ("line", "wait", "close_stdin") for st in self.steps
-        ):
-            raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
-        for b in [*self.backend_args, *(self.resume.backend_args if self.resume else ())]:
-            if b not in BACKENDS:
-                raise ValueError(f"backend_args: unknown backend {b!r} (one of {BACKENDS})")
+        if self.headless:
+            _stdin_only(self.steps)
+        _known_backends([*self.backend_args, *(self.resume.backend_args if self.resume else ())])
         for f in self.files:
-            p = PurePosixPath(f)
-            if p.is_absolute() or ".." in p.parts or not p.parts:
-                raise ValueError(
-                    f"files: {f!r} must be a relative path inside the working directory"
-                )
-
-        if (
-            self.headless
-            and self.resume is not None
-            and any(st.action not in ("line", "wait", "close_stdin") for st in self.resume.steps)
-        ):
-            raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
+            _inside(f)
+        if self.headless and self.resume is not None:
+            _stdin_only(self.resume.steps)
         for name, server in (self.mcp_servers or {}).items():
             if not isinstance(server, dict):
                 raise ValueError(f"mcp_servers.{name} must be a table")
@@ -235,6 +222,26 @@ class Scenario:
             resume=None,
             keep_stdin_open=self.resume.keep_stdin_open,
         )
+
+
+def _stdin_only(steps: tuple[Step, ...]) -> None:
+    """ValueError unless each of a headless scenario's steps writes stdin or waits."""
+    if any(st.action not in ("line", "wait", "close_stdin") for st in steps):
+        raise ValueError("a headless scenario's steps only write stdin (`line`) or wait")
+
+
+def _known_backends(names: list[str]) -> None:
+    """ValueError unless ``backend_args`` names only backends there are."""
+    for b in names:
+        if b not in BACKENDS:
+            raise ValueError(f"backend_args: unknown backend {b!r} (one of {BACKENDS})")
+
+
+def _inside(f: str) -> None:
+    """ValueError unless a path of ``files`` stays inside the working directory."""
+    p = PurePosixPath(f)
+    if p.is_absolute() or ".." in p.parts or not p.parts:
+        raise ValueError(f"files: {f!r} must be a relative path inside the working directory")
 
 
 def _converter() -> cattrs.Converter:
