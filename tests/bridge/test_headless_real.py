@@ -82,7 +82,7 @@ def test_probe_matches_claude(bridged: dict[str, ProbeResult], name: str) -> Non
         if isinstance(w, list):
             assert [m["type"] for m in g][-1] == [m["type"] for m in w][-1] == "result"
             g, w = g[-1], w[-1]
-        assert set(w) - set(g) <= TIMINGS, (set(w) - set(g), got.stdout[-3000:])
+        assert set(w) - set(g) <= TIMINGS, (set(w) - set(g), got.model_inputs, got.stdout[-3000:])
         for key in (
             "type",
             "subtype",
