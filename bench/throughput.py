@@ -24,7 +24,7 @@ with every rule's calls made no-ops (``hollow``: the framework alone, every line
 as with the rules), with no rule at all and with ``private-fields`` alone (the rule that
 rewrites nearly every cbc line), to show what the framing and the rules each cost;
 ``--calls`` times every stage call of one run by what it gave (the frame passed unchanged: a
-call that only keeps its stage's state; frames; bytes; a cold answer), the bound on what
+call that only keeps its stage's state; frames), the bound on what
 merging the calls that only keep state could save. ``--json`` prints one JSON object
 instead; ``--check`` exits 1 when the ratio is above ``--max-ratio`` (3.0, the issue's
 target) or memory grows, so it can gate CI; ``--profile`` adds a cProfile of one engine run.
@@ -92,16 +92,12 @@ def _noop_frame(self: Stage, frame: Any, ctx: Any) -> None:
     return None
 
 
-def _noop_raw(self: Stage, raw: bytes) -> bytes:
-    return raw
-
-
 def hollow(engine: Engine) -> Engine:
-    """``engine`` with every stage's calls made no-ops (a frame passes, a line's bytes too,
-    a timer or hook gives nothing), each stage keeping its interest, flags and ``cold``:
-    the same plans, proof, dispatch, parses and writing with no rule at work. What it
-    costs is the framework's share of the engine (issue 11's "framework tax"); what the
-    full engine costs more, the rules' own work."""
+    """``engine`` with every stage's calls made no-ops (a frame passes, a timer or hook
+    gives nothing), each stage keeping its interest: the same plans, proof, dispatch,
+    parses and writing with no rule at work. What it costs is the framework's share of the
+    engine (issue 11's "framework tax"); what the full engine costs more, the rules' own
+    work."""
     hollowed: dict[type[Stage], type[Stage]] = {}
     for pipeline in engine.pipelines.values():
         for stage in pipeline.stages:
@@ -111,8 +107,6 @@ def hollow(engine: Engine) -> Engine:
                 for hook in ("on_timer", "on_input_eof", "on_client_eof"):
                     body[hook] = lambda self, ctx: None
                 body["on_backend_exit"] = lambda self, status, ctx: None
-                if cls.raw_pass:
-                    body["on_raw"] = _noop_raw
                 hollowed[cls] = type(f"Hollow{cls.__name__}", (cls,), body)
             stage.__class__ = hollowed[cls]
     return engine
@@ -311,10 +305,9 @@ def profile(path: Path, top: int = 30, client_eof: bool = False) -> str:
     return out.getvalue()
 
 
-#: ``--calls``: what a stage call gave, by hook: ``on_frame`` None (the frame passed
-#: unchanged: a call that only keeps the stage's state) or frames; ``on_raw`` the same bytes,
-#: other bytes (a cut) or None (the frame way); ``cold`` any answer
-CALL_KINDS = ("passed", "changed", "raw same", "raw cut", "raw to frame way", "cold")
+#: ``--calls``: what a stage call gave: None (the frame passed unchanged: a call that only
+#: keeps the stage's state) or frames
+CALL_KINDS = ("passed", "changed")
 
 
 def calls(
@@ -338,13 +331,7 @@ def calls(
             t0 = clock()
             got = fn(self, *args)
             dt = clock() - t0
-            if hook == "on_frame":
-                what = "passed" if got is None else "changed"
-            elif hook == "on_raw":
-                what = "raw to frame way" if got is None else "raw cut"
-                what = "raw same" if got is args[0] else what
-            else:
-                what = "cold"
+            what = "passed" if got is None else "changed"
             key = (self.rule, what)  # (a hook a class inherits is its caller's rule's)
             seconds[key] = seconds.get(key, 0.0) + dt
             counts[key] = counts.get(key, 0) + 1
@@ -356,7 +343,7 @@ def calls(
     for pipeline in engine.pipelines.values():
         for stage in pipeline.stages:
             for klass in type(stage).__mro__:
-                for hook in ("on_frame", "on_raw", "cold"):
+                for hook in ("on_frame",):
                     if hook in klass.__dict__ and not any(
                         k is klass and h == hook for k, h, _ in saved
                     ):
@@ -642,8 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--calls",
         action="store_true",
-        help="also time the stages' calls in one run, by what they gave (passed, changed, "
-        "raw, cold)",
+        help="also time the stages' calls in one run, by what they gave (passed, changed)",
     )
     p.add_argument(
         "--client-eof",

@@ -145,7 +145,6 @@ def trace(cap: capture.Capture, cwd: str | None = None) -> tuple[dict[str, Any],
 
     originals: list[tuple[type, Any]] = []
     for pipe in engine.pipelines.values():
-        pipe.use_fast = False
         for stage in pipe.stages:
             cls = type(stage)
             if any(c is cls for c, _ in originals):

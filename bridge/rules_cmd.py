@@ -121,16 +121,11 @@ def _positions(rule: str) -> list[str]:
 def _flags(cls: type[Stage]) -> list[str]:
     flags = []
     for flag, what in (
-        ("lazy", "reads unparsed lines when it can"),
-        ("pure", "its calls change no state other stages read"),
-        ("raw_pass", "acts on a line's bytes (fast lines)"),
         ("defers_eof", "holds the client's EOF"),
         ("invalid", "also sees lines that are not JSON objects"),
     ):
         if getattr(cls, flag, False):
             flags.append(f"`{flag}` ({what})")
-    if hasattr(cls, "cold"):
-        flags.append("`cold` (says from its state when a kind would pass it untouched)")
     return flags
 
 

@@ -110,9 +110,6 @@ class Engine:
         self._pending: dict[Side, list[bytes]] = {"client": [], "backend": []}
         self._timers: dict[tuple[int, str], tuple[float, Stage]] = {}
         self._current: Pipeline | None = None
-        #: the pipeline whose lines ran last, None after a hook or timer: a pipeline whose
-        #: turn follows anything else forgets its kept cold answers (``Pipeline.invalidate``)
-        self._ran: Pipeline | None = None
         self._invalid: Counter[Side] = Counter()
         self._eof: set[Side] = set()
         self.backend_status: int | None = None
@@ -315,12 +312,9 @@ class Engine:
         direction = pipeline.direction
         counter = self.stats.frames[direction]
         counter["in"] += len(lines)
-        if self._ran is not pipeline:  # the other direction, a timer or a hook ran since
-            pipeline.invalidate()
         self._current = pipeline
         out, invalid = pipeline.run_lines(lines, self.ctx)
         self._current = None
-        self._ran = pipeline
         if out:
             counter["out"] += len(out)
             pending = self._pending[_DEST[direction]]
@@ -356,7 +350,6 @@ class Engine:
                 self._passthrough(side, ev)
 
     def _run_hook(self, pipeline: Pipeline, stage: Stage, hook: Any, *args: Any) -> None:
-        self._ran = None  # (a hook may change any state: the next lines ask cold again)
         self._current = pipeline
         try:
             produced = hook(*args) if self.guard is None else self.guard.call(stage, hook, *args)

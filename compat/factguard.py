@@ -4,7 +4,7 @@ facts it declared (``Stage.reads`` / ``writes``, ``compat.facts``).
 The state objects of a strict engine (``SessionState``, its ``ControlState``, every
 ``TaskInfo`` it makes, its ``ReverseState``) are switched to subclasses that check each
 access to a fact against the rule whose call is running (``Guard.stage``, set by the
-pipeline and the engine around every call of a stage: ``on_frame``, ``cold``, the hooks,
+pipeline and the engine around every call of a stage: ``on_frame``, the hooks,
 the timers). Reading a fact the rule does not declare, or assigning one it does not
 declare it writes, raises ``FactError`` at once, on every path a test drives, not only on
 those a capture reaches (``tests/compat/test_ownership.py`` measures those, and also sees

@@ -396,13 +396,6 @@ class Frame:
             k = self._kind = kind_of(self.obj)
         return k  # type: ignore[no-any-return]
 
-    def lacks(self, kind: Kind, needle: bytes) -> bool:
-        """True for an unparsed wire line of ``kind`` that cannot contain ``needle`` (a key
-        or word a lazy stage looks for): it is not in the bytes, and no ``\\u`` escape
-        could spell it otherwise. Such a line can pass that stage unparsed."""
-        raw = self.raw
-        return bool(raw) and self.kind() == kind and raw.find(needle) < 0 and not has_u_escape(raw)
-
     @property
     def invalid(self) -> bool:
         """A wire line that was parsed and is not valid JSON (it passes unchanged); a line
@@ -437,7 +430,7 @@ class Frame:
         that edits the line itself and keeps its ``type`` and ``subtype`` (the kind is
         carried over); ``obj``, when given, must be what ``raw`` parses to (otherwise
         ``raw`` is parsed only if a later stage asks); ``proven``: ``raw`` is known to be a
-        JSON object (what ``raw_pass`` stages make of a proved line)."""
+        JSON object (a stage that edits a proved line's bytes)."""
         f = Frame(raw, obj=obj, root=self.lineage, synthesized_by=self.synthesized_by)
         f._kind = self._kind
         f._proven = proven

@@ -1,9 +1,12 @@
-"""The stage protocol: one rule family of PROTOCOL.md = one ``Stage`` subclass.
+"""The rule contract (docs/rule-contract.md): one rule = one ``Stage`` subclass.
 
-A stage is a plain attrs object whose fields are its options (``--rule ID.field=VALUE``) and
-whose ``mode`` is what ``--rule ID=VALUE`` sets. The pipeline calls ``on_frame`` only for
-frames the stage declared interest in (``interested(type, subtype)`` and/or ``triggers``),
-so the common frame costs a dict lookup, not a parse.
+A rule states protocol meaning; the pipeline owns speed. A stage is a plain attrs object
+whose fields are its options (``--rule ID.field=VALUE``) and whose ``mode`` is what ``--rule
+ID=VALUE`` sets; it declares the frames it acts on (``kinds``, ``triggers``, ``invalid``), the
+facts it reads and writes (``reads``, ``writes``, ``reads_earlier``: enforced in tests,
+``compat.factguard``) and its behaviour. The pipeline calls ``on_frame`` only for frames the
+stage declared interest in, parsed once (a frame no stage wants is never parsed and leaves
+byte-identical); a stage answers no question about parsing or hot paths (``OPTIMIZER``).
 
 ``on_frame`` returns ``None`` to pass the frame unchanged (the cheap, byte-identical path),
 or a sequence of frames that replaces it: ``()`` drops it, ``(frame.replace(new),)``
@@ -131,6 +134,10 @@ class Context:
             stats.count(rule, "released", n)
 
 
+#: what a rule of the old contract answered about speed, never declared now
+#: (``Stage.__init_subclass__`` refuses them): the pipeline derives it from ``kinds``
+OPTIMIZER = ("lazy", "pure", "cold", "cold_parsed", "raw_pass", "raw_triggers", "on_raw", "cools")
+
 #: a ``kinds`` entry: a frame type, or ``type/subtype``
 _KIND_KEY = re.compile(r"[^/\s]+(?:/[^/\s]+)?")
 
@@ -146,32 +153,14 @@ class Stage:
     #: frame types (``"system"``) or ``"type/subtype"`` keys this stage wants; None = all
     #: (checked where the class is declared; the pipeline reads it once per kind, ``Plan``)
     kinds: ClassVar[frozenset[str] | None] = frozenset()
-    #: raw substrings that also make a frame interesting, whatever its type
+    #: raw substrings that also make a frame interesting, whatever its type (a byte pattern
+    #: a kind cannot say: line-separators' U+2028/U+2029)
     triggers: ClassVar[tuple[bytes, ...]] = ()
-    #: its triggers are about the bytes a frame is written with: a frame a rule rewrote
-    #: (no bytes yet; ``Frame.encode`` writes them) does not reach it through them
-    raw_triggers: ClassVar[bool] = False
     #: also called for lines that are not JSON objects (``frame.obj`` is then not a dict)
     invalid: ClassVar[bool] = False
     #: the client's EOF does not close the backend's stdin until this stage calls
     #: ``ctx.close_backend_input(self)`` (``on_client_eof`` is called at the EOF)
     defers_eof: ClassVar[bool] = False
-    #: ``on_frame`` may get an unparsed frame: it decides from ``kind()`` and ``raw`` when it
-    #: can, and treats an ``obj`` that is not a dict as "pass unchanged" (a stage that is not
-    #: lazy only ever sees parsed JSON objects)
-    lazy: ClassVar[bool] = False
-    #: its calls change nothing that other stages (or any stage's ``cold``) read: the
-    #: pipeline keeps its cold-step and fast-line answers across them
-    pure: ClassVar[bool] = False
-    #: ``on_raw`` stands for ``on_frame`` on an unparsed wire line (``compat.pipeline``
-    #: "Fast lines"; only for a ``lazy`` and ``pure`` stage)
-    raw_pass: ClassVar[bool] = False
-    #: set for a class that overrides ``cold`` (by ``__init_subclass__``; never by hand)
-    cools: ClassVar[bool] = False
-    #: ``cold`` answers for any frame of the kind, parsed or rewritten by an earlier stage,
-    #: not only for an unparsed wire line (its ``on_frame`` decides from ``kind()`` alone
-    #: where ``cold`` does): the pipeline skips it for those frames too
-    cold_parsed: ClassVar[bool] = False
     #: the shared facts (``compat.facts``: ``session_id``, ``control.turn_active``,
     #: ``task.status``, ``rev.in_turn``, ...) the stage reads and writes; checked against
     #: what it does on the captures, one writer per fact in a profile, readers after their
@@ -185,19 +174,15 @@ class Stage:
     mode: str = attrs.field(default="", kw_only=True)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """The flags are checked where a rule is declared, not found out at run time."""
+        """The declarations are checked where a rule is declared, not found out at run
+        time; none of them is about speed (the pipeline's alone: ``OPTIMIZER``)."""
         super().__init_subclass__(**kwargs)
-        cls.cools = cls.cold is not Stage.cold
-        if cls.cools and not cls.lazy:
+        stale = [name for name in OPTIMIZER if name in cls.__dict__]
+        if stale:
             raise TypeError(
-                f"{cls.__name__}: only a lazy stage can be cold (it is asked about unparsed frames)"
+                f"{cls.__name__}: {', '.join(stale)}: a rule declares frames, facts and "
+                "behaviour; what is parsed and what is skipped is the pipeline's"
             )
-        if cls.cold_parsed and not cls.cools:
-            raise TypeError(f"{cls.__name__}: cold_parsed needs a cold method")
-        if cls.raw_triggers and not cls.triggers:
-            raise TypeError(f"{cls.__name__}: raw_triggers needs triggers")
-        if cls.raw_pass and not (cls.lazy and cls.pure):
-            raise TypeError(f"{cls.__name__}: raw_pass needs lazy and pure")
         kinds = cls.kinds
         if kinds is not None and (
             type(kinds) is not frozenset or not all(_KIND_KEY.fullmatch(k) for k in kinds)
@@ -241,20 +226,6 @@ class Stage:
         return type_ in kinds or (subtype is not None and f"{type_}/{subtype}" in kinds)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        return None
-
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """(lazy stages) True when an unparsed frame of ``kind`` would pass this stage
-        untouched and change nothing, as the stage's state stands: the pipeline then skips
-        the call (``compat.pipeline`` "Cold steps")."""
-        return False
-
-    def on_raw(self, raw: bytes) -> bytes | None:
-        """(``raw_pass`` stages) what ``on_frame`` makes of the unparsed wire line ``raw``
-        (proved a JSON object), as bytes: ``raw`` itself when it passes, the rewritten line
-        (a JSON object of the same type and subtype) otherwise, None when only ``on_frame``
-        can tell. A line is given to one of the two, never both: what ``on_raw`` keeps of
-        its own state for a line is what ``on_frame`` would have kept."""
         return None
 
     def on_timer(self, key: str, ctx: Context) -> Output:

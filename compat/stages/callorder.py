@@ -77,7 +77,6 @@ class CallOrder(Stage):
     rule: ClassVar[str] = "call-order"
     reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"assistant", "user", "result"}
-    lazy: ClassVar[bool] = True
 
     #: seconds a later call's frames wait for the earlier calls' results
     wait: float = 1.0
@@ -95,19 +94,9 @@ class CallOrder(Stage):
     _held: dict[str, list[Frame]] = attrs.field(factory=dict, init=False)
     _n_held: int = attrs.field(default=0, init=False)
 
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        # with no call of an open message nothing can come out of call order; an assistant
-        # frame may open one
-        return not self._calls and not self._held and kind[0] != "assistant"
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        kind = frame.kind()
-        if kind is None:
-            return None  # not valid JSON: passes, the engine logs it
-        t = kind[0]
+        t = frame.type
         if t == "assistant":
-            if not self._calls and frame.lacks(kind, b"tool_use"):
-                return None  # no call to track, none tracked
             return self._assistant(frame, cast("wire.Assistant", frame.obj), ctx)
         if not self._calls and not self._held:
             return None  # no call: no order to keep
@@ -123,7 +112,7 @@ class CallOrder(Stage):
         tid = task_id_of(wire.plain(obj))
         if tid is None:
             return None
-        if kind[1] == "task_started":
+        if frame.subtype == "task_started":
             use_id = obj.get("tool_use_id")
             if not isinstance(use_id, str):
                 return None

@@ -748,24 +748,13 @@ class ControlState(Stage):
         }
     )
     kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT
-    #: inside a turn most frames need nothing from it: it reads their kind, not their JSON
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
-
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """``on_frame`` passes an unparsed frame of ``kind`` at once (the pipeline skips
-        the call: ``compat.pipeline`` "Cold steps")."""
-        return ctx.state.control.turn_active and kind[0] not in ("system", "result")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         control = ctx.state.control
-        kind = frame.kind()
-        if control.turn_active and kind is not None and kind[0] not in ("system", "result"):
-            return None
         obj = cast("wire.Envelope", frame.obj)
-        if not isinstance(obj, dict):
-            return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
+        if control.turn_active and t not in ("system", "result"):
+            return None  # inside a turn: nothing to keep
         if not control.turn_active:
             control.turn_active = True
             control.turns += 1
@@ -963,21 +952,9 @@ class SdkMcp(Stage):
     )
     direction: ClassVar[Direction] = "down"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "control_request", "user"})
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True
-
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """A user frame passes at once while no in-process tool result waits, an assistant
-        frame while no in-process server has listed its tools."""
-        t = kind[0]
-        if t == "user":
-            return not ctx.state.control.sdk_mcp_results
-        return t == "assistant" and not ctx.state.control.sdk_mcp_tools
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
-        if not isinstance(obj, dict):
-            return None
         t = obj.get("type")
         if t == "user":
             return self._result(frame, obj, ctx)

@@ -3,23 +3,16 @@ Code 2.1.220 would not send.
 
 ``private-fields``: cbc stamps ``__timestamp``, ``_requestId``, ``_messageId``, ``_meta``,
 ``errors_info`` on most frames (top level). Mode ``keep`` leaves them (for debugging).
-It touches nearly every cbc frame, so it works on the bytes (``PrivateFields._tail``): cbc writes
-the underscore fields last, so the line without them is the line cut before them; only
-that trailing run is parsed, to prove it holds nothing else. For valid JSON the cut gives
-what parsing, filtering and re-serializing gives, except that the other fields keep the
-bytes cbc wrote (``1.50`` is not rewritten ``1.5``: the same JSON value). Any other shape
-(``errors_info``, which cbc writes mid-object; an escape sequence before the run; a private
-field outside it) takes the parsing path. Only a line known to be a JSON object is cut: the
-pipeline proves every wire line it hands ``on_raw`` (and marks the frames it proved,
-``Frame.proven``; ``compat.frames.prove``), so a line that is not valid JSON comes out
-byte-identical; a private field spelled with escapes (``"\\u005fmeta"``) is found by the
-parse.
-The run is parsed once per message: cbc repeats it on each frame of a message with a new
-``__timestamp``, so the run last proved well-formed is remembered without its stamp.
+cbc writes the underscore fields last, so the frame without them is its line cut before
+them (``PrivateFields._tail``: the trailing run is checked to hold private fields only):
+the other fields keep the bytes cbc wrote (``1.50`` is not rewritten ``1.5``: the same JSON
+value). Any other shape (``errors_info``, which cbc writes mid-object; an escape sequence
+before the run, which could spell a private key: ``"\\u005fmeta"``; a private field
+outside the run) is filtered from the parsed object and written anew.
 cbc also writes a private ``_meta`` (``rawResponse``: exit code, signal, …; ``renderer``)
 inside the ``tool_result`` blocks of a ``user`` frame's ``message.content`` (twins
-permission-allow, user-line-during-first-turn); Claude has no such key. Only a ``user``
-frame with ``"_meta"`` before its trailing run takes the parsing path for it.
+permission-allow, user-line-during-first-turn); Claude has no such key: it is removed there
+too.
 
 ``vocabulary``: frame types and ``system`` subtypes outside the 2.1.220 vocabulary
 (``compat.vocabulary``) are dropped and counted; cbc's top-level ``type:"error"`` frame
@@ -73,10 +66,6 @@ class PrivateFields(Stage):
     modes: ClassVar[tuple[str, ...]] = ("strip", "keep")
     #: every frame (looking for the fields is its own first step, see ``_tail``)
     kinds: ClassVar[frozenset[str] | None] = None
-    lazy: ClassVar[bool] = True
-    #: its calls change nothing another stage reads (``compat.pipeline`` "Cold steps")
-    pure: ClassVar[bool] = True
-    raw_pass: ClassVar[bool] = True
 
     #: the last run of private fields proved well-formed, without its closing stamp, and
     #: how many fields the run has: cbc repeats a message's ``_requestId``, ``_messageId``
@@ -86,41 +75,26 @@ class PrivateFields(Stage):
     def interested(self, type_: str | None, subtype: str | None) -> bool:
         return self.mode != "keep"
 
-    def on_raw(self, raw: bytes) -> bytes | None:
-        """(``raw``: a wire line the pipeline proved to be a JSON object.)"""
-        found = self._tail(raw) if self.mode != "keep" else (-1, 0)
-        if found is None:
-            return None
-        cut, fields = found
-        if not fields:
-            return raw
-        if _block_meta_before(raw, cut):
-            return None  # (the parsing path)
-        return raw[:cut] + b"}"
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if self.mode == "keep":
-            return None
+        obj = frame.obj
         raw = frame.raw
         found = self._tail(raw) if raw else None
-        inner = False
-        if found is not None:
-            cut, fields = found
-            if not fields:
-                return None
-            inner = _block_meta_before(raw, cut)
-            if not frame.parsed and not inner and frame.proven:
-                return (frame.replace_raw(raw[:cut] + b"}"),)
-        obj = frame.obj
-        if not isinstance(obj, dict):
-            return None  # (not valid JSON: passes, the engine logs it)
-        if found is not None and not inner:
-            # parsed already (a stage before looked inside): the cut is still the bytes, and
-            # the object's keys are the members before the run, then the run's (``_tail``:
-            # no private name before it; the first of duplicates keeps its place)
-            return (frame.replace_raw(raw[: found[0]] + b"}", _head(obj, found[1])),)
-        if found is None and obj.get("type") == "user":
-            inner = True
+        if found is None:  # a parse tells: the top-level fields, a user frame's blocks
+            return self._filtered(frame, obj, obj.get("type") == "user")
+        cut, fields = found
+        if not fields:
+            return None
+        if _block_meta_before(raw, cut):
+            return self._filtered(frame, obj, True)
+        # the cut is the bytes, and the object's keys are the members before the run, then
+        # the run's (``_tail``: no private name before it; the first of duplicates keeps
+        # its place)
+        return (frame.replace_raw(raw[:cut] + b"}", _head(obj, fields)),)
+
+    @staticmethod
+    def _filtered(frame: Frame, obj: dict[str, Any], inner: bool) -> Output:
+        """``obj`` without its private top-level fields (and, ``inner``, without the
+        ``_meta`` of a user frame's tool_result blocks), re-serialized."""
         content = _without_block_meta(cast("wire.User", obj)) if inner else None
         if content is None and not any(k in obj for k in PRIVATE_FIELDS):
             return None
@@ -315,18 +289,10 @@ class ToolErrors(Stage):
     rule: ClassVar[str] = "tool-errors"
     reads: ClassVar[frozenset[str]] = frozenset({"cwd", "tool_uses"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        raw = frame.raw
-        if (
-            raw
-            and not frame.parsed
-            and (raw.find(b'"tool_result"') < 0 or raw.find(b'"is_error":true') < 0)
-        ):
-            return None  # nothing failed (cbc writes the flag compact, in ``_meta`` too)
         obj = cast("wire.User", frame.obj)
-        message = obj.get("message") if isinstance(obj, dict) else None
+        message = obj.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict) or not isinstance(content, list):
             return None
@@ -386,8 +352,6 @@ class Vocabulary(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast("wire.StatusFrame", frame.obj)  # a system frame, or another type's
-        if not isinstance(obj, dict):
-            return None
         t, st = obj.get("type"), obj.get("subtype")
         if (t, st) == ("system", "status"):
             if "status" in obj and obj["status"] is None:
@@ -413,22 +377,17 @@ class LineSeparators(Stage):
     cbc writes the characters raw inside JSON strings; a client that splits its input with
     ``str.splitlines()`` (which breaks at U+2028/U+2029, unlike ``\\n``-only JSON Lines
     readers) then reads half lines (issue "Fidelity beyond the corpus"). The escape is the
-    same JSON value. It is called only for a line that holds one (its ``triggers``: no call
-    for the others, and no kind is of interest otherwise), and fixes it on its bytes
-    (counted as a rewrite); frames a rule re-encodes get the escapes from
-    ``compat.frames.dumps``."""
+    same JSON value. A line that holds one (its ``triggers``: no kind is of interest
+    otherwise) is fixed on its bytes (counted as a rewrite); a frame a rule rewrote, which
+    has no bytes yet, passes: ``compat.frames.dumps`` writes the escapes."""
 
     rule: ClassVar[str] = "line-separators"
     kinds: ClassVar[frozenset[str] | None] = frozenset()
     triggers: ClassVar[tuple[bytes, ...]] = tuple(char for char, _ in LINE_SEPARATORS)
-    #: a frame a rule re-encodes gets the escapes from ``dumps``: not called for it
-    raw_triggers: ClassVar[bool] = True
-    lazy: ClassVar[bool] = True
-    pure: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         raw = frame.raw
         if not raw:
-            return None
+            return None  # a rewritten frame: ``dumps`` writes the escapes
         escaped = escape_line_separators(raw)
         return None if escaped is raw else (frame.replace_raw(escaped),)

@@ -8,7 +8,7 @@ control and task facts that say whether a client asked for the turn and a task i
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from typing import Any, ClassVar, cast
 
 import attrs
 
@@ -102,10 +102,6 @@ class InitOnce(Stage):
         }
     )
 
-    #: most of a turn's frames need nothing from it: it reads their kind, not their JSON
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
-
     #: seconds the init of a turn cbc started by itself waits for the frames of the task
     #: that ended (cbc writes them in the same millisecond as its init)
     open_wait: float = 0.5
@@ -117,73 +113,61 @@ class InitOnce(Stage):
     #: then is its own (``interrupt-terminal`` drops it), not a task's
     interrupted: bool = attrs.field(default=False, init=False)
 
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """``on_frame`` passes an unparsed frame of ``kind`` at once (the pipeline skips
-        the call: ``compat.pipeline`` "Cold steps")."""
-        t = kind[0]
-        return (
-            not (t == "system" and kind[1] == "init")
-            and t != "result"
-            and t != "control_response"
-            and (self.sent_this_turn or self.held is None)
-        )
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        kind = frame.kind()
-        if kind is None:
-            return None
-        t, st = kind
+        obj = frame.obj
+        t, st = obj.get("type"), obj.get("subtype")
         if t == "control_response":
-            obj = frame.obj
-            if isinstance(obj, dict) and is_interrupt_receipt(obj, ctx):
+            if is_interrupt_receipt(obj, ctx):
                 self.interrupted = True
             return None
-        init = t == "system" and st == "init"
-        if not init and t != "result" and (self.sent_this_turn or self.held is None):
-            return None  # inside a turn, nothing held: the common frame, left unparsed
-        obj = frame.obj
-        if not isinstance(obj, dict):
-            return None  # not valid JSON after all: passes, the engine logs it
-        if init:
-            if self.sent_this_turn:
-                return ()  # a second copy inside a turn
-            if self.held is not None:
-                if _is_stub(cast(SystemInit, obj)) and not _is_stub(
-                    cast(SystemInit, self.held.obj)
-                ):
-                    return ()  # keep the fuller copy held; this one is dropped
-                ctx.drop_held(self.rule)  # the held copy is replaced
-            self.held = frame
-            ctx.hold()
-            return ()
+        if t == "system" and st == "init":
+            return self._init(frame, ctx)
         if t == "result":
             out = self._release()
             self.sent_this_turn = self.interrupted = False
             return (*out, frame) if out else None
         if not self.sent_this_turn and self.held is not None:
-            key = f"{t}/{st}"
-            if key in _TASK_END or (key == _NOTIFICATION and not self.opened):
-                return None  # between turns (as before), or the ended task's frames
-            if key == _NOTIFICATION:
-                ctx.cancel_timer(self, "open")
-                return (frame, *self._release())
-            if (
-                st == "status"
-                and cast(SystemStatus, obj).get("status", False) is None
-                and not ctx.state.control.pending_user
-                and not self.interrupted
-                and ctx.state.has_open_task()
-            ):
-                # cbc's status-null after the init of a turn no client line asked for: the
-                # frames of the task that ended come next, then the turn's content
-                self.opened = True
-                ctx.set_timer(self, "open", self.open_wait)
-                return None
-            if self.opened:
-                ctx.cancel_timer(self, "open")
-            out = self._release()
-            return (*out, frame)
+            return self._opening(frame, t, st, ctx)
         return None
+
+    def _init(self, frame: Frame, ctx: Context) -> Output:
+        """An init: held (the fuller copy), or dropped inside a turn."""
+        if self.sent_this_turn:
+            return ()  # a second copy inside a turn
+        if self.held is not None:
+            if _is_stub(cast(SystemInit, frame.obj)) and not _is_stub(
+                cast(SystemInit, self.held.obj)
+            ):
+                return ()  # keep the fuller copy held; this one is dropped
+            ctx.drop_held(self.rule)  # the held copy is replaced
+        self.held = frame
+        ctx.hold()
+        return ()
+
+    def _opening(self, frame: Frame, t: Any, st: Any, ctx: Context) -> Output:
+        """A frame while an init is held: does it start the turn (then the init goes first)?"""
+        key = f"{t}/{st}"
+        if key in _TASK_END or (key == _NOTIFICATION and not self.opened):
+            return None  # between turns (as before), or the ended task's frames
+        if key == _NOTIFICATION:
+            ctx.cancel_timer(self, "open")
+            return (frame, *self._release())
+        if (
+            st == "status"
+            and cast(SystemStatus, frame.obj).get("status", False) is None
+            and not ctx.state.control.pending_user
+            and not self.interrupted
+            and ctx.state.has_open_task()
+        ):
+            # cbc's status-null after the init of a turn no client line asked for: the
+            # frames of the task that ended come next, then the turn's content
+            self.opened = True
+            ctx.set_timer(self, "open", self.open_wait)
+            return None
+        if self.opened:
+            ctx.cancel_timer(self, "open")
+        out = self._release()
+        return (*out, frame)
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         if self.opened and self.held is not None and not self.sent_this_turn:

@@ -48,8 +48,6 @@ _TURN_EXTRA = frozenset(
         "prompt_suggestion",
     }
 )
-#: the kinds that only the turn bookkeeping of interrupt-terminal looks at
-_QUIET = TURN_CONTENT | _TURN_EXTRA
 
 
 @register
@@ -307,9 +305,6 @@ class InterruptTerminal(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"control_response", "control_request", *TASK_FRAMES, *TURN_CONTENT, *_TURN_EXTRA}
     )
-    #: a turn's frames while no interrupt is pending need nothing from it but their kind
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: seconds after an interrupt during which a turn nobody asked for is cbc's own
     window: float = 90.0
@@ -325,27 +320,8 @@ class InterruptTerminal(Stage):
     #: that turn: "keep", "drop", or "pending" (held until the model answers)
     _turn: str = attrs.field(default="keep", init=False)
 
-    def cold(self, k: tuple[str | None, str | None], ctx: Context) -> bool:
-        """``on_frame`` passes an unparsed frame of kind ``k`` at once (the pipeline
-        skips the call: ``compat.pipeline`` "Cold steps")."""
-        if self._armed or self._held or self._turn != "keep":
-            return False
-        kind = f"system/{k[1]}" if k[0] == "system" else str(k[0])
-        return kind in _QUIET and not (
-            kind in TURN_CONTENT and ctx.state.control.turns != self._turn_no
-        )
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        k = frame.kind()
-        if k is not None and not self._armed and not self._held and self._turn == "keep":
-            kind = f"system/{k[1]}" if k[0] == "system" else str(k[0])
-            if kind in _QUIET and not (
-                kind in TURN_CONTENT and ctx.state.control.turns != self._turn_no
-            ):
-                return None  # no interrupt pending, not a turn's start: left unparsed
         obj = cast("wire.Envelope", frame.obj)
-        if not isinstance(obj, dict):
-            return None  # not valid JSON: passes, the engine logs it
         t, st = obj.get("type"), obj.get("subtype")
         kind = f"system/{st}" if t == "system" else str(t)
         if t == "control_response":

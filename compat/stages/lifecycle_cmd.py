@@ -17,8 +17,7 @@ uuid in ``ControlState.unsent_queued`` before that (cbc tells the id only in its
 init per turn), sends the waiting ``queued`` frames and ``started`` at a turn start, reading
 the uuid ``control-state`` is about to take from ``ControlState.pending_user``, and at the
 turn's ``result`` adds ``user_message_uuid`` and sends ``completed`` after it. Inside a
-turn it reads only frame kinds (lazy; cold for everything but results, system frames and
-control replies).
+turn only its result, an interrupt's receipt and (below) its first answer matter.
 
 An interrupted line: Claude ends its lifecycle with ``cancelled``, not ``completed``, and
 its ``result`` (``error_during_execution``, ``aborted_*``) carries no
@@ -32,7 +31,7 @@ runs later: the receipt of an interrupt arrives while the line's turn runs
 Under a target that names the line on its first answer (2.1.332, ``Target.line_answer_keys``)
 the first main-thread ``assistant`` frame of the line's turn (after ``frame-fields``' split:
 the first block of the first message) gets ``user_message_uuid``/``user_message_uuids``;
-only until then are the turn's assistant frames hot here.
+the turn's later assistant frames pass.
 """
 
 from __future__ import annotations
@@ -75,8 +74,6 @@ class CommandLifecycle(Stage):
         {"control.pending_user", "control.turn_active"}
     )
     kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT | {"control_response"}
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: the uuid of the line the running turn answers (None: no line, or one without uuid)
     _current: str | None = attrs.field(default=None, init=False)
@@ -85,54 +82,50 @@ class CommandLifecycle(Stage):
     #: the running line's first answer still to name (``Target.line_answer_keys``)
     _unnamed: bool = attrs.field(default=False, init=False)
 
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """Inside a turn only its result and an interrupt's receipt matter; a control reply
-        only then (``compat.pipeline`` "Cold steps")."""
-        active = ctx.state.control.turn_active
-        if kind[0] == "control_response":
-            return not active or self._current is None or self._interrupted
-        if kind[0] == "assistant" and active and self._unnamed:
-            return False
-        return active and kind[0] not in ("system", "result")
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        control = ctx.state.control
-        kind = frame.kind()
-        if kind is not None and kind[0] == "control_response":
-            if control.turn_active and self._current is not None and not self._interrupted:
-                obj = frame.obj
-                if isinstance(obj, dict) and is_interrupt_receipt(obj, ctx):
-                    self._interrupted = True
-            return None
-        if kind is not None and kind[0] == "assistant" and control.turn_active:
-            return self._name_line(frame, ctx)
-        if control.turn_active and (kind is None or kind[0] != "result"):
-            return None
         obj = cast("wire.Envelope", frame.obj)
-        if not isinstance(obj, dict):
-            return None  # not valid JSON: passes, the engine logs it
+        t = obj.get("type")
+        active = ctx.state.control.turn_active
+        if t == "control_response":
+            if active and self._current is not None and not self._interrupted:
+                self._interrupted = is_interrupt_receipt(obj, ctx)
+            return None
+        if active and t != "result":
+            return self._name_line(frame, ctx) if t == "assistant" else None
         sid = ctx.state.session_id or obj.get("session_id")
         sid = sid if isinstance(sid, str) else ""
+        # not active: this frame starts a turn (control-state counts it)
+        out = [] if active else self._start(ctx, sid)
+        if t == "result":
+            return self._result(frame, cast("wire.TurnResult", obj), out, ctx, sid)
+        if t == "assistant":  # a turn's first frame (no init before it)
+            named = self._name_line(frame, ctx)
+            frame = named[0] if named else frame
+        return (*out, frame) if out else None
+
+    def _start(self, ctx: Context, sid: str) -> list[Frame]:
+        """A turn starts: the waiting ``queued`` echoes, then ``started`` for its line."""
+        control = ctx.state.control
         out: list[Frame] = []
-        if not control.turn_active:  # this frame starts a turn (control-state counts it)
-            while control.unsent_queued:
-                out.append(self._synth(control.unsent_queued.popleft(), "queued", ctx, sid))
-            line = control.pending_user[0] if control.pending_user else None
-            self._current = line
-            self._unnamed = line is not None and bool(target_of(ctx).line_answer_keys)
-            if line is not None:
-                out.append(self._synth(line, "started", ctx, sid))
-        if obj.get("type") != "result":
-            if obj.get("type") == "assistant":  # a turn's first frame (no init before it)
-                named = self._name_line(frame, ctx)
-                frame = named[0] if named else frame
-            return (*out, frame) if out else None
+        while control.unsent_queued:
+            out.append(self._synth(control.unsent_queued.popleft(), "queued", ctx, sid))
+        line = control.pending_user[0] if control.pending_user else None
+        self._current = line
+        self._unnamed = line is not None and bool(target_of(ctx).line_answer_keys)
+        if line is not None:
+            out.append(self._synth(line, "started", ctx, sid))
+        return out
+
+    def _result(
+        self, frame: Frame, obj: wire.TurnResult, out: list[Frame], ctx: Context, sid: str
+    ) -> Output:
+        """The turn's ``result``: the running line's lifecycle ends (``_end``)."""
         line, self._current = self._current, None
         self._unnamed = False
         interrupted, self._interrupted = self._interrupted, False
         if line is None:
             return (*out, frame) if out else None
-        return self._end(frame, cast("wire.TurnResult", obj), line, interrupted, out, ctx, sid)
+        return self._end(frame, obj, line, interrupted, out, ctx, sid)
 
     def _end(
         self,
@@ -169,7 +162,7 @@ class CommandLifecycle(Stage):
         main-thread assistant frame of its turn; a subagent's frame is not that."""
         obj = cast("wire.Assistant", frame.obj)
         line = self._current
-        if not self._unnamed or line is None or not isinstance(obj, dict):
+        if not self._unnamed or line is None:
             return None
         if obj.get("parent_tool_use_id") is not None:
             return None

@@ -98,7 +98,6 @@ class MaxTurns(Stage):
     rule: ClassVar[str] = "max-turns"
     reads: ClassVar[frozenset[str]] = frozenset({"max_turns", "session_id"})
     kinds: ClassVar[frozenset[str] | None] = _TURN | {"control_request", "control_response"}
-    lazy: ClassVar[bool] = True
 
     #: seconds cbc may take to answer the interrupt before the result is written anyway
     receipt_wait: float = 5.0
@@ -115,17 +114,11 @@ class MaxTurns(Stage):
     _stopped: dict[str, None] = attrs.field(factory=dict, init=False)  # stopped _requestIds
     _sent: int = attrs.field(default=0, init=False)
 
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """Without a limit nothing is read; stream events only while a turn is stopped."""
-        if not ctx.state.max_turns:
-            return True
-        return kind[0] in ("stream_event", "tool_progress") and not self._due
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         limit = ctx.state.max_turns
-        obj = frame.obj if limit else None
-        if not limit or not isinstance(obj, dict):
+        if not limit:
             return None
+        obj = frame.obj
         t = obj.get("type")
         if t == "control_response":
             return self._reply(frame, ctx)

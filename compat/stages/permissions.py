@@ -438,8 +438,7 @@ class PermissionRouting(Stage):
     ``ControlState.permission_denials`` (cbc also lists it in its own result, since to cbc it
     is an SDK deny: ``mockoai_can-use-tool-deny``). The tool_result of a call the client's
     answer denied gets Claude's ``tool_result_meta: [{id, non_execution_kind:
-    "permission-rule"}]`` (twins permission-deny.claude.jsonl); other user frames are not
-    parsed (nothing denied: the step is cold).
+    "permission-rule"}]`` (twins permission-deny.claude.jsonl); other user frames pass.
 
     A prompt that would be forwarded is first checked against the rules the client's
     answers added (``updatedPermissions``: ``ControlState.permission_rules``, kept by
@@ -493,23 +492,15 @@ class PermissionRouting(Stage):
     #: can_use_tool requests, and tool results (``user``) of calls the client denied; a
     #: turn's result forgets the calls an interrupt withdrew
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user", "result"})
-    lazy: ClassVar[bool] = True
-
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """A user frame or result passes untouched while no denied call waits for its
-        result."""
-        return kind[0] in ("user", "result") and not ctx.state.control.denied_uses
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.kind() == ("user", None):
-            return self._tool_result(frame, ctx)
         kind = frame.kind()
+        if kind == ("user", None):
+            return self._tool_result(frame, ctx)
         if kind is not None and kind[0] == "result":
             denied = ctx.state.control.denied_uses
             for withdrawn in [u for u, k in denied.items() if k == "user-rejected"]:
                 del denied[withdrawn]  # the interrupted turn is over (cbc wrote no result)
-            return None
-        if not isinstance(frame.obj, dict):
             return None
         rid, request = ck.request_of(frame.obj)
         body = cast("wire.CanUseTool", request)
@@ -598,10 +589,10 @@ class PermissionRouting(Stage):
 
     def _tool_result(self, frame: Frame, ctx: Context) -> Output:
         denied = ctx.state.control.denied_uses
-        if not denied or (frame.raw and not any(u.encode() in frame.raw for u in denied)):
+        if not denied:
             return None
         obj = cast("wire.User", frame.obj)
-        message = obj.get("message") if isinstance(obj, dict) else None
+        message = obj.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(content, list) or obj.get("parent_tool_use_id") is not None:
             return None

@@ -18,7 +18,7 @@ import attrs
 from compat import reverse_state as rstate
 from compat import wire
 from compat.exits import Exit
-from compat.frames import Frame, dict_at, has_u_escape, list_at, str_at
+from compat.frames import Frame, dict_at, list_at, str_at
 from compat.stage import Context, Direction, Output, Stage, register
 from compat.vocabulary import CBC_SYSTEM
 
@@ -53,11 +53,7 @@ def swap(value: Any, old: str, new: str) -> Any:
 def _swapped(frame: Frame, old: str | None, new: str | None) -> Output:
     if not old or not new:
         return None
-    if frame.raw and old.encode() not in frame.raw:
-        return None
     obj = frame.obj
-    if not isinstance(obj, dict):
-        return None
     out = swap(obj, old, new)
     return None if out is obj else (frame.replace(out),)
 
@@ -76,7 +72,6 @@ class ReverseSessionId(Stage):
     rule: ClassVar[str] = "rev-session-id"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.claude_session", "rev.client_session"})
     kinds: ClassVar[frozenset[str] | None] = None
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rs = rstate.of(ctx.state)
@@ -97,7 +92,6 @@ class ReverseSessionIdUp(Stage):
     reads: ClassVar[frozenset[str]] = frozenset({"rev.claude_session", "rev.client_session"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = None
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rs = rstate.of(ctx.state)
@@ -170,13 +164,8 @@ class ReverseInterruptMarker(Stage):
     rule: ClassVar[str] = "rev-interrupt-marker"
     reads: ClassVar[frozenset[str]] = frozenset({"model"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.raw and frame.raw.find(b"[Request interrupted by user") < 0:
-            return None
-        if not isinstance(frame.obj, dict):
-            return None
         obj = cast("wire.User", frame.obj)
         if obj.get("parent_tool_use_id") is not None or marker_text(obj) is None:
             return None
@@ -208,11 +197,8 @@ class ReverseToolResult(Stage):
 
     rule: ClassVar[str] = "rev-tool-result"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.raw and frame.raw.find(b'"tool_result"') < 0:
-            return None
         obj = cast("wire.User", frame.obj)
         msg = dict_at(obj, "message")
         content = cast("list[wire.ContentBlock]", list_at(msg, "content"))
@@ -243,15 +229,8 @@ class ReverseLocalCommand(Stage):
     rule: ClassVar[str] = "rev-local-command"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.replay_user_messages"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.raw and (
-            b'"isReplay"' not in frame.raw or LOCAL_COMMAND.encode() not in frame.raw
-        ):
-            return None
-        if not isinstance(frame.obj, dict):
-            return None
         obj = cast("wire.User", frame.obj)
         if obj.get("isReplay") is not True:
             return None
@@ -389,12 +368,6 @@ class ReverseTaskStatus(Stage):
         return (frame.replace({**obj, "status": status}),)
 
 
-#: rev-background-agent: bytes x background calls searched before a frame is parsed instead,
-#: and the most calls searched for (each id costs more than a small frame's parse)
-_ID_SCAN_BUDGET = 1 << 20
-_ID_SCAN_MAX = 8
-
-
 @register
 @attrs.define
 class ReverseBackgroundAgent(Stage):
@@ -409,25 +382,9 @@ class ReverseBackgroundAgent(Stage):
     rule: ClassVar[str] = "rev-background-agent"
     reads: ClassVar[frozenset[str]] = frozenset({"rev.background_calls"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "user", "stream_event"})
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         calls = rstate.of(ctx.state).background_calls
-        if not calls:
-            return None
-        raw = frame.raw
-        # an unparsed frame that holds none of the calls' ids passes; searched for each id
-        # only while that is cheaper than a parse (a few ids, ids x bytes bounded: up to
-        # 1,024 ids in each byte of a 10 MB message took seconds, and 1,024 ids cost a
-        # 100-byte delta 480 us), parsed past it, or when an escape may spell an id
-        if (
-            raw
-            and len(calls) <= _ID_SCAN_MAX
-            and len(raw) * len(calls) <= _ID_SCAN_BUDGET
-            and not has_u_escape(raw)
-            and not any(c.encode() in raw for c in calls)
-        ):
-            return None
         parent = str_at(frame.obj, "parent_tool_use_id")
         return () if parent is not None and parent in calls else None
 
@@ -527,7 +484,6 @@ class ReverseExitStatus(Stage):
 
     rule: ClassVar[str] = "rev-exit-status"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
-    lazy: ClassVar[bool] = True
     _results: int = attrs.field(default=0, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:

@@ -28,46 +28,51 @@ class SessionStage(Stage):
         {"cwd", "model", "result_at", "session_id", "tool_uses"}
     )
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init", "assistant", "result"})
-    #: an assistant frame without a tool call is left unparsed
-    lazy: ClassVar[bool] = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.lacks(("assistant", None), b'"tool_use"'):
-            return None
         obj = frame.obj
-        if not isinstance(obj, dict):
-            return None  # not valid JSON: passes, the engine logs it
-        state = ctx.state
         t = obj.get("type")
         if t == "assistant":
-            assistant = cast(Assistant, obj)
-            message = assistant.get("message")
-            content = message.get("content") if isinstance(message, dict) else None
-            if isinstance(content, list):
-                for block in content:
-                    if isinstance(block, dict) and block.get("type") == "tool_use":
-                        tid, name = block.get("id"), block.get("name")
-                        if isinstance(tid, str) and isinstance(name, str):
-                            inp = block.get("input")
-                            state.remember_tool_use(
-                                ToolUse(
-                                    tid,
-                                    name,
-                                    inp if isinstance(inp, dict) else {},
-                                    assistant.get("parent_tool_use_id"),
-                                )
-                            )
+            self._tool_uses(cast(Assistant, obj), ctx)
         elif t == "result":
-            state.result_at = ctx.now
+            ctx.state.result_at = ctx.now
         else:  # system/init
-            init = cast(SystemInit, obj)
-            sid = init.get("session_id")
-            if state.session_id is None and isinstance(sid, str):
-                state.session_id = sid
-            if sid == state.session_id:
-                cwd, model = init.get("cwd"), init.get("model")
-                if isinstance(cwd, str) and cwd:
-                    state.cwd = cwd
-                if isinstance(model, str) and model and model != "unknown":
-                    state.model = model
+            self._init(cast(SystemInit, obj), ctx)
         return None
+
+    @staticmethod
+    def _tool_uses(assistant: Assistant, ctx: Context) -> None:
+        """Every ``tool_use`` block of an assistant message, remembered by its id."""
+        message = assistant.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(content, list):
+            return
+        for block in content:
+            if not isinstance(block, dict) or block.get("type") != "tool_use":
+                continue
+            tid, name = block.get("id"), block.get("name")
+            if isinstance(tid, str) and isinstance(name, str):
+                inp = block.get("input")
+                ctx.state.remember_tool_use(
+                    ToolUse(
+                        tid,
+                        name,
+                        inp if isinstance(inp, dict) else {},
+                        assistant.get("parent_tool_use_id"),
+                    )
+                )
+
+    @staticmethod
+    def _init(init: SystemInit, ctx: Context) -> None:
+        """The session id of the first init; cwd and model from each init of that session."""
+        state = ctx.state
+        sid = init.get("session_id")
+        if state.session_id is None and isinstance(sid, str):
+            state.session_id = sid
+        if sid != state.session_id:
+            return  # another session's (a sub-agent's)
+        cwd, model = init.get("cwd"), init.get("model")
+        if isinstance(cwd, str) and cwd:
+            state.cwd = cwd
+        if isinstance(model, str) and model and model != "unknown":
+            state.model = model

@@ -13,93 +13,21 @@ from __future__ import annotations
 from typing import Any, ClassVar, cast
 
 import attrs
-import msgspec
 
 from compat import wire
-from compat.frames import Frame, dict_at, has_u_escape
+from compat.frames import Frame, dict_at
 from compat.stage import Context, Output, Stage, register
 
 _RULE = "stream-events"
-#: how a delta's line starts (``_plain_delta``)
-_DELTA_HEAD = b'{"type":"content_block_delta","index":'
 #: streamed messages kept at once (a thread per sub-agent): a message that never ends (a
 #: cut stream, an interrupted sub-agent) is otherwise kept for the session, and every
-#: frame's plain check and every turn's flush walk all of them (quadratic over a session)
+#: turn's flush walks all of them (quadratic over a session)
 MAX_STREAMS = 256
-
-
-class _Delta(msgspec.Struct):
-    """What the rule reads of an event's ``delta`` (absent keys: None, like ``dict.get``)."""
-
-    type: Any = None
-    partial_json: Any = None
-    stop_reason: Any = None
-
-
-class _Event(msgspec.Struct):
-    """What the rule reads of a ``stream_event``'s ``event``."""
-
-    type: Any = None
-    index: Any = None
-    content_block: Any = None
-    #: None: absent, null or (from a parse) not an object
-    delta: _Delta | None = None
-
-
-class _Line(msgspec.Struct):
-    """What the rule reads of a ``stream_event`` line: its event (None: absent, null or,
-    from a parse, not an object) and its ``parent_tool_use_id`` as written."""
-
-    event: _Event | None = None
-    parent_tool_use_id: Any = None
-
-
-#: a line's facts read without parsing the rest (msgspec validates the whole text in C and
-#: builds only these fields, each as ``loads`` would, the last of duplicate keys winning);
-#: it raises for what it does not read as the parse does (a value of another shape where a
-#: ``_Delta`` or an ``_Event`` is, a lone surrogate escape…): the caller then parses
-_DECODE_LINE = msgspec.json.Decoder(_Line).decode
-_LINE_ERRORS = (msgspec.DecodeError, RecursionError)
-
-
-def _read_line(raw: bytes) -> _Line | None:
-    """The facts of a line proved to be a JSON object (``Frame.proven``), or None when the
-    decoder does not read them (then only a parse, ``_line_of``, tells)."""
-    try:
-        return _DECODE_LINE(raw)
-    except _LINE_ERRORS:
-        return None
-
-
-def _line_of(obj: dict[str, Any]) -> _Line:
-    """The same facts from a parsed frame."""
-    event = dict_at(obj, "event")
-    if event is None:
-        return _Line(None, obj.get("parent_tool_use_id"))
-    d = dict_at(event, "delta")
-    delta = (
-        None if d is None else _Delta(d.get("type"), d.get("partial_json"), d.get("stop_reason"))
-    )
-    return _Line(
-        _Event(event.get("type"), event.get("index"), event.get("content_block"), delta),
-        obj.get("parent_tool_use_id"),
-    )
 
 
 def _key(parent: Any) -> str | None:
     """The thread of a ``parent_tool_use_id`` as written (None: the main one)."""
     return parent if isinstance(parent, str) else None
-
-
-def _passing_delta(raw: bytes) -> bool:
-    """``raw`` is, from its bytes, a delta the stage passes unchanged while it is plain (a
-    line with an escape, an empty ``input_json_delta`` or that might be anything else is
-    not); ``find``, not ``in``: ``compat.pipeline``, "Hot path"."""
-    return (
-        raw.find(_DELTA_HEAD, 0, 96) >= 0
-        and raw.find(b'"partial_json":""') < 0
-        and not has_u_escape(raw)
-    )
 
 
 @attrs.define
@@ -226,170 +154,28 @@ class StreamEvents(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"stream_event", "assistant", "user", "result", "system/init", "system/status"}
     )
-    #: the common frame (a delta, with nothing held and no index moved; any frame of a
-    #: session that does not stream) passes on its bytes, unparsed
-    lazy: ClassVar[bool] = True
-    #: its state is its own: no other stage reads it
-    pure: ClassVar[bool] = True
-    raw_pass: ClassVar[bool] = True
 
     hold: float = 10.0
     _streams: dict[Any, _Message] = attrs.field(factory=dict, init=False)
     _requesting: bool = attrs.field(default=False, init=False)
-    #: nothing is held and no open block was renumbered (None: to be found out again).
-    #: It is kept, not found out again after every frame (four walks of every stream a
-    #: message): what can make it false sets it False where it happens (a frame held,
-    #: ``_held``; a block opened at another index), what can make it true sets it None (a
-    #: release or flush, a renumbered block closed, a message forgotten with blocks open)
-    _plain: bool | None = attrs.field(default=None, init=False)
-    #: the last line ``on_raw`` read the facts of, and those facts: a line it sends the
-    #: frame way reaches ``on_frame`` as that same ``bytes`` object, not read again
-    _seen: tuple[bytes, _Line] | None = attrs.field(default=None, init=False)
 
     # -- frames -----------------------------------------------------------------------
-    def _is_plain(self) -> bool:
-        plain = self._plain
-        if plain is None:
-            plain = self._plain = not self._any_held() and all(
-                c == i for m in self._streams.values() for i, c in m.open.items()
-            )
-        return plain
-
-    def _plain_delta(self, raw: bytes) -> bool:
-        """``raw`` is a delta this stage passes unchanged as things stand."""
-        return _passing_delta(raw) and bool(
-            self._plain or (self._plain is None and self._is_plain())
-        )
-
-    def on_raw(self, raw: bytes) -> bytes | None:
-        """A plain delta passes on its bytes; so do, as things stand plain, a block's start
-        at its own next index, the stop of a block whose assistant frame passed, and a
-        ``message_stop`` or ``message_delta`` that changes nothing (the facts they need are
-        read from the line, ``_read_line``: no ctx is needed). Every case needs the stage
-        plain, so that is asked first: while something is held (cbc's order: from a
-        message's first ``content_block_stop`` to its assistant frame) a line is refused
-        without being looked at."""
-        plain = self._plain
-        if not (plain or (plain is None and self._is_plain())):
-            return None
-        if _passing_delta(raw):
-            return raw  # (``_plain_delta``, the stage known plain)
-        # (``find(sub, 0, 64)`` is ``sub in raw[:64]`` without the copy, and without ``in``'s
-        # cost on bytes: ``compat.pipeline``, "Hot path")
-        if raw.find(b'"event":{"type":"', 0, 64) < 0:
-            return None
-        if raw.find(b'"content_block_start"', 0, 64) >= 0:
-            return raw if self._start_in_place(raw) else None
-        if raw.find(b'"content_block_stop"', 0, 64) >= 0:
-            return raw if self._stop_in_place(raw) else None
-        if raw.find(b'"message_stop"', 0, 64) >= 0 or raw.find(b'"message_delta"', 0, 64) >= 0:
-            return raw if self._end_in_place(raw) else None
-        return None
-
-    def _read_event(self, raw: bytes, *types: str) -> tuple[_Message, str | None, _Event] | None:
-        """The line's message (one that holds nothing), thread and event, when the event
-        is of one of ``types``. The facts read are kept for ``on_frame`` (``_seen``)."""
-        line = _read_line(raw)
-        if line is None:
-            return None
-        self._seen = (raw, line)
-        event = line.event
-        if event is None or event.type not in types:
-            return None
-        key = _key(line.parent_tool_use_id)
-        msg = self._streams.get(key)
-        return None if msg is None or msg.held else (msg, key, event)
-
-    def _start_in_place(self, raw: bytes) -> bool:
-        """``_event``'s ``content_block_start`` when it passes the frame unchanged: the
-        block opens at the message's next index, which no open block holds."""
-        found = self._read_event(raw, "content_block_start")
-        if found is None:
-            return False
-        msg, _, event = found
-        index = event.index
-        if type(index) is not int or index != msg.next_index or index in msg.open:
-            return False
-        msg.open_block(index, event.content_block)
-        return True
-
-    def _stop_in_place(self, raw: bytes) -> bool:
-        """``_event``'s ``content_block_stop`` when it passes the frame unchanged: the
-        block's assistant frame has passed already (Claude's order), or it has none."""
-        found = self._read_event(raw, "content_block_stop")
-        if found is None:
-            return False
-        msg, _, event = found
-        index = event.index
-        if (
-            type(index) is not int
-            or msg.open.get(index, index) != index
-            or (index not in msg.delivered and index in msg.blocks)
-        ):
-            return False
-        msg.open.pop(index, None)
-        return True
-
-    def _end_in_place(self, raw: bytes) -> bool:
-        """``_event``'s ``message_delta`` and ``message_stop`` when they pass the frame
-        unchanged (nothing held; no stop_reason to correct)."""
-        found = self._read_event(raw, "message_delta", "message_stop")
-        if found is None:
-            return False
-        msg, key, event = found
-        if event.type == "message_delta":
-            delta = event.delta
-            return not (delta is not None and delta.stop_reason == "end_turn" and msg.has_tool_use)
-        msg.stopped = True
-        self._forget_done(key)  # (what it keeps is plain: forgetting it leaves it so)
-        return True
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        kind = frame.kind()
-        if kind is None:
-            return None
-        t = kind[0]
-        if t == "stream_event":
-            raw = frame.raw
-            # a plain delta passes (while the stage is known not plain, as from a held
-            # stop to its assistant frame, no line is looked at for that)
-            if raw and self._plain is not False and self._plain_delta(raw):
-                return None
-            line = self._facts(frame)
-            if line is None or line.event is None:
-                return None
-            return self._event(frame, line.event, _key(line.parent_tool_use_id), ctx)
-        if t in ("assistant", "user", "result", "system") and kind[1] != "status":
-            if not self._streams:
-                return None  # no message is streaming: nothing to do
         obj = frame.obj
-        if not isinstance(obj, dict):
+        t = obj.get("type")
+        if t == "stream_event":
+            event = dict_at(obj, "event")
+            if event is None:
+                return None
+            return self._event(frame, event, _key(obj.get("parent_tool_use_id")), ctx)
+        if t == "system" and obj.get("subtype") == "status":
+            self._requesting = obj.get("status") == "requesting"
             return None
+        if not self._streams:
+            return None  # no message is streaming: nothing to do
         if t == "assistant":
             return self._assistant(frame, cast("wire.Assistant", obj), ctx)
-        if t == "system":
-            status = cast("wire.StatusFrame", obj)
-            if status.get("subtype") == "status":
-                self._requesting = status.get("status") == "requesting"
-                return None
-            return self._flush_before(frame, ctx)  # a new turn's init
-        return self._flush_before(frame, ctx)  # user, result: the message is over
-
-    def _facts(self, frame: Frame) -> _Line | None:
-        """What ``_event`` reads of a ``stream_event`` frame (None: not a JSON object):
-        from the bytes of an unparsed line proved to be an object (or as ``on_raw`` read
-        them, for the line it sent the frame way), so that a frame the rule only holds or
-        passes is never parsed; else, or when they cannot be read so, from its parse."""
-        raw = frame.raw
-        if raw and not frame.parsed and frame.proven:
-            seen = self._seen
-            if seen is not None and seen[0] is raw:
-                return seen[1]
-            line = _read_line(raw)
-            if line is not None:
-                return line
-        obj = frame.obj
-        return _line_of(obj) if isinstance(obj, dict) else None
+        return self._flush_before(frame, ctx)  # user, result, a new turn's init: it is over
 
     def _flush_before(self, frame: Frame, ctx: Context) -> Output:
         out = self._flush_all(ctx)
@@ -397,33 +183,34 @@ class StreamEvents(Stage):
 
     @staticmethod
     def _parts(frame: Frame) -> tuple[wire.StreamEvent, dict[str, Any]]:
-        """The parse of a frame whose facts say it has an event object, and that event (a
-        rewrite needs them; the facts read from the bytes are the parse's)."""
+        """A ``stream_event`` frame's object and its event (an object: ``on_frame`` saw it),
+        for a rewrite."""
         obj = cast("wire.StreamEvent", frame.obj)
         return obj, obj["event"]
 
-    def _event(self, frame: Frame, event: _Event, key: str | None, ctx: Context) -> Output:
-        etype = event.type
+    def _event(self, frame: Frame, event: dict[str, Any], key: str | None, ctx: Context) -> Output:
+        etype = event.get("type")
         if etype == "message_start":
             return self._message_start(frame, key, ctx)
         msg = self._streams.get(key)
         if msg is None:
             return None
-        index = event.index
+        index = event.get("index")
         out: list[Frame] = []
         if etype == "content_block_start" and isinstance(index, int):
             if index in msg.open:  # cbc reused an open block's index: close that block
                 closed = msg.open.pop(index)
-                self._plain = None  # (that block may have been renumbered)
                 self._stop(msg, closed, self._synth_stop(frame, closed, ctx), out, ctx)
-            client = msg.open_block(index, event.content_block)
-            if client != index:
-                self._plain = False  # a renumbered open block
+            client = msg.open_block(index, event.get("content_block"))
             self._emit(msg, self._reindex(frame, index, client), out, ctx)
             return out
         if etype == "content_block_delta" and isinstance(index, int):
-            delta = event.delta
-            if delta is not None and delta.type == "input_json_delta" and delta.partial_json == "":
+            delta = dict_at(event, "delta")
+            if (
+                delta is not None
+                and delta.get("type") == "input_json_delta"
+                and delta.get("partial_json") == ""
+            ):
                 ctx.count(self.rule, "dropped:empty-input-json-delta")
                 return out
             client = msg.open.get(index, index)
@@ -431,13 +218,11 @@ class StreamEvents(Stage):
             return out
         if etype == "content_block_stop" and isinstance(index, int):
             client = msg.open.pop(index, index)
-            if client != index:
-                self._plain = None  # a renumbered block closed
             self._stop(msg, client, self._reindex(frame, index, client), out, ctx)
             return out
         if etype == "message_delta":
-            delta = event.delta
-            if delta is not None and delta.stop_reason == "end_turn" and msg.has_tool_use:
+            delta = dict_at(event, "delta")
+            if delta is not None and delta.get("stop_reason") == "end_turn" and msg.has_tool_use:
                 obj, ev = self._parts(frame)
                 new_delta = {**ev["delta"], "stop_reason": "tool_use"}
                 frame = frame.replace({**obj, "event": {**ev, "delta": new_delta}})
@@ -451,13 +236,10 @@ class StreamEvents(Stage):
         obj, event = self._parts(frame)
         streams = self._streams
         out = self._flush(key, ctx)
-        if key in streams:
-            self._plain = None  # (the message it replaces may have renumbered blocks open)
-        elif len(streams) >= MAX_STREAMS:
+        if key not in streams and len(streams) >= MAX_STREAMS:
             oldest = next(iter(streams))  # (the first started: insertion order)
             out.extend(self._flush(oldest, ctx))
             streams.pop(oldest, None)
-            self._plain = None
             ctx.count(self.rule, "streams-forgotten")
         new = streams[key] = _Message()
         message = dict_at(event, "message")
@@ -484,8 +266,6 @@ class StreamEvents(Stage):
         msg = self._streams.get(key)
         if msg is not None and msg.stopped and not msg.held:
             del self._streams[key]
-            if msg.open:
-                self._plain = None  # (its renumbered blocks, if any, go with it)
 
     def _reindex(self, frame: Frame, index: int, client: int) -> Frame:
         if index == client:
@@ -523,7 +303,6 @@ class StreamEvents(Stage):
             out.append(frame)
 
     def _held(self, frame: Frame, ctx: Context) -> None:
-        self._plain = False  # (something is held)
         if frame.synthesized_by is None:
             ctx.hold()  # the frame this call was given is kept, not dropped
         ctx.set_timer(self, "hold", self.hold)
@@ -551,7 +330,6 @@ class StreamEvents(Stage):
             return None
         msg.delivered.add(match)
         out = _release_to(msg.held, match, frame)
-        self._plain = None  # (less is held)
         self._forget_done(key)
         if not self._any_held():
             ctx.cancel_timer(self, "hold")
@@ -567,7 +345,6 @@ class StreamEvents(Stage):
             return []
         out = [f for f, _ in msg.held]
         msg.held.clear()
-        self._plain = None
         self._forget_done(key)
         if not self._any_held():
             ctx.cancel_timer(self, "hold")

@@ -1,8 +1,8 @@
 """``task-correlation``, ``task-type``, ``task-noise``, ``task-status``, ``task-fields``:
 the per-frame shape of cbc's background-task frames (PROTOCOL.md §2).
 
-Strategy: each rule is a small stage over the ``system/task_*`` kinds only, so the rest of
-the stream is never parsed for them.
+Strategy: each rule is a small stage over the ``system/task_*`` kinds (task-correlation
+also reads the tool results that name a task).
 
 - ``task-correlation``: cbc's ``task_started`` of a background ``Agent`` has no
   ``tool_use_id`` and comes *before* the tool result that names it (``task_id: agent-…``,
@@ -113,10 +113,8 @@ class TaskCorrelation(Stage):
     rule: ClassVar[str] = "task-correlation"
     reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
     writes: ClassVar[frozenset[str]] = frozenset({"task.tool_use_id", "tasks"})
-    #: task frames, and tool results (``user``) that may name a task; a tool result whose
-    #: line cannot hold ``task_id:`` is left unparsed
+    #: task frames, and tool results (``user``) that may name a task
     kinds: ClassVar[frozenset[str] | None] = TASK_FRAMES | {"user"}
-    lazy: ClassVar[bool] = True
 
     #: seconds to wait for the tool result that names a held task
     wait: float = 2.0
@@ -125,11 +123,7 @@ class TaskCorrelation(Stage):
     _claimed: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if frame.lacks(("user", None), b"task_id:"):
-            return None
         obj = frame.obj
-        if not isinstance(obj, dict):
-            return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
         if t == "user":
             return self._tool_result(frame, cast(User, obj), ctx)

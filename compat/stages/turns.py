@@ -16,7 +16,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import wire
-from compat.frames import Frame, dict_at, has_u_escape, str_at
+from compat.frames import Frame, dict_at, str_at
 from compat.stage import Context, Output, Stage, register
 from compat.taskkit import remember
 
@@ -121,9 +121,6 @@ class InterruptedTurn(Stage):
     reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "session_id"})
     modes: ClassVar[tuple[str, ...]] = ("on", "keep-output")
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result", *TURN_KINDS})
-    #: a stream_event outside an interrupt only marks the turn active: left unparsed
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     _active: bool = attrs.field(default=False, init=False)
     _interrupted: bool = attrs.field(default=False, init=False)
@@ -133,26 +130,8 @@ class InterruptedTurn(Stage):
     _marked: bool = attrs.field(default=False, init=False)  # the marker came already
     _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
 
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """An unparsed stream_event changes nothing once the turn is active (the pipeline
-        skips the call: ``compat.pipeline`` "Cold steps")."""
-        return (
-            kind == ("stream_event", None)
-            and self._active
-            and not (self._interrupted and self.mode == "on")
-        )
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if (
-            not frame.parsed
-            and frame.kind() == ("stream_event", None)
-            and not (self._interrupted and self.mode == "on")
-        ):
-            self._active = True  # what the parsing path below does for it
-            return None
         obj = cast("wire.Envelope", frame.obj)
-        if not isinstance(obj, dict):
-            return None  # not valid JSON: passes, the engine logs it
         t = obj.get("type")
         if t == "control_response":
             if self._active and not self._interrupted and is_interrupt_receipt(obj, ctx):
@@ -322,14 +301,11 @@ class FinalAnswer(Stage):
     rule: ClassVar[str] = "final-answer"
     #: (the session id only when a result carries none)
     reads: ClassVar[frozenset[str]] = frozenset({"session_id"})
+    #: (a stream event says the model wrote, and a main-thread message_start which message
+    #: streams)
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"assistant", "user", "result", "stream_event"}
     )
-    #: a stream event says the model wrote, and a main-thread message_start which message
-    #: streams: read from its kind and bytes (a message_start parsed), then cold until the
-    #: next main-thread user frame
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: the model wrote in this turn
     _model_wrote: bool = attrs.field(default=False, init=False)
@@ -353,21 +329,16 @@ class FinalAnswer(Stage):
     #: a sub-agent's message streams: read on until the main thread's message_start
     _sub_streaming: bool = attrs.field(default=False, init=False)
 
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        # (not listening: the model wrote already, and nothing of a stream event is read)
-        return kind[0] == "stream_event" and not self._listening
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        kind = frame.kind()
-        if kind is not None and kind[0] == "stream_event":
+        obj = cast("wire.Envelope", frame.obj)
+        t = obj.get("type")
+        if t == "stream_event":
             self._model_wrote = True  # (a sub-agent's too)
             if self._listening:
-                self._heard(frame)
+                self._heard(cast("wire.StreamEvent", obj))
             return None
-        obj = cast("wire.Envelope", frame.obj)
-        if not isinstance(obj, dict) or obj.get("parent_tool_use_id") is not None:
+        if obj.get("parent_tool_use_id") is not None:
             return None
-        t = obj.get("type")
         if t == "assistant":
             self._model_wrote = True
             assistant = cast("wire.Assistant", obj)
@@ -395,20 +366,15 @@ class FinalAnswer(Stage):
                 return (out, frame)
         return None
 
-    def _heard(self, frame: Frame) -> None:
+    def _heard(self, obj: wire.StreamEvent) -> None:
         """The first stream event since the turn's start or the last main-thread user
         frame: a main-thread ``message_start`` names the message that streams."""
-        raw = frame.raw
-        if not frame.parsed and raw and raw.find(b"message_start") < 0 and not has_u_escape(raw):
-            obj: Any = None  # (its bytes tell: not a message_start, and not parsed for it)
-        else:
-            obj = frame.obj
         event = dict_at(obj, "event")
         if event is None or event.get("type") != "message_start":
             if not self._sub_streaming:
                 self._listening = False
             return
-        if cast("wire.StreamEvent", obj).get("parent_tool_use_id") is not None:
+        if obj.get("parent_tool_use_id") is not None:
             self._sub_streaming = True  # not the answer's message: read on
             return
         message = dict_at(event, "message")

@@ -130,9 +130,6 @@ class EofWindDown(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"result", "control_request", *_TURN, *TASK_FRAMES}
     )
-    #: a stream_event before the EOF only marks cbc active: read from its kind, unparsed
-    lazy: ClassVar[bool] = True
-    cold_parsed: ClassVar[bool] = True  # its cold answer holds for a parsed frame too
 
     #: seconds background shells get, once only they run and no turn does, before they are
     #: killed
@@ -172,43 +169,8 @@ class EofWindDown(Stage):
         return max(0.0, self.ceiling) + max(0.0, self.close_wait)
 
     # -- frames -------------------------------------------------------------------------
-    def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
-        """A stream_event changes nothing while a turn runs (the pipeline skips the call:
-        ``compat.pipeline`` "Cold steps"); after the EOF also only while no timer of the
-        turn's end is to be stopped (idle, shells) and cbc's stdin is not closed yet (each
-        frame then re-arms the terminate timer). Its time is not needed: ``_last_frame`` is
-        read only while no turn runs (the settle after a task's end), and the frame that
-        ends a turn, its ``result``, sets it. So a backend that writes one line per read (a
-        model streaming slowly) sends its deltas the fast way too."""
-        return (
-            kind == ("stream_event", None)
-            and self._active
-            and (
-                not self._eof
-                or not (
-                    self._after_result
-                    or self._idle_timer
-                    or self._shell_timer
-                    or self._phase is Phase.CLOSING
-                )
-            )
-        )
-
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        wk = frame.kind()
-        if wk == ("stream_event", None) and self.cold(wk, ctx):
-            return None  # what the pipeline's skip gives, on every way (its time: see cold)
-        if not frame.parsed and wk == ("stream_event", None):
-            # decided from the kind (what the parsing path below does for it): a turn runs
-            self._last_frame = ctx.now
-            self._active = True
-            if not self._eof:
-                return None
-            self._after_result = False
-            return self._after_frame(ctx)
         obj: dict[str, Any] = frame.obj
-        if not isinstance(obj, dict):
-            return None  # not valid JSON: passes, the engine logs it
         env = cast("wire.Envelope", obj)
         t, st = env.get("type"), env.get("subtype")
         kind = f"system/{st}" if t == "system" else str(t)

@@ -21,15 +21,7 @@ from compat.facts import PREFIXES, is_fact
 from compat.profiles import build
 from compat.stage import Env, Stage
 
-HOOKS = (
-    "on_frame",
-    "on_raw",
-    "on_timer",
-    "on_backend_input_closed",
-    "on_backend_exit",
-    "on_client_eof",
-    "cold",
-)
+HOOKS = ("on_frame", "on_timer", "on_backend_input_closed", "on_backend_exit", "on_client_eof")
 
 
 class Measured:

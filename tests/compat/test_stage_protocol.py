@@ -9,29 +9,24 @@ import attrs
 import pytest
 
 from compat.profiles import PROFILES
-from compat.stage import REGISTRY, Context, Stage
+from compat.stage import OPTIMIZER, REGISTRY, Context, Stage
 from compat.stages.winddown import Phase
 
 
-def test_a_cold_stage_must_be_lazy() -> None:
-    with pytest.raises(TypeError, match="only a lazy stage can be cold"):
+@pytest.mark.parametrize("flag", ["lazy", "pure", "raw_pass", "cold_parsed", "raw_triggers"])
+def test_a_rule_answers_no_question_about_speed(flag: str) -> None:
+    """What is parsed and what is skipped is the pipeline's: a rule that declares one of the
+    old contract's optimizer flags, or a ``cold``/``on_raw`` method, is refused."""
+    with pytest.raises(TypeError, match=f"{flag}: a rule declares frames, facts and behaviour"):
+        type("Fast", (Stage,), {"rule": "test-fast", flag: True})
+    with pytest.raises(TypeError, match="cold: a rule declares"):
 
         @attrs.define
-        class Eager(Stage):
-            rule: ClassVar[str] = "test-eager"
+        class Cold(Stage):
+            rule: ClassVar[str] = "test-cold"
 
             def cold(self, kind: tuple[str | None, str | None], ctx: Context) -> bool:
                 return True
-
-
-def test_raw_pass_needs_lazy_and_pure() -> None:
-    with pytest.raises(TypeError, match="raw_pass needs lazy and pure"):
-
-        @attrs.define
-        class Raw(Stage):
-            rule: ClassVar[str] = "test-raw"
-            raw_pass: ClassVar[bool] = True
-            lazy: ClassVar[bool] = True
 
 
 @pytest.mark.parametrize(
@@ -61,9 +56,7 @@ def test_triggers_are_declared_as_non_empty_bytes(triggers: object) -> None:
 
 def test_every_registered_stage_declares_consistently() -> None:
     for rule, cls in REGISTRY.items():
-        assert cls.cools == (cls.cold is not Stage.cold), rule
-        assert not cls.cools or cls.lazy, rule
-        assert not cls.raw_pass or (cls.lazy and cls.pure), rule
+        assert not any(hasattr(cls, name) for name in OPTIMIZER), rule
     in_profiles = {r for dirs in PROFILES.values() for stages in dirs.values() for r in stages}
     assert {"eof-wind-down", "private-fields"} <= in_profiles
 
