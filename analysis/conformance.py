@@ -344,27 +344,14 @@ class _Explainer:
         """A violation of side A (the reference run: the checker or the capture is wrong)."""
         path = f"{d.reference} side: " + _violation_path(v)
         e = self.known.find_violation(self.scenario, v, "claude", run)
-        if e is not None:
-            return Item(
-                "violation",
-                path,
-                v.rule,
-                v.frame,
-                None,
-                e.category(),
-                e.reason(self.implemented),
-                e.id,
+        if e is None:
+            why = (
+                f"{UNEXPLAINED}: {d.reference} itself violates the contract "
+                "(the checker or the capture is wrong)"
             )
-        return Item(
-            "violation",
-            path,
-            v.rule,
-            v.frame,
-            None,
-            UNEXPLAINED,
-            f"{UNEXPLAINED}: {d.reference} itself violates the contract "
-            "(the checker or the capture is wrong)",
-        )
+            return Item("violation", path, v.rule, v.frame, None, UNEXPLAINED, why)
+        category, reason = e.category(), e.reason(self.implemented)
+        return Item("violation", path, v.rule, v.frame, None, category, reason, e.id)
 
 
 def _violation_path(v: Violation) -> str:
