@@ -125,21 +125,19 @@ def _revision() -> str | None:
     """The git commit the bridge ran from (``+dirty`` with uncommitted changes), if known."""
     import subprocess
 
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(runner.REPO), *args],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+        return done.stdout.strip()
+
     try:
-        head = subprocess.run(
-            ["git", "-C", str(runner.REPO), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
-        dirty = subprocess.run(
-            ["git", "-C", str(runner.REPO), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=True,
-        )
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return None
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return head + ("+dirty" if dirty else "")
