@@ -72,10 +72,16 @@ SHARED: dict[str, frozenset[str]] = {
     # the same two hold what cbc cannot take before its session; control-reply sends it then
     "control.deferred": frozenset({"unsupported-control", "interrupt-request", "control-reply"}),
     # the bridge's own requests to cbc (unsupported-control's and initialize-request's
-    # set_config, permission-reply's set_permission_mode for a setMode update);
-    # control-reply swallows their replies
+    # set_config, permission-reply's set_permission_mode for a setMode update, user-line's
+    # readiness probe); control-reply swallows their replies
     "control.own": frozenset(
-        {"unsupported-control", "initialize-request", "permission-reply", "control-reply"}
+        {
+            "unsupported-control",
+            "initialize-request",
+            "permission-reply",
+            "user-line",
+            "control-reply",
+        }
     ),
     # interrupt-request holds an interrupt while cbc is told deny + interrupt (its id) and
     # clears it when it sends it after all; control-reply clears it when cbc answers it

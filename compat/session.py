@@ -255,6 +255,9 @@ class ControlState:
     turn_from_client: bool = False  # the running/last turn consumed a client user line
     turns: int = 0  # turns started
     client_turns: int = 0  # of which started by a client user line
+    #: of which cbc ended with a result of its own (not one a rule wrote for it, as
+    #: ``max-turns`` and ``interrupted-turn`` do): cbc's drain poll starts after the first
+    backend_results: int = 0
     mcp_servers: list[Any] = attrs.Factory(list)  # from the last system/init
     last_result: dict[str, Any] | None = None  # usage/modelUsage of the last result
     default_model: str | None = None  # [initialize-reply] cbc's currentModelId

@@ -686,9 +686,11 @@ def test_user_lines_pass_unchanged_and_mark_a_client_turn() -> None:
 
 
 def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
-    """cbc 2.163.0 loses a user line that reaches it 1-3 ms after its result: a line within
-    ``user-line.settle`` (0.2 s) of the result is held until then, what the client sends
-    after it waits behind it, in order; a line later than that passes at once."""
+    """cbc 2.163.0 loses a user line that reaches it as it starts its drain poll, right after
+    its first result: a line within ``user-line.settle`` (0.2 s) of that result waits for
+    cbc's answer to the bridge's readiness probe (``get_available_modes``), here never given,
+    so until then; what the client sends after it waits behind it, in order; a line later
+    than that passes at once."""
     eng = engine()
     run = replay(
         eng,
@@ -706,17 +708,18 @@ def test_a_line_right_after_a_result_waits_out_cbcs_blind_spot() -> None:
     ]
     assert sent == [
         (1.0, "hi"),
+        (1.001, "get_available_modes"),
         (pytest.approx(1.2), "next"),
         (pytest.approx(1.2), "interrupt"),
     ]
     counts = eng.statistics()["rules"]["user-line"]
-    # (synthesized: the two later lines' command_lifecycle "queued" echoes)
+    # (synthesized: the probe, the two later lines' command_lifecycle "queued" echoes)
     assert counts == {
         "held-after-result": 1,
         "queued-during-turn": 1,
         "held": 3,
         "released": 2,
-        "synthesized": 2,
+        "synthesized": 3,
     }
     # Claude's "queued" echo is not held: the client sees it as the line is read
     queued = [
