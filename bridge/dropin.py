@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 # light on purpose: `--version` and `--help` answer before trio, the config, the proxy or
 # any stage is imported, and a session spawns the backend before they are (bridge.launch)
@@ -91,6 +91,12 @@ def help_text() -> str:
             "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS bounds the wind-down after stdin EOF.",
         ]
     )
+
+
+def entry() -> NoReturn:
+    """``claude-on-cbc``, the console script: the session, then the exit without Python's
+    teardown (``stdfds.exit_now``)."""
+    stdfds.exit_now(main())
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

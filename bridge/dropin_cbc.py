@@ -20,6 +20,7 @@ import os
 import shutil
 import sys
 from collections.abc import Mapping, Sequence
+from typing import NoReturn
 
 from bridge import backends, config, launch, stdfds
 from bridge.cli import guarded
@@ -75,6 +76,12 @@ def find_claude(env: Mapping[str, str], explicit: str | None) -> tuple[list[str]
     tried.append("claude on PATH (not found)")
     argv, more = backends.lookup("claude", env={**env, "PATH": ""})
     return argv, tried + [t for t in more if "on PATH" not in t]
+
+
+def entry() -> NoReturn:
+    """``cbc-on-claude``, the console script: the session, then the exit without Python's
+    teardown (``stdfds.exit_now``)."""
+    stdfds.exit_now(main())
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

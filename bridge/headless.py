@@ -15,8 +15,7 @@ import os
 import select
 import sys
 from collections.abc import Sequence
-
-import trio
+from typing import TYPE_CHECKING
 
 from compat.exits import Exit
 from compat.headless import (
@@ -32,6 +31,9 @@ from compat.headless import (
     prompt_text,
     user_line,
 )
+
+if TYPE_CHECKING:  # trio loads after the backend is spawned (bridge.headless_streams)
+    import trio
 
 EXIT_CLIENT_GONE = Exit.CLIENT_GONE
 
@@ -74,44 +76,6 @@ def read_stdin(
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-class PromptStream(trio.abc.ReceiveStream):
-    """The client's stdin as the engine sees it: ``data`` (the user line), then EOF."""
-
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        await trio.lowlevel.checkpoint()
-        n = len(self._data) if max_bytes is None else max_bytes
-        out, self._data = self._data[:n], self._data[n:]
-        return out
-
-    async def aclose(self) -> None:
-        self._data = b""
-        await trio.lowlevel.checkpoint()
-
-
-class RenderingStream(trio.abc.SendStream):
-    """The client's stdout as the engine writes it: through the renderer to ``inner``."""
-
-    def __init__(self, renderer: Renderer, inner: trio.abc.SendStream) -> None:
-        self.renderer = renderer
-        self.inner = inner
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        out = self.renderer.feed(bytes(data))
-        if out:
-            await self.inner.send_all(out)
-        else:
-            await trio.lowlevel.checkpoint()
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.inner.wait_send_all_might_not_block()
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
-
-
 class HeadlessIO:
     """One headless session: ``wrap`` the client's streams, ``finish`` with the status."""
 
@@ -126,6 +90,8 @@ class HeadlessIO:
     def wrap(
         self, client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream
     ) -> tuple[trio.abc.ReceiveStream, trio.abc.SendStream]:
+        from bridge.headless_streams import PromptStream, RenderingStream
+
         if self.prompt_line is not None:
             client_in = PromptStream(self.prompt_line)
         return client_in, RenderingStream(self.renderer, client_out)
