@@ -1,5 +1,5 @@
 """``python -m bridge`` is ``ccbridge``."""
 
-from bridge.cli import main
+from bridge.cli import entry
 
-raise SystemExit(main())
+entry()

@@ -109,38 +109,46 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     return guarded(lambda: cmds[name][1](rest, environ))
 
 
+def entry() -> NoReturn:
+    """``ccbridge``, the console script (``stdfds.run``: no traceback on an interrupt or a
+    closed pipe, also outside a command)."""
+    stdfds.run(main, "ccbridge")
+
+
 def guarded(fn: Callable[[], int]) -> int:
     """Run a command; every error it raises becomes one line on stderr, never a traceback:
-    a usage or configuration error exits 2, anything else 1 (``CCBRIDGE_LOG_LEVEL=debug``
-    adds the traceback, for a bug report)."""
+    an interrupt exits 130, a reader gone (``| head``) 141, a usage or configuration error
+    2, anything else 1 (``CCBRIDGE_LOG_LEVEL=debug`` adds the traceback, for a bug report).
+    trio's exception groups are looked into: an interrupt inside one is an interrupt."""
     try:
         return fn()
-    except KeyboardInterrupt:
-        print("ccbridge: interrupted", file=sys.stderr)
-        return Exit.INTERRUPTED
-    except BrokenPipeError:
-        # stdout closed under us (``ccbridge diff a b | head``): not an error worth a trace
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except OSError:
-            pass
-        return Exit.CLIENT_GONE
-    except ModuleNotFoundError as e:
+    except BaseException as e:  # noqa: BLE001 - the last line of defence, by design
+        if stdfds.only(e, KeyboardInterrupt):
+            print("ccbridge: interrupted", file=sys.stderr)
+            return Exit.INTERRUPTED
+        if stdfds.only(e, BrokenPipeError):
+            stdfds.quiet_stdout()  # stdout closed under us (``ccbridge diff a b | head``)
+            return Exit.CLIENT_GONE
+        if not isinstance(e, Exception):
+            raise  # SystemExit and the like
+        return _failed(e)
+
+
+def _failed(e: Exception) -> int:
+    """One line for an error: a missing optional extra, a usage error, or the unexpected."""
+    if isinstance(e, ModuleNotFoundError):
         extra = EXTRAS.get((e.name or "").partition(".")[0])
-        if extra is None:
-            return _unexpected(e)
-        print(
-            f"ccbridge: this command needs the {extra} extra ({e.name} is not installed): "
-            f"pip install 'ccbridge[{extra}]'",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    except Exception as e:  # noqa: BLE001 - the last line of defence, by design
-        if _usage_error(e):
-            print(f"ccbridge: {escape(str(e))}", file=sys.stderr)
+        if extra is not None:
+            print(
+                f"ccbridge: this command needs the {extra} extra ({e.name} is not installed): "
+                f"pip install 'ccbridge[{extra}]'",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
-        return _unexpected(e)
+    if _usage_error(e):
+        print(f"ccbridge: {escape(str(e))}", file=sys.stderr)
+        return EXIT_USAGE
+    return _unexpected(e)
 
 
 #: what an optional extra brings (pyproject ``optional-dependencies``): a command that needs a

@@ -94,9 +94,9 @@ def help_text() -> str:
 
 
 def entry() -> NoReturn:
-    """``claude-on-cbc``, the console script: the session, then the exit without Python's
-    teardown (``stdfds.exit_now``)."""
-    stdfds.exit_now(main())
+    """``claude-on-cbc``, the console script (``stdfds.run``: no traceback on an interrupt or a
+    closed pipe; the exit without Python's teardown)."""
+    stdfds.run(main, "claude-on-cbc", fast=True)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

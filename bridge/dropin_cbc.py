@@ -79,9 +79,9 @@ def find_claude(env: Mapping[str, str], explicit: str | None) -> tuple[list[str]
 
 
 def entry() -> NoReturn:
-    """``cbc-on-claude``, the console script: the session, then the exit without Python's
-    teardown (``stdfds.exit_now``)."""
-    stdfds.exit_now(main())
+    """``cbc-on-claude``, the console script (``stdfds.run``: no traceback on an interrupt or a
+    closed pipe; the exit without Python's teardown)."""
+    stdfds.run(main, "cbc-on-claude", fast=True)
 
 
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:

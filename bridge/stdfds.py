@@ -11,7 +11,9 @@ missing ``sys.stdin``/``sys.stdout``/``sys.stderr`` is made on it.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Callable
 from typing import NoReturn
 
 _MODES = ((0, "stdin", "r"), (1, "stdout", "w"), (2, "stderr", "w"))
@@ -43,14 +45,68 @@ def _open_null(fd: int) -> None:
         os.set_inheritable(fd, True)
 
 
-def exit_now(status: int) -> NoReturn:
-    """End a drop-in's process once its session is over: Python's own teardown (freeing
-    every module's objects, some 20 ms with trio and the rules loaded) is skipped, as the
-    client waits for the exit. What the session opened is closed by then; the standard
-    streams are flushed here (a client gone makes that a no-op)."""
+def run(main: Callable[[], int], name: str, *, fast: bool = False) -> NoReturn:
+    """A console script's whole life: ``main``, then its standard streams flushed, then the
+    exit. What no command catches ends in words, never a traceback: an interrupt (also as
+    trio wraps it, in an exception group) exits 130 with ``NAME: interrupted``; a reader
+    that went away (``| head``) exits 141, silently, as a shell pipeline expects. ``fast``
+    (the drop-ins): Python's own teardown (freeing every module's objects, some 20 ms with
+    trio and the rules loaded) is skipped, as the client waits for the exit; what the
+    session opened is closed by then."""
+    try:
+        status = main()
+        _flush()
+    except BaseException as e:  # noqa: BLE001 - classified; anything else is re-raised
+        status = _status_of(e, name)
+    if fast:
+        os._exit(status)
+    sys.exit(status)
+
+
+def _flush() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):
+        except ValueError:  # closed
             pass
-    os._exit(status)
+
+
+def _status_of(e: BaseException, name: str) -> int:
+    """The exit status for what ended a command: an interrupt or a reader gone (alone, or
+    in exception groups); anything else goes on up."""
+    if only(e, KeyboardInterrupt):
+        _say(f"{name}: interrupted")
+        return 128 + signal.SIGINT
+    if only(e, BrokenPipeError):
+        quiet_stdout()
+        return 128 + signal.SIGPIPE
+    raise e
+
+
+def only(e: BaseException, kind: type[BaseException]) -> bool:
+    """``e`` is a ``kind``, or an exception group whose leaves include one and are all
+    ``kind`` or, for an interrupt, what the interrupt cancelled."""
+    if not isinstance(e, BaseExceptionGroup):
+        return isinstance(e, kind)
+    if kind is KeyboardInterrupt:
+        return e.subgroup(KeyboardInterrupt) is not None
+    match, rest = e.split(kind)
+    return match is not None and rest is None
+
+
+def quiet_stdout() -> None:
+    """stdout's reader is gone: what is still buffered goes nowhere (no second error when
+    Python flushes it at exit)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.close(devnull)
+    except OSError:
+        pass
+
+
+def _say(text: str) -> None:
+    try:
+        os.write(2, (text + "\n").encode("utf-8", "replace"))
+    except OSError:
+        pass

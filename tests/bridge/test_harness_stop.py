@@ -82,3 +82,35 @@ def test_a_signal_stops_a_scenario_run_and_its_backend(tmp_path: Path, signum: i
         time.sleep(0.05)
     assert not _alive(pid), "the backend outlived the run"
     assert out.is_file()  # the capture of what happened until then
+
+
+def test_ctrl_c_to_the_process_group_exits_130_in_one_line(tmp_path: Path) -> None:
+    """A terminal's Ctrl-C reaches the whole group (the command, its backend): trio wraps
+    the interrupt in exception groups, which once printed a 50-line traceback and exit 1."""
+    script = tmp_path / "backend.py"
+    script.write_text(BACKEND)
+    pid_file = tmp_path / "backend.pid"
+    backend = f"{sys.executable} {script} {pid_file}"
+    argv = [sys.executable, "-m", "bridge", "scenario", "run", str(SCENARIO)]
+    proc = subprocess.Popen(
+        [*argv, "--backend", backend, "--out", str(tmp_path / "run.jsonl")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=conftest.REPO,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the backend never started"
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert b"Traceback" not in err
+    assert b"ExceptionGroup" not in err
+    assert not _alive(int(pid_file.read_text())), "the backend outlived the run"
