@@ -232,7 +232,8 @@ class Pipeline:
             if triggers is not None and not _triggered(frame.raw, triggers, lead):
                 continue
             if not checked:
-                if not isinstance(frame.obj, dict):
+                # a proved line is a JSON object: it is parsed only once a rule reads it
+                if not frame.proven and not isinstance(frame.obj, dict):
                     self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
                     return
                 checked = True

@@ -142,6 +142,46 @@ OPTIMIZER = ("lazy", "pure", "cold", "cold_parsed", "raw_pass", "raw_triggers", 
 _KIND_KEY = re.compile(r"[^/\s]+(?:/[^/\s]+)?")
 
 
+def _no_optimizer(cls: type[Stage]) -> str:
+    stale = [name for name in OPTIMIZER if name in cls.__dict__]
+    if not stale:
+        return ""
+    return (
+        f"{', '.join(stale)}: a rule declares frames, facts and behaviour; what is parsed "
+        "and what is skipped is the pipeline's"
+    )
+
+
+def _kinds_ok(cls: type[Stage]) -> str:
+    kinds = cls.kinds
+    if kinds is None or (type(kinds) is frozenset and all(_KIND_KEY.fullmatch(k) for k in kinds)):
+        return ""
+    return f"kinds must be None or a frozenset of 'type' or 'type/subtype' names, not {kinds!r}"
+
+
+def _triggers_ok(cls: type[Stage]) -> str:
+    triggers = cls.triggers
+    if type(triggers) is tuple and all(type(t) is bytes and t for t in triggers):
+        return ""
+    return f"triggers must be a tuple of non-empty bytes, not {triggers!r}"
+
+
+def _facts_ok(cls: type[Stage]) -> str:
+    from compat.facts import FACTS
+
+    for name in ("reads", "writes", "reads_earlier"):
+        declared = getattr(cls, name)
+        if type(declared) is not frozenset or not declared <= FACTS:
+            unknown = sorted(set(declared) - FACTS) if isinstance(declared, frozenset) else ""
+            return (
+                f"{name} must be a frozenset of compat.facts.FACTS names, not {declared!r} "
+                f"(unknown: {unknown})"
+            )
+    if not cls.reads_earlier <= cls.reads:
+        return "reads_earlier must be part of reads"
+    return ""
+
+
 @attrs.define
 class Stage:
     """Base class. Subclasses set ``rule``, ``direction`` and their interest."""
@@ -177,37 +217,10 @@ class Stage:
         """The declarations are checked where a rule is declared, not found out at run
         time; none of them is about speed (the pipeline's alone: ``OPTIMIZER``)."""
         super().__init_subclass__(**kwargs)
-        stale = [name for name in OPTIMIZER if name in cls.__dict__]
-        if stale:
-            raise TypeError(
-                f"{cls.__name__}: {', '.join(stale)}: a rule declares frames, facts and "
-                "behaviour; what is parsed and what is skipped is the pipeline's"
-            )
-        kinds = cls.kinds
-        if kinds is not None and (
-            type(kinds) is not frozenset or not all(_KIND_KEY.fullmatch(k) for k in kinds)
-        ):
-            raise TypeError(
-                f"{cls.__name__}: kinds must be None or a frozenset of 'type' or "
-                f"'type/subtype' names, not {kinds!r}"
-            )
-        triggers = cls.triggers
-        if type(triggers) is not tuple or not all(type(t) is bytes and t for t in triggers):
-            raise TypeError(
-                f"{cls.__name__}: triggers must be a tuple of non-empty bytes, not {triggers!r}"
-            )
-        from compat.facts import FACTS
-
-        for name in ("reads", "writes", "reads_earlier"):
-            declared = getattr(cls, name)
-            if type(declared) is not frozenset or not declared <= FACTS:
-                unknown = sorted(set(declared) - FACTS) if isinstance(declared, frozenset) else ""
-                raise TypeError(
-                    f"{cls.__name__}: {name} must be a frozenset of compat.facts.FACTS "
-                    f"names, not {declared!r} (unknown: {unknown})"
-                )
-        if not cls.reads_earlier <= cls.reads:
-            raise TypeError(f"{cls.__name__}: reads_earlier must be part of reads")
+        for check in (_no_optimizer, _kinds_ok, _triggers_ok, _facts_ok):
+            problem = check(cls)
+            if problem:
+                raise TypeError(f"{cls.__name__}: {problem}")
 
     def __attrs_post_init__(self) -> None:
         if not self.mode:

@@ -40,7 +40,7 @@ def functions(path: Path) -> Iterator[tuple[str, int]]:
         if isinstance(block, Class):
             for m in block.methods:
                 yield f"{rel}:{block.name}.{m.name}", m.complexity
-        elif isinstance(block, Function):
+        elif isinstance(block, Function) and not block.is_method:  # (methods: above, once)
             yield f"{rel}:{block.name}", block.complexity
 
 

@@ -27,7 +27,8 @@ It sits after task-correlation (which gives a background agent's ``task_started`
 
 from __future__ import annotations
 
-from typing import ClassVar, cast
+from collections.abc import Sequence
+from typing import Any, ClassVar, cast
 
 import attrs
 
@@ -42,30 +43,40 @@ MAX_CALLS = 256
 
 def _calls_of(obj: wire.Assistant) -> list[str]:
     """The ids of the ``tool_use`` blocks of an assistant frame, in order."""
-    msg = obj.get("message")
-    content = msg.get("content") if isinstance(msg, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [
-        b["id"]
-        for b in content
-        if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str)
-    ]
+    return _block_ids(obj, "tool_use", "id")
 
 
 def _results_of(obj: wire.User) -> list[str]:
     """The ``tool_use_id`` of every tool_result block of a ``user`` frame."""
+    return _block_ids(obj, "tool_result", "tool_use_id")
+
+
+def _block_ids(obj: wire.Assistant | wire.User, block_type: str, key: str) -> list[str]:
+    """The string ``key`` of each ``block_type`` block of the frame's ``message.content``."""
+    return [
+        b[key]
+        for b in _content(obj)
+        if isinstance(b, dict) and b.get("type") == block_type and isinstance(b.get(key), str)
+    ]
+
+
+def _content(obj: wire.Assistant | wire.User) -> list[Any]:
+    """The frame's ``message.content`` (``[]`` when it is not a list)."""
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
-    if not isinstance(content, list):
-        return []
-    return [
-        b["tool_use_id"]
-        for b in content
-        if isinstance(b, dict)
-        and b.get("type") == "tool_result"
-        and isinstance(b.get("tool_use_id"), str)
-    ]
+    return content if isinstance(content, list) else []
+
+
+def _message_id(obj: wire.Assistant) -> str | None:
+    """The id of an assistant frame's message (None: none, or not a non-empty string)."""
+    msg = obj.get("message")
+    mid = msg.get("id") if isinstance(msg, dict) else None
+    return mid if isinstance(mid, str) and mid else None
+
+
+def _passing(out: Output, frame: Frame) -> Sequence[Frame]:
+    """What a frame's call gave: ``out``, or the frame itself when it passes (None)."""
+    return out if out is not None else (frame,)
 
 
 @register
@@ -103,63 +114,79 @@ class CallOrder(Stage):
         if t == "result":
             return self._end(frame, ctx)
         if t == "user":
-            user = cast("wire.User", frame.obj)
-            if user.get("parent_tool_use_id"):
-                return None  # a subagent's own tool result
-            ids = [i for i in _results_of(user) if i in self._calls]
-            return self._belongs(frame, ctx, ids, finishes=True) if ids else None
+            return self._user(frame, cast("wire.User", frame.obj), ctx)
+        return self._task(frame, ctx)
+
+    def _user(self, frame: Frame, obj: wire.User, ctx: Context) -> Output:
+        """A tool result of calls of the message: it finishes them, in call order."""
+        if obj.get("parent_tool_use_id"):
+            return None  # a subagent's own tool result
+        ids = [i for i in _results_of(obj) if i in self._calls]
+        return self._belongs(frame, ctx, ids, finishes=True) if ids else None
+
+    def _task(self, frame: Frame, ctx: Context) -> Output:
+        """A task frame: it belongs to the call that started the task."""
         obj = cast("wire.TaskStarted", frame.obj)  # a task frame (they share these keys)
         tid = task_id_of(wire.plain(obj))
         if tid is None:
             return None
         if frame.subtype == "task_started":
-            use_id = obj.get("tool_use_id")
-            if not isinstance(use_id, str):
-                return None
-            if use_id not in self._calls:
-                if self._message is None or use_id in ctx.state.tool_uses:
-                    return None  # no message open, or a call of an earlier one
-                # cbc starts a call's task before it writes the call (twins
-                # two-bg-tasks-apart, bridged): wait for the call to take its place
-                self._tasks[tid] = use_id
-                return self._hold(frame, ctx, use_id)
+            return self._task_started(frame, obj, tid, ctx)
+        call = self._tasks.get(tid)
+        return None if call is None else self._task_later(frame, call, ctx)
+
+    def _task_started(self, frame: Frame, obj: wire.TaskStarted, tid: str, ctx: Context) -> Output:
+        """A ``task_started``: its call (``tool_use_id``) is the task's from now on."""
+        use_id = obj.get("tool_use_id")
+        if not isinstance(use_id, str):
+            return None
+        if use_id in self._calls:
             self._tasks[tid] = use_id
             return self._belongs(frame, ctx, [use_id], finishes=False)
-        call = self._tasks.get(tid)
-        if call is None:
-            return None
-        if call not in self._calls:
-            return self._hold(frame, ctx, call) if call in self._held else None
-        return self._belongs(frame, ctx, [call], finishes=False)
+        if self._message is None or use_id in ctx.state.tool_uses:
+            return None  # no message open, or a call of an earlier one
+        # cbc starts a call's task before it writes the call (twins two-bg-tasks-apart,
+        # bridged): wait for the call to take its place
+        self._tasks[tid] = use_id
+        return self._hold(frame, ctx, use_id)
+
+    def _task_later(self, frame: Frame, call: str, ctx: Context) -> Output:
+        """A later frame of the task ``call`` started (a call not written yet: held behind
+        what it already holds)."""
+        if call in self._calls:
+            return self._belongs(frame, ctx, [call], finishes=False)
+        return self._hold(frame, ctx, call) if call in self._held else None
 
     # -- the message and its calls ----------------------------------------------------------
     def _assistant(self, frame: Frame, obj: wire.Assistant, ctx: Context) -> Output:
         if obj.get("parent_tool_use_id"):
             return None  # a subagent's own message: not a call of the main thread
-        msg = obj.get("message")
-        mid = msg.get("id") if isinstance(msg, dict) else None
-        mid = mid if isinstance(mid, str) and mid else None
+        mid = _message_id(obj)
         calls = _calls_of(obj)
         # without a message id a frame is a message of its own: no evidence of siblings
         same = mid is not None and mid == self._message
-        out: Output = None
-        if not same and (self._calls or self._held):
-            # the model wrote its next message: it saw every result of the previous one
-            out = self._end(frame, ctx)
-        if not same:
-            self._message = mid
-        for use_id in calls:
-            if len(self._calls) < MAX_CALLS and use_id not in self._calls:
-                self._calls[use_id] = len(self._calls)
+        out = None if same else self._next_message(frame, mid, ctx)
+        self._track(calls)
         if not any(c in self._held for c in calls):
             return out
         # frames of these calls that came before them now take their place
-        released = self._release(ctx)
-        return (*(out if out is not None else (frame,)), *released)
+        return (*_passing(out, frame), *self._release(ctx))
+
+    def _next_message(self, frame: Frame, mid: str | None, ctx: Context) -> Output:
+        """The model wrote its next message: it saw every result of the previous one."""
+        out = self._end(frame, ctx) if self._calls or self._held else None
+        self._message = mid
+        return out
+
+    def _track(self, calls: list[str]) -> None:
+        """The message's calls, in order (up to ``MAX_CALLS``)."""
+        for use_id in calls:
+            if len(self._calls) < MAX_CALLS and use_id not in self._calls:
+                self._calls[use_id] = len(self._calls)
 
     def _end(self, frame: Frame, ctx: Context) -> Output:
         """The message is over: what it held passes before ``frame``, the tracking resets."""
-        released = [f for call in self._calls_in_order() for f in self._held.pop(call, [])]
+        released = self._pop_held()
         for call in (*self._calls, *self._held):
             ctx.cancel_timer(self, call)
         self._message = None
@@ -168,9 +195,11 @@ class CallOrder(Stage):
         self._tasks.clear()
         self._held.clear()
         self._n_held = 0
-        if not released:
-            return None
-        return (*released, frame)
+        return (*released, frame) if released else None
+
+    def _pop_held(self) -> list[Frame]:
+        """Every frame held, in call order (a call not written yet last)."""
+        return [f for call in self._calls_in_order() for f in self._held.pop(call, [])]
 
     def _calls_in_order(self) -> list[str]:
         return sorted(self._held, key=lambda c: self._calls.get(c, MAX_CALLS))
@@ -187,11 +216,19 @@ class CallOrder(Stage):
         """A frame of the calls ``ids``: held behind an earlier call not done yet, or passed
         (a tool result then finishes its calls and lets the frames waiting on them go)."""
         last = max(ids, key=lambda c: self._calls[c])
-        others = [c for c in self._calls if self._calls[c] < self._calls[last] and c not in ids]
-        if last in self._held or any(c not in self._done for c in others):
+        if self._waits(last, ids):
             return self._hold(frame, ctx, last)
-        if not finishes:
-            return None
+        return self._finish(frame, ctx, ids) if finishes else None
+
+    def _waits(self, last: str, ids: list[str]) -> bool:
+        """Frames of ``last`` are already held, or a call before it (not one of ``ids``) is
+        not done."""
+        n = self._calls[last]
+        others = [c for c, i in self._calls.items() if i < n and c not in ids]
+        return last in self._held or any(c not in self._done for c in others)
+
+    def _finish(self, frame: Frame, ctx: Context, ids: list[str]) -> Output:
+        """A tool result passes: its calls are done, the frames they freed follow it."""
         self._done.update(ids)
         released = self._release(ctx)
         return (frame, *released) if released else None
@@ -216,23 +253,36 @@ class CallOrder(Stage):
         for call in self._calls_in_order():
             if not self._free(call):
                 break
-            ctx.cancel_timer(self, call)
-            frames = self._held.pop(call)
-            self._n_held -= len(frames)
-            for f in frames:
-                if f.type == "user":
-                    self._done.update(_results_of(cast("wire.User", f.obj)))
-            out.extend(frames)
+            out.extend(self._release_call(call, ctx))
         return out
+
+    def _release_call(self, call: str, ctx: Context) -> list[Frame]:
+        """The frames held for ``call``, which is free: a tool result among them finishes
+        its calls."""
+        ctx.cancel_timer(self, call)
+        frames = self._held.pop(call)
+        self._n_held -= len(frames)
+        for f in frames:
+            if f.type == "user":
+                self._done.update(_results_of(cast("wire.User", f.obj)))
+        return frames
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         if key not in self._held:
             return None
         if key not in self._calls:
-            ctx.log(self.rule, f"call {key} not written within {self.wait:g}s: released", "debug")
-            frames = self._held.pop(key)
-            self._n_held -= len(frames)
-            return frames
+            return self._unwritten(key, ctx)
+        return self._give_up(key, ctx)
+
+    def _unwritten(self, key: str, ctx: Context) -> Output:
+        """The call ``key`` was not written in time: its frames go as they are."""
+        ctx.log(self.rule, f"call {key} not written within {self.wait:g}s: released", "debug")
+        frames = self._held.pop(key)
+        self._n_held -= len(frames)
+        return frames
+
+    def _give_up(self, key: str, ctx: Context) -> Output:
+        """The calls before ``key`` had no result in time: they count as done."""
         n = self._calls[key]
         late = [c for c, i in self._calls.items() if i < n and c not in self._done]
         ctx.log(
@@ -244,7 +294,7 @@ class CallOrder(Stage):
         return self._release(ctx)
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
-        released = [f for call in self._calls_in_order() for f in self._held.pop(call, [])]
+        released = self._pop_held()
         self._held.clear()
         self._n_held = 0
         return released or None

@@ -10,7 +10,8 @@ the frames Claude writes for that case within the same turn (the line's uuid fro
 from __future__ import annotations
 
 import re
-from typing import Any, ClassVar, cast
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeGuard, cast
 
 import attrs
 
@@ -27,33 +28,40 @@ CBC_REFUSAL = (
 )
 
 
+#: Claude's ``error`` for the HTTP statuses it names (its ``api_retry``/assistant
+#: vocabulary); another 5xx is a ``server_error``, anything else ``unknown``
+_ERROR_KINDS = {
+    429: "rate_limit",
+    529: "overloaded",
+    401: "authentication_failed",
+    403: "authentication_failed",
+    400: "invalid_request",
+}
+
+
 def error_kind(status: int) -> str:
     """Claude's ``error`` for an HTTP status (its ``api_retry``/assistant vocabulary)."""
-    if status == 429:
-        return "rate_limit"
-    if status == 529:
-        return "overloaded"
-    if status >= 500:
-        return "server_error"
-    if status in (401, 403):
-        return "authentication_failed"
-    return "invalid_request" if status == 400 else "unknown"
+    kind = _ERROR_KINDS.get(status)
+    if kind is not None:
+        return kind
+    return "server_error" if status >= 500 else "unknown"
+
+
+def _text_block(block: Any) -> str | None:
+    """The text of a ``text`` content block."""
+    if not isinstance(block, dict) or block.get("type") != "text":
+        return None
+    text = block.get("text")
+    return text if isinstance(text, str) else None
 
 
 def _only_text(obj: Assistant) -> str | None:
+    """The text of a message whose content is a single text block."""
     message = obj.get("message")
-    if not isinstance(message, dict):
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, list) or len(content) != 1:
         return None
-    content = message.get("content")
-    if (
-        isinstance(content, list)
-        and len(content) == 1
-        and isinstance(content[0], dict)
-        and content[0].get("type") == "text"
-        and isinstance(content[0].get("text"), str)
-    ):
-        return str(content[0]["text"])
-    return None
+    return _text_block(content[0])
 
 
 def _no_output(obj: Assistant) -> bool:
@@ -62,18 +70,21 @@ def _no_output(obj: Assistant) -> bool:
     return isinstance(usage, dict) and usage.get("output_tokens") in (0, None)
 
 
+def _own_text(obj: Assistant) -> str | None:
+    """The text of a message cbc wrote itself, not the model: a single text block with zero
+    output, on the main thread."""
+    if obj.get("parent_tool_use_id") is not None or not _no_output(obj):
+        return None
+    return _only_text(obj)
+
+
 def _is_cut_stream_notice(obj: Assistant) -> bool:
     """cbc's own ``aborted`` message after a cut stream: that one word, zero output, on the
     main thread, its frame uuid its message id (cbc's mark of a message it wrote itself)."""
-    message = obj.get("message")
-    return (
-        obj.get("parent_tool_use_id") is None
-        and isinstance(message, dict)
-        and _only_text(obj) == "aborted"
-        and _no_output(obj)
-        and obj.get("uuid") is not None
-        and obj.get("uuid") == message.get("id")
-    )
+    if _own_text(obj) != "aborted":
+        return False
+    uuid = obj.get("uuid")
+    return uuid is not None and uuid == obj["message"].get("id")
 
 
 def parse_api_error(text: str, session_id: Any) -> tuple[int, str] | None:
@@ -82,6 +93,53 @@ def parse_api_error(text: str, session_id: Any) -> tuple[int, str] | None:
     if m is None or (isinstance(session_id, str) and session_id and m.group(4) != session_id):
         return None
     return int(m.group(1)), m.group(2)
+
+
+def _api_error_text(status: int, message: str) -> str:
+    """Claude's text of a failed request."""
+    return f"API Error: {status} {message}"
+
+
+def _failed_request(result: Result) -> tuple[int, str] | None:
+    """``(status, Claude's text)`` of a request cbc's result reports failed: an
+    ``error_during_execution`` whose one error is cbc's failed-request text."""
+    errors = result.get("errors")
+    if result.get("subtype") != "error_during_execution" or not _one_text(errors):
+        return None
+    parsed = parse_api_error(errors[0], result.get("session_id"))
+    return None if parsed is None else (parsed[0], _api_error_text(*parsed))
+
+
+def _one_text(values: Any) -> TypeGuard[list[str]]:
+    return isinstance(values, list) and len(values) == 1 and isinstance(values[0], str)
+
+
+def _api_error_result(result: Result, error: tuple[int, str]) -> Result:
+    """Claude's result of a turn whose request failed (cbc's ``errors`` dropped)."""
+    new = cast(Result, {k: v for k, v in result.items() if k != "errors"})
+    new.update(
+        {
+            "subtype": "success",
+            "is_error": True,
+            "result": error[1],
+            "stop_reason": "stop_sequence",
+            "terminal_reason": "api_error",
+            "api_error_status": error[0],
+        }
+    )
+    return new
+
+
+def _refusal_result(result: Result, refusal: str) -> Result:
+    """Claude's result of a turn the model refused, the notice as its ``result``."""
+    return {
+        **result,
+        "is_error": True,
+        "result": refusal,
+        "stop_reason": "refusal",
+        "terminal_reason": "api_error",
+        "api_error_status": None,
+    }
 
 
 @register
@@ -143,60 +201,73 @@ class ApiError(Stage):
     _line: str | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        if not isinstance(obj, dict):
-            return None
-        if obj.get("type") == "system":
-            control = ctx.state.control
-            if not control.turn_active:
-                self._line = control.pending_user[0] if control.pending_user else None
-            return None
-        if obj.get("type") == "assistant":
-            assistant = cast(Assistant, obj)
-            if self._aborted is None and _is_cut_stream_notice(assistant):
-                self._aborted = frame
-                ctx.hold()
-                return ()
-            if self._aborted is not None and assistant.get("parent_tool_use_id") is None:
-                self._aborted = None  # the recovered answer follows: Claude shows only it
-                ctx.drop_held(self.rule)
-            return self._assistant(frame, assistant, ctx)
-        if obj.get("type") == "result":
-            held, self._aborted = self._aborted, None
-            out = self._result(frame, cast(Result, obj))
-            if held is None:
-                return out
-            return (held, *(out if out is not None else (frame,)))
-        return None
+        step = _STEPS.get(frame.obj.get("type"))
+        return step(self, frame, ctx) if step is not None else None
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
         held, self._aborted = self._aborted, None
         return (held,) if held is not None else None
 
+    def _turn_start(self, frame: Frame, ctx: Context) -> Output:
+        """The init of a turn: the uuid of the line it answers (a turn already running
+        keeps its own)."""
+        control = ctx.state.control
+        if not control.turn_active:
+            self._line = control.pending_user[0] if control.pending_user else None
+        return None
+
+    def _on_assistant(self, frame: Frame, ctx: Context) -> Output:
+        assistant = cast(Assistant, frame.obj)
+        if self._aborted is None and _is_cut_stream_notice(assistant):
+            self._aborted = frame
+            ctx.hold()
+            return ()
+        if self._aborted is not None and assistant.get("parent_tool_use_id") is None:
+            self._aborted = None  # the recovered answer follows: Claude shows only it
+            ctx.drop_held(self.rule)
+        return self._assistant(frame, assistant, ctx)
+
+    def _on_result(self, frame: Frame, ctx: Context) -> Output:
+        """The turn's result, after the cut-stream notice still held (no answer came)."""
+        held, self._aborted = self._aborted, None
+        out = self._result(frame, cast(Result, frame.obj))
+        if held is None:
+            return out
+        return (held, *(out if out is not None else (frame,)))
+
     def _assistant(self, frame: Frame, obj: Assistant, ctx: Context) -> Output:
-        if obj.get("parent_tool_use_id") is not None or not _no_output(obj):
-            return None
-        text = _only_text(obj)
+        text = _own_text(obj)
         if text is None:
             return None
         parsed = parse_api_error(text, obj.get("session_id"))
         if parsed is not None:
-            status, message = parsed
-            claude = f"API Error: {status} {message}"
-            self._error = (status, claude)
-            notice = self._synthetic(frame, obj, claude, "stop_sequence", error_kind(status))
-            if obj.get("uuid") == obj["message"].get("id"):  # cbc's one id for both
-                notice = notice.replace({**notice.obj, "uuid": ctx.env.new_uuid()})
-            return (notice,)
+            return self._api_error(frame, obj, parsed, ctx)
         if text.strip() == CBC_REFUSAL:
-            self._refusal = text
-            # Claude's notice is a message of its own; cbc's reuses the refused message's id
-            notice = self._synthetic(frame, obj, text, "refusal", "invalid_request")
-            typed = cast(Assistant, notice.obj)
-            body: Message = {**typed["message"], "id": ctx.env.new_uuid()}
-            new: Assistant = {**typed, "message": body}
-            return (self._no_fallback(obj, ctx), notice.replace(as_dict(new)))
+            return self._refused(frame, obj, text, ctx)
         return None
+
+    def _api_error(
+        self, frame: Frame, obj: Assistant, parsed: tuple[int, str], ctx: Context
+    ) -> Output:
+        """cbc's failed-request message as Claude's synthetic API-error assistant."""
+        status, message = parsed
+        claude = _api_error_text(status, message)
+        self._error = (status, claude)
+        notice = self._synthetic(frame, obj, claude, "stop_sequence", error_kind(status))
+        if obj.get("uuid") == obj["message"].get("id"):  # cbc's one id for both
+            notice = notice.replace({**notice.obj, "uuid": ctx.env.new_uuid()})
+        return (notice,)
+
+    def _refused(self, frame: Frame, obj: Assistant, text: str, ctx: Context) -> Output:
+        """cbc's refusal notice as Claude's, after Claude's report that no fallback model
+        answers."""
+        self._refusal = text
+        # Claude's notice is a message of its own; cbc's reuses the refused message's id
+        notice = self._synthetic(frame, obj, text, "refusal", "invalid_request")
+        typed = cast(Assistant, notice.obj)
+        body: Message = {**typed["message"], "id": ctx.env.new_uuid()}
+        new: Assistant = {**typed, "message": body}
+        return (self._no_fallback(obj, ctx), notice.replace(as_dict(new)))
 
     def _no_fallback(self, obj: Assistant, ctx: Context) -> Frame:
         """Claude's report that no fallback model answers the refused line: the session's
@@ -237,37 +308,17 @@ class ApiError(Stage):
         error, self._error = self._error, None
         refusal, self._refusal = self._refusal, None
         if error is None:
-            errors = obj.get("errors")
-            if (
-                obj.get("subtype") == "error_during_execution"
-                and isinstance(errors, list)
-                and len(errors) == 1
-                and isinstance(errors[0], str)
-            ):
-                parsed = parse_api_error(errors[0], obj.get("session_id"))
-                if parsed is not None:
-                    error = (parsed[0], f"API Error: {parsed[0]} {parsed[1]}")
+            error = _failed_request(obj)
         if error is not None:
-            new = cast(Result, {k: v for k, v in obj.items() if k != "errors"})
-            new.update(
-                {
-                    "subtype": "success",
-                    "is_error": True,
-                    "result": error[1],
-                    "stop_reason": "stop_sequence",
-                    "terminal_reason": "api_error",
-                    "api_error_status": error[0],
-                }
-            )
-            return (frame.replace(as_dict(new)),)
+            return (frame.replace(as_dict(_api_error_result(obj, error))),)
         if refusal is not None:
-            refused: Result = {
-                **obj,
-                "is_error": True,
-                "result": refusal,
-                "stop_reason": "refusal",
-                "terminal_reason": "api_error",
-                "api_error_status": None,
-            }
-            return (frame.replace(as_dict(refused)),)
+            return (frame.replace(as_dict(_refusal_result(obj, refusal))),)
         return None
+
+
+#: what each type of frame the rule takes means to it
+_STEPS: dict[Any, Callable[[ApiError, Frame, Context], Output]] = {
+    "system": ApiError._turn_start,  # system/init
+    "assistant": ApiError._on_assistant,
+    "result": ApiError._on_result,
+}

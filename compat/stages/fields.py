@@ -98,88 +98,124 @@ class FrameFields(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast("wire.Assistant | wire.User", frame.obj)
-        if not isinstance(obj, dict):
-            return None
+        changed = {**_timestamp(frame, ctx), **_agent_fields(obj, ctx)}
         message = obj.get("message")
-        changed: dict[str, Any] = {}
-        if not isinstance(cast("wire.Envelope", obj).get("timestamp"), str):
-            changed["timestamp"] = wire_timestamp(frame) or iso_ms(ctx.wall_ms())
-        parent = obj.get("parent_tool_use_id")
-        if parent is not None:
-            self._agent_fields(obj, parent, changed, ctx)
-        if isinstance(message, dict):
-            if obj.get("type") == "assistant":
-                return self._assistant(frame, cast("wire.Assistant", obj), message, changed, ctx)
-            else:
-                content = message.get("content")
-                if isinstance(content, list):
-                    blocks = [self._block(b, ctx) for b in content]
-                    if any(b is not o for b, o in zip(blocks, content, strict=True)):
-                        ctx.count(self.rule, "agent-is-error-dropped")
-                        changed["message"] = {**message, "content": blocks}
-        if not changed:
-            return None
-        return (frame.replace({**obj, **changed}),)
+        if not isinstance(message, dict):
+            return _with(frame, changed)
+        if obj.get("type") == "assistant":
+            return self._assistant(frame, message, changed, ctx)
+        return self._user(frame, message, changed, ctx)
 
     def _assistant(
+        self, frame: Frame, message: wire.Message, changed: dict[str, Any], ctx: Context
+    ) -> Output:
+        """Claude's message fields; one frame per content block (option ``split``)."""
+        new_message = _claude_message(message)
+        content = message.get("content")
+        if self.split and isinstance(content, list) and len(content) >= 2:
+            return self._split(frame, {**frame.obj, **changed}, new_message, content, ctx)
+        if new_message != message:
+            changed["message"] = new_message
+        return _with(frame, changed)
+
+    def _split(
         self,
         frame: Frame,
-        obj: wire.Assistant,
-        message: wire.Message,
-        changed: dict[str, Any],
+        base: dict[str, Any],
+        message: dict[str, Any],
+        content: list[Any],
         ctx: Context,
     ) -> Output:
-        new_message = dict(message)
-        if "context_management" not in message:
-            new_message["context_management"] = None
-        if message.get("model") != SYNTHETIC_MODEL:
-            new_message["stop_reason"] = None
-            new_message["stop_sequence"] = None
-        content = message.get("content")
-        if not self.split or not isinstance(content, list) or len(content) < 2:
-            if new_message != message:
-                changed["message"] = new_message
-            if not changed:
-                return None
-            return (frame.replace({**obj, **changed}),)
-        base = {**obj, **changed}
-        out = [frame.replace({**base, "message": {**new_message, "content": [content[0]]}})]
+        """The frame (``base``: its fields added) as one frame per content block of its
+        ``message``: the first block's is ``frame`` rewritten, each other's a frame of its
+        own with its own uuid."""
+        out = [frame.replace({**base, "message": {**message, "content": [content[0]]}})]
         for block in content[1:]:
-            part = {**base, "message": {**new_message, "content": [block]}}
-            if "uuid" in obj:
+            part = {**base, "message": {**message, "content": [block]}}
+            if "uuid" in base:
                 part["uuid"] = ctx.env.new_uuid()
             out.append(Frame.synth(part, self.rule))
         ctx.count(self.rule, "messages-split")
         return out
 
-    @staticmethod
-    def _agent_fields(
-        obj: wire.Assistant | wire.User, parent: Any, changed: dict[str, Any], ctx: Context
-    ) -> None:
-        """A sub-agent's frame: its call's ``subagent_type`` and ``description`` as Claude's
-        ``subagent_type`` and ``task_description`` (the keys it lacks)."""
-        call = starting_call(ctx.state, parent)
-        if call is None or call[0] not in AGENT_TOOLS:
-            return
-        inp = call[1]
-        for key, source in (
-            ("subagent_type", "subagent_type"),
-            ("task_description", "description"),
-        ):
-            value = inp.get(source)
-            if isinstance(value, str) and value and key not in obj:
-                changed[key] = value
+    def _user(
+        self, frame: Frame, message: wire.Message, changed: dict[str, Any], ctx: Context
+    ) -> Output:
+        """``is_error: false`` dropped from the tool_results Claude writes without it."""
+        content = message.get("content")
+        if not isinstance(content, list):
+            return _with(frame, changed)
+        blocks = [_block(b, ctx) for b in content]
+        if any(b is not o for b, o in zip(blocks, content, strict=True)):
+            ctx.count(self.rule, "agent-is-error-dropped")
+            changed["message"] = {**message, "content": blocks}
+        return _with(frame, changed)
 
-    @staticmethod
-    def _block(block: Any, ctx: Context) -> Any:
-        if (
-            not isinstance(block, dict)
-            or block.get("type") != "tool_result"
-            or block.get("is_error") is not False
-        ):
-            return block
-        use_id = block.get("tool_use_id")
-        use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
-        if use is None or use.name in _WRITES_IS_ERROR_FALSE:
-            return block
-        return {k: v for k, v in block.items() if k != "is_error"}
+
+def _with(frame: Frame, changed: dict[str, Any]) -> Output:
+    """``frame`` with the fields ``changed``, or None when none changed."""
+    return (frame.replace({**frame.obj, **changed}),) if changed else None
+
+
+def _timestamp(frame: Frame, ctx: Context) -> dict[str, Any]:
+    """Claude's ``timestamp`` of a frame without one: cbc's stamp of the wire line, else
+    the engine's wall clock."""
+    if isinstance(cast("wire.Envelope", frame.obj).get("timestamp"), str):
+        return {}
+    return {"timestamp": wire_timestamp(frame) or iso_ms(ctx.wall_ms())}
+
+
+#: a sub-agent's frame's keys, and the keys of its call's input they come from
+_AGENT_FIELDS = (("subagent_type", "subagent_type"), ("task_description", "description"))
+
+
+def _agent_fields(obj: wire.Assistant | wire.User, ctx: Context) -> dict[str, Any]:
+    """A sub-agent's frame: its call's ``subagent_type`` and ``description`` as Claude's
+    ``subagent_type`` and ``task_description`` (the keys it lacks)."""
+    inp = _agent_input(obj, ctx)
+    found = {key: inp.get(source) for key, source in _AGENT_FIELDS if key not in obj}
+    return {key: value for key, value in found.items() if isinstance(value, str) and value}
+
+
+def _agent_input(obj: wire.Assistant | wire.User, ctx: Context) -> dict[str, Any]:
+    """The input of the agent call whose frame ``obj`` is (``{}``: no agent's)."""
+    parent = obj.get("parent_tool_use_id")
+    call = starting_call(ctx.state, parent) if parent is not None else None
+    return call[1] if call is not None and call[0] in AGENT_TOOLS else {}
+
+
+def _claude_message(message: wire.Message) -> dict[str, Any]:
+    """An assistant message with Claude's ``context_management`` and, but on Claude's own
+    ``<synthetic>`` messages, its ``stop_reason`` and ``stop_sequence`` null (the block's
+    frame is written before the message ends)."""
+    new = dict(message)
+    new.setdefault("context_management", None)
+    if message.get("model") != SYNTHETIC_MODEL:
+        new["stop_reason"] = None
+        new["stop_sequence"] = None
+    return new
+
+
+def _block(block: Any, ctx: Context) -> Any:
+    """A content block as Claude writes it: a successful tool_result without
+    ``is_error: false`` unless Claude writes it on that call's results."""
+    if not _successful_result(block) or _writes_is_error_false(block, ctx):
+        return block
+    return {k: v for k, v in block.items() if k != "is_error"}
+
+
+def _writes_is_error_false(result: dict[str, Any], ctx: Context) -> bool:
+    """Whether Claude writes ``is_error: false`` on the result: a shell or Workflow call's
+    (the result of a call the session does not know keeps it)."""
+    use_id = result.get("tool_use_id")
+    use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
+    return use is None or use.name in _WRITES_IS_ERROR_FALSE
+
+
+def _successful_result(block: Any) -> bool:
+    """A ``tool_result`` block that says ``is_error: false``."""
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and block.get("is_error") is False
+    )

@@ -76,31 +76,27 @@ class PrivateFields(Stage):
         return self.mode != "keep"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
         raw = frame.raw
         found = self._tail(raw) if raw else None
         if found is None:  # a parse tells: the top-level fields, a user frame's blocks
+            obj = frame.obj
             return self._filtered(frame, obj, obj.get("type") == "user")
         cut, fields = found
         if not fields:
             return None
         if _block_meta_before(raw, cut):
-            return self._filtered(frame, obj, True)
-        # the cut is the bytes, and the object's keys are the members before the run, then
-        # the run's (``_tail``: no private name before it; the first of duplicates keeps
-        # its place)
-        return (frame.replace_raw(raw[:cut] + b"}", _head(obj, fields)),)
+            return self._filtered(frame, frame.obj, True)
+        return (_cut(frame, cut, fields),)
 
     @staticmethod
     def _filtered(frame: Frame, obj: dict[str, Any], inner: bool) -> Output:
         """``obj`` without its private top-level fields (and, ``inner``, without the
         ``_meta`` of a user frame's tool_result blocks), re-serialized."""
         content = _without_block_meta(cast("wire.User", obj)) if inner else None
-        if content is None and not any(k in obj for k in PRIVATE_FIELDS):
-            return None
-        kept = {k: v for k, v in obj.items() if k not in _PRIVATE}
-        if content is not None:
-            kept["message"] = {**obj["message"], "content": content}
+        if content is None:
+            return (frame.replace(_public(obj)),) if _has_private(obj) else None
+        kept = _public(obj)
+        kept["message"] = {**obj["message"], "content": content}
         return (frame.replace(kept),)
 
     def _tail(self, raw: bytes) -> tuple[int, int] | None:
@@ -118,25 +114,26 @@ class PrivateFields(Stage):
         A rest that is the known run plus a plain stamp is such a run without a parse."""
         at = raw.find(b'"_')
         if at < 0:
-            if raw.find(b'"errors_info"') >= 0 or has_u_escape(raw):
-                return None
-            return -1, 0
+            return None if _may_hide_private(raw) else (-1, 0)
         cut = at - 1
-        run, fields = self._known
         # the known run (it starts with its comma and a private key), or a private key
-        known = run and raw.startswith(run, cut) and _STAMP.fullmatch(raw, cut + len(run))
-        if not known:
-            if raw[cut] != 0x2C:  # ","
-                return None
-            end = raw.find(b'"', at + 1)
-            if raw[at + 1 : end] not in _PRIVATE_KEYS or raw[end + 1 : end + 2] != b":":
-                return None  # a string that is not a private key (``"_compact"`` in a list)
-        if raw.find(b'"errors_info"', 0, cut) >= 0:
+        known = self._known_at(raw, cut)
+        if not (known or _private_key_at(raw, at)) or _may_hide_private(raw, cut):
             return None
-        if has_u_escape(raw, 0, cut):
-            return None
-        if known:
-            return cut, fields
+        return (cut, self._known[1]) if known else self._parsed_run(raw, at, cut)
+
+    def _known_at(self, raw: bytes, cut: int) -> bool:
+        """The rest of ``raw`` from ``cut`` is the known run and a plain stamp."""
+        run = self._known[0]
+        return (
+            bool(run)
+            and raw.startswith(run, cut)
+            and _STAMP.fullmatch(raw, cut + len(run)) is not None
+        )
+
+    def _parsed_run(self, raw: bytes, at: int, cut: int) -> tuple[int, int] | None:
+        """The run from ``at`` parsed: private fields only (then remembered with its
+        stamp cut off, as the known run), or None."""
         try:
             tail = loads(b"{" + raw[at:])
         except ValueError:
@@ -147,6 +144,41 @@ class PrivateFields(Stage):
         if stamp > cut and _STAMP.fullmatch(raw, stamp):
             self._known = (raw[cut:stamp], len(tail))
         return cut, len(tail)
+
+
+def _cut(frame: Frame, cut: int, fields: int) -> Frame:
+    """The line without its trailing run of ``fields`` private fields (from ``cut``): the
+    bytes are cut, never parsed for it (a JSON object still: ``PrivateFields._tail``); an
+    object a rule parsed already is cut alike (the members before the run, then the run's:
+    no private name comes before it, and the first of duplicates keeps its place)."""
+    raw = frame.raw[:cut] + b"}"
+    if frame.parsed:
+        return frame.replace_raw(raw, _head(frame.obj, fields))
+    return frame.replace_raw(raw, proven=frame.proven)
+
+
+def _may_hide_private(raw: bytes, end: int | None = None) -> bool:
+    """``raw[:end]`` holds ``"errors_info"`` (cbc writes it mid-object) or an escape that
+    could spell a private key (``"\\u005fmeta"``)."""
+    return raw.find(b'"errors_info"', 0, end) >= 0 or has_u_escape(raw, 0, end)
+
+
+def _private_key_at(raw: bytes, at: int) -> bool:
+    """``raw[at:]`` is a member after a comma whose key is a private field's (not just a
+    string starting with ``_``: ``"_compact"`` in a list)."""
+    if raw[at - 1] != 0x2C:  # ","
+        return False
+    end = raw.find(b'"', at + 1)
+    return raw[at + 1 : end] in _PRIVATE_KEYS and raw[end + 1 : end + 2] == b":"
+
+
+def _public(obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` without its private top-level fields."""
+    return {k: v for k, v in obj.items() if k not in _PRIVATE}
+
+
+def _has_private(obj: dict[str, Any]) -> bool:
+    return any(k in obj for k in PRIVATE_FIELDS)
 
 
 def _head(obj: dict[str, Any], fields: int) -> dict[str, Any]:
@@ -162,18 +194,25 @@ def _block_meta_before(raw: bytes, cut: int) -> bool:
 def _without_block_meta(obj: wire.User) -> list[Any] | None:
     """A user frame's ``message.content`` without the ``_meta`` of its tool_result blocks;
     None when no block has one."""
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, list) or not any(
-        isinstance(b, dict) and "_meta" in b for b in content
-    ):
+    content = _content(obj.get("message"))
+    if not any(isinstance(b, dict) and "_meta" in b for b in content):
         return None
-    return [
-        {k: v for k, v in b.items() if k != "_meta"}
-        if isinstance(b, dict) and b.get("type") == "tool_result"
-        else b
-        for b in content
-    ]
+    return [_without_meta(b) if _is_block(b, "tool_result") else b for b in content]
+
+
+def _without_meta(block: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in block.items() if k != "_meta"}
+
+
+def _content(message: Any) -> list[Any]:
+    """A message's ``content`` (``[]`` when it is not a list)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def _is_block(block: Any, block_type: str) -> bool:
+    """A content block of that type."""
+    return isinstance(block, dict) and block.get("type") == block_type
 
 
 #: cbc's Bash result text: ``Command: …\nStdout: …\n\nStderr: …\n\nExit Code: N\nSignal: …``
@@ -192,14 +231,37 @@ def bash_layout(text: str) -> tuple[str, str, str, str] | None:
     the newline (or blank line) before the exit code."""
     if not text.startswith(_COMMAND):
         return None
-    nl = text.rfind("\n")
-    if nl < 0 or not text.startswith(_SIGNAL, nl + 1):
+    status = _exit_and_signal(text)
+    if status is None:
         return None
-    sig = text[nl + 1 + len(_SIGNAL) :]
-    exit_nl = text.rfind("\n", 0, nl)
-    if exit_nl < 0 or not text.startswith(_EXIT, exit_nl + 1):
+    exit_nl, code, sig = status
+    streams = _stdout_and_stderr(text, exit_nl)
+    if streams is None:
         return None
-    code = text[exit_nl + 1 + len(_EXIT) : nl]
+    return streams[0], streams[1], code, sig
+
+
+def _exit_and_signal(text: str) -> tuple[int, str, str] | None:
+    """The last two lines of a Bash result text, ``Exit Code: …`` and ``Signal: …``: where
+    the first starts (its newline), the code, the signal."""
+    nl = _line_before(text, len(text), _SIGNAL)
+    if nl < 0:
+        return None
+    exit_nl = _line_before(text, nl, _EXIT)
+    if exit_nl < 0:
+        return None
+    return exit_nl, text[exit_nl + 1 + len(_EXIT) : nl], text[nl + 1 + len(_SIGNAL) :]
+
+
+def _line_before(text: str, end: int, label: str) -> int:
+    """The newline that starts the last line of ``text[:end]`` when that line starts with
+    ``label``; -1 otherwise."""
+    nl = text.rfind("\n", 0, end)
+    return nl if nl >= 0 and text.startswith(label, nl + 1) else -1
+
+
+def _stdout_and_stderr(text: str, exit_nl: int) -> tuple[str, str] | None:
+    """A Bash result's stdout and stderr, before its exit code line (at ``exit_nl``)."""
     out_at = text.find(_STDOUT, len(_COMMAND))
     if out_at < 0:
         return None
@@ -207,12 +269,17 @@ def bash_layout(text: str) -> tuple[str, str, str, str] | None:
     err_at = text.find(_STDERR, out_start, exit_nl)
     if err_at < 0:
         return None
-    out_end = err_at - 1 if err_at > out_start and text[err_at - 1] == "\n" else err_at
     err_start = err_at + len(_STDERR)
     if err_start > exit_nl:
         return None
-    err_end = exit_nl - 1 if exit_nl > err_start and text[exit_nl - 1] == "\n" else exit_nl
-    return text[out_start:out_end], text[err_start:err_end], code, sig
+    out_end = _before_blank(text, out_start, err_at)
+    return text[out_start:out_end], text[err_start : _before_blank(text, err_start, exit_nl)]
+
+
+def _before_blank(text: str, start: int, end: int) -> int:
+    """Where a stream that runs to ``end`` ends: before the newline that makes a blank
+    line with the next marker's."""
+    return end - 1 if end > start and text[end - 1] == "\n" else end
 
 
 #: a file tool's error for a missing path, which Claude follows with the working directory
@@ -229,8 +296,11 @@ def _failed(block: dict[str, Any]) -> bool:
         return True
     meta = block.get("_meta")
     raw = meta.get("rawResponse") if isinstance(meta, dict) else None
-    if not isinstance(raw, dict):
-        return False
+    return isinstance(raw, dict) and _raw_failed(raw)
+
+
+def _raw_failed(raw: dict[str, Any]) -> bool:
+    """A ``_meta.rawResponse`` that says the call failed."""
     code = raw.get("exitCode")
     return (
         raw.get("is_error") is True
@@ -243,14 +313,19 @@ def _text_of(content: Any) -> str | None:
     """A tool_result's content as one string (a string, or a list of text blocks only)."""
     if isinstance(content, str):
         return content
-    if not isinstance(content, list) or not content:
-        return None
-    parts = []
-    for b in content:
-        if not (isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)):
-            return None
-        parts.append(b["text"])
-    return "\n".join(parts)
+    texts = _texts(content)
+    return "\n".join(texts) if texts else None
+
+
+def _texts(content: Any) -> list[str]:
+    """The texts of a list of text blocks only (``[]`` for anything else)."""
+    if not isinstance(content, list) or not all(_is_text(b) for b in content):
+        return []
+    return [b["text"] for b in content]
+
+
+def _is_text(block: Any) -> bool:
+    return _is_block(block, "text") and isinstance(block.get("text"), str)
 
 
 def claude_error_text(text: str) -> str:
@@ -263,19 +338,31 @@ def claude_error_text(text: str) -> str:
     file tool's ``File does not exist.``.)"""
     bash = bash_layout(text)
     if bash is not None:
-        out, err, code, _ = bash
-        code = code.strip()
-        if not code.lstrip("-").isdigit():
-            return text
-        streams = [out, err]
-        kept = [s.rstrip("\n") for s in streams if s != "(empty)" and s.rstrip("\n")]
-        return "\n".join([f"Exit code {code}", *kept])
+        return _bash_error_text(text, bash)
     wrapped = _TOOL_USE_ERROR.fullmatch(text.strip())
     if wrapped is not None:
         return wrapped["text"]
     if text.strip() == REJECTED:
         return REJECTED
     return text
+
+
+def _bash_error_text(text: str, bash: tuple[str, str, str, str]) -> str:
+    """``Exit code N``, then the streams that are not empty; a Bash without an exit code
+    (ended by a signal) keeps cbc's ``text``."""
+    out, err, code, _ = bash
+    code = code.strip()
+    if not code.lstrip("-").isdigit():
+        return text
+    kept = [s.rstrip("\n") for s in (out, err) if s != "(empty)" and s.rstrip("\n")]
+    return "\n".join([f"Exit code {code}", *kept])
+
+
+def _tool_use_result(text: str) -> str:
+    """A failed call's ``tool_use_result`` as Claude writes it, from its text."""
+    if text == REJECTED:
+        return "User rejected tool use"
+    return text if text.startswith("Error: ") else f"Error: {text}"
 
 
 @register
@@ -296,48 +383,64 @@ class ToolErrors(Stage):
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict) or not isinstance(content, list):
             return None
+        blocks, texts = self._blocks(content, ctx)
+        if _none_failed(blocks, content, texts):
+            return None
+        new_obj: dict[str, Any] = {**obj, "message": {**message, "content": blocks}}
+        if _owes_tool_use_result(obj, blocks, texts):
+            new_obj["tool_use_result"] = _tool_use_result(texts[0])
+        return None if new_obj == obj else (frame.replace(new_obj),)
+
+    def _blocks(self, content: list[Any], ctx: Context) -> tuple[list[Any], list[str]]:
+        """The blocks with each failed tool result in Claude's words, and those words."""
         blocks: list[Any] = []
         texts: list[str] = []
         for b in content:
-            if isinstance(b, dict) and b.get("type") == "tool_result" and _failed(b):
-                text = _text_of(b.get("content"))
-                new = dict(b)
-                if text is not None:
-                    text = claude_error_text(text)
-                    if text == _NO_FILE and ctx.state.cwd and self._tool(b, ctx) in _READ_TOOLS:
-                        text = (
-                            f"{_NO_FILE} Note: your current working directory is {ctx.state.cwd}."
-                        )
-                    new["content"] = text
-                    texts.append(text)
-                new["is_error"] = True
-                if new != b:
-                    ctx.count(self.rule, "failed-result")
-                blocks.append(new)
-            else:
-                blocks.append(b)
-        if not texts and all(n is o for n, o in zip(blocks, content, strict=True)):
-            return None
-        new_obj: dict[str, Any] = {**obj, "message": {**message, "content": blocks}}
-        results = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if len(results) == 1 and len(texts) == 1 and "tool_use_result" not in obj:
-            text = texts[0]
-            new_obj["tool_use_result"] = (
-                "User rejected tool use"
-                if text == REJECTED
-                else text
-                if text.startswith("Error: ")
-                else f"Error: {text}"
-            )
-        if new_obj == obj:
-            return None
-        return (frame.replace(new_obj),)
+            new, text = self._block(b, ctx)
+            blocks.append(new)
+            if text is not None:
+                texts.append(text)
+        return blocks, texts
+
+    def _block(self, block: Any, ctx: Context) -> tuple[Any, str | None]:
+        """A content block, a failed tool result as Claude writes it (and its text)."""
+        if not (_is_block(block, "tool_result") and _failed(block)):
+            return block, None
+        text = _text_of(block.get("content"))
+        new = dict(block)
+        if text is not None:
+            text = self._claude_text(text, block, ctx)
+            new["content"] = text
+        new["is_error"] = True
+        if new != block:
+            ctx.count(self.rule, "failed-result")
+        return new, text
+
+    def _claude_text(self, text: str, block: dict[str, Any], ctx: Context) -> str:
+        """Claude's text (``claude_error_text``); a file tool's missing path gets the
+        working directory."""
+        text = claude_error_text(text)
+        if text == _NO_FILE and ctx.state.cwd and self._tool(block, ctx) in _READ_TOOLS:
+            return f"{_NO_FILE} {_CWD_NOTE}{ctx.state.cwd}."
+        return text
 
     @staticmethod
     def _tool(block: dict[str, Any], ctx: Context) -> str | None:
         use_id = block.get("tool_use_id")
         use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
         return use.name if use is not None else None
+
+
+def _none_failed(blocks: list[Any], content: list[Any], texts: list[str]) -> bool:
+    """No block was a failed tool result: each is the one it was."""
+    return not texts and all(n is o for n, o in zip(blocks, content, strict=True))
+
+
+def _owes_tool_use_result(obj: wire.User, blocks: list[Any], texts: list[str]) -> bool:
+    """The frame holds one tool result, a failed one with a text, and no
+    ``tool_use_result``: Claude writes that text there too."""
+    results = [b for b in blocks if _is_block(b, "tool_result")]
+    return len(results) == 1 and len(texts) == 1 and "tool_use_result" not in obj
 
 
 @register
@@ -354,10 +457,7 @@ class Vocabulary(Stage):
         obj = cast("wire.StatusFrame", frame.obj)  # a system frame, or another type's
         t, st = obj.get("type"), obj.get("subtype")
         if (t, st) == ("system", "status"):
-            if "status" in obj and obj["status"] is None:
-                ctx.count(self.rule, "dropped:system/status-null")
-                return ()
-            return None
+            return self._status(obj, ctx)
         label = clip(f"{t}/{st}" if t == "system" else str(t))  # a name a peer chose
         if t == "error":
             detail, _ = redact_obj(obj.get("error") or obj.get("message") or obj)
@@ -367,6 +467,13 @@ class Vocabulary(Stage):
             ctx.log(self.rule, f"dropped a {label} frame (not in the 2.1.220 vocabulary)", "debug")
         ctx.count(self.rule, f"dropped:{label}")
         return ()
+
+    def _status(self, obj: wire.StatusFrame, ctx: Context) -> Output:
+        """``system/status``: dropped when its status is null (cbc's, at turn starts)."""
+        if "status" in obj and obj["status"] is None:
+            ctx.count(self.rule, "dropped:system/status-null")
+            return ()
+        return None
 
 
 @register

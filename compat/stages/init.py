@@ -114,10 +114,9 @@ class InitOnce(Stage):
     interrupted: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        t, st = obj.get("type"), obj.get("subtype")
+        t, st = frame.kind() or (None, None)  # (most frames of a turn are never parsed)
         if t == "control_response":
-            if is_interrupt_receipt(obj, ctx):
+            if is_interrupt_receipt(frame.obj, ctx):
                 self.interrupted = True
             return None
         if t == "system" and st == "init":

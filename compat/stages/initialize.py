@@ -10,7 +10,7 @@ shape and key order, with no credential in it. Both read and build control frame
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -21,7 +21,7 @@ from compat.frames import Frame, list_at, loads
 from compat.redact import redact_obj, strip_obj
 from compat.session import MAX_OWN
 from compat.stage import Context, Direction, Output, Stage, register
-from compat.target import target_of, values
+from compat.target import Target, target_of, values
 from compat.taskkit import remember
 
 #: Claude's marker between the static and the dynamic system prompt blocks (TS SDK
@@ -102,9 +102,13 @@ CBC_CONFIG_KEYS = frozenset(
 )
 
 
+#: the values an SDK leaves in a field the client did not set
+_EMPTY: tuple[Any, ...] = ("", [], {})
+
+
 def _carries(value: Any) -> bool:
     """A field the client set (not an SDK default left empty)."""
-    return value is not None and value is not False and value != "" and value != [] and value != {}
+    return value is not None and value is not False and value not in _EMPTY
 
 
 def _settings_object(value: Any) -> dict[str, Any] | None:
@@ -113,12 +117,53 @@ def _settings_object(value: Any) -> dict[str, Any] | None:
     if isinstance(value, dict):
         return value
     if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            obj = loads(value)
-        except ValueError:
-            return None
-        return obj if isinstance(obj, dict) else None
+        return _json_object(value)
     return None
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    """The object a JSON text holds; None when it is not JSON or not an object."""
+    try:
+        obj = loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _joined_prompt(blocks: list[Any]) -> str | None:
+    """``systemPrompt`` blocks as the one string cbc takes: joined with a blank line, the
+    boundary marker left out; None when a block is not text."""
+    if not all(isinstance(b, str) for b in blocks):
+        return None
+    return "\n\n".join(b for b in blocks if b != PROMPT_BOUNDARY)
+
+
+def _cbc_options(body: Mapping[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The Claude-only fields of an initialize (removed from ``new``): the settings cbc's
+    ``set_config`` takes, and the names of the fields that carried a value and are dropped."""
+    config: dict[str, Any] = {}
+    dropped: list[str] = []
+    for key in [k for k in body if k in CLAUDE_ONLY_INITIALIZE_KEYS]:
+        taken, lost = _option(key, new.pop(key))
+        config |= taken
+        dropped += lost
+    return config, dropped
+
+
+def _option(key: str, value: Any) -> tuple[dict[str, Any], list[str]]:
+    """What becomes of one Claude-only field: the settings for cbc's ``set_config`` in it,
+    and the names dropped (its own when it carries a value; for ``settings``, each setting
+    cbc cannot set)."""
+    settings = _settings_object(value) if key == "settings" else None
+    if settings is not None:
+        return _cbc_settings(settings)
+    return {}, [key] if _carries(value) else []
+
+
+def _cbc_settings(settings: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The settings cbc's ``set_config`` takes, and the names of the others."""
+    config = {k: v for k, v in settings.items() if k in CBC_CONFIG_KEYS}
+    return config, [f"settings.{k}" for k in settings if k not in CBC_CONFIG_KEYS]
 
 
 @register
@@ -161,60 +206,60 @@ class InitializeRequest(Stage):
     _sent: int = attrs.field(default=0, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        rid, request = ck.request_of(obj)
+        rid, request = ck.request_of(frame.obj)
         body = cast("wire.InitializeBody", request)
         if body.get("subtype") != "initialize":
             return None
         new: dict[str, Any] = dict(request)
-        prompt = body.get("systemPrompt")
-        if isinstance(prompt, list):
-            if all(isinstance(b, str) for b in prompt):
-                new["systemPrompt"] = "\n\n".join(b for b in prompt if b != PROMPT_BOUNDARY)
-                ctx.count(self.rule, "system-prompt-joined")
-            else:
-                ctx.log(
-                    self.rule,
-                    "initialize.systemPrompt holds non-text blocks; passed as is",
-                    "warning",
-                )
-        config: dict[str, Any] = {}
-        dropped: list[str] = []
-        for key in [k for k in body if k in CLAUDE_ONLY_INITIALIZE_KEYS]:
-            value = new.pop(key)
-            if key == "settings":
-                settings = _settings_object(value)
-                if settings is not None:
-                    config = {k: v for k, v in settings.items() if k in CBC_CONFIG_KEYS}
-                    dropped += [f"settings.{k}" for k in settings if k not in CBC_CONFIG_KEYS]
-                    continue
-            if _carries(value):
-                dropped.append(key)
-        out = [frame.replace({**obj, "request": new})] if new != body else [frame]
-        if config:
-            self._sent += 1
-            own = f"ccbridge-config-{self._sent}"
-            remember(ctx.state.control.own, own, "set_config", cap=MAX_OWN)
-            out.append(
-                Frame.synth(ck.request(own, {"subtype": "set_config", "config": config}), self.rule)
-            )
+        self._join_prompt(new, ctx)
+        config, dropped = _cbc_options(body, new)
+        extra = self._set_config(config, ctx)
+        self._say_dropped(rid, dropped, ctx)
+        if new != body:
+            return [frame.replace({**frame.obj, "request": new}), *extra]
+        return [frame, *extra] if extra else None
+
+    def _join_prompt(self, new: dict[str, Any], ctx: Context) -> None:
+        """``systemPrompt`` blocks joined into the string cbc takes (blocks that are not all
+        text passed as they are, said in a warning)."""
+        blocks = new.get("systemPrompt")
+        if not isinstance(blocks, list):
+            return
+        joined = _joined_prompt(blocks)
+        if joined is None:
             ctx.log(
-                self.rule,
-                f"initialize settings {', '.join(sorted(config))} sent to the "
-                "backend as set_config",
-                "info",
+                self.rule, "initialize.systemPrompt holds non-text blocks; passed as is", "warning"
             )
-        if dropped:
-            ctx.count(self.rule, "fields-dropped", len(dropped))
-            ctx.log(
-                self.rule,
-                f"initialize {rid!s}: the backend has no equivalent of "
-                f"{', '.join(dropped)}; dropped",
-                "warning",
-            )
-        if len(out) == 1 and out[0] is frame:
-            return None
-        return out
+            return
+        new["systemPrompt"] = joined
+        ctx.count(self.rule, "system-prompt-joined")
+
+    def _set_config(self, config: dict[str, Any], ctx: Context) -> list[Frame]:
+        """The bridge's own ``set_config`` of the initialize's settings cbc can set."""
+        if not config:
+            return []
+        self._sent += 1
+        own = f"ccbridge-config-{self._sent}"
+        remember(ctx.state.control.own, own, "set_config", cap=MAX_OWN)
+        request = Frame.synth(
+            ck.request(own, {"subtype": "set_config", "config": config}), self.rule
+        )
+        ctx.log(
+            self.rule,
+            f"initialize settings {', '.join(sorted(config))} sent to the backend as set_config",
+            "info",
+        )
+        return [request]
+
+    def _say_dropped(self, rid: str | None, dropped: list[str], ctx: Context) -> None:
+        if not dropped:
+            return
+        ctx.count(self.rule, "fields-dropped", len(dropped))
+        ctx.log(
+            self.rule,
+            f"initialize {rid!s}: the backend has no equivalent of {', '.join(dropped)}; dropped",
+            "warning",
+        )
 
 
 @register
@@ -288,39 +333,75 @@ class InitializeReply(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rid, sub, resp = ck.response_of(frame.obj)
         body = cast("wire.InitializeReplyBody", ck.body_of(resp))
-        req = ctx.state.control.requests.get(rid) if rid is not None else None
-        is_init = (
-            req.subtype == "initialize"
-            if req is not None
-            else ("commands" in body and "output_style" in body)
-        )
+        is_init = _answers_initialize(rid, body, ctx)
         if sub != "success" or not is_init:
             return None
         current = body.get("currentModelId")
         if isinstance(current, str) and current:
             ctx.state.control.default_model = current
         out = claude_initialize(body, ctx.state.pid)
-        target = target_of(ctx)
-        outer: dict[str, Any] = {}
-        if target.initialize_keys or target.model_keys:  # the target's newer keys
-            mode = body.get("permissionMode", body.get("currentPermissionMode"))
-            facts = {"permission_mode": mode if isinstance(mode, str) and mode else "default"}
-            for key, value in values(target.initialize_keys, facts):
-                out.setdefault(key, value)
-            extra = values(target.model_keys, {})
-            out["models"] = [{**m, **{k: v for k, v in extra if k not in m}} for m in out["models"]]
-            outer = {k: v for k, v in values(target.initialize_outer_keys, {}) if k not in resp}
-        scrub = strip_obj if self.mode == "strip" else redact_obj
+        outer = _target_keys(out, body, resp, target_of(ctx))
+        out = self._scrubbed(out, ctx)
+        return (ck.with_response(frame, {**resp, "response": out, **outer}),)
+
+    def _scrubbed(self, out: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        """The reply without credentials (mode ``redact``: replaced; ``strip``: removed)."""
+        scrub, done = _SCRUBS.get(self.mode, _REDACT)
         out, n = scrub(out)
         if n:
             ctx.count(self.rule, f"credentials-{self.mode}")
-            ctx.log(
-                self.rule,
-                f"{n} credential(s) in the initialize reply "
-                f"{'removed' if self.mode == 'strip' else 'replaced'}",
-                "info",
-            )
-        return (ck.with_response(frame, {**resp, "response": out, **outer}),)
+            ctx.log(self.rule, f"{n} credential(s) in the initialize reply {done}", "info")
+        return out
+
+
+#: how each mode scrubs credentials, and what it says it did
+_REDACT = (redact_obj, "replaced")
+_SCRUBS = {"strip": (strip_obj, "removed"), "redact": _REDACT}
+
+
+def _answers_initialize(rid: str | None, body: Mapping[str, Any], ctx: Context) -> bool:
+    """A reply to an ``initialize``: by the request it answers, or, for a request the
+    bridge did not see, by its shape (``commands`` and ``output_style``)."""
+    req = ctx.state.control.requests.get(rid) if rid is not None else None
+    if req is not None:
+        return req.subtype == "initialize"
+    return "commands" in body and "output_style" in body
+
+
+def _target_keys(
+    out: dict[str, Any], body: wire.InitializeReplyBody, resp: dict[str, Any], target: Target
+) -> dict[str, Any]:
+    """The keys of a newer target added to the reply (``out``, in place; a key it has
+    is kept) and to each of its models; returns those added around it."""
+    if not target.initialize_keys and not target.model_keys:
+        return {}
+    facts = {"permission_mode": _text(_permission_mode(body), "default")}
+    for key, value in values(target.initialize_keys, facts):
+        out.setdefault(key, value)
+    out["models"] = _with_keys(out["models"], values(target.model_keys, {}))
+    return {k: v for k, v in values(target.initialize_outer_keys, {}) if k not in resp}
+
+
+def _permission_mode(body: wire.InitializeReplyBody) -> Any:
+    return body.get("permissionMode", body.get("currentPermissionMode"))
+
+
+def _with_keys(models: list[dict[str, Any]], extra: list[tuple[str, Any]]) -> list[dict[str, Any]]:
+    """Each model with the keys of ``extra`` it lacks."""
+    return [{**m, **{k: v for k, v in extra if k not in m}} for m in models]
+
+
+def _text(value: Any, default: str) -> str:
+    """``value`` when it is a non-empty string, else ``default``."""
+    return value if isinstance(value, str) and value else default
+
+
+def _then_rest(
+    out: dict[str, Any], source: Mapping[str, Any], skip: frozenset[str] = frozenset()
+) -> dict[str, Any]:
+    """``out`` followed by the keys of ``source`` it has not (but those in ``skip``)."""
+    out.update((k, v) for k, v in source.items() if k not in out and k not in skip)
+    return out
 
 
 def claude_initialize(reply: Mapping[str, Any], pid: int) -> dict[str, Any]:
@@ -328,27 +409,39 @@ def claude_initialize(reply: Mapping[str, Any], pid: int) -> dict[str, Any]:
     ``nocreds_idle-interrupt_…``, twins): Claude's off/false feature flags after ``pid``,
     unknown keys kept after Claude's, cbc's ``currentModelId`` dropped."""
     body = cast("wire.InitializeReplyBody", reply)
-    commands = [_command(c) for c in _dicts(body.get("commands"))]
+    out: dict[str, Any] = {
+        "commands": _each(_command, body.get("commands")),
+        "agents": _each(_agent, body.get("agents")),
+        "output_style": _text(body.get("output_style"), "default"),
+        "available_output_styles": _output_styles(body),
+        "models": _each(_model, body.get("models")),
+        "account": _account(body.get("account")),
+        "pid": pid,
+        **CLAUDE_ONLY_FLAGS,
+    }
+    return _then_rest(out, body, CBC_ONLY_KEYS)
+
+
+#: cbc's names of output styles whose name in Claude differs
+_STYLE_NAMES = {"Default": "default"}
+
+
+def _output_styles(body: wire.InitializeReplyBody) -> list[str]:
+    """cbc's output styles by Claude's names, ``default`` first when cbc lists none so."""
     styles = [
-        ("default" if s == "Default" else s)
+        _STYLE_NAMES.get(s, s)
         for s in list_at(body, "available_output_styles")
         if isinstance(s, str)
     ]
     if "default" not in styles:
         styles.insert(0, "default")
-    style = body.get("output_style")
-    out: dict[str, Any] = {
-        "commands": commands,
-        "agents": [_agent(a) for a in _dicts(body.get("agents"))],
-        "output_style": style if isinstance(style, str) and style else "default",
-        "available_output_styles": styles,
-        "models": [_model(m) for m in _dicts(body.get("models"))],
-        "account": _account(body.get("account")),
-        "pid": pid,
-        **CLAUDE_ONLY_FLAGS,
-    }
-    out.update((k, v) for k, v in body.items() if k not in out and k not in CBC_ONLY_KEYS)
-    return out
+    return styles
+
+
+def _each(shape: Callable[[dict[str, Any]], dict[str, Any]], value: Any) -> list[dict[str, Any]]:
+    """Each object of a list (other values left out), reshaped; ``[]`` for a value that
+    is no list."""
+    return [shape(v) for v in _dicts(value)]
 
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
@@ -358,23 +451,18 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 def _command(command: dict[str, Any]) -> dict[str, Any]:
     c = cast("wire.Command", command)
     name = c.get("name")
-    hint = c.get("argumentHint", c.get("argument_hint", ""))
     out: dict[str, Any] = {
         "name": name.removeprefix("/") if isinstance(name, str) else str(name),
-        "description": c.get("description") if isinstance(c.get("description"), str) else "",
-        "argumentHint": hint if isinstance(hint, str) else "",
+        "description": _text(c.get("description"), ""),
+        "argumentHint": _text(c.get("argumentHint", c.get("argument_hint", "")), ""),
     }
-    out.update((k, v) for k, v in c.items() if k not in out and k != "argument_hint")
-    return out
+    return _then_rest(out, c, frozenset({"argument_hint"}))
 
 
 def _agent(agent: dict[str, Any]) -> dict[str, Any]:
     a = cast("wire.Agent", agent)
-    return {
-        "name": str(a.get("name", "")),
-        "description": str(a.get("description", "")),
-        **{k: v for k, v in a.items() if k not in ("name", "description")},
-    }
+    out = {"name": str(a.get("name", "")), "description": str(a.get("description", ""))}
+    return _then_rest(out, a)
 
 
 def _model(model: dict[str, Any]) -> dict[str, Any]:
@@ -386,8 +474,7 @@ def _model(model: dict[str, Any]) -> dict[str, Any]:
         "displayName": str(shown),
         "description": str(m.get("description", shown)),
     }
-    out.update((k, v) for k, v in m.items() if k not in out and k not in ("id", "name"))
-    return out
+    return _then_rest(out, m, frozenset({"id", "name"}))
 
 
 def _account(value: Any) -> dict[str, Any]:
@@ -397,9 +484,13 @@ def _account(value: Any) -> dict[str, Any]:
     the caller."""
     acc = cast("wire.Account", value if isinstance(value, dict) else {})
     out: dict[str, Any] = {"tokenSource": acc.get("tokenSource", "none")}
-    uid = acc.get("uid")
-    if "apiKeySource" in acc or (isinstance(uid, str) and uid.startswith("anonymous_")):
+    if _api_key_login(acc):
         out["apiKeySource"] = acc.get("apiKeySource", "CODEBUDDY_API_KEY")
     out["apiProvider"] = acc.get("apiProvider", "firstParty")
-    out.update((k, v) for k, v in acc.items() if k not in out)
-    return out
+    return _then_rest(out, acc)
+
+
+def _api_key_login(acc: wire.Account) -> bool:
+    """An account with an API key: Claude's ``apiKeySource``, or cbc's ``anonymous_`` uid."""
+    uid = acc.get("uid")
+    return "apiKeySource" in acc or (isinstance(uid, str) and uid.startswith("anonymous_"))

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat.frames import Frame
-from compat.session import TaskPhase
+from compat.session import TaskInfo, TaskPhase
 from compat.stage import Context, Output, Stage, register
 from compat.target import target_of
 from compat.taskkit import (
@@ -90,58 +90,82 @@ class TerminalGuarantee(Stage):
         st = obj.get("subtype")
         info = ctx.state.task(tid)
         if st == "task_started":
-            if tid in self._open or tid in self._done:
-                ctx.log(self.rule, f"task {tid}: second task_started dropped", "debug")
-                return ()
-            started = cast(TaskStarted, obj)
-            d = started.get("description")
-            use = started.get("tool_use_id")
-            self._open[tid] = _Open(
-                claude_type(started.get("task_type")),
-                d if isinstance(d, str) else "",
-                use if isinstance(use, str) else info.tool_use_id,
-            )
-            info.start()
-            return None
+            return self._started(cast(TaskStarted, obj), tid, info, ctx)
         if tid in self._done:
             ctx.count(self.rule, f"after-notification:{st}")
             return ()
         task = self._open.get(tid)
-        if task is not None and info.phase is TaskPhase.NEW:
-            info.start()  # the session forgot it (past MAX_TASKS); the client saw it start
+        if task is not None:
+            _seen_started(info)  # the client saw it start
         if st == "task_updated":
-            status = patch_status(obj)
-            if task is None:
-                return None  # a task the client never saw start: not ours to police
-            if task.status is not None:
-                # already ended: a duplicate, or a change after the end
-                ctx.count(self.rule, "after-terminal")
-                return ()
-            if status in TERMINAL:
-                task.status = PATCH_OF.get(status, status)
-                end = cast(TaskUpdated, obj)["patch"].get("end_time")
-                task.end_time = end if type(end) is int else None
-                info.end(task.status, task.end_time)
-                ctx.set_timer(self, tid, self.grace)
-            elif status is not None:
-                info.status = status
-            return None
-        # task_notification: ended first (Claude always sends the pair), then notified
+            return self._updated(obj, tid, task, info, ctx)
+        return self._notified(frame, obj, tid, task, info, ctx)
+
+    def _started(self, obj: TaskStarted, tid: str, info: TaskInfo, ctx: Context) -> Output:
+        """A task starts (once: a second ``task_started`` is dropped)."""
+        if tid in self._open or tid in self._done:
+            ctx.log(self.rule, f"task {tid}: second task_started dropped", "debug")
+            return ()
+        self._open[tid] = _open_task(obj, info)
+        info.start()
+        return None
+
+    def _updated(
+        self, obj: Envelope, tid: str, task: _Open | None, info: TaskInfo, ctx: Context
+    ) -> Output:
+        """A ``task_updated``: a terminal one ends the task and arms the ``grace`` timer;
+        any after that is dropped."""
+        status = patch_status(obj)
+        if task is None:
+            return None  # a task the client never saw start: not ours to police
+        if task.status is not None:
+            # already ended: a duplicate, or a change after the end
+            ctx.count(self.rule, "after-terminal")
+            return ()
+        if status in TERMINAL:
+            self._ended(cast(TaskUpdated, obj), tid, task, status, info, ctx)
+        elif status is not None:
+            info.status = status
+        return None
+
+    def _ended(
+        self,
+        obj: TaskUpdated,
+        tid: str,
+        task: _Open,
+        status: str,
+        info: TaskInfo,
+        ctx: Context,
+    ) -> None:
+        """The terminal ``task_updated``: the task's phase is ended, its notification due
+        within ``grace`` seconds."""
+        task.status = PATCH_OF.get(status, status)
+        end = obj["patch"].get("end_time")
+        task.end_time = end if type(end) is int else None
+        info.end(task.status, task.end_time)
+        ctx.set_timer(self, tid, self.grace)
+
+    def _notified(
+        self,
+        frame: Frame,
+        obj: Envelope,
+        tid: str,
+        task: _Open | None,
+        info: TaskInfo,
+        ctx: Context,
+    ) -> Output:
+        """``task_notification``: ended first (Claude always sends the pair), then
+        notified; a task with no terminal update gets one synthesized before it."""
         ctx.cancel_timer(self, tid)
         remember(self._done, tid, None)
-        if task is None:
-            ctx.state.finished(info)
-            return None
-        del self._open[tid]
-        if task.status is not None:
-            ctx.state.finished(info)
-            return None
-        status = cast(TaskNotification, obj).get("status")
-        patch_st = PATCH_OF.get(status, "killed") if isinstance(status, str) else "killed"
-        end = ctx.wall_ms()
-        info.end(patch_st, end)
+        if task is not None:
+            del self._open[tid]
+        missing = task is not None and task.status is None
+        patch = _notified_end(cast(TaskNotification, obj), info, ctx) if missing else None
         ctx.state.finished(info)
-        return (self._update(ctx, tid, patch_st, end), frame)
+        if patch is None:
+            return None
+        return (self._update(ctx, tid, *patch), frame)
 
     def _update(self, ctx: Context, tid: str, status: str, end_time: int) -> Frame:
         fields: TaskUpdated = {"task_id": tid, "patch": {"status": status, "end_time": end_time}}
@@ -175,12 +199,7 @@ class TerminalGuarantee(Stage):
         out: list[Frame] = []
         for tid, task in list(self._open.items()):
             if task.status is None:
-                task.status, task.end_time = "killed", ctx.wall_ms()
-                info = ctx.state.task(tid)
-                if info.phase is TaskPhase.NEW:
-                    info.start()  # forgotten by the session (MAX_TASKS), started here
-                info.end("killed", task.end_time)
-                out.append(self._update(ctx, tid, "killed", task.end_time))
+                out.append(self._killed(ctx, tid, task))
             out.append(self._notification(ctx, tid, task))
         if out:
             ctx.log(
@@ -191,8 +210,51 @@ class TerminalGuarantee(Stage):
         self._open.clear()
         return out
 
+    def _killed(self, ctx: Context, tid: str, task: _Open) -> Frame:
+        """An open task at the backend's exit: ended ``killed`` now."""
+        end = ctx.wall_ms()
+        task.status, task.end_time = "killed", end
+        info = ctx.state.task(tid)
+        _seen_started(info)  # forgotten by the session (MAX_TASKS), started here
+        info.end("killed", end)
+        return self._update(ctx, tid, "killed", end)
+
+
+def _seen_started(info: TaskInfo) -> None:
+    """A task the client saw start has its phase started, though the session forgot it
+    (past ``MAX_TASKS``)."""
+    if info.phase is TaskPhase.NEW:
+        info.start()
+
+
+def _open_task(started: TaskStarted, info: TaskInfo) -> _Open:
+    """What a started task's notification will say of it."""
+    d = started.get("description")
+    use = started.get("tool_use_id")
+    return _Open(
+        claude_type(started.get("task_type")),
+        d if isinstance(d, str) else "",
+        use if isinstance(use, str) else info.tool_use_id,
+    )
+
+
+def _notified_end(obj: TaskNotification, info: TaskInfo, ctx: Context) -> tuple[str, int]:
+    """A notification without a terminal update: the task ends now, with the patch status
+    of the notification's (``killed`` for an unknown one); (status, end_time)."""
+    status = obj.get("status")
+    patch_st = PATCH_OF.get(status, "killed") if isinstance(status, str) else "killed"
+    end = ctx.wall_ms()
+    info.end(patch_st, end)
+    return patch_st, end
+
 
 _TURN = frozenset({"system/init", "assistant", "user", "result"})
+_PROGRESS_AND_END = ("task_progress", "task_notification")
+
+
+def _in_turn(type_: str | None, subtype: str | None) -> bool:
+    """A turn's frame (``_TURN``): the stream moved on."""
+    return type_ in _TURN or f"{type_}/{subtype}" in _TURN
 
 
 @register
@@ -219,26 +281,37 @@ class LateProgress(Stage):
     def interested(self, type_: str | None, subtype: str | None) -> bool:
         if self.mode == "pass":
             return False
-        if self.mode == "fold" and (type_ in _TURN or f"{type_}/{subtype}" in _TURN):
+        if self.mode == "fold" and _in_turn(type_, subtype):
             return True
         return super().interested(type_, subtype)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(Envelope, frame.obj)
         st = obj.get("subtype") if obj.get("type") == "system" else None
-        if st not in ("task_progress", "task_notification"):
-            return (*self._release_all(ctx), frame) if self._held else None
+        if st not in _PROGRESS_AND_END:
+            return self._moved_on(frame, ctx)
         tid = task_id_of(obj)
         if tid is None:
             return None
         if st == "task_notification":
-            remember(self._notified, tid, None)
-            if self.mode == "fold" and tid not in self._held:
-                self._held[tid] = frame
-                ctx.hold()
-                ctx.set_timer(self, tid, self.grace)
-                return ()
+            return self._notification(frame, tid, ctx)
+        return self._progress(tid, ctx)
+
+    def _moved_on(self, frame: Frame, ctx: Context) -> Output:
+        """fold: a turn's frame; the held notifications go out before it."""
+        return (*self._release_all(ctx), frame) if self._held else None
+
+    def _notification(self, frame: Frame, tid: str, ctx: Context) -> Output:
+        """The task's end: later progress is late; fold holds the notification for it."""
+        remember(self._notified, tid, None)
+        if self.mode != "fold" or tid in self._held:
             return None
+        self._held[tid] = frame
+        ctx.hold()
+        ctx.set_timer(self, tid, self.grace)
+        return ()
+
+    def _progress(self, tid: str, ctx: Context) -> Output:
         if tid not in self._notified or tid in self._held:
             return None  # fold: goes out ahead of the held notification
         ctx.log(self.rule, f"task {tid}: progress after its notification dropped", "debug")
@@ -300,63 +373,96 @@ class TasksSnapshot(Stage):
             return None
         st = obj.get("subtype")
         if st == "task_started":
-            if tid in self._live:
-                return None
-            started = cast(TaskStarted, obj)
-            d = started.get("description")
-            entry: SnapshotTask = {"task_id": tid, "task_type": started.get("task_type")}
-            sub = started.get("subagent_type")
-            if target_of(ctx).snapshot_subagent_type and isinstance(sub, str):
-                entry["subagent_type"] = sub
-            entry["description"] = d if isinstance(d, str) else ""
-            if len(self._live) >= MAX_LIVE_TASKS:
-                del self._live[next(iter(self._live))]
-                ctx.count(self.rule, "forgotten")
-                if not self._incomplete:
-                    self._incomplete = True
-                    ctx.log(
-                        self.rule,
-                        f"more than {MAX_LIVE_TASKS} live tasks: the oldest is "
-                        "forgotten and no snapshot is sent for the rest of the session",
-                        "warning",
-                    )
-            self._live[tid] = entry
-            return self._with_snapshot(frame, ctx)
+            return self._started(frame, cast(TaskStarted, obj), tid, ctx)
+        return self._ending(frame, obj, st, tid, ctx)
+
+    def _started(self, frame: Frame, obj: TaskStarted, tid: str, ctx: Context) -> Output:
+        """A task starts: it joins the live set, the snapshot goes before it."""
+        if tid in self._live:
+            return None
+        entry = _snapshot_entry(obj, tid, ctx)
+        if len(self._live) >= MAX_LIVE_TASKS:
+            self._forget_oldest(ctx)
+        self._live[tid] = entry
+        return self._with_snapshot(frame, ctx)
+
+    def _forget_oldest(self, ctx: Context) -> None:
+        """The registry is full: its oldest task is forgotten, and snapshots end."""
+        del self._live[next(iter(self._live))]
+        ctx.count(self.rule, "forgotten")
+        if self._incomplete:
+            return
+        self._incomplete = True
+        ctx.log(
+            self.rule,
+            f"more than {MAX_LIVE_TASKS} live tasks: the oldest is "
+            "forgotten and no snapshot is sent for the rest of the session",
+            "warning",
+        )
+
+    def _ending(self, frame: Frame, obj: Envelope, st: Any, tid: str, ctx: Context) -> Output:
+        """A task's terminal ``task_updated`` (or a notification that came without one)
+        takes it out of the live set, the snapshot before it; a target that sends the
+        snapshot after the end (2.1.332) sends it after the task's notification."""
         after = target_of(ctx).snapshot_after_notification
         if after and st == "task_notification" and self._owed.pop(tid, False):
             return self._with_snapshot(frame, ctx, after=True)  # 2.1.332: after the end
-        if tid not in self._live:
+        if not self._ends_live(obj, st, tid):
             return None
-        if st == "task_updated" and patch_status(obj) not in TERMINAL:
-            return None
-        # the terminal task_updated (or a notification that came without one)
         del self._live[tid]
         if after and st == "task_updated":
             remember(self._owed, tid, True)  # sent after the task's notification
             return None
         return self._with_snapshot(frame, ctx, after=after)
 
+    def _ends_live(self, obj: Envelope, st: Any, tid: str) -> bool:
+        """The frame ends a live task: its terminal ``task_updated``, or its notification."""
+        if tid not in self._live:
+            return False
+        return st != "task_updated" or patch_status(obj) in TERMINAL
+
     def _with_snapshot(self, frame: Frame, ctx: Context, after: bool = False) -> Output:
         """The snapshot and ``frame``; ``frame`` alone when the snapshot would not list every
         live task within ``max_tasks`` (counted, logged once per stretch)."""
         n = len(self._live)
         if self._incomplete or n > self.max_tasks:
-            ctx.count(self.rule, "suppressed")
-            if not self._over and not self._incomplete:
-                self._over = True
-                ctx.log(
-                    self.rule,
-                    f"{n} live background tasks, more than max_tasks="
-                    f"{self.max_tasks}: background_tasks_changed not sent until the "
-                    "live set is back within it (a partial one would leave tasks out)",
-                    "warning",
-                )
+            self._suppressed(n, ctx)
             return None
-        if self._over:
-            self._over = False
-            ctx.log(self.rule, f"{n} live background tasks: snapshots sent again", "info")
+        self._resumed(n, ctx)
         tasks = [dict(e) for e in self._live.values()]
         snap = Frame.synth(
             system_frame(ctx, "background_tasks_changed", {"tasks": tasks}), self.rule
         )
         return (frame, snap) if after else (snap, frame)
+
+    def _suppressed(self, n: int, ctx: Context) -> None:
+        """A snapshot not sent: counted; logged when a stretch over ``max_tasks`` starts."""
+        ctx.count(self.rule, "suppressed")
+        if self._over or self._incomplete:
+            return
+        self._over = True
+        ctx.log(
+            self.rule,
+            f"{n} live background tasks, more than max_tasks="
+            f"{self.max_tasks}: background_tasks_changed not sent until the "
+            "live set is back within it (a partial one would leave tasks out)",
+            "warning",
+        )
+
+    def _resumed(self, n: int, ctx: Context) -> None:
+        """A snapshot sent again after a stretch over ``max_tasks``: logged."""
+        if not self._over:
+            return
+        self._over = False
+        ctx.log(self.rule, f"{n} live background tasks: snapshots sent again", "info")
+
+
+def _snapshot_entry(started: TaskStarted, tid: str, ctx: Context) -> SnapshotTask:
+    """A started task as the snapshots list it (keys in Claude's order)."""
+    d = started.get("description")
+    entry: SnapshotTask = {"task_id": tid, "task_type": started.get("task_type")}
+    sub = started.get("subagent_type")
+    if target_of(ctx).snapshot_subagent_type and isinstance(sub, str):
+        entry["subagent_type"] = sub
+    entry["description"] = d if isinstance(d, str) else ""
+    return entry

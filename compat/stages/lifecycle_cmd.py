@@ -36,6 +36,8 @@ the turn's later assistant frames pass.
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Iterator
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -87,28 +89,32 @@ class CommandLifecycle(Stage):
         t = obj.get("type")
         active = ctx.state.control.turn_active
         if t == "control_response":
-            if active and self._current is not None and not self._interrupted:
-                self._interrupted = is_interrupt_receipt(obj, ctx)
+            self._receipt(obj, active, ctx)
             return None
-        if active and t != "result":
+        if active and t != "result":  # inside the turn: only its first answer matters
             return self._name_line(frame, ctx) if t == "assistant" else None
-        sid = ctx.state.session_id or obj.get("session_id")
-        sid = sid if isinstance(sid, str) else ""
+        sid = _session_id(obj, ctx)
         # not active: this frame starts a turn (control-state counts it)
         out = [] if active else self._start(ctx, sid)
         if t == "result":
             return self._result(frame, cast("wire.TurnResult", obj), out, ctx, sid)
-        if t == "assistant":  # a turn's first frame (no init before it)
-            named = self._name_line(frame, ctx)
-            frame = named[0] if named else frame
-        return (*out, frame) if out else None
+        return _after(out, self._first_frame(frame, t, ctx))
+
+    def _receipt(self, obj: wire.Envelope, active: bool, ctx: Context) -> None:
+        """A control response: the receipt of an interrupt while the line's turn runs marks
+        the turn interrupted."""
+        if active and self._current is not None and not self._interrupted:
+            self._interrupted = is_interrupt_receipt(obj, ctx)
+
+    def _first_frame(self, frame: Frame, t: object, ctx: Context) -> Frame:
+        """A turn's first frame; an assistant frame (no init before it) names the line."""
+        named = self._name_line(frame, ctx) if t == "assistant" else None
+        return named[0] if named else frame
 
     def _start(self, ctx: Context, sid: str) -> list[Frame]:
         """A turn starts: the waiting ``queued`` echoes, then ``started`` for its line."""
         control = ctx.state.control
-        out: list[Frame] = []
-        while control.unsent_queued:
-            out.append(self._synth(control.unsent_queued.popleft(), "queued", ctx, sid))
+        out = [self._synth(line, "queued", ctx, sid) for line in _drain(control.unsent_queued)]
         line = control.pending_user[0] if control.pending_user else None
         self._current = line
         self._unnamed = line is not None and bool(target_of(ctx).line_answer_keys)
@@ -124,7 +130,7 @@ class CommandLifecycle(Stage):
         self._unnamed = False
         interrupted, self._interrupted = self._interrupted, False
         if line is None:
-            return (*out, frame) if out else None
+            return _after(out, frame)
         return self._end(frame, obj, line, interrupted, out, ctx, sid)
 
     def _end(
@@ -139,32 +145,18 @@ class CommandLifecycle(Stage):
     ) -> Output:
         """The turn's ``result``: it names its line (or not, as the target's does), and the
         line's lifecycle ends ``cancelled`` or ``completed``."""
-        reason = obj.get("terminal_reason")
-        if interrupted or (
-            isinstance(reason, str) and (reason.startswith("aborted") or reason == "api_error")
-        ):
-            if target_of(ctx).interrupted_result_names_line:  # 2.1.332 (compat.target)
-                if obj.get("user_message_uuid") != line:
-                    frame = frame.replace({**obj, "user_message_uuid": line})
-            elif "user_message_uuid" in obj:
-                frame = frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
+        state, names = _ending(obj, interrupted, ctx)
+        frame = _naming(frame, obj, line) if names else _not_naming(frame, obj)
+        if state == "cancelled":
             ctx.count(self.rule, "cancelled")
-            return (*out, frame, self._synth(line, "cancelled", ctx, sid))
-        if _ends_at_max_turns(obj):  # Claude's error_max_turns names no line (twins max-turns)
-            if "user_message_uuid" in obj:
-                frame = frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
-        elif obj.get("user_message_uuid") != line:
-            frame = frame.replace({**obj, "user_message_uuid": line})
-        return (*out, frame, self._synth(line, "completed", ctx, sid))
+        return (*out, frame, self._synth(line, state, ctx, sid))
 
     def _name_line(self, frame: Frame, ctx: Context) -> tuple[Frame] | None:
         """The line's first answer names it (``Target.line_answer_keys``): the first
         main-thread assistant frame of its turn; a subagent's frame is not that."""
         obj = cast("wire.Assistant", frame.obj)
         line = self._current
-        if not self._unnamed or line is None:
-            return None
-        if obj.get("parent_tool_use_id") is not None:
+        if not self._unnamed or line is None or obj.get("parent_tool_use_id") is not None:
             return None
         self._unnamed = False
         facts = {"turn_line": line, "turn_line_uuids": [line]}
@@ -176,6 +168,53 @@ class CommandLifecycle(Stage):
 
     def _synth(self, line: str, state: str, ctx: Context, sid: str) -> Frame:
         return Frame.synth(lifecycle(line, state, ctx, sid), self.rule)
+
+
+def _session_id(obj: wire.Envelope, ctx: Context) -> str:
+    """The session id the lifecycle frames carry (the frame's before the session knows it)."""
+    sid = ctx.state.session_id or obj.get("session_id")
+    return sid if isinstance(sid, str) else ""
+
+
+def _drain(queue: deque[str]) -> Iterator[str]:
+    """The queue's entries, oldest first, each taken off as it is yielded."""
+    while queue:
+        yield queue.popleft()
+
+
+def _after(out: list[Frame], frame: Frame) -> Output:
+    """``frame`` after the frames ``out`` synthesized before it; None (it passes) if none."""
+    return (*out, frame) if out else None
+
+
+def _ending(obj: wire.TurnResult, interrupted: bool, ctx: Context) -> tuple[str, bool]:
+    """How the line's lifecycle ends, and whether the turn's result names the line: an
+    interrupted turn is ``cancelled`` and its result names no line (but under a target
+    that says so, 2.1.332: ``compat.target``); another is ``completed``, its result names
+    the line, but Claude's error_max_turns names none (twins max-turns)."""
+    if interrupted or _aborted(obj):
+        return "cancelled", target_of(ctx).interrupted_result_names_line
+    return "completed", not _ends_at_max_turns(obj)
+
+
+def _aborted(obj: wire.TurnResult) -> bool:
+    """The result says the turn was cut short (``aborted_*``, ``api_error``)."""
+    reason = obj.get("terminal_reason")
+    return isinstance(reason, str) and (reason.startswith("aborted") or reason == "api_error")
+
+
+def _naming(frame: Frame, obj: wire.TurnResult, line: str) -> Frame:
+    """The result with ``user_message_uuid`` the line's."""
+    if obj.get("user_message_uuid") == line:
+        return frame
+    return frame.replace({**obj, "user_message_uuid": line})
+
+
+def _not_naming(frame: Frame, obj: wire.TurnResult) -> Frame:
+    """The result without ``user_message_uuid``."""
+    if "user_message_uuid" not in obj:
+        return frame
+    return frame.replace({k: v for k, v in obj.items() if k != "user_message_uuid"})
 
 
 def _ends_at_max_turns(obj: wire.Result) -> bool:

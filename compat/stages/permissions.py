@@ -11,8 +11,7 @@ read as Claude's.
 from __future__ import annotations
 
 import posixpath
-import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -21,401 +20,78 @@ from compat import controlkit as ck
 from compat import wire
 from compat.flags import PERMISSION_MODES
 from compat.frames import Frame
-from compat.session import MAX_OWN, PermissionRequest, PermissionRule
+from compat.session import MAX_OWN, ControlState, PermissionRequest, PermissionRule
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.permissions_prompt import (
+    WRITE_TOOLS,
+    bash_rule_suggestion,
+    claude_denial,
+    claude_prompt_fields,
+    command_prefix,
+    inside,
+    with_claude_fields,
+)
+from compat.stages.permissions_rules import (
+    BEHAVIORS,
+    glob_matches,
+    matchable,
+    rule_denial,
+    rule_matches,
+    rule_text,
+    rule_verdict,
+)
 from compat.taskkit import remember
 
-#: tools whose denial Claude words as a write to the file they name
-WRITE_TOOLS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+__all__ = [
+    "BEHAVIORS",
+    "CBC_MODES",
+    "MAX_RULES",
+    "RULE_UPDATES",
+    "WRITE_TOOLS",
+    "PermissionCancel",
+    "PermissionReply",
+    "PermissionRouting",
+    "bash_rule_suggestion",
+    "claude_denial",
+    "claude_prompt_fields",
+    "command_prefix",
+    "glob_matches",
+    "matchable",
+    "rule_denial",
+    "rule_matches",
+    "rule_text",
+    "rule_verdict",
+    "with_claude_fields",
+]
+
 #: the modes cbc's ``set_permission_mode`` takes (its handler, 2.163.0 binary); Claude's
 #: others are mapped first (``compat.flags.PERMISSION_MODES``)
 CBC_MODES = frozenset({"default", "acceptEdits", "bypassPermissions", "plan", "dontAsk", "auto"})
-#: the updatedPermissions types that change rules, and what a rule may decide
+#: the updatedPermissions types that change rules
 RULE_UPDATES = ("addRules", "replaceRules", "removeRules")
-BEHAVIORS = ("deny", "ask", "allow")  # Claude's order: the first that matches decides
 #: the most rules kept (a client adding rules forever does not grow the state forever)
 MAX_RULES = 256
-#: what makes a Bash command more than one simple command to the bridge: Claude splits
-#: compound commands and checks each part (a rule with content for one part does not cover
-#: ``safe && other``); the bridge does not parse shell, so it cannot tell and keeps asking
-_COMPOUND = re.compile(r"[;&|<>`\n\r]|\$\(")
+#: how ``permission-reply`` applies an update of one type (False: it cannot)
+_Update = Callable[["PermissionReply", dict[str, Any], Context], bool]
+#: the most denied calls remembered for their tool_result (``ControlState.denied_uses``)
+_MAX_DENIED = 256
 
 
-#: Claude Code 2.1.220's Bash path commands and what they do to their paths (its ``eNt``
-#: table): a write or create outside what the session may edit asks with the path
-_PATH_OPS = {"mkdir": "create", "touch": "create", "rm": "write", "rmdir": "write"}
-_PATH_OPS |= {"mv": "write", "cp": "write"}
-#: commands Claude reads paths with; a path outside the working directory makes it ask
-#: for a Read rule (``Read(//dir/**)``) the bridge does not synthesize
-_READ_OPS = frozenset(
-    "cd ls find cat head tail sort uniq wc cut paste column tr file stat diff awk strings"
-    " hexdump od base64 nl grep rg git jq sha256sum sha1sum md5sum".split()
-)
-#: Claude's wrappers a command prefix is never taken from (its ``Eko``)
-_WRAPPERS = frozenset(
-    "sh bash zsh fish csh tcsh ksh dash cmd powershell pwsh env xargs command builtin noglob"
-    " nice stdbuf nohup timeout time watch ionice chrt setsid taskset strace ltrace script"
-    " flock unshare nsenter sudo doas pkexec su runuser".split()
-)
-#: the environment assignments Claude lets stand before a command prefix (its ``Gsn``)
-_SAFE_ENV = frozenset(
-    "GOEXPERIMENT GOOS GOARCH CGO_ENABLED GO111MODULE RUST_BACKTRACE RUST_LOG NODE_ENV"
-    " PYTHONUNBUFFERED PYTHONDONTWRITEBYTECODE PYTEST_DISABLE_PLUGIN_AUTOLOAD PYTEST_DEBUG"
-    " ANTHROPIC_API_KEY LANG LANGUAGE LC_ALL LC_CTYPE LC_TIME CHARSET TERM COLORTERM NO_COLOR"
-    " FORCE_COLOR TZ LS_COLORS LSCOLORS GREP_COLOR GREP_COLORS GCC_COLORS TIME_STYLE"
-    " BLOCK_SIZE BLOCKSIZE COLUMNS LINES CLICOLOR CLICOLOR_FORCE CI DEBIAN_FRONTEND"
-    " GIT_TERMINAL_PROMPT".split()
-)
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=", re.ASCII)
-_SUBCOMMAND = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
-#: what the bridge does not resolve as Claude's path check would (expansions, globs,
-#: braces, quotes, escapes): no path suggestions are made for such a command
-_UNRESOLVED = re.compile(r"[$~*?\[\]{}'\"\\]")
-#: Claude's width of a prompt's description made from a command (its ``n4``)
-_DESCRIPTION_WIDTH = 50
-_SESSION = "session"
+def _record_denial(control: ControlState, prompt: PermissionRequest) -> None:
+    """A call the session denied, listed for the turn's ``result.permission_denials``."""
+    control.permission_denials.append(
+        {
+            "tool_name": prompt.tool_name,
+            "tool_use_id": prompt.tool_use_id,
+            "tool_input": prompt.input,
+            "turn": control.client_turns,
+        }
+    )
 
 
-def _allow_rule(
-    tool: str, content: str | None, destination: str = "localSettings"
-) -> dict[str, Any]:
-    rule: dict[str, Any] = {"toolName": tool}
-    if content is not None:
-        rule["ruleContent"] = content
-    return {"type": "addRules", "rules": [rule], "behavior": "allow", "destination": destination}
-
-
-def command_prefix(command: str) -> str | None:
-    """Claude's two-word prefix of a command for an "always allow" rule (its ``Sko``):
-    ``git status`` of ``git status --short``; None for one word, a wrapper (``sudo``,
-    ``env``), an environment assignment it does not trust, or a second word that is not a
-    plain subcommand (``touch perm-probe.txt``)."""
-    words = command.split()
-    i = 0
-    while i < len(words) and _ASSIGNMENT.match(words[i]):
-        if words[i].partition("=")[0] not in _SAFE_ENV:
-            return None
-        i += 1
-    rest = words[i:]
-    if len(rest) < 2 or rest[0].rsplit("/", 1)[-1] in _WRAPPERS:
-        return None
-    return f"{rest[0]} {rest[1]}" if _SUBCOMMAND.fullmatch(rest[1]) else None
-
-
-def bash_rule_suggestion(command: str) -> dict[str, Any]:
-    """Claude's "always allow" suggestion for one simple command (its ``omr`` without the
-    heredoc and multi-line cases, compound commands the bridge does not synthesize for):
-    ``Bash(prefix *)`` when the command has a two-word prefix, else the exact command."""
-    prefix = command_prefix(command)
-    return _allow_rule("Bash", f"{prefix} *" if prefix else command)
-
-
-def _truncate(text: str, width: int = _DESCRIPTION_WIDTH) -> str:
-    """Claude's ``truncate`` (to ``width`` columns with an ellipsis); the bridge counts
-    characters, not display columns."""
-    return text if len(text) <= width else text[: width - 1] + "\u2026"
-
-
-def _shown_path(path: str, cwd: str | None) -> str:
-    """Claude's file path as a prompt shows it (its ``Cd``): relative to the working
-    directory when inside it, else as given (Claude would write ``~/...`` under HOME,
-    which the bridge does not know)."""
-    if cwd and posixpath.isabs(path):
-        rel = posixpath.relpath(posixpath.normpath(path), cwd)
-        if not rel.startswith(".."):
-            return rel
-    elif cwd and not path.startswith(".."):
-        return posixpath.normpath(path)
-    return path
-
-
-def _description(tool: str, inp: dict[str, Any], cwd: str | None) -> str | None:
-    """Claude's ``description`` of a prompt: for Bash the call's description, else its
-    command cut to 50 columns; for file tools the path; for Glob and Grep the pattern cut
-    to 50 (their ``getToolUseSummary``). None when Claude would send none or the bridge
-    does not know the tool's summary (MCP and other tools)."""
-    if tool in ("Bash", "PowerShell"):
-        command, what = inp.get("command"), inp.get("description")
-        if not isinstance(command, str) or not command:
-            return None
-        # Claude also redacts secrets in both (its mu()); the bridge passes them as written
-        return what if isinstance(what, str) and what else _truncate(command)
-    if tool in ("Write", "Edit", "MultiEdit", "Read"):
-        path = inp.get("file_path")
-        return _shown_path(path, cwd) if isinstance(path, str) and path else None
-    if tool in ("Glob", "Grep"):
-        pattern = inp.get("pattern")
-        return _truncate(pattern) if isinstance(pattern, str) and pattern else None
-    return None
-
-
-def _inside(path: str, cwd: str) -> bool:
-    return path == cwd or path.startswith(cwd.rstrip("/") + "/")
-
-
-def _recursive(arg: str) -> bool:
-    """``-r``, ``-R``, ``-rf``, ``--recursive``: an rm option that takes directories."""
-    if arg.startswith("--"):
-        return arg == "--recursive"
-    return arg.startswith("-") and "r" in arg.lower()
-
-
-def _bash_suggestions(command: str, cwd: str | None) -> tuple[list[Any], str | None] | None:
-    """Claude's suggestions (and ``blocked_path``) for a Bash command cbc asks about, in
-    the default permission mode; None when the bridge cannot tell what Claude would
-    suggest (compound commands, expansions, quotes, a read outside the working directory,
-    an unknown working directory for a path command, ``sed`` and flagged ``mv``/``cp``)."""
-    trimmed = command.strip()
-    if not trimmed or _COMPOUND.search(command):
-        return None
-    words = trimmed.split()
-    i = 0
-    while i < len(words) and _ASSIGNMENT.match(words[i]):
-        i += 1
-    base = words[i].rsplit("/", 1)[-1] if i < len(words) else ""
-    args = words[i + 1 :]
-    if base in _PATH_OPS or base in _READ_OPS or base == "sed":
-        if base == "sed" or _UNRESOLVED.search(" ".join(args)):
-            return None
-        if base in ("mv", "cp") and any(a.startswith("-") for a in args):
-            return None
-        named = [a for a in args if not a.startswith("-") or a == "-"]
-        if base in _READ_OPS:
-            here = cwd or "/\0cwd"  # a relative path stays inside an unknown directory
-            if any(not _inside(posixpath.normpath(posixpath.join(here, a)), here) for a in named):
-                return None  # Claude asks for a Read rule of the directory
-        elif cwd is None:
-            return None
-        elif base == "rm" and any(_recursive(a) for a in args):
-            return None  # Claude names the path itself if it is a directory (it stats it)
-        elif named:
-            paths = [posixpath.normpath(posixpath.join(cwd, a)) for a in named]
-            # in the default mode Claude asks about every write (inside the working
-            # directory too: acceptEdits would allow it), for the first path it checks
-            blocked = paths[0]
-            # Claude's directory of the path: the path itself when it is a directory
-            # (``rmdir``'s; it stats it), else its parent
-            found = [
-                {
-                    "type": "addDirectories",
-                    "directories": [blocked if base == "rmdir" else posixpath.dirname(blocked)],
-                    "destination": _SESSION,
-                },
-                {"type": "setMode", "mode": "acceptEdits", "destination": _SESSION},
-            ]
-            return [bash_rule_suggestion(command), *found], blocked
-    return [bash_rule_suggestion(trimmed)], None
-
-
-#: Claude's reason for asking about a Bash command no rule or path check decided (its
-#: ``decision_reason``, ``decision_reason_type``)
-_NO_RULE = {"decision_reason": "This command requires approval", "decision_reason_type": "other"}
-#: and for a file tool's path outside the working directory
-_OUTSIDE = {
-    "decision_reason": "Path is outside allowed working directories",
-    "decision_reason_type": "workingDir",
-}
-
-
-def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]:
-    """What Claude Code 2.1.220's ``can_use_tool`` carries besides the tool, input and
-    tool_use_id (its ``createCanUseTool``): ``display_name``, ``description``,
-    ``permission_suggestions`` and ``blocked_path`` (or, for a Bash command no path check
-    asks about, ``decision_reason`` "This command requires approval", type ``other``), for
-    a prompt in the default permission mode; only the fields the bridge can tell the way
-    Claude would (see ``permission-routing``)."""
-    out: dict[str, Any] = {}
-    if not tool:
-        return out
-    out["display_name"] = ck.tool_display_name(tool)
-    if not isinstance(inp, dict):
-        return out
-    description = _description(tool, inp, cwd)
-    if description:
-        out["description"] = description
-    suggestions: list[Any] | None = None
-    blocked: str | None = None
-    command = inp.get("command")
-    if tool == "Bash" and isinstance(command, str):
-        found = _bash_suggestions(command, cwd)
-        if found is not None:
-            suggestions, blocked = found
-    elif tool in WRITE_TOOLS:
-        path = inp.get("notebook_path" if tool == "NotebookEdit" else "file_path")
-        if isinstance(path, str) and path and cwd is not None:
-            full = posixpath.normpath(posixpath.join(cwd, path))
-            suggestions = [{"type": "setMode", "mode": "acceptEdits", "destination": _SESSION}]
-            if not _inside(full, cwd):
-                suggestions.append(
-                    {
-                        "type": "addDirectories",
-                        "directories": [posixpath.dirname(full)],
-                        "destination": _SESSION,
-                    }
-                )
-                out |= _OUTSIDE
-    elif tool.startswith("mcp__") or tool == "WebSearch":
-        suggestions = [_allow_rule(tool, None)]
-    if suggestions is not None:
-        out["permission_suggestions"] = suggestions
-    if blocked is not None:
-        out["blocked_path"] = blocked
-    elif tool == "Bash" and suggestions is not None:
-        out |= _NO_RULE
-    return out
-
-
-#: Claude's order of a can_use_tool request's fields
-_PROMPT_ORDER = (
-    "subtype",
-    "tool_name",
-    "display_name",
-    "input",
-    "description",
-    "permission_suggestions",
-    "blocked_path",
-    "decision_reason",
-    "decision_reason_type",
-    "tool_use_id",
-)
-
-
-def with_claude_fields(body: dict[str, Any], cwd: str | None) -> dict[str, Any] | None:
-    """cbc's ``can_use_tool`` body with Claude's fields it lacks added in Claude's order
-    (a field cbc sent is kept as sent); None when nothing is added."""
-    tool = body.get("tool_name")
-    if not isinstance(tool, str):
-        return None
-    add = {
-        k: v for k, v in claude_prompt_fields(tool, body.get("input"), cwd).items() if k not in body
-    }
-    if not add:
-        return None
-    merged = {**body, **add}
-    ordered = {k: merged[k] for k in _PROMPT_ORDER if k in merged}
-    return ordered | {k: v for k, v in merged.items() if k not in ordered}
-
-
-def claude_denial(tool_name: str, tool_input: dict[str, Any]) -> str:
-    """Claude Code's message when it denies a tool it was not allowed to ask about."""
-    path = tool_input.get("file_path") or tool_input.get("notebook_path")
-    if tool_name in WRITE_TOOLS and isinstance(path, str) and path:
-        return f"Claude requested permissions to write to {path}, but you haven't granted it yet."
-    if tool_name == "Read" and isinstance(path, str) and path:
-        return f"Claude requested permissions to read from {path}, but you haven't granted it yet."
-    return f"Claude requested permissions to use {tool_name}, but you haven't granted it yet."
-
-
-def rule_text(rule: PermissionRule) -> str:
-    """``Bash(npm test:*)``, or ``Bash`` for a rule about every use of the tool."""
-    return f"{rule.tool_name}({rule.rule_content})" if rule.rule_content else rule.tool_name
-
-
-def _tool_matches(rule_tool: str, tool: str, whole_tool: bool) -> bool:
-    """Claude's tool part of a rule: the tool's name; for a rule about every use of a tool,
-    ``mcp__server`` (or ``mcp__server__*``) also names every tool of that MCP server."""
-    if rule_tool == tool:
-        return True
-    if not whole_tool or not rule_tool.startswith("mcp__"):
-        return False
-    server = rule_tool.removesuffix("__*")
-    return server.count("__") == 1 and tool.startswith(server + "__")
-
-
-def _bash_matches(content: str, command: str) -> bool | None:
-    """Claude's ``Bash(content)`` against a command: exact (``npm run build``), legacy
-    prefix (``npm test:*``: the prefix alone or followed by a space), wildcard (``*``
-    matches any characters; a single trailing `` *`` also matches the bare command:
-    ``git *`` covers ``git``). None when the bridge cannot tell the way Claude would: a
-    compound command (``&&``, ``|``, ``;``, redirections, substitutions: Claude checks each
-    part), or escapes in the rule."""
-    if "\\" in content or _COMPOUND.search(command):
-        return None
-    command = command.strip()
-    if content.endswith(":*") and "*" not in content[:-2]:
-        prefix = content[:-2]
-        return command == prefix or command.startswith(prefix + " ")
-    if "*" in content:
-        if content.endswith(" *") and content.count("*") == 1 and command == content[:-2]:
-            return True
-        return glob_matches(content, command)
-    return command == content
-
-
-def glob_matches(pattern: str, text: str) -> bool:
-    """``pattern``, where ``*`` stands for any characters (newlines too) and nothing else is
-    special, matches the whole of ``text``. Linear in ``text`` for each part between stars
-    (each part at its first place after the one before: the earliest is never worse), where
-    a backtracking regex (``a.*a.*a.*b``) takes exponential time on a long command the model
-    wrote, e.g. 3.5 s for ``a*a*a*a*a*b`` on 200 characters."""
-    parts = pattern.split("*")
-    if len(parts) == 1:
-        return text == pattern
-    first, last = parts[0], parts[-1]
-    start, end = len(first), len(text) - len(last)
-    if end < start or not text.startswith(first) or not text.endswith(last):
-        return False
-    for part in parts[1:-1]:
-        at = text.find(part, start, end)
-        if at < 0:
-            return False
-        start = at + len(part)
-    return True
-
-
-def matchable(rule: PermissionRule) -> bool:
-    """Whether the bridge can match the rule's content the way Claude does (for the
-    simple commands of Bash, ``rule_matches``), or the rule is about every use."""
-    content = rule.rule_content
-    return content in (None, "*") or (rule.tool_name == "Bash" and "\\" not in content)
-
-
-def rule_matches(rule: PermissionRule, tool: str, inp: dict[str, Any]) -> bool | None:
-    """Whether ``rule`` covers a call of ``tool`` with ``inp`` as Claude's would; None when
-    the bridge cannot tell (content it cannot match exactly: file path patterns, WebFetch
-    domains, other tools' specifiers, compound Bash commands)."""
-    content = rule.rule_content
-    whole = content is None or content == "*"
-    if not _tool_matches(rule.tool_name, tool, whole):
-        return False
-    if whole:
-        return True
-    command = inp.get("command")
-    if tool == "Bash" and isinstance(command, str) and content is not None:
-        return _bash_matches(content, command)
-    return None
-
-
-def rule_verdict(
-    rules: Sequence[PermissionRule], tool: str, inp: dict[str, Any]
-) -> tuple[str | None, PermissionRule | None]:
-    """What the client's rules decide for a call: ``("deny" | "allow", rule)``, or
-    ``(None, rule)`` when it is to be asked (an ``ask`` rule matched, or a rule the bridge
-    cannot match could decide it before an allow: deny before ask before allow, as in
-    Claude), or ``(None, None)`` when no rule is about it."""
-    unsure: PermissionRule | None = None
-    for behavior in BEHAVIORS:
-        for rule in rules:
-            if rule.behavior != behavior:
-                continue
-            hit = rule_matches(rule, tool, inp)
-            if hit is None:
-                unsure = unsure or rule
-            elif hit:
-                return (behavior if behavior != "ask" else None), rule
-        if behavior != "allow" and unsure is not None:
-            return None, unsure  # it could deny (or ask): the client decides
-    return None, unsure
-
-
-def rule_denial(rule: PermissionRule, tool: str, inp: dict[str, Any]) -> str:
-    """Claude Code's message for a call a deny rule denied."""
-    command = inp.get("command")
-    if rule.rule_content and rule.rule_content != "*":
-        if tool == "Bash" and isinstance(command, str):
-            return f"Permission to use {tool} with command {command} has been denied."
-        return f"Permission to use {tool} with {rule.rule_content} has been denied."
-    return f"Permission to use {tool} has been denied."
+def _denial(reason: str, interrupt: bool) -> dict[str, Any]:
+    """cbc's deny answer."""
+    return {"allowed": False, "reason": reason, "interrupt": interrupt}
 
 
 @register
@@ -498,118 +174,174 @@ class PermissionRouting(Stage):
         if kind == ("user", None):
             return self._tool_result(frame, ctx)
         if kind is not None and kind[0] == "result":
-            denied = ctx.state.control.denied_uses
-            for withdrawn in [u for u, k in denied.items() if k == "user-rejected"]:
-                del denied[withdrawn]  # the interrupted turn is over (cbc wrote no result)
+            _forget_withdrawn(ctx.state.control.denied_uses)
             return None
+        return self._prompt(frame, ctx)
+
+    def _prompt(self, frame: Frame, ctx: Context) -> Output:
+        """A ``can_use_tool``: denied Claude-worded, or answered by a rule of the client's,
+        or forwarded with Claude's fields."""
         rid, request = ck.request_of(frame.obj)
         body = cast("wire.CanUseTool", request)
         if rid is None or body.get("subtype") != "can_use_tool":
             return None
-        tool = body.get("tool_name")
-        tool = tool if isinstance(tool, str) else ""
-        inp = body.get("input")
-        inp = inp if isinstance(inp, dict) else {}
-        use = body.get("tool_use_id")
-        use = use if isinstance(use, str) else None
-        control = ctx.state.control
-        forward = ctx.state.stdio_permissions if self.mode == "auto" else self.mode == "forward"
-        if forward and control.permission_rules and self._by_rule(rid, tool, use, inp, ctx):
+        prompt = _prompt_of(rid, body)
+        if not self._forwards(ctx):
+            return self._deny(prompt, ctx)
+        if self._by_rule(prompt, ctx):
             return ()
-        if forward:
-            remember(control.permissions, rid, PermissionRequest(rid, tool, use, inp), cap=256)
-            fuller = with_claude_fields(cast("dict[str, Any]", body), ctx.state.cwd)
-            if fuller is None:
-                return None
-            ctx.count(self.rule, "claude-fields")
-            return (frame.replace({**frame.obj, "request": fuller}),)
-        reason = claude_denial(tool, inp)
-        control.permission_denials.append(
-            {"tool_name": tool, "tool_use_id": use, "tool_input": inp, "turn": control.client_turns}
-        )
-        reply: dict[str, Any] = {"allowed": False, "reason": reason, "interrupt": False}
-        if use:
-            reply["tool_use_id"] = use
-        ctx.emit("up", Frame.from_obj(ck.success(rid, reply)), self.rule)
+        return self._forward(frame, body, prompt, ctx)
+
+    def _forwards(self, ctx: Context) -> bool:
+        """Whether prompts go to the client (mode ``auto``: when it asked for stdio
+        prompts)."""
+        return ctx.state.stdio_permissions if self.mode == "auto" else self.mode == "forward"
+
+    def _forward(
+        self, frame: Frame, body: wire.CanUseTool, prompt: PermissionRequest, ctx: Context
+    ) -> Output:
+        """The prompt to the client, remembered by its request id, with Claude's fields."""
+        remember(ctx.state.control.permissions, prompt.request_id, prompt, cap=256)
+        fuller = with_claude_fields(cast("dict[str, Any]", body), ctx.state.cwd)
+        if fuller is None:
+            return None
+        ctx.count(self.rule, "claude-fields")
+        return (frame.replace({**frame.obj, "request": fuller}),)
+
+    def _deny(self, prompt: PermissionRequest, ctx: Context) -> Output:
+        """Claude's own denial of a tool it was not allowed to ask the client about."""
+        reason = claude_denial(prompt.tool_name, prompt.input)
+        _record_denial(ctx.state.control, prompt)
+        self._answer(prompt, _denial(reason, False), ctx)
         ctx.log(
             self.rule,
-            f"denied {tool} (the client did not ask for permission prompts: "
+            f"denied {prompt.tool_name} (the client did not ask for permission prompts: "
             "no --permission-prompt-tool stdio)",
             "debug",
         )
         ctx.count(self.rule, "denied")
         return ()
 
-    def _by_rule(
-        self, rid: str, tool: str, use: str | None, inp: dict[str, Any], ctx: Context
-    ) -> bool:
+    def _answer(self, prompt: PermissionRequest, reply: dict[str, Any], ctx: Context) -> None:
+        """The bridge's answer to cbc's prompt."""
+        if prompt.tool_use_id:
+            reply["tool_use_id"] = prompt.tool_use_id
+        ctx.emit("up", Frame.from_obj(ck.success(prompt.request_id, reply)), self.rule)
+
+    def _by_rule(self, prompt: PermissionRequest, ctx: Context) -> bool:
         """Answer cbc itself when a rule the client added (``updatedPermissions``,
         ``ControlState.permission_rules``) decides the call, as Claude does without asking
         the client again: an allow with the input as asked, or a deny Claude-worded
         (listed in ``permission_denials``, its tool_result marked ``permission-rule``).
         False when the client is to be asked."""
-        control = ctx.state.control
-        verdict, rule = rule_verdict(control.permission_rules, tool, inp)
+        tool, inp = prompt.tool_name, prompt.input
+        verdict, rule = rule_verdict(ctx.state.control.permission_rules, tool, inp)
         if verdict is None:
-            if rule is not None:
-                why = (
-                    "the bridge cannot match this rule's content the way Claude does"
-                    if rule_matches(rule, tool, inp) is None
-                    else "an ask rule"
-                )
-                ctx.log(
-                    self.rule,
-                    f"{tool} asked about despite the {rule.behavior} rule {rule_text(rule)}: {why}",
-                    "debug",
-                )
+            self._say_asked(prompt, rule, ctx)
             return False
         assert rule is not None
-        reply: dict[str, Any]
-        if verdict == "allow":
-            reply = {"allowed": True, "updatedInput": inp}
-        else:
-            reply = {"allowed": False, "reason": rule_denial(rule, tool, inp), "interrupt": False}
-            control.permission_denials.append(
-                {
-                    "tool_name": tool,
-                    "tool_use_id": use,
-                    "tool_input": inp,
-                    "turn": control.client_turns,
-                }
-            )
-            if use:
-                remember(control.denied_uses, use, "permission-rule", cap=256)
-        if use:
-            reply["tool_use_id"] = use
-        ctx.emit("up", Frame.from_obj(ck.success(rid, reply)), self.rule)
-        done = "allowed" if verdict == "allow" else "denied"
+        allowed = verdict == "allow"
+        reply = (
+            {"allowed": True, "updatedInput": inp} if allowed else self._denied(prompt, rule, ctx)
+        )
+        self._answer(prompt, reply, ctx)
+        done = "allowed" if allowed else "denied"
         ctx.log(self.rule, f"{done} {tool} by the client's rule {rule_text(rule)}", "debug")
         ctx.count(self.rule, f"{done}-by-rule")
         return True
 
+    @staticmethod
+    def _denied(prompt: PermissionRequest, rule: PermissionRule, ctx: Context) -> dict[str, Any]:
+        """A deny rule's answer, Claude-worded; the call listed in ``permission_denials``
+        and its tool_result to be marked ``permission-rule``."""
+        reply = _denial(rule_denial(rule, prompt.tool_name, prompt.input), False)
+        control = ctx.state.control
+        _record_denial(control, prompt)
+        if prompt.tool_use_id:
+            remember(control.denied_uses, prompt.tool_use_id, "permission-rule", cap=_MAX_DENIED)
+        return reply
+
+    def _say_asked(
+        self, prompt: PermissionRequest, rule: PermissionRule | None, ctx: Context
+    ) -> None:
+        """Why a rule about the call did not answer it (at debug)."""
+        if rule is None:
+            return
+        tool = prompt.tool_name
+        why = (
+            "the bridge cannot match this rule's content the way Claude does"
+            if rule_matches(rule, tool, prompt.input) is None
+            else "an ask rule"
+        )
+        ctx.log(
+            self.rule,
+            f"{tool} asked about despite the {rule.behavior} rule {rule_text(rule)}: {why}",
+            "debug",
+        )
+
     def _tool_result(self, frame: Frame, ctx: Context) -> Output:
+        """The tool_results of denied calls marked with Claude's ``tool_result_meta``."""
         denied = ctx.state.control.denied_uses
         if not denied:
             return None
         obj = cast("wire.User", frame.obj)
-        message = obj.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list) or obj.get("parent_tool_use_id") is not None:
-            return None
-        meta = [
-            {"id": b["tool_use_id"], "non_execution_kind": denied[b["tool_use_id"]]}
-            for b in content
-            if isinstance(b, dict)
-            and b.get("type") == "tool_result"
-            and b.get("tool_use_id") in denied
-        ]
+        meta = _rejections(_main_thread_content(obj), denied)
         if not meta:
             return None
         for m in meta:
             denied.pop(m["id"], None)
-        new: dict[str, Any] = {k: v for k, v in obj.items() if k != "tool_result_meta"}
-        new["tool_result_meta"] = meta
-        return (frame.replace(new),)
+        return (frame.replace(_with_meta(obj, meta)),)
+
+
+def _prompt_of(rid: str, body: wire.CanUseTool) -> PermissionRequest:
+    """A prompt's request id, tool, call id and input (a value of another type: none)."""
+    tool, use, inp = body.get("tool_name"), body.get("tool_use_id"), body.get("input")
+    return PermissionRequest(
+        rid,
+        tool if isinstance(tool, str) else "",
+        use if isinstance(use, str) else None,
+        inp if isinstance(inp, dict) else {},
+    )
+
+
+def _forget_withdrawn(denied: dict[str, str]) -> None:
+    """The calls an interrupt withdrew, forgotten: the interrupted turn is over (cbc wrote
+    no result)."""
+    for withdrawn in [u for u, k in denied.items() if k == "user-rejected"]:
+        del denied[withdrawn]
+
+
+def _main_thread_content(obj: wire.User) -> list[Any]:
+    """The content of a user message of the main thread (``[]``: none, or a sub-agent's)."""
+    if obj.get("parent_tool_use_id") is not None:
+        return []
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
+def _rejections(content: list[Any], denied: dict[str, str]) -> list[dict[str, Any]]:
+    """Claude's ``tool_result_meta`` of the tool_results of denied calls."""
+    return [
+        {"id": b["tool_use_id"], "non_execution_kind": denied[b["tool_use_id"]]}
+        for b in content
+        if _result_of(b, denied)
+    ]
+
+
+def _result_of(block: Any, calls: dict[str, str]) -> bool:
+    """A tool_result block of one of the ``calls``."""
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "tool_result"
+        and block.get("tool_use_id") in calls
+    )
+
+
+def _with_meta(obj: wire.User, meta: list[dict[str, Any]]) -> dict[str, Any]:
+    new: dict[str, Any] = {k: v for k, v in obj.items() if k != "tool_result_meta"}
+    new["tool_result_meta"] = meta
+    return new
 
 
 @register
@@ -639,6 +371,73 @@ class PermissionReply(Stage):
 
     _own: int = attrs.field(default=0, init=False)  # set_permission_mode requests sent
 
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        rid, sub, response = ck.response_of(frame.obj)
+        if rid is None:
+            return None
+        pending = ctx.state.control.permissions.pop(rid, None)
+        body = cast("wire.PermissionAnswer", ck.body_of(response))
+        if pending is None and not _claude_shaped(body):
+            return None  # not an answer to a permission prompt (hooks, MCP messages...)
+        shape = _answer_shape(sub, body)
+        if shape is None:
+            return None  # already cbc's shape
+        resp = cast("wire.ControlResponseBody", response)
+        reply = _TRANSLATIONS[shape](self, resp, body, pending, ctx)
+        _note_call(reply, pending, ctx)
+        return (frame.replace(ck.success(rid, reply)),)
+
+    def _from_error(
+        self,
+        resp: wire.ControlResponseBody,
+        body: wire.PermissionAnswer,
+        pending: PermissionRequest | None,
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """A client's error reply: a deny, the error its reason."""
+        return _denial(_reason(resp.get("error")), False)
+
+    def _from_legacy(
+        self,
+        resp: wire.ControlResponseBody,
+        body: wire.PermissionAnswer,
+        pending: PermissionRequest | None,
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """The legacy claude-code-sdk (0.0.x): ``{allow: true, input?}`` / ``{allow: false,
+        reason}``; its deny reason reaches cbc as given."""
+        if body["allow"]:
+            return _allowed(body.get("input"), pending)
+        return _denial(_reason(body.get("reason")), body.get("interrupt") is True)
+
+    def _from_allow(
+        self,
+        resp: wire.ControlResponseBody,
+        body: wire.PermissionAnswer,
+        pending: PermissionRequest | None,
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """Claude's allow; its ``updatedPermissions`` applied."""
+        reply = _allowed(body.get("updatedInput"), pending)
+        self._apply(body.get("updatedPermissions"), ctx)
+        return reply
+
+    def _from_deny(
+        self,
+        resp: wire.ControlResponseBody,
+        body: wire.PermissionAnswer,
+        pending: PermissionRequest | None,
+        ctx: Context,
+    ) -> dict[str, Any]:
+        """Claude's deny (any other behavior is taken as one, said in a warning)."""
+        if body.get("behavior") != "deny":
+            ctx.log(
+                self.rule,
+                f"permission answer with behavior {body.get('behavior')!r} taken as a deny",
+                "warning",
+            )
+        return _denial(_reason(body.get("message")), body.get("interrupt") is True)
+
     def _apply(self, updates: Any, ctx: Context) -> None:
         """An allow's ``updatedPermissions`` (the SDKs' "always allow"), applied the way
         Claude Code 2.1.220 applies them, though cbc's answer has no field for them (it
@@ -661,18 +460,18 @@ class PermissionReply(Stage):
             return
         unapplied: list[str] = []
         for u in updates:
-            kind = u.get("type") if isinstance(u, dict) else type(u).__name__
-            done = False
-            if isinstance(u, dict) and kind in RULE_UPDATES:
-                done = self._rules(u, ctx)
-            elif isinstance(u, dict) and kind == "setMode":
-                done = self._set_mode(u, ctx)
-            elif isinstance(u, dict) and kind == "addDirectories":
-                done = self._known_directories(u, ctx)
-            if done:
+            if self._applied(u, ctx):
                 ctx.count(self.rule, "permission-updates-applied")
             else:
-                unapplied.append(str(kind))
+                unapplied.append(_update_kind(u))
+        self._say_unapplied(unapplied, ctx)
+
+    def _applied(self, update: Any, ctx: Context) -> bool:
+        """Whether the update was applied (one of a type the bridge takes, well formed)."""
+        apply = _update_handler(update)
+        return apply is not None and apply(self, update, ctx)
+
+    def _say_unapplied(self, unapplied: list[str], ctx: Context) -> None:
         if not unapplied:
             return
         ctx.count(self.rule, "permission-updates-unapplied", len(unapplied))
@@ -683,48 +482,26 @@ class PermissionReply(Stage):
             "warning",
         )
 
-    @staticmethod
-    def _known_directories(update: dict[str, Any], ctx: Context) -> bool:
+    def _known_directories(self, update: dict[str, Any], ctx: Context) -> bool:
         """An ``addDirectories`` of directories inside cbc's working directory (what
         ``permission-routing`` suggests for a write there, as Claude does) changes nothing:
         cbc may already work in them."""
         dirs, cwd = update.get("directories"), ctx.state.cwd
         if not cwd or not isinstance(dirs, list) or not dirs:
             return False
-        return all(isinstance(d, str) and _inside(posixpath.normpath(d), cwd) for d in dirs)
+        return _all_inside(dirs, cwd)
 
     def _rules(self, update: dict[str, Any], ctx: Context) -> bool:
+        """``addRules`` / ``replaceRules`` / ``removeRules``: the client's rules changed."""
         behavior = update.get("behavior")
         destination = update.get("destination") or "session"
-        given = update.get("rules")
-        if behavior not in BEHAVIORS or not isinstance(given, list):
+        new = _given_rules(update.get("rules"), behavior, destination)
+        if new is None:
             return False
-        new: list[PermissionRule] = []
-        for r in given:
-            tool = r.get("toolName") if isinstance(r, dict) else None
-            content = r.get("ruleContent") if isinstance(r, dict) else None
-            if not isinstance(tool, str) or not tool or not isinstance(content, (str, type(None))):
-                return False
-            new.append(PermissionRule(str(behavior), str(destination), tool, content or None))
-        rules = ctx.state.control.permission_rules
         kind = update["type"]
-        if kind == "replaceRules":
-            rules[:] = [r for r in rules if (r.behavior, r.destination) != (behavior, destination)]
-        if kind == "removeRules":
-            gone = set(new)
-            rules[:] = [r for r in rules if r not in gone]
-        else:
-            rules.extend(r for r in dict.fromkeys(new) if r not in rules)
-            del rules[:-MAX_RULES]
-            for r in new:
-                if not matchable(r):
-                    ctx.log(
-                        self.rule,
-                        f"{r.behavior} rule {rule_text(r)} kept, but cbc's prompts for "
-                        f"{r.tool_name} are still asked: the bridge cannot match its content "
-                        "the way Claude does",
-                        "info",
-                    )
+        _RULE_CHANGES[kind](ctx.state.control.permission_rules, new, behavior, destination)
+        if kind != "removeRules":
+            self._say_unmatchable(new, ctx)
         if destination != "session":
             ctx.log(
                 self.rule,
@@ -738,6 +515,18 @@ class PermissionReply(Stage):
             "debug",
         )
         return True
+
+    def _say_unmatchable(self, rules: list[PermissionRule], ctx: Context) -> None:
+        """The rules kept that never answer (the bridge cannot match their content)."""
+        for r in rules:
+            if not matchable(r):
+                ctx.log(
+                    self.rule,
+                    f"{r.behavior} rule {rule_text(r)} kept, but cbc's prompts for "
+                    f"{r.tool_name} are still asked: the bridge cannot match its content "
+                    "the way Claude does",
+                    "info",
+                )
 
     def _set_mode(self, update: dict[str, Any], ctx: Context) -> bool:
         mode = update.get("mode")
@@ -754,65 +543,129 @@ class PermissionReply(Stage):
         ctx.log(self.rule, f"setMode sent to cbc as set_permission_mode {mode!r}", "info")
         return True
 
-    def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        rid, sub, response = ck.response_of(frame.obj)
-        if rid is None:
-            return None
-        pending = ctx.state.control.permissions.pop(rid, None)
-        resp = cast("wire.ControlResponseBody", response)
-        body = cast("wire.PermissionAnswer", ck.body_of(response))
-        if pending is None and not ("behavior" in body and "allowed" not in body):
-            return None  # not an answer to a permission prompt (hooks, MCP messages...)
-        if sub == "error":
-            message = resp.get("error")
-            reply = self._deny(
-                message if isinstance(message, str) and message else "Permission denied", False
-            )
-        elif "allowed" in body:
-            return None  # already cbc's shape
-        elif "behavior" not in body and isinstance(body.get("allow"), bool):
-            # the legacy claude-code-sdk (0.0.x): {allow: true, input?} / {allow: false,
-            # reason}; its deny reason reaches cbc as given
-            if body["allow"]:
-                updated = body.get("input")
-                if not isinstance(updated, dict):
-                    updated = pending.input if pending is not None else {}
-                reply = {"allowed": True, "updatedInput": updated}
-            else:
-                reason = body.get("reason")
-                reply = self._deny(
-                    reason if isinstance(reason, str) and reason else "Permission denied",
-                    body.get("interrupt") is True,
-                )
-        elif body.get("behavior") == "allow":
-            updated = body.get("updatedInput")
-            if not isinstance(updated, dict):
-                updated = pending.input if pending is not None else {}
-            reply = {"allowed": True, "updatedInput": updated}
-            self._apply(body.get("updatedPermissions"), ctx)
-        else:
-            if body.get("behavior") != "deny":
-                ctx.log(
-                    self.rule,
-                    f"permission answer with behavior {body.get('behavior')!r} taken as a deny",
-                    "warning",
-                )
-            message = body.get("message")
-            reply = self._deny(
-                message if isinstance(message, str) and message else "Permission denied",
-                body.get("interrupt") is True,
-            )
-        if pending is not None and pending.tool_use_id:
-            reply["tool_use_id"] = pending.tool_use_id
-            if not reply["allowed"]:
-                remember(
-                    ctx.state.control.denied_uses, pending.tool_use_id, "permission-rule", cap=256
-                )
-        return (frame.replace(ck.success(rid, reply)),)
 
-    @staticmethod
-    def _deny(reason: str, interrupt: bool) -> dict[str, Any]:
-        return {"allowed": False, "reason": reason, "interrupt": interrupt}
+#: the client's answer to cbc's prompt in each shape (``_answer_shape``)
+_TRANSLATIONS = {
+    "error": PermissionReply._from_error,
+    "legacy": PermissionReply._from_legacy,
+    "allow": PermissionReply._from_allow,
+    "deny": PermissionReply._from_deny,
+}
+
+
+def _claude_shaped(body: wire.PermissionAnswer) -> bool:
+    """An answer in Claude's shape (``behavior``), not cbc's (``allowed``)."""
+    return "behavior" in body and "allowed" not in body
+
+
+def _answer_shape(sub: str | None, body: wire.PermissionAnswer) -> str | None:
+    """What the client answered: an ``error`` reply, the ``legacy`` claude-code-sdk's
+    ``{allow}``, Claude's ``allow`` or ``deny`` (any other behavior); None for an answer
+    in cbc's shape already."""
+    if sub == "error":
+        return "error"
+    if "allowed" in body:
+        return None
+    if "behavior" not in body and isinstance(body.get("allow"), bool):
+        return "legacy"
+    return "allow" if body.get("behavior") == "allow" else "deny"
+
+
+def _reason(value: Any) -> str:
+    """A deny's reason: the client's words, else cbc's default."""
+    return value if isinstance(value, str) and value else "Permission denied"
+
+
+def _allowed(given: Any, pending: PermissionRequest | None) -> dict[str, Any]:
+    """cbc's allow, with the input the client gave, else the prompt's as asked."""
+    if not isinstance(given, dict):
+        given = pending.input if pending is not None else {}
+    return {"allowed": True, "updatedInput": given}
+
+
+def _note_call(reply: dict[str, Any], pending: PermissionRequest | None, ctx: Context) -> None:
+    """The prompt's call id on cbc's answer; a denied call noted for its tool_result."""
+    if pending is None or not pending.tool_use_id:
+        return
+    reply["tool_use_id"] = pending.tool_use_id
+    if not reply["allowed"]:
+        remember(
+            ctx.state.control.denied_uses, pending.tool_use_id, "permission-rule", cap=_MAX_DENIED
+        )
+
+
+def _update_kind(update: Any) -> str:
+    """An update's ``type`` as a warning names it (its JSON type when it is no object)."""
+    return str(update.get("type") if isinstance(update, dict) else type(update).__name__)
+
+
+def _update_handler(update: Any) -> _Update | None:
+    """How ``permission-reply`` applies an update of its type (None: it cannot)."""
+    kind = update.get("type") if isinstance(update, dict) else None
+    return _UPDATES.get(kind) if isinstance(kind, str) else None
+
+
+#: the updatedPermissions types the bridge takes
+_UPDATES: dict[str, _Update] = {
+    **dict.fromkeys(RULE_UPDATES, PermissionReply._rules),
+    "setMode": PermissionReply._set_mode,
+    "addDirectories": PermissionReply._known_directories,
+}
+
+
+def _all_inside(dirs: list[Any], cwd: str) -> bool:
+    return all(isinstance(d, str) and inside(posixpath.normpath(d), cwd) for d in dirs)
+
+
+def _given_rules(given: Any, behavior: Any, destination: Any) -> list[PermissionRule] | None:
+    """The rules of an update (None: a behavior or rule the bridge does not take)."""
+    if behavior not in BEHAVIORS or not isinstance(given, list):
+        return None
+    new: list[PermissionRule] = []
+    for r in given:
+        rule = _given_rule(r, behavior, destination)
+        if rule is None:
+            return None
+        new.append(rule)
+    return new
+
+
+def _given_rule(r: Any, behavior: Any, destination: Any) -> PermissionRule | None:
+    """``{toolName, ruleContent?}`` as a rule (None: no tool name, or content of another
+    type than a string)."""
+    if not isinstance(r, dict):
+        return None
+    tool, content = r.get("toolName"), r.get("ruleContent")
+    if not isinstance(tool, str) or not tool or not isinstance(content, (str, type(None))):
+        return None
+    return PermissionRule(str(behavior), str(destination), tool, content or None)
+
+
+def _add_rules(rules: list[PermissionRule], new: list[PermissionRule], *_: Any) -> None:
+    """The new rules after the others (each once); the oldest forgotten past MAX_RULES."""
+    rules.extend(r for r in dict.fromkeys(new) if r not in rules)
+    del rules[:-MAX_RULES]
+
+
+def _replace_rules(
+    rules: list[PermissionRule], new: list[PermissionRule], behavior: Any, destination: Any
+) -> None:
+    """The rules of that behavior and destination replaced by the new ones."""
+    rules[:] = [r for r in rules if (r.behavior, r.destination) != (behavior, destination)]
+    _add_rules(rules, new)
+
+
+def _remove_rules(rules: list[PermissionRule], new: list[PermissionRule], *_: Any) -> None:
+    gone = set(new)
+    rules[:] = [r for r in rules if r not in gone]
+
+
+#: how each rule update changes the client's rules
+_RULE_CHANGES = {
+    "addRules": _add_rules,
+    "replaceRules": _replace_rules,
+    "removeRules": _remove_rules,
+}
 
 
 @register
@@ -848,19 +701,17 @@ class PermissionCancel(Stage):
             for pid in control.permissions
         ]
         for req in control.permissions.values():
-            # Claude: the withdrawn call is a denial of the turn, its rejection "user-rejected"
-            # (raw run interrupt-permission-prompt, 2026-12-01). (A prompt interrupt-request
-            # ended with deny + interrupt gets no result from cbc: interrupted-turn writes
-            # the marked rejection, and the mark is forgotten at the result.)
-            if req.tool_use_id:
-                remember(control.denied_uses, req.tool_use_id, "user-rejected", cap=256)
-            control.permission_denials.append(
-                {
-                    "tool_name": req.tool_name,
-                    "tool_use_id": req.tool_use_id,
-                    "tool_input": req.input,
-                    "turn": control.client_turns,
-                }
-            )
+            _withdraw(control, req)
         control.permissions.clear()
         return (*cancels, frame)
+
+
+def _withdraw(control: ControlState, req: PermissionRequest) -> None:
+    """A prompt an interrupt withdrew: its call recorded as denied, ``user-rejected``."""
+    # Claude: the withdrawn call is a denial of the turn, its rejection "user-rejected"
+    # (raw run interrupt-permission-prompt, 2026-12-01). (A prompt interrupt-request
+    # ended with deny + interrupt gets no result from cbc: interrupted-turn writes
+    # the marked rejection, and the mark is forgotten at the result.)
+    if req.tool_use_id:
+        remember(control.denied_uses, req.tool_use_id, "user-rejected", cap=_MAX_DENIED)
+    _record_denial(control, req)

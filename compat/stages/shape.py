@@ -12,17 +12,19 @@ rules); only ``result-shape`` reads shared facts (``ControlState``).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeGuard, cast
 
 import attrs
 import orjson
 
 from compat.frames import Frame, str_at
 from compat.stage import Context, Output, Stage, register
-from compat.target import run_id, target_of, values
+from compat.target import Target, run_id, target_of, values
+from compat.taskkit import remember
 from compat.wire import (
     Assistant,
+    Default,
     Envelope,
     Message,
     Result,
@@ -40,13 +42,17 @@ _CBC_MAX_TURNS = re.compile(r"Max turns \((\d+)\) exceeded")
 
 def _is_cbc_max_turns(result: Mapping[str, Any]) -> bool:
     """cbc's result at ``--max-turns`` (``error_during_execution``, that one error)."""
+    return _cbc_max_turns(result) is not None
+
+
+def _cbc_max_turns(result: Mapping[str, Any]) -> str | None:
+    """The N of cbc's result at ``--max-turns N`` (its one error says it); None for any
+    other result."""
     errors = result.get("errors")
-    return (
-        result.get("subtype") == "error_during_execution"
-        and isinstance(errors, list)
-        and len(errors) == 1
-        and _CBC_MAX_TURNS.fullmatch(str(errors[0])) is not None
-    )
+    if result.get("subtype") != "error_during_execution" or not isinstance(errors, list):
+        return None
+    m = _CBC_MAX_TURNS.fullmatch(str(errors[0])) if len(errors) == 1 else None
+    return m.group(1) if m else None
 
 
 #: Claude's error at --max-turns N (``error_max_turns``)
@@ -70,10 +76,20 @@ def _is_max_turns_notice(message: Message) -> bool:
     return (
         isinstance(content, list)
         and len(content) == 1
-        and isinstance(content[0], dict)
-        and content[0].get("type") == "text"
+        and _is_block(content[0], "text")
         and _CBC_MAX_TURNS.fullmatch(str(content[0].get("text"))) is not None
     )
+
+
+def _is_block(block: Any, block_type: str) -> bool:
+    """A content block of that type."""
+    return isinstance(block, dict) and block.get("type") == block_type
+
+
+def _content(message: Any) -> list[Any]:
+    """A message's ``content`` (``[]`` when it is not a list)."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
 
 
 #: list keys of Claude's system/init that cbc may omit
@@ -104,6 +120,28 @@ RESULT_FEATURES: dict[str, Any] = {
     "fast_mode_disabled_reason": "sdk_opt_in_required",
 }
 _RESULT_NUMBERS = ("duration_ms", "duration_api_ms", "num_turns", "total_cost_usd")
+#: system/init keys cbc may leave out or give another type, as Claude fills them: its
+#: lists, then (after ``capabilities``) its modes
+_INIT_LISTS: tuple[Default, ...] = tuple((key, list, list) for key in INIT_LISTS)
+_INIT_MODES: tuple[Default, ...] = (
+    ("output_style", str, lambda: "default"),
+    ("permissionMode", str, lambda: "default"),
+)
+#: a background agent's end (``task_notification.status``) as subagent_stats counts it
+_AGENT_ENDS = {"completed": "completed", "failed": "failed"}
+
+
+def _add_missing(new: dict[str, Any], table: Mapping[str, Any]) -> None:
+    """The keys of ``table`` that ``new`` lacks, each with a fresh copy of its value."""
+    for key, value in table.items():
+        if key not in new:
+            new[key] = dict(value) if isinstance(value, dict) else value
+
+
+def _add_defaults(new: dict[str, Any], pairs: list[tuple[str, Any]]) -> None:
+    """The ``(key, value)`` pairs whose key ``new`` lacks."""
+    for key, value in pairs:
+        new.setdefault(key, value)
 
 
 @register
@@ -158,33 +196,40 @@ class InitShape(Stage):
         new["claude_code_version"] = ctx.env.target_version
         if str_at(new, "apiKeySource") not in API_KEY_SOURCES:
             new["apiKeySource"] = self.api_key_source
-        for key in INIT_LISTS:
-            if not isinstance(raw.get(key), list):
-                raw[key] = []
+        fill(raw, _INIT_LISTS)
         target = target_of(ctx)
         if not isinstance(new.get("capabilities"), list):
-            given = [c.strip() for c in self.capabilities.split(",") if c.strip()]
-            caps = target.init_capabilities
-            new["capabilities"] = list(caps) if caps is not None and self._default_caps else given
-        for key in ("output_style", "permissionMode"):
-            if not isinstance(raw.get(key), str):
-                raw[key] = "default"
-        uuid = new.get("uuid")
-        if not isinstance(uuid, str) or not uuid or uuid == new.get("session_id"):
+            new["capabilities"] = self._capabilities(target)
+        fill(raw, _INIT_MODES)
+        if _needs_uuid(new):
             new["uuid"] = ctx.env.new_uuid()
-        for key, value in INIT_FEATURES.items():
-            if key not in raw:
-                raw[key] = dict(value) if isinstance(value, dict) else value
+        _add_missing(raw, INIT_FEATURES)
         if target.init_keys:  # the target's newer keys (compat.target), before none of ours
-            pending = ctx.state.control.pending_user
-            facts: dict[str, Any] = {"cwd": ctx.state.cwd or str_at(new, "cwd") or ""}
-            if pending and pending[0] is not None:
-                facts["turn_line_uuids"] = [pending[0]]
-            for key, value in values(target.init_keys, facts):
-                raw.setdefault(key, value)
-        if new == obj:
-            return None
-        return (frame.replace(raw),)
+            _add_defaults(raw, values(target.init_keys, _init_facts(new, ctx)))
+        return None if new == obj else (frame.replace(raw),)
+
+    def _capabilities(self, target: Target) -> list[str]:
+        """The capabilities announced: the target's for the option's default, else the
+        option's."""
+        given = [c.strip() for c in self.capabilities.split(",") if c.strip()]
+        caps = target.init_capabilities
+        return list(caps) if caps is not None and self._default_caps else given
+
+
+def _needs_uuid(init: SystemInit) -> bool:
+    """cbc's init has no uuid of its own (none, or the session id)."""
+    uuid = init.get("uuid")
+    return not isinstance(uuid, str) or not uuid or uuid == init.get("session_id")
+
+
+def _init_facts(init: SystemInit, ctx: Context) -> dict[str, Any]:
+    """The session facts the target's newer init keys name: the working directory, and
+    the line whose turn the init starts."""
+    pending = ctx.state.control.pending_user
+    facts: dict[str, Any] = {"cwd": ctx.state.cwd or str_at(init, "cwd") or ""}
+    if pending and pending[0] is not None:
+        facts["turn_line_uuids"] = [pending[0]]
+    return facts
 
 
 def _filled_usage(usage: Any) -> dict[str, Any]:
@@ -192,18 +237,23 @@ def _filled_usage(usage: Any) -> dict[str, Any]:
         return dict(ZERO_USAGE)
     out = dict(usage)
     for key, zero in ZERO_USAGE.items():
-        value = out.get(key)
-        if isinstance(zero, dict):
-            if not isinstance(value, dict):
-                out[key] = dict(zero)
-            else:
-                out[key] = {**zero, **{k: (v if v is not None else 0) for k, v in value.items()}}
-        elif value is None:
-            out[key] = zero
-    for key, value in list(out.items()):
-        if value is None and key.endswith("_tokens"):
-            out[key] = 0
-    return out
+        out[key] = _filled(zero, out.get(key))
+    return {key: _null_tokens_zero(key, value) for key, value in out.items()}
+
+
+def _filled(zero: Any, value: Any) -> Any:
+    """A usage key as Claude fills it: a dict with its zeros (and nulls as 0), a null
+    number as its zero."""
+    if not isinstance(zero, dict):
+        return zero if value is None else value
+    if not isinstance(value, dict):
+        return dict(zero)
+    return {**zero, **{k: (v if v is not None else 0) for k, v in value.items()}}
+
+
+def _null_tokens_zero(key: str, value: Any) -> Any:
+    """A null token count is 0."""
+    return 0 if value is None and key.endswith("_tokens") else value
 
 
 @register
@@ -284,40 +334,60 @@ class ResultShape(Stage):
         obj = cast(Envelope, frame.obj)
         t = obj.get("type")
         if t == "system":
-            if target_of(ctx).result_keys or target_of(ctx).origin_run:
-                self._task_frame(cast(TaskFrame, obj))
+            self._system(cast(TaskFrame, obj), ctx)
             return None
         if t == "result":
-            result = cast(Result, obj)
-            if self._notice is None:
-                return self._result(frame, result, ctx)
-            if _is_cbc_max_turns(result):
-                self._notice = None
-                ctx.drop_held(self.rule)
-                ctx.log(
-                    self.rule,
-                    "dropped cbc's 'Max turns (N) exceeded' assistant notice "
-                    "(Claude ends with error_max_turns alone)",
-                    "debug",
-                )
-                return self._result(frame, result, ctx)
-            released = self._release_notice(frame)  # the model's own words, in order
-            out = self._result(frame, result, ctx)
-            return (*(released or ())[:-1], *(out if out is not None else (frame,)))
+            return self._on_result(frame, cast(Result, obj), ctx)
         if t == "assistant":
-            assistant = cast(Assistant, obj)
-            message = assistant.get("message")
-            if assistant.get("parent_tool_use_id") is None and isinstance(message, dict):
-                if self._notice is None and _is_max_turns_notice(message):
-                    self._notice = frame
-                    ctx.hold()
-                    return ()
-                self._assistant(frame, message)
-        elif t == "user":
-            user = cast(User, obj)
-            if user.get("parent_tool_use_id") is None and user.get("isReplay") is not True:
-                self._user_messages += _user_messages(user.get("message"))
+            return self._on_assistant(frame, cast(Assistant, obj), ctx)
+        if t == "user":
+            self._on_user(cast(User, obj))
         return self._release_notice(frame)
+
+    def _system(self, obj: TaskFrame, ctx: Context) -> None:
+        """A task frame: what the target's newer result keys count."""
+        if target_of(ctx).result_keys or target_of(ctx).origin_run:
+            self._task_frame(obj)
+
+    def _on_result(self, frame: Frame, result: Result, ctx: Context) -> Output:
+        """The turn's result; a held notice before it was cbc's when the result is cbc's
+        max-turns one (dropped), else the model's text (released before it)."""
+        if self._notice is None:
+            return self._result(frame, result, ctx)
+        if _is_cbc_max_turns(result):
+            self._drop_notice(ctx)
+            return self._result(frame, result, ctx)
+        released = self._release_notice(frame)  # the model's own words, in order
+        out = self._result(frame, result, ctx)
+        return (*(released or ())[:-1], *_passing(out, frame))
+
+    def _drop_notice(self, ctx: Context) -> None:
+        self._notice = None
+        ctx.drop_held(self.rule)
+        ctx.log(
+            self.rule,
+            "dropped cbc's 'Max turns (N) exceeded' assistant notice "
+            "(Claude ends with error_max_turns alone)",
+            "debug",
+        )
+
+    def _on_assistant(self, frame: Frame, obj: Assistant, ctx: Context) -> Output:
+        """A main-thread message is the turn's last so far; cbc's max-turns notice is held
+        until the result tells whose it was."""
+        message = obj.get("message")
+        if obj.get("parent_tool_use_id") is not None or not isinstance(message, dict):
+            return self._release_notice(frame)
+        if self._notice is None and _is_max_turns_notice(message):
+            self._notice = frame
+            ctx.hold()
+            return ()
+        self._assistant(frame, message)
+        return self._release_notice(frame)
+
+    def _on_user(self, obj: User) -> None:
+        """A main-thread user frame the client sees counts in ``num_turns``."""
+        if obj.get("parent_tool_use_id") is None and obj.get("isReplay") is not True:
+            self._user_messages += _user_messages(obj.get("message"))
 
     def _release_notice(self, frame: Frame) -> Output:
         """A held notice that no result followed at once: it was the model's text."""
@@ -336,54 +406,63 @@ class ResultShape(Stage):
     def _result(self, frame: Frame, obj: Result, ctx: Context) -> Output:
         new = cast(Result, dict(obj))
         raw = as_dict(new)  # the same dict, for the keys the tables name
-        root = frame.lineage
-        wire = root.obj if root is not frame else obj
-        # Claude writes stop_reason on every result; a rule may have added one since
-        cbc = not isinstance(wire, dict) or "stop_reason" not in wire
+        cbc = _is_cbcs(frame, obj)
         new["usage"] = _filled_usage(obj.get("usage"))
-        for key in _RESULT_NUMBERS:  # (a bool is no number here, though an int to Python)
-            if not isinstance(raw.get(key), (int, float)) or isinstance(raw.get(key), bool):
-                raw[key] = 0
+        _zero_numbers(raw)
         fill(raw, (("modelUsage", dict, dict),))
         sub, is_error = self._outcome(raw)
         if cbc:
-            new["num_turns"] = _max_turns_count(new) or 1 + self._user_messages
-            if "stop_reason" not in obj:
-                new["stop_reason"] = self._stop_reason()
-            if not ctx.state.control.turn_from_client and "origin" not in new:
-                new["origin"] = {"kind": "task-notification"}
-        for key, value in RESULT_FEATURES.items():
-            raw.setdefault(key, value)
+            self._cbc_turn(new, obj, ctx)
+        _add_missing(raw, RESULT_FEATURES)
         if sub == "success" and not is_error:
             new.setdefault("api_error_status", None)
-        self._message, self._message_id, self._wire_stop = False, None, None
-        self._tool_call, self._user_messages = False, 0
+        self._new_turn()
         new["permission_denials"] = self._denials(new.get("permission_denials"), ctx)
         self._target_keys(raw, ctx)
-        if new == obj:
-            return None
-        return (frame.replace(raw),)
+        return None if new == obj else (frame.replace(raw),)
+
+    def _cbc_turn(self, new: Result, obj: Result, ctx: Context) -> None:
+        """cbc's result: ``num_turns`` counted Claude's way, the last message's
+        ``stop_reason``, the ``origin`` of a turn no client line started."""
+        new["num_turns"] = _max_turns_count(new) or 1 + self._user_messages
+        if "stop_reason" not in obj:
+            new["stop_reason"] = self._stop_reason()
+        if not ctx.state.control.turn_from_client and "origin" not in new:
+            new["origin"] = {"kind": "task-notification"}
+
+    def _new_turn(self) -> None:
+        """The turn's result went: the next turn's messages are counted afresh."""
+        self._message, self._message_id, self._wire_stop = False, None, None
+        self._tool_call, self._user_messages = False, 0
 
     # -- the target's newer result keys (compat.target) ---------------------------------
     def _task_frame(self, obj: TaskFrame) -> None:
         tid = obj.get("task_id")
         if not isinstance(tid, str):
             return
-        if obj.get("subtype") == "task_notification":
-            self._last_notified = tid
-        started = cast(TaskStarted, obj)
-        if obj.get("subtype") == "task_started" and started.get("task_type") == "local_agent":
-            sub = started.get("subagent_type")
-            self._agents.setdefault("by_type", {})
-            key = sub if isinstance(sub, str) and sub else "general-purpose"
-            self._agents["by_type"][key] = self._agents["by_type"].get(key, 0) + 1
-            self._agents.setdefault("ids", {})[tid] = 1
-        elif obj.get("subtype") == "task_notification" and tid in self._agents.get("ids", {}):
-            del self._agents["ids"][tid]
-            status = str_at(obj, "status") or ""
-            outcome = {"completed": "completed", "failed": "failed"}.get(status, "killed")
-            self._agents.setdefault("ended", {})
-            self._agents["ended"][outcome] = self._agents["ended"].get(outcome, 0) + 1
+        sub = obj.get("subtype")
+        if sub == "task_started":
+            self._task_started(cast(TaskStarted, obj), tid)
+        elif sub == "task_notification":
+            self._task_notified(obj, tid)
+
+    def _task_started(self, obj: TaskStarted, tid: str) -> None:
+        """A background agent starts: counted by type."""
+        if obj.get("task_type") != "local_agent":
+            return
+        sub = obj.get("subagent_type")
+        key = sub if isinstance(sub, str) and sub else "general-purpose"
+        _bump(self._agents.setdefault("by_type", {}), key)
+        self._agents.setdefault("ids", {})[tid] = 1
+
+    def _task_notified(self, obj: TaskFrame, tid: str) -> None:
+        """A task ends: the last notified; a background agent's end counted by outcome."""
+        self._last_notified = tid
+        if tid not in self._agents.get("ids", {}):
+            return
+        del self._agents["ids"][tid]
+        outcome = _AGENT_ENDS.get(str_at(obj, "status") or "", "killed")
+        _bump(self._agents.setdefault("ended", {}), outcome)
 
     def _subagent_stats(self) -> dict[str, Any]:
         n = sum(self._agents.get("by_type", {}).values())
@@ -404,25 +483,22 @@ class ResultShape(Stage):
     def _target_keys(self, new: dict[str, Any], ctx: Context) -> None:
         target = target_of(ctx)
         if target.origin_run:
-            origin = new.get("origin")
-            if (
-                isinstance(origin, dict)
-                and origin.get("kind") == "task-notification"
-                and self._last_notified is not None
-                and "runId" not in origin
-            ):
-                new["origin"] = {
-                    **origin,
-                    "producer": "session-task",
-                    "runId": run_id(self._last_notified),
-                }
+            self._origin_run(new)
         if target.usage_keys and isinstance(new.get("usage"), dict):
             usage = dict(new["usage"])
-            for key, value in values(target.usage_keys, {}):
-                usage.setdefault(key, value)
+            _add_defaults(usage, values(target.usage_keys, {}))
             new["usage"] = usage
-        if not target.result_keys:
-            return
+        if target.result_keys:
+            self._result_keys(new, target)
+
+    def _origin_run(self, new: dict[str, Any]) -> None:
+        """A task notification's turn names the run of the task last notified."""
+        origin = new.get("origin")
+        tid = self._last_notified
+        if tid is not None and _unnamed_task_origin(origin):
+            new["origin"] = {**origin, "producer": "session-task", "runId": run_id(tid)}
+
+    def _result_keys(self, new: dict[str, Any], target: Target) -> None:
         facts: dict[str, Any] = {
             "subagent_stats": self._subagent_stats(),
             "result_index": self._results,
@@ -431,31 +507,25 @@ class ResultShape(Stage):
         if isinstance(line, str):
             facts["result_line_uuids"] = [line]
         self._results += 1
-        for key, value in values(target.result_keys, facts):
-            new.setdefault(key, value)
+        _add_defaults(new, values(target.result_keys, facts))
 
     def _outcome(self, new: dict[str, Any]) -> tuple[Any, bool]:
         """``subtype``, ``is_error``, ``result``, ``terminal_reason`` and ``errors`` as
         Claude writes them together; (subtype, is_error)."""
-        res = cast(Result, new)
         sub = self._headless_result(new, new.get("subtype"))
-        is_error = new.get("is_error")
-        if not isinstance(is_error, bool):
-            res["is_error"] = is_error = sub != "success"
+        is_error = _is_error(new, sub)
         if sub == "success":
             fill(new, (("result", str, str),))
-            if not is_error and "terminal_reason" not in new:
-                res["terminal_reason"] = "completed"
-        elif isinstance(sub, str):
-            res["is_error"] = is_error = True
-        if (
-            is_error
-            and not isinstance(new.get("errors"), list)
-            and (sub != "success" or self.mode == "all-errors")
-        ):
-            text = new.get("result")
-            res["errors"] = [text] if isinstance(text, str) and text else [str(sub)]
+            if not is_error:
+                new.setdefault("terminal_reason", "completed")
+        if is_error and self._lists_errors(new, sub):
+            new["errors"] = _errors(new, sub)
         return sub, is_error
+
+    def _lists_errors(self, new: dict[str, Any], sub: Any) -> bool:
+        """An error result gets ``errors`` (mode ``claude``: an ``error_*`` one only)."""
+        listed = isinstance(new.get("errors"), list)
+        return not listed and (sub != "success" or self.mode == "all-errors")
 
     def _headless_result(self, new: dict[str, Any], sub: Any) -> Any:
         """cbc's ``error_during_execution`` "Max turns (N) exceeded" is Claude's
@@ -463,33 +533,36 @@ class ResultShape(Stage):
         reason of the tool call that wanted one more turn); a ``--json-schema`` success
         with an empty ``result`` gets the structured output as compact JSON, as Claude's
         (probes ``arg-max-turns``, ``arg-json-schema`` in tests/bridge/data/headless)."""
-        if _is_cbc_max_turns(new):
-            m = _CBC_MAX_TURNS.fullmatch(str(new["errors"][0]))
-            if m:
-                new["subtype"] = sub = "error_max_turns"
-                new["errors"] = [f"Reached maximum number of turns ({m.group(1)})"]
-                new.setdefault("terminal_reason", "max_turns")
-                if self._tool_call:
-                    new["stop_reason"] = "tool_use"
+        limit = _cbc_max_turns(new)
+        if limit is not None:
+            sub = self._max_turns_result(new, limit)
         if sub == "success" and not new.get("result") and new.get("structured_output") is not None:
             new["result"] = orjson.dumps(new["structured_output"]).decode()
         return sub
 
+    def _max_turns_result(self, new: dict[str, Any], limit: str) -> str:
+        """cbc's max-turns result as Claude's ``error_max_turns``; its subtype."""
+        new["subtype"] = sub = "error_max_turns"
+        new["errors"] = [f"Reached maximum number of turns ({limit})"]
+        new.setdefault("terminal_reason", "max_turns")
+        if self._tool_call:
+            new["stop_reason"] = "tool_use"
+        return sub
+
     def _assistant(self, frame: Frame, message: Message) -> None:
         mid = message.get("id")
-        if not self._message or mid is None or mid != self._message_id:
-            self._wire_stop, self._tool_call = None, False  # a new message
+        if self._is_new_message(mid):
+            self._wire_stop, self._tool_call = None, False
         self._message, self._message_id = True, mid
-        reason = message.get("stop_reason")
-        if reason is None and frame.root is not None:
-            reason = _wire_stop_reason(frame.root)
+        reason = _stop_reason_of(frame, message)
         if reason is not None:
             self._wire_stop = reason
-        content = message.get("content")
-        if isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") == "tool_use" for b in content
-        ):
+        if any(_is_block(b, "tool_use") for b in _content(message)):
             self._tool_call = True
+
+    def _is_new_message(self, mid: Any) -> bool:
+        """A message other than the last one seen (one without an id is always new)."""
+        return not self._message or mid is None or mid != self._message_id
 
     def _stop_reason(self) -> Any:
         """The last main-thread message's stop_reason; where cbc leaves it null, what
@@ -505,18 +578,89 @@ class ResultShape(Stage):
         recorded = ctx.state.control.permission_denials
         if not recorded:
             return out
-        known = {d.get("tool_use_id") for d in out if isinstance(d, dict)}
+        known = {_tool_use_id(d) for d in out if isinstance(d, dict)}
         for d in list(recorded):
-            use = d.get("tool_use_id") if isinstance(d, dict) else None
-            key = str(use) if use else str(id(d))
-            if key in self._reported:
-                continue
-            self._reported[key] = None
-            while len(self._reported) > 1024:
-                del self._reported[next(iter(self._reported))]
-            if use not in known:
-                out.append({k: v for k, v in d.items() if k != "turn"})
+            use = _tool_use_id(d)
+            if self._first_report(use, d) and use not in known:
+                out.append(_without_turn(d))
         return out
+
+    def _first_report(self, use: Any, denial: Any) -> bool:
+        """The denial is not in an earlier result (the last 1024 reported are kept)."""
+        key = str(use) if use else str(id(denial))
+        if key in self._reported:
+            return False
+        remember(self._reported, key, None, 1024)
+        return True
+
+
+def _passing(out: Output, frame: Frame) -> Sequence[Frame]:
+    """What a call gave for ``frame``: ``out``, or the frame itself when it passes."""
+    return out if out is not None else (frame,)
+
+
+def _is_cbcs(frame: Frame, obj: Result) -> bool:
+    """A result cbc wrote (its wire frame has no ``stop_reason``: Claude writes one on
+    every result; a rule may have added one since)."""
+    root = frame.lineage
+    wire = root.obj if root is not frame else obj
+    return not isinstance(wire, dict) or "stop_reason" not in wire
+
+
+def _zero_numbers(new: dict[str, Any]) -> None:
+    """The result's numbers that are missing or not numbers are 0 (a bool is no number
+    here, though an int to Python)."""
+    for key in _RESULT_NUMBERS:
+        value = new.get(key)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            new[key] = 0
+
+
+def _is_error(new: dict[str, Any], sub: Any) -> bool:
+    """``is_error`` as Claude writes it (set in ``new``): what cbc said, or that the
+    result is no success; true for every ``error_*`` subtype."""
+    is_error = new.get("is_error")
+    if not isinstance(is_error, bool):
+        new["is_error"] = is_error = sub != "success"
+    if sub != "success" and isinstance(sub, str):
+        new["is_error"] = is_error = True
+    return is_error
+
+
+def _errors(new: dict[str, Any], sub: Any) -> list[str]:
+    """An error result's ``errors``: its text, else its subtype."""
+    text = new.get("result")
+    return [text] if isinstance(text, str) and text else [str(sub)]
+
+
+def _unnamed_task_origin(origin: Any) -> TypeGuard[dict[str, Any]]:
+    """A task notification's ``origin`` without its ``runId``."""
+    return (
+        isinstance(origin, dict)
+        and origin.get("kind") == "task-notification"
+        and "runId" not in origin
+    )
+
+
+def _tool_use_id(denial: Any) -> Any:
+    return denial.get("tool_use_id") if isinstance(denial, dict) else None
+
+
+def _without_turn(denial: dict[str, Any]) -> dict[str, Any]:
+    """A recorded denial as the result lists it (``permission-routing``'s ``turn`` off)."""
+    return {k: v for k, v in denial.items() if k != "turn"}
+
+
+def _bump(counts: dict[str, int], key: str) -> None:
+    counts[key] = counts.get(key, 0) + 1
+
+
+def _stop_reason_of(frame: Frame, message: Message) -> Any:
+    """A message's stop_reason, or its wire frame's (``frame-fields`` nulls it)."""
+    reason = message.get("stop_reason")
+    if reason is None and frame.root is not None:
+        return _wire_stop_reason(frame.root)
+    return reason
 
 
 def _wire_stop_reason(root: Frame) -> Any:
@@ -532,11 +676,7 @@ def _wire_stop_reason(root: Frame) -> Any:
 def _user_messages(message: Any) -> int:
     """How many user messages Claude writes for this main-thread user frame: one per
     ``tool_result`` block (one message per tool result), else one."""
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):
-        n = sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_result")
-        return max(n, 1)
-    return 1
+    return max(sum(1 for b in _content(message) if _is_block(b, "tool_result")), 1)
 
 
 @register
@@ -555,22 +695,17 @@ class ToolParent(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(User, frame.obj)
         parent = obj.get("parent_tool_use_id")
-        if parent is None:
-            return None
-        message = obj.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(content, list):
-            return None
-        if not any(
-            isinstance(b, dict)
-            and b.get("type") == "tool_result"
-            and b.get("tool_use_id") == parent
-            for b in content
-        ):
+        if parent is None or not _answers(obj, parent):
             return None
         use = ctx.state.tool_uses.get(parent)
         fixed = use.parent_tool_use_id if use is not None else None
-        if fixed == parent:
-            fixed = None
-        new: User = {**obj, "parent_tool_use_id": fixed}
+        new: User = {**obj, "parent_tool_use_id": None if fixed == parent else fixed}
         return (frame.replace(as_dict(new)),)
+
+
+def _answers(obj: User, call: Any) -> bool:
+    """The frame holds a ``tool_result`` of the call ``call``."""
+    return any(
+        _is_block(b, "tool_result") and b.get("tool_use_id") == call
+        for b in _content(obj.get("message"))
+    )

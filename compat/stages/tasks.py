@@ -81,24 +81,48 @@ MAX_PENDING_TASKS = 256
 
 def _result_texts(obj: User) -> list[tuple[str, str]]:
     """(tool_use_id, text) of every tool_result block of a ``user`` frame."""
+    return [(use_id, text) for use_id, body in _tool_results(obj) for text in _texts(body)]
+
+
+def _tool_results(obj: User) -> list[tuple[str, Any]]:
+    """(tool_use_id, content) of the tool_result blocks that name their call."""
     msg = obj.get("message")
     content = msg.get("content") if isinstance(msg, dict) else None
-    out: list[tuple[str, str]] = []
     if not isinstance(content, list):
-        return out
-    for block in content:
-        if not isinstance(block, dict) or block.get("type") != "tool_result":
-            continue
-        use_id, body = block.get("tool_use_id"), block.get("content")
-        if not isinstance(use_id, str):
-            continue
-        if isinstance(body, str):
-            out.append((use_id, body))
-        elif isinstance(body, list):
-            for part in body:
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    out.append((use_id, part["text"]))
-    return out
+        return []
+    return [
+        (block["tool_use_id"], block.get("content"))
+        for block in content
+        if _is_tool_result(block) and isinstance(block.get("tool_use_id"), str)
+    ]
+
+
+def _is_tool_result(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _texts(body: Any) -> list[str]:
+    """A tool result's text: the string, or the text of each of its parts."""
+    if isinstance(body, str):
+        return [body]
+    if not isinstance(body, list):
+        return []
+    return [
+        part["text"]
+        for part in body
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+    ]
+
+
+def _is_task_frame(obj: Mapping[str, Any]) -> bool:
+    return obj.get("type") == "system" and f"system/{obj.get('subtype')}" in TASK_FRAMES
+
+
+def _lacks_tool_use_id(obj: Mapping[str, Any]) -> bool:
+    """A progress or notification without the id of the call that started its task."""
+    return obj.get("subtype") in ("task_progress", "task_notification") and not obj.get(
+        "tool_use_id"
+    )
 
 
 def _with(obj: Mapping[str, Any], **fields: Any) -> dict[str, Any]:
@@ -124,47 +148,49 @@ class TaskCorrelation(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.obj
-        t = obj.get("type")
-        if t == "user":
+        if obj.get("type") == "user":
             return self._tool_result(frame, cast(User, obj), ctx)
         task = cast(TaskFrame, obj)
-        if t != "system" or f"system/{task.get('subtype')}" not in TASK_FRAMES:
+        if not _is_task_frame(task):
             return None
         tid = task_id_of(task)
         if tid is None:
             return None
         held = self._held.get(tid)
         if held is not None:
-            held.append(frame)
+            held.append(frame)  # behind its task_started, in order
             ctx.hold()
             return ()
         info = ctx.state.task(tid)
-        use_id = task.get("tool_use_id")
         if task.get("subtype") == "task_started":
-            if isinstance(use_id, str) and use_id:
-                info.tool_use_id = use_id
-                remember(self._claimed, use_id, None)
-                return None
-            known = self._from_results.get(tid)
-            if known is not None:
-                return (self._fill(frame, info, known),)
-            if not self._any_candidate(ctx):
-                return None  # nothing could have started it: no reason to wait
-            self._held[tid] = [frame]
-            ctx.hold()
-            ctx.set_timer(self, tid, self.wait)
-            return ()
-        if (
-            task.get("subtype") in ("task_progress", "task_notification")
-            and not use_id
-            and info.tool_use_id
-        ):
+            return self._started(frame, tid, info, ctx)
+        if _lacks_tool_use_id(task) and info.tool_use_id:
             return (frame.replace(_with(task, tool_use_id=info.tool_use_id)),)
         return None
 
-    def _fill(self, frame: Frame, info: TaskInfo, use_id: str) -> Frame:
+    def _started(self, frame: Frame, tid: str, info: TaskInfo, ctx: Context) -> Output:
+        """A task_started gets its call's id: its own, a tool result's already seen, or
+        (held until a tool result names it) one found later."""
+        use_id = cast(TaskStarted, frame.obj).get("tool_use_id")
+        if isinstance(use_id, str) and use_id:
+            self._claim(info, use_id)
+            return None
+        known = self._from_results.get(tid)
+        if known is not None:
+            return (self._fill(frame, info, known),)
+        if not self._any_candidate(ctx):
+            return None  # nothing could have started it: no reason to wait
+        self._held[tid] = [frame]
+        ctx.hold()
+        ctx.set_timer(self, tid, self.wait)
+        return ()
+
+    def _claim(self, info: TaskInfo, use_id: str) -> None:
         info.tool_use_id = use_id
         remember(self._claimed, use_id, None)
+
+    def _fill(self, frame: Frame, info: TaskInfo, use_id: str) -> Frame:
+        self._claim(info, use_id)
         return frame.replace(_with(frame.obj, tool_use_id=use_id))
 
     def _any_candidate(self, ctx: Context) -> bool:
@@ -211,11 +237,8 @@ class TaskCorrelation(Stage):
             return held
         out = [self._fill(held[0], info, use_id)]
         for f in held[1:]:
-            o = cast(TaskFrame, f.obj)
-            if o.get("subtype") in ("task_progress", "task_notification") and not o.get(
-                "tool_use_id"
-            ):
-                f = f.replace(_with(o, tool_use_id=use_id))
+            if _lacks_tool_use_id(f.obj):
+                f = f.replace(_with(f.obj, tool_use_id=use_id))
             out.append(f)
         return out
 
@@ -279,6 +302,16 @@ def _zero_progress(obj: Any) -> bool:
     )
 
 
+def _without_status(obj: TaskUpdated) -> dict[str, Any] | None:
+    """A task_updated without its status (top-level and patch), or None when its patch
+    said nothing else."""
+    patch = {k: v for k, v in obj["patch"].items() if k != "status"}
+    if not patch:
+        return None
+    rest = {k: v for k, v in obj.items() if k != "status"}
+    return {**rest, "patch": patch}
+
+
 @register
 @attrs.define
 class TaskNoise(Stage):
@@ -301,52 +334,76 @@ class TaskNoise(Stage):
             return None
         st = obj.get("subtype")
         if st == "task_started":
-            if tid in self._started:
-                return None
-            if remember(self._started, tid, None):
-                ctx.count(self.rule, "forgotten")  # its later frames will be held as unstarted
-                ctx.log(
-                    self.rule, "too many live tasks: the oldest started one is forgotten", "warning"
-                )
-            held = self._pending.pop(tid, None)
-            if held:
-                kept = [f for f in held if not _zero_progress(f.obj)]
-                if len(kept) < len(held):
-                    ctx.drop_held(self.rule, len(held) - len(kept))
-                held = kept
-            return (frame, *held) if held else None
-        rewritten = False
+            return self._start(frame, tid, ctx)
+        out = frame
         if st == "task_updated":
-            status = patch_status(obj)
-            was_paused = tid in self._paused
-            if status == "paused":
-                remember(self._paused, tid, None)
-            elif status is not None:
-                self._paused.pop(tid, None)
-            if status in ("pending", "running") and not was_paused:
-                # not a transition Claude reports; keep whatever else the patch says
-                patch = {k: v for k, v in cast(TaskUpdated, obj)["patch"].items() if k != "status"}
-                if not patch:
-                    return ()
-                rest = {k: v for k, v in obj.items() if k != "status"}
-                frame, rewritten = frame.replace({**rest, "patch": patch}), True
+            quiet = self._quieted(frame, tid)
+            if quiet is None:
+                return ()  # a patch that said nothing else
+            out = quiet
         if tid in self._started:
-            return (frame,) if rewritten else None
+            return None if out is frame else (out,)
         if st == "task_notification":
             # the task never started (or started before we saw it): let it all through
-            held = self._pending.pop(tid, [])
-            return (*held, frame)
+            return (*self._pending.pop(tid, []), out)
+        return self._hold(out, tid, ctx)
+
+    def _start(self, frame: Frame, tid: str, ctx: Context) -> Output:
+        """The task_started, then what was held for it (but zero progress)."""
+        if tid in self._started:
+            return None
+        if remember(self._started, tid, None):
+            ctx.count(self.rule, "forgotten")  # its later frames will be held as unstarted
+            ctx.log(
+                self.rule, "too many live tasks: the oldest started one is forgotten", "warning"
+            )
+        held = self._released(tid, ctx)
+        return (frame, *held) if held else None
+
+    def _released(self, tid: str, ctx: Context) -> list[Frame]:
+        """What was held for the task, but a zero progress (Claude sends none before the
+        agent has done something)."""
+        held = self._pending.pop(tid, None) or []
+        kept = [f for f in held if not _zero_progress(f.obj)]
+        if len(kept) < len(held):
+            ctx.drop_held(self.rule, len(held) - len(kept))
+        return kept
+
+    def _quieted(self, frame: Frame, tid: str) -> Frame | None:
+        """A task_updated without a ``pending``/``running`` status that is no transition
+        (None: the patch said nothing else)."""
+        obj = cast(TaskUpdated, frame.obj)
+        status = patch_status(obj)
+        was_paused = tid in self._paused
+        if status == "paused":
+            remember(self._paused, tid, None)
+        elif status is not None:
+            self._paused.pop(tid, None)
+        if status not in ("pending", "running") or was_paused:
+            return frame
+        # not a transition Claude reports; keep whatever else the patch says
+        new = _without_status(obj)
+        return None if new is None else frame.replace(new)
+
+    def _hold(self, frame: Frame, tid: str, ctx: Context) -> Output:
+        """A frame of a task not started yet waits for its task_started (bounded)."""
         held = self._pending.get(tid)
         if held is None:
-            if len(self._pending) >= MAX_PENDING_TASKS:
-                old = next(iter(self._pending))
-                ctx.drop_held(self.rule, len(self._pending.pop(old)))
-            held = self._pending[tid] = []
+            held = self._pending_for(tid, ctx)
         if len(held) >= self.max_held:
             return ()
         held.append(frame)
         ctx.hold()
         return ()
+
+    def _pending_for(self, tid: str, ctx: Context) -> list[Frame]:
+        """A new list of held frames (the oldest task's dropped past ``MAX_PENDING_TASKS``)."""
+        if len(self._pending) >= MAX_PENDING_TASKS:
+            old = next(iter(self._pending))
+            ctx.drop_held(self.rule, len(self._pending.pop(old)))
+        held: list[Frame] = []
+        self._pending[tid] = held
+        return held
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
         for tid, held in self._pending.items():
@@ -376,13 +433,10 @@ class TaskStatus(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if cast(Envelope, frame.obj).get("subtype") == "task_notification":
-            note = cast(TaskNotification, frame.obj)
-            status = note.get("status")
-            if status in ("killed", "cancelled"):
-                stopped: TaskNotification = {**note, "status": "stopped"}
-                return (frame.replace(as_dict(stopped)),)
-            self._note(ctx, status, NOTIFICATION_STATUSES)
-            return None
+            return self._notification(frame, ctx)
+        return self._update(frame, ctx)
+
+    def _update(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(TaskUpdated, frame.obj)
         patch = obj.get("patch")
         if not isinstance(patch, dict):
@@ -396,6 +450,15 @@ class TaskStatus(Stage):
         if "status" in new:  # cbc's own top-level status: Claude's is the patch's
             new = cast(TaskUpdated, {k: v for k, v in new.items() if k != "status"})
         return None if new is obj else (frame.replace(as_dict(new)),)
+
+    def _notification(self, frame: Frame, ctx: Context) -> Output:
+        note = cast(TaskNotification, frame.obj)
+        status = note.get("status")
+        if status in ("killed", "cancelled"):
+            stopped: TaskNotification = {**note, "status": "stopped"}
+            return (frame.replace(as_dict(stopped)),)
+        self._note(ctx, status, NOTIFICATION_STATUSES)
+        return None
 
 
 _ZERO_USAGE = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0}
@@ -411,24 +474,70 @@ _SHAPE: dict[str, tuple[Default, ...]] = {
 def _target_keys(target: Target, new: dict[str, Any], tid: str | None, st: Any) -> dict[str, Any]:
     """The target's newer task keys (compat.target): ``run_id`` after ``task_id`` (also on
     every snapshot entry), ``task_started``'s ``is_backgrounded``/``spawn_depth``."""
+    if not (target.run_id or target.started_keys):
+        return new
     if target.run_id:
-        if tid is not None and "run_id" not in new:
-            new = insert_after(new, "task_id", "run_id", run_id(tid))
-        tasks = new.get("tasks")
-        if st == "background_tasks_changed" and isinstance(tasks, list):
-            new["tasks"] = [
-                insert_after(e, "task_id", "run_id", run_id(e["task_id"]))
-                if isinstance(e, dict) and isinstance(e.get("task_id"), str) and "run_id" not in e
-                else e
-                for e in tasks
-            ]
+        new = _with_run_ids(new, tid, st)
     if st == "task_started":
-        keys = target.started_keys.get(str(new.get("task_type")), ())
-        anchor = "subagent_type" if "subagent_type" in new else "description"
-        for key, value in reversed(values(keys, {})):
-            if key not in new:
-                new = insert_after(new, anchor, key, value)
+        new = _with_started_keys(target, new)
     return new
+
+
+def _with_run_ids(new: dict[str, Any], tid: str | None, st: Any) -> dict[str, Any]:
+    if tid is not None and "run_id" not in new:
+        new = insert_after(new, "task_id", "run_id", run_id(tid))
+    tasks = new.get("tasks")
+    if st == "background_tasks_changed" and isinstance(tasks, list):
+        new["tasks"] = [_entry_with_run_id(e) for e in tasks]
+    return new
+
+
+def _entry_with_run_id(e: Any) -> Any:
+    """A snapshot entry with the ``run_id`` of its ``task_id``."""
+    if isinstance(e, dict) and isinstance(e.get("task_id"), str) and "run_id" not in e:
+        return insert_after(e, "task_id", "run_id", run_id(e["task_id"]))
+    return e
+
+
+def _with_started_keys(target: Target, new: dict[str, Any]) -> dict[str, Any]:
+    """The target's keys of a ``task_started`` of its type, after its ``subagent_type`` (or
+    ``description``)."""
+    keys = target.started_keys.get(str(new.get("task_type")), ())
+    anchor = "subagent_type" if "subagent_type" in new else "description"
+    for key, value in reversed(values(keys, {})):
+        if key not in new:
+            new = insert_after(new, anchor, key, value)
+    return new
+
+
+def _claude_status(status: Any) -> str:
+    """A notification's status in Claude's words ("" when it has none)."""
+    return NOTIFICATION_OF.get(status, status) if isinstance(status, str) else ""
+
+
+def _summary(summary: Any, ttype: Any, status: str, desc: str) -> str:
+    """Claude's summary: cbc's reworded, or made when cbc gave none."""
+    if not isinstance(summary, str):
+        return claude_summary(ttype, status, desc)
+    return rewrite_summary(summary, status, ttype, desc or None)
+
+
+def _carry_tool_use(new: dict[str, Any], info: TaskInfo | None) -> None:
+    """The id of the call that started the task, where Claude gives it."""
+    if not new.get("tool_use_id") and info is not None and info.tool_use_id:
+        new["tool_use_id"] = info.tool_use_id
+
+
+def _fill_common(new: dict[str, Any], st: Any, ctx: Context) -> None:
+    """What Claude always sends: per subtype, and every frame's ``uuid``/``session_id``."""
+    fill(new, _SHAPE.get(st, ()) if isinstance(st, str) else ())
+    fill(
+        new,
+        (
+            ("uuid", str, ctx.env.new_uuid),
+            ("session_id", str, lambda: ctx.state.session_id or ""),
+        ),
+    )
 
 
 @register
@@ -461,34 +570,21 @@ class TaskFields(Stage):
         info = ctx.state.tasks.get(tid) if tid else None
         new: dict[str, Any] = dict(obj)
         if tid is not None:
-            fix = self._FIX.get(st) if isinstance(st, str) else None
-            if fix is not None:
-                fix(self, new, tid, info)
-        task = cast(TaskFrame, new)
-        if (
-            st in _CARRY_TOOL_USE
-            and not task.get("tool_use_id")
-            and info is not None
-            and info.tool_use_id
-        ):
-            task["tool_use_id"] = info.tool_use_id
-        fill(new, _SHAPE.get(st, ()) if isinstance(st, str) else ())
-        fill(
-            new,
-            (
-                ("uuid", str, ctx.env.new_uuid),
-                ("session_id", str, lambda: ctx.state.session_id or ""),
-            ),
-        )
+            self._fix(new, st, tid, info)
+        if st in _CARRY_TOOL_USE:
+            _carry_tool_use(new, info)
+        _fill_common(new, st, ctx)
         if tid is None and st != "background_tasks_changed":
             return None if new == obj else (frame.replace(new),)
-        new = ordered(new)
-        target = target_of(ctx)
-        if target.run_id or target.started_keys:
-            new = _target_keys(target, new, tid, st)
+        new = _target_keys(target_of(ctx), ordered(new), tid, st)
         if new == obj and list(new) == list(obj):
             return None
         return (frame.replace(new),)
+
+    def _fix(self, new: dict[str, Any], st: Any, tid: str, info: TaskInfo | None) -> None:
+        fix = self._FIX.get(st) if isinstance(st, str) else None
+        if fix is not None:
+            fix(self, new, tid, info)
 
     # -- per subtype (a task frame with a task id) ------------------------------------------
     def _started(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
@@ -508,16 +604,9 @@ class TaskFields(Stage):
     def _notification(self, new: dict[str, Any], tid: str, info: TaskInfo | None) -> None:
         tn = cast(TaskNotification, new)
         fill(new, (("output_file", str, str),))
-        status = tn.get("status")
-        status = NOTIFICATION_OF.get(status, status) if isinstance(status, str) else ""
+        status = _claude_status(tn.get("status"))
         ttype = self._seen[tid][0] if tid in self._seen else (info.task_type if info else "")
-        desc = self._desc(tid, info)
-        summary = tn.get("summary")
-        tn["summary"] = (
-            claude_summary(ttype, status, desc)
-            if not isinstance(summary, str)
-            else rewrite_summary(summary, status, ttype, desc or None)
-        )
+        tn["summary"] = _summary(tn.get("summary"), ttype, status, self._desc(tid, info))
         last = self._usage.pop(tid, None)
         # Claude's completed and failed workflows carry it, its stopped ones do not (twins
         # workflow-inline, workflow-failed, interrupt-*-workflow)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import attrs
 
@@ -86,6 +86,91 @@ def _blocks(obj: wire.Assistant | wire.User) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
+def _typed(obj: wire.Assistant | wire.User, kind: str) -> list[dict[str, Any]]:
+    """The content blocks of ``kind`` (``tool_use``, ``tool_result``...)."""
+    return [b for b in _blocks(obj) if isinstance(b, dict) and b.get("type") == kind]
+
+
+def _tool_use_ids(obj: wire.Assistant) -> list[str]:
+    return [b["id"] for b in _typed(obj, "tool_use") if isinstance(b.get("id"), str)]
+
+
+def _tool_result_ids(obj: wire.User) -> list[str | None]:
+    return [str_at(b, "tool_use_id") for b in _typed(obj, "tool_result")]
+
+
+def _has_marker(obj: wire.User) -> bool:
+    """The backend wrote Claude's interrupt marker itself (either form)."""
+    return any(
+        isinstance(b, dict) and str(b.get("text", "")).startswith(MARK[:-1]) for b in _blocks(obj)
+    )
+
+
+# -- the interrupted turn's result ------------------------------------------------------
+
+
+class _Ending(NamedTuple):
+    """What ``interrupted-turn`` knew of a turn when its result came."""
+
+    interrupted: bool
+    tool_turn: bool  # a tool ran at the receipt, or is still running
+    running: list[str]  # main-thread calls with no tool_result
+    stop_reason: str | None  # the last main-thread message's
+    marked: bool  # the marker came already
+
+
+def _aborted(reason: Any) -> bool:
+    return isinstance(reason, str) and reason.startswith("aborted")
+
+
+def _in_claude_form(obj: wire.Result) -> bool:
+    return (
+        obj.get("subtype") == "error_during_execution"
+        and obj.get("is_error") is True
+        and isinstance(obj.get("errors"), list)
+    )
+
+
+def _rejection(ctx: Context, use: str) -> dict[str, Any]:
+    """Claude's rejected ``tool_result`` for a call still running at the interrupt."""
+    block = {"type": "tool_result", "content": REJECTED, "is_error": True, "tool_use_id": use}
+    meta = [{"id": use, "non_execution_kind": "user-rejected"}]
+    return user_frame(ctx, [block], tool_use_result="User rejected tool use", tool_result_meta=meta)
+
+
+def _marker(ctx: Context, tooly: bool) -> dict[str, Any]:
+    return user_frame(ctx, [{"type": "text", "text": MARK_TOOL if tooly else MARK}])
+
+
+def _final_stop_reason(obj: wire.Result, tooly: bool, last: str | None) -> str | None:
+    """``tool_use`` for a tool turn, else the result's own, else the last message's."""
+    if tooly:
+        return "tool_use"
+    given = obj.get("stop_reason")
+    return last if given is None else given
+
+
+def _errors(obj: wire.Result, stop_reason: str | None) -> list[Any]:
+    """The result's errors (not a ``success``'s), else Claude's diagnostic line."""
+    errors = obj.get("errors") if obj.get("subtype") != "success" else None
+    if isinstance(errors, list) and errors:
+        return errors
+    sr = "null" if stop_reason is None else str(stop_reason)
+    return [f"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason={sr}"]
+
+
+def _error_result(obj: wire.Result, tooly: bool, aborted: bool, last: str | None) -> dict[str, Any]:
+    """The result rewritten as Claude's ``error_during_execution``."""
+    new: dict[str, Any] = {k: v for k, v in obj.items() if k != "result"}
+    new["subtype"] = "error_during_execution"
+    new["is_error"] = True
+    if not aborted:
+        new["terminal_reason"] = "aborted_tools" if tooly else "aborted_streaming"
+    new["stop_reason"] = _final_stop_reason(obj, tooly, last)
+    new["errors"] = _errors(obj, new["stop_reason"])
+    return new
+
+
 @register
 @attrs.define
 class InterruptedTurn(Stage):
@@ -134,132 +219,105 @@ class InterruptedTurn(Stage):
         obj = cast("wire.Envelope", frame.obj)
         t = obj.get("type")
         if t == "control_response":
-            if self._active and not self._interrupted and is_interrupt_receipt(obj, ctx):
-                self._interrupted = True
-                self._tool_turn = bool(self._running)
-                ctx.log(
-                    self.rule, "interrupt receipt during a turn: it ends as interrupted", "debug"
-                )
+            self._receipt(obj, ctx)
             return None
         if t == "result":
             return self._result(frame, cast("wire.Result", obj), ctx)
         main = obj.get("parent_tool_use_id") is None
         if t == "user" and main:
-            return self._user(frame, cast("wire.User", obj), ctx)
+            return self._user(cast("wire.User", obj), ctx)
         self._active = True
-        if t == "assistant" and main:
-            if self._interrupted and self.mode == "on":
-                ctx.count(self.rule, "dropped-after-interrupt")
-                return ()
-            assistant = cast("wire.Assistant", obj)
-            message = assistant.get("message")
-            if isinstance(message, dict):
-                self._stop_reason = message.get("stop_reason")
-            for b in _blocks(assistant):
-                if (
-                    isinstance(b, dict)
-                    and b.get("type") == "tool_use"
-                    and isinstance(b.get("id"), str)
-                ):
-                    remember(self._running, b["id"], None, cap=256)
-        elif t == "stream_event" and main and self._interrupted and self.mode == "on":
-            ctx.count(self.rule, "dropped-after-interrupt")
+        if not main:
+            return None
+        if t == "assistant":
+            return self._assistant(cast("wire.Assistant", obj), ctx)
+        if t == "stream_event" and self._drops(ctx):
             return ()
         return None
 
-    def _user(self, frame: Frame, obj: wire.User, ctx: Context) -> Output:
-        results = [
-            str_at(b, "tool_use_id")
-            for b in _blocks(obj)
-            if isinstance(b, dict) and b.get("type") == "tool_result"
-        ]
-        if results and all(r in self._rejected for r in results):
+    def _drops(self, ctx: Context) -> bool:
+        """Main-thread model output after the receipt is dropped (mode ``on``)."""
+        if not (self._interrupted and self.mode == "on"):
+            return False
+        ctx.count(self.rule, "dropped-after-interrupt")
+        return True
+
+    def _receipt(self, obj: wire.Envelope, ctx: Context) -> None:
+        if self._active and not self._interrupted and is_interrupt_receipt(obj, ctx):
+            self._interrupted = True
+            self._tool_turn = bool(self._running)
+            ctx.log(self.rule, "interrupt receipt during a turn: it ends as interrupted", "debug")
+
+    def _assistant(self, obj: wire.Assistant, ctx: Context) -> Output:
+        if self._drops(ctx):
+            return ()
+        message = obj.get("message")
+        if isinstance(message, dict):
+            self._stop_reason = message.get("stop_reason")
+        for use in _tool_use_ids(obj):
+            remember(self._running, use, None, cap=256)
+        return None
+
+    def _user(self, obj: wire.User, ctx: Context) -> Output:
+        results = _tool_result_ids(obj)
+        if not results:
+            self._active = True
+            if _has_marker(obj):
+                self._marked = True  # the backend writes Claude's marker itself
+            return None
+        if all(r in self._rejected for r in results):
             ctx.count(self.rule, "late-tool-result")
             return ()  # cbc's late result for a call the client saw rejected
         self._active = True
-        if not results and any(
-            isinstance(b, dict) and str(b.get("text", "")).startswith(MARK[:-1])
-            for b in _blocks(obj)
-        ):
-            self._marked = True  # the backend writes Claude's marker itself
-            return None
-        answered = [r for r in results if r in self._running]
-        for r in answered:
-            del self._running[r]
-        if self._interrupted and self.mode == "on" and results and not answered:
-            ctx.count(self.rule, "dropped-after-interrupt")
+        if not self._answered(results) and self._drops(ctx):
             return ()
         return None
 
-    def _result(self, frame: Frame, obj: wire.Result, ctx: Context) -> Output:
-        reason = obj.get("terminal_reason")
-        aborted = isinstance(reason, str) and reason.startswith("aborted")
-        interrupted, tool_turn = self._interrupted, self._tool_turn or bool(self._running)
-        running = list(self._running)
-        stop_reason, marked = self._stop_reason, self._marked
+    def _answered(self, results: list[str | None]) -> list[str]:
+        """The running calls ``results`` answer, no longer running."""
+        answered = [r for r in results if r in self._running]
+        for r in answered:
+            del self._running[r]
+        return answered
+
+    def _end_turn(self) -> _Ending:
+        """What the turn left, and a fresh turn."""
+        ending = _Ending(
+            self._interrupted,
+            self._tool_turn or bool(self._running),
+            list(self._running),
+            self._stop_reason,
+            self._marked,
+        )
         self._active = self._interrupted = self._tool_turn = self._marked = False
         self._running.clear()
         self._stop_reason = None
-        if not (interrupted or aborted):
+        return ending
+
+    def _result(self, frame: Frame, obj: wire.Result, ctx: Context) -> Output:
+        reason = obj.get("terminal_reason")
+        aborted = _aborted(reason)
+        turn = self._end_turn()
+        if not (turn.interrupted or aborted):
             return None
-        already = (
-            obj.get("subtype") == "error_during_execution"
-            and obj.get("is_error") is True
-            and isinstance(obj.get("errors"), list)
-        )
-        if marked and already:
+        if turn.marked and _in_claude_form(obj):
             return None  # Claude's own form (a Claude backend, or a rule upstream)
-        tooly = tool_turn or reason == "aborted_tools"
-        out: list[Frame] = []
-        for use in running:
-            remember(self._rejected, use, None, cap=1024)
-            block = {
-                "type": "tool_result",
-                "content": REJECTED,
-                "is_error": True,
-                "tool_use_id": use,
-            }
-            meta = [{"id": use, "non_execution_kind": "user-rejected"}]
-            out.append(
-                Frame.synth(
-                    user_frame(
-                        ctx,
-                        [block],
-                        tool_use_result="User rejected tool use",
-                        tool_result_meta=meta,
-                    ),
-                    self.rule,
-                )
-            )
-        if not marked:
-            out.append(
-                Frame.synth(
-                    user_frame(ctx, [{"type": "text", "text": MARK_TOOL if tooly else MARK}]),
-                    self.rule,
-                )
-            )
-        new: dict[str, Any] = {k: v for k, v in obj.items() if k != "result"}
-        if tooly:
-            stop_reason = "tool_use"
-        new["subtype"] = "error_during_execution"
-        new["is_error"] = True
-        if not aborted:
-            new["terminal_reason"] = "aborted_tools" if tooly else "aborted_streaming"
-        if not tooly and obj.get("stop_reason") is not None:
-            stop_reason = obj["stop_reason"]
-        new["stop_reason"] = stop_reason
-        errors = obj.get("errors") if obj.get("subtype") != "success" else None
-        if not isinstance(errors, list) or not errors:
-            sr = "null" if new["stop_reason"] is None else str(new["stop_reason"])
-            errors = [f"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason={sr}"]
-        new["errors"] = errors
+        tooly = turn.tool_turn or reason == "aborted_tools"
+        out = [self._reject(ctx, use) for use in turn.running]
+        if not turn.marked:
+            out.append(Frame.synth(_marker(ctx, tooly), self.rule))
+        new = _error_result(obj, tooly, aborted, turn.stop_reason)
         ctx.log(
             self.rule,
             f"interrupted turn rewritten ({new['terminal_reason']}, "
-            f"{len(running)} running tool call(s) rejected)",
+            f"{len(turn.running)} running tool call(s) rejected)",
             "debug",
         )
         return (*out, frame.replace(new))
+
+    def _reject(self, ctx: Context, use: str) -> Frame:
+        remember(self._rejected, use, None, cap=1024)
+        return Frame.synth(_rejection(ctx, use), self.rule)
 
 
 @register
@@ -340,31 +398,37 @@ class FinalAnswer(Stage):
         if obj.get("parent_tool_use_id") is not None:
             return None
         if t == "assistant":
-            self._model_wrote = True
-            assistant = cast("wire.Assistant", obj)
-            message = assistant.get("message")
-            if isinstance(message, dict):
-                self._last = (message.get("id"), message.get("model"), message.get("usage"))
-            for block in _blocks(assistant):
-                if not isinstance(block, dict):
-                    continue
-                kind = block.get("type")
-                self._after_thinking = kind == "thinking"
-                if kind == "text" and block.get("text"):
-                    self._text_seen = True
-                    self._said = block.get("text")
+            self._assistant(cast("wire.Assistant", obj))
         elif t == "user":
             self._text_seen = self._after_thinking = False
             self._streamed = None
             self._listening = True
         elif t == "result":
-            out = self._answer(cast("wire.Result", obj), ctx)
-            self._model_wrote = self._text_seen = self._after_thinking = False
-            self._last = self._said = self._streamed = None
-            self._listening, self._sub_streaming = True, False
-            if out is not None:
-                return (out, frame)
+            return self._result(frame, cast("wire.Result", obj), ctx)
         return None
+
+    def _assistant(self, obj: wire.Assistant) -> None:
+        self._model_wrote = True
+        message = obj.get("message")
+        if isinstance(message, dict):
+            self._last = (message.get("id"), message.get("model"), message.get("usage"))
+        for block in _blocks(obj):
+            if isinstance(block, dict):
+                self._block(block)
+
+    def _block(self, block: dict[str, Any]) -> None:
+        kind = block.get("type")
+        self._after_thinking = kind == "thinking"
+        if kind == "text" and block.get("text"):
+            self._text_seen = True
+            self._said = block.get("text")
+
+    def _result(self, frame: Frame, obj: wire.Result, ctx: Context) -> Output:
+        out = self._answer(obj, ctx)
+        self._model_wrote = self._text_seen = self._after_thinking = False
+        self._last = self._said = self._streamed = None
+        self._listening, self._sub_streaming = True, False
+        return None if out is None else (out, frame)
 
     def _heard(self, obj: wire.StreamEvent) -> None:
         """The first stream event since the turn's start or the last main-thread user
@@ -385,52 +449,71 @@ class FinalAnswer(Stage):
         )
         self._listening = False
 
-    def _answer(self, result: wire.Result, ctx: Context) -> Frame | None:
-        text = result.get("result")
-        if (
-            result.get("subtype") != "success"
-            or result.get("is_error") is True
-            or not isinstance(text, str)
-            or not text.strip()
-            or not self._model_wrote
-            or self._text_seen
-            or text == self._said
-        ):
-            return None
-        last = self._last if self._after_thinking else None
+    def _lost(self, text: str) -> bool:
+        """The model wrote in this turn, but not ``text`` as a main-thread text block."""
+        return self._model_wrote and not self._text_seen and text != self._said
+
+    def _last_model(self) -> str | None:
+        return self._last[1] if self._last is not None else None
+
+    def _message(self, ctx: Context) -> tuple[str | None, str | None, dict[str, Any]]:
+        """(id, model, usage) of the answer's message: the streamed one's, else the thinking
+        block's before it, else a message of its own."""
         streamed = self._streamed
-        message_id: str | None
         if streamed is not None and streamed[0]:
             # the streamed message's frame, as Claude writes it (stream-events places it)
-            message_id = streamed[0]
-            model = streamed[1] or (self._last[1] if self._last is not None else None)
             usage = dict(streamed[2]) if streamed[2] is not None else dict(_NO_USAGE)
-        else:
-            message_id = last[0] if last is not None else ctx.env.new_uuid().replace("-", "")
-            model = self._last[1] if self._last is not None else None
-            usage = last[2] if last is not None and isinstance(last[2], dict) else dict(_NO_USAGE)
+            return streamed[0], streamed[1] or self._last_model(), usage
+        last = self._last if self._after_thinking else None
+        if last is None:
+            return ctx.env.new_uuid().replace("-", ""), self._last_model(), dict(_NO_USAGE)
+        usage = last[2] if isinstance(last[2], dict) else dict(_NO_USAGE)
+        return last[0], self._last_model(), usage
+
+    def _answer(self, result: wire.Result, ctx: Context) -> Frame | None:
+        text = _answer_text(result)
+        if text is None or not self._lost(text):
+            return None
+        message_id, model, usage = self._message(ctx)
         ctx.log(self.rule, "the turn's answer had no assistant frame: synthesized", "debug")
-        return Frame.synth(
-            {
-                "type": "assistant",
-                "message": {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": [{"type": "text", "text": text}],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": usage,
-                    "context_management": None,
-                },
-                "parent_tool_use_id": None,
-                "session_id": result.get("session_id") or ctx.state.session_id or "",
-                "uuid": ctx.env.new_uuid(),
-                "timestamp": iso_ms(ctx.wall_ms()),
-            },
-            self.rule,
-        )
+        return Frame.synth(_answer_frame(ctx, result, text, message_id, model, usage), self.rule)
+
+
+def _answer_text(result: wire.Result) -> str | None:
+    """The text of a ``success`` result (not ``is_error``) that says something."""
+    text = result.get("result")
+    if result.get("subtype") != "success" or result.get("is_error") is True:
+        return None
+    return text if isinstance(text, str) and text.strip() else None
+
+
+def _answer_frame(
+    ctx: Context,
+    result: wire.Result,
+    text: str,
+    message_id: str | None,
+    model: str | None,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    """The assistant frame Claude writes for the turn's answer."""
+    return {
+        "type": "assistant",
+        "message": {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": usage,
+            "context_management": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": result.get("session_id") or ctx.state.session_id or "",
+        "uuid": ctx.env.new_uuid(),
+        "timestamp": iso_ms(ctx.wall_ms()),
+    }
 
 
 _NO_USAGE = {

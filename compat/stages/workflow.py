@@ -12,6 +12,7 @@ stay and the reason is logged.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -19,7 +20,7 @@ import attrs
 from compat.frames import Frame, str_at
 from compat.session import TaskInfo
 from compat.stage import Context, Output, Stage, register
-from compat.target import target_of
+from compat.target import Target, target_of
 from compat.taskkit import (
     AGENT_TOOLS,
     FALLBACK_WORKFLOW_DESCRIPTION,
@@ -52,21 +53,32 @@ FINAL_AGENT_STATES = frozenset({"done", "error", "cached"})
 ABORTED = {"stopped": "subagent aborted: workflow was stopped"}
 
 
+def _is_task_frame(obj: Mapping[str, Any]) -> bool:
+    return obj.get("type") == "system" and f"system/{obj.get('subtype')}" in TASK_FRAMES
+
+
 def _is_agent(e: Any) -> bool:
     return isinstance(e, dict) and e.get("type") == "workflow_agent"
 
 
+def _without(obj: Mapping[str, Any], *keys: str) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in keys}
+
+
+def _has_ended_at(e: Any) -> bool:
+    """An agent entry with cbc's ``endedAt`` (not a key of Claude's entries)."""
+    return _is_agent(e) and "endedAt" in e
+
+
 def _without_ended_at(entries: list[Any]) -> list[Any]:
-    """Agent entries without cbc's ``endedAt`` (not a key of Claude's entries)."""
-    if not any(_is_agent(e) and "endedAt" in e for e in entries):
+    """Agent entries without cbc's ``endedAt``."""
+    if not any(map(_has_ended_at, entries)):
         return entries
-    return [_drop_ended_at(e) for e in entries]
+    return [_without(e, "endedAt") if _has_ended_at(e) else e for e in entries]
 
 
-def _drop_ended_at(e: Any) -> Any:
-    if not (_is_agent(e) and "endedAt" in e):
-        return e
-    return {k: v for k, v in e.items() if k != "endedAt"}
+def _is_phase(e: Any) -> bool:
+    return isinstance(e, dict) and e.get("type") == "workflow_phase"
 
 
 def complete_phases(entries: list[Any], titles: list[str] | None) -> list[Any]:
@@ -75,40 +87,56 @@ def complete_phases(entries: list[Any], titles: list[str] | None) -> list[Any]:
     title): a script may call ``phase()`` with titles it never declared."""
     if not titles:
         return entries
-    phases: dict[int, Any] = {}
-    rest: list[Any] = []
-    for e in entries:
-        if isinstance(e, dict) and e.get("type") == "workflow_phase":
-            idx = e.get("index")
-            if (
-                type(idx) is not int
-                or not 1 <= idx <= len(titles)
-                or titles[idx - 1] != e.get("title")
-                or idx in phases
-            ):
-                return entries
-            phases[idx] = e
-        else:
-            rest.append(e)
+    phases = _phases_by_index(entries, titles)
+    if phases is None:
+        return entries
     full = [
         phases.get(i) or {"type": "workflow_phase", "index": i, "title": t}
         for i, t in enumerate(titles, 1)
     ]
-    return full + rest
+    return full + [e for e in entries if not _is_phase(e)]
+
+
+def _phases_by_index(entries: list[Any], titles: list[str]) -> dict[int, Any] | None:
+    """cbc's phase entries by index, or None when one disagrees with ``titles``."""
+    phases: dict[int, Any] = {}
+    for e in filter(_is_phase, entries):
+        idx = e.get("index")
+        if not _declared(idx, e.get("title"), titles) or idx in phases:
+            return None
+        phases[idx] = e
+    return phases
+
+
+def _declared(idx: Any, title: Any, titles: list[str]) -> bool:
+    """``idx`` is a declared phase's (1-based) and ``title`` its title."""
+    return type(idx) is int and 1 <= idx <= len(titles) and titles[idx - 1] == title
+
+
+def _text(value: Any) -> str | None:
+    """A non-empty string, else None."""
+    return value if isinstance(value, str) and value else None
 
 
 def _progress_title(entries: list[Any]) -> tuple[str | None, str | None]:
     """Claude's progress description ("Scan: scanner") and last_tool_name ("scanner")."""
-    agents = [e for e in entries if _is_agent(e)]
-    if not agents:
+    last = next((e for e in reversed(entries) if _is_agent(e)), None)
+    if last is None:
         return None, None
-    last = agents[-1]
-    label, phase = last.get("label"), last.get("phaseTitle")
-    label = label if isinstance(label, str) and label else None
-    phase = phase if isinstance(phase, str) and phase else None
+    label, phase = _text(last.get("label")), _text(last.get("phaseTitle"))
     if label and phase:
         return f"{phase}: {label}", label
     return label or phase, label
+
+
+def _titles(ctx: Context, tid: str) -> tuple[TaskInfo | None, list[str] | None]:
+    """The task (if known) and its script's ``meta.phases``."""
+    info = ctx.state.tasks.get(tid)
+    return info, meta_fields(info)[2] if info is not None else None
+
+
+def _str_or_empty(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _workflow_call_fields(ctx: Context, info: TaskInfo, obj: TaskStarted, rule: str) -> None:
@@ -139,7 +167,7 @@ class WorkflowName(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast(TaskFrame, frame.obj)
-        if obj.get("type") != "system" or f"system/{obj.get('subtype')}" not in TASK_FRAMES:
+        if not _is_task_frame(obj):
             return None
         tid = task_id_of(obj)
         if tid is None:
@@ -148,17 +176,21 @@ class WorkflowName(Stage):
             started = cast(TaskStarted, obj)
             if claude_type(started.get("task_type")) != WORKFLOW:
                 return None
-            info = ctx.state.task(tid)
-            _workflow_call_fields(ctx, info, started, self.rule)
-            name, _, _ = meta_fields(info)
-            given = started.get("workflow_name")
-            info.workflow_name = name or (given if isinstance(given, str) else None)
-            if info.workflow_name is not None:
-                remember(self._names, tid, info.workflow_name)
+            self._name(ctx, tid, started)
         name = self._names.get(tid)
         if name is None or "workflow_name" not in obj or obj["workflow_name"] == name:
             return None
         return (frame.replace({**obj, "workflow_name": name}),)
+
+    def _name(self, ctx: Context, tid: str, started: TaskStarted) -> None:
+        """The workflow's name: its script's ``meta.name``, else cbc's."""
+        info = ctx.state.task(tid)
+        _workflow_call_fields(ctx, info, started, self.rule)
+        name, _, _ = meta_fields(info)
+        given = started.get("workflow_name")
+        info.workflow_name = name or (given if isinstance(given, str) else None)
+        if info.workflow_name is not None:
+            remember(self._names, tid, info.workflow_name)
 
 
 @register
@@ -204,21 +236,7 @@ class WorkflowPrompt(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if cast(Envelope, frame.obj).get("subtype") == "task_progress":
-            progress = cast(TaskProgress, frame.obj)
-            tid = task_id_of(progress)
-            if tid is None:
-                return None
-            info = ctx.state.task(tid)
-            desc = progress.get("description")
-            if (
-                info.backend_description is not None
-                and desc == info.backend_description
-                and info.description
-                and desc != info.description
-            ):
-                new: TaskProgress = {**progress, "description": info.description}
-                return (frame.replace(as_dict(new)),)
-            return None
+            return _progress_description(frame, ctx)
         obj = cast(TaskStarted, frame.obj)
         tid = task_id_of(obj)
         if tid is None:
@@ -226,35 +244,80 @@ class WorkflowPrompt(Stage):
         info = ctx.state.task(tid)
         desc = obj.get("description")
         if info.backend_description is None:
-            info.backend_description = desc if isinstance(desc, str) else ""
-        fields: dict[str, Any] = {}
-        ttype = claude_type(obj.get("task_type"))
-        use_id = obj.get("tool_use_id") or info.tool_use_id
-        if ttype == WORKFLOW:
-            _workflow_call_fields(ctx, info, obj, self.rule)
-            if info.script is not None:
-                _, mdesc, _ = meta_fields(info)
-                fields["description"] = mdesc or FALLBACK_WORKFLOW_DESCRIPTION
-                info.prompt = info.script
-        else:
-            call = starting_call(ctx.state, use_id)
-            if call is not None and call[0] in AGENT_TOOLS:
-                prompt, sub = call[1].get("prompt"), call[1].get("subagent_type")
-                if isinstance(prompt, str):
-                    info.prompt = prompt
-                if isinstance(sub, str) and sub and "subagent_type" not in obj:
-                    fields["subagent_type"] = sub
-            elif call is not None and call[0] in SHELL_TOOLS:
-                d = call[1].get("description")
-                if isinstance(d, str) and d.strip():
-                    fields["description"] = d
+            info.backend_description = _str_or_empty(desc)
+        fields = self._fields(ctx, info, obj)
         if info.prompt is not None and not isinstance(obj.get("prompt"), str):
             fields["prompt"] = info.prompt
-        final = fields.get("description", desc)
-        info.description = final if isinstance(final, str) else ""
-        if not fields or all(obj.get(k) == v for k, v in fields.items()):
-            return None
+        info.description = _str_or_empty(fields.get("description", desc))
+        if all(obj.get(k) == v for k, v in fields.items()):
+            return None  # (no fields, or the same)
         return (frame.replace(ordered({**obj, **fields})),)
+
+    def _fields(self, ctx: Context, info: TaskInfo, obj: TaskStarted) -> dict[str, Any]:
+        """What the starting call (or the workflow's script) says of the task."""
+        use_id = obj.get("tool_use_id") or info.tool_use_id
+        if claude_type(obj.get("task_type")) == WORKFLOW:
+            return _workflow_fields(ctx, info, obj, self.rule)
+        call = starting_call(ctx.state, use_id)
+        if call is None:
+            return {}
+        tool, args = call
+        if tool in AGENT_TOOLS:
+            return _agent_fields(info, obj, args)
+        if tool in SHELL_TOOLS:
+            return _shell_fields(args)
+        return {}
+
+
+def _progress_description(frame: Frame, ctx: Context) -> Output:
+    """A progress that repeats cbc's description of the task says Claude's."""
+    progress = cast(TaskProgress, frame.obj)
+    tid = task_id_of(progress)
+    if tid is None:
+        return None
+    info = ctx.state.task(tid)
+    desc = progress.get("description")
+    if not _is_backend_description(desc, info):
+        return None
+    new: TaskProgress = {**progress, "description": info.description}
+    return (frame.replace(as_dict(new)),)
+
+
+def _is_backend_description(desc: Any, info: TaskInfo) -> bool:
+    """``desc`` is cbc's description of the task, which Claude words otherwise."""
+    return (
+        info.backend_description is not None
+        and desc == info.backend_description
+        and bool(info.description)
+        and desc != info.description
+    )
+
+
+def _workflow_fields(ctx: Context, info: TaskInfo, obj: TaskStarted, rule: str) -> dict[str, Any]:
+    """A workflow's ``description`` (``meta.description``); its prompt is its script."""
+    _workflow_call_fields(ctx, info, obj, rule)
+    if info.script is None:
+        return {}
+    _, mdesc, _ = meta_fields(info)
+    fields = {"description": mdesc or FALLBACK_WORKFLOW_DESCRIPTION}
+    info.prompt = info.script
+    return fields
+
+
+def _agent_fields(info: TaskInfo, obj: TaskStarted, args: dict[str, Any]) -> dict[str, Any]:
+    """An Agent call's ``prompt`` (kept as the task's) and ``subagent_type``."""
+    prompt, sub = args.get("prompt"), args.get("subagent_type")
+    if isinstance(prompt, str):
+        info.prompt = prompt
+    if isinstance(sub, str) and sub and "subagent_type" not in obj:
+        return {"subagent_type": sub}
+    return {}
+
+
+def _shell_fields(args: dict[str, Any]) -> dict[str, Any]:
+    """A shell call's ``description`` (cbc puts the command there)."""
+    d = args.get("description")
+    return {"description": d} if isinstance(d, str) and d.strip() else {}
 
 
 @register
@@ -285,29 +348,37 @@ class ProgressSnapshot(Stage):
         if tid is None:
             return None
         if head.get("subtype") == "task_started":
-            started = cast(TaskStarted, head)
-            if claude_type(started.get("task_type")) == WORKFLOW:
-                d = started.get("description")
-                remember(self._workflows, tid, d if isinstance(d, str) else "")
+            self._started(cast(TaskStarted, head), tid)
             return None
-        obj = cast(TaskProgress, head)
+        return self._progress(frame, cast(TaskProgress, head), tid, ctx)
+
+    def _started(self, started: TaskStarted, tid: str) -> None:
+        if claude_type(started.get("task_type")) == WORKFLOW:
+            remember(self._workflows, tid, _str_or_empty(started.get("description")))
+
+    def _progress(self, frame: Frame, obj: TaskProgress, tid: str, ctx: Context) -> Output:
         entries = obj.get("workflow_progress")
         if tid not in self._workflows or not isinstance(entries, list):
             return None
-        info = ctx.state.tasks.get(tid)
-        titles = meta_fields(info)[2] if info is not None else None
-        new = cast(TaskProgress, dict(obj))
-        new["workflow_progress"] = complete_phases(_without_ended_at(entries), titles)
-        title, tool = _progress_title(new["workflow_progress"])
-        if title is not None:
-            new["description"] = title
-        if tool is not None and "last_tool_name" not in obj:
-            new["last_tool_name"] = tool
+        _, titles = _titles(ctx, tid)
+        new = _snapshot(obj, complete_phases(_without_ended_at(entries), titles))
         if "summary" not in obj and self._workflows[tid]:
             new["summary"] = self._workflows[tid]
         if new == obj:
             return None
         return (frame.replace(ordered(as_dict(new))),)
+
+
+def _snapshot(obj: TaskProgress, entries: list[Any]) -> TaskProgress:
+    """``obj`` with ``entries``, and Claude's description and last_tool_name from them."""
+    new = cast(TaskProgress, dict(obj))
+    new["workflow_progress"] = entries
+    title, tool = _progress_title(entries)
+    if title is not None:
+        new["description"] = title
+    if tool is not None and "last_tool_name" not in obj:
+        new["last_tool_name"] = tool
+    return new
 
 
 @attrs.define
@@ -319,10 +390,19 @@ class _Run:
     final: bool = False
 
 
+#: what ``progress-final`` does with a frame of a running workflow, per subtype
+_Step = Callable[["ProgressFinal", Frame, Context, str, _Run], Output]
+
+
 def _agent_id(e: Any) -> str | int | None:
     """An agent entry's ``agentId`` when it can be a key (cbc writes a string)."""
     aid = e.get("agentId") if isinstance(e, dict) else None
     return aid if isinstance(aid, str | int) and not isinstance(aid, bool) else None
+
+
+def _is_open_agent(e: Any) -> bool:
+    """An agent entry not in a final state (cbc's ``start`` to the end)."""
+    return _is_agent(e) and str_at(e, "state") not in FINAL_AGENT_STATES
 
 
 def _merge(old: list[Any], new: list[Any]) -> list[Any]:
@@ -330,16 +410,58 @@ def _merge(old: list[Any], new: list[Any]) -> list[Any]:
     final: dict[str | int | None, Any] = {
         aid: e
         for e in old
-        if _is_agent(e)
-        and str_at(e, "state") in FINAL_AGENT_STATES
-        and (aid := _agent_id(e)) is not None
+        if _is_agent(e) and not _is_open_agent(e) and (aid := _agent_id(e)) is not None
     }
-    return [
-        final.get(_agent_id(e), e)
-        if _is_agent(e) and str_at(e, "state") not in FINAL_AGENT_STATES
-        else e
-        for e in new
-    ]
+    return [final.get(_agent_id(e), e) if _is_open_agent(e) else e for e in new]
+
+
+def _ended(e: Any, state: str, status: str | None, target: Target) -> Any:
+    """An agent entry not in a final state, put in ``state`` (``error``: with the words of
+    the abort, and the run's end when the target writes it: ``_aborted``)."""
+    if not _is_open_agent(e):
+        return e
+    e = _without(e, "endedAt")
+    e["state"] = state
+    if state == "error":
+        _aborted(e, status, target)
+    return e
+
+
+def _aborted(e: dict[str, Any], status: str | None, target: Target) -> None:
+    words = target.aborted_agent_error or ABORTED
+    e.setdefault("error", words[status])  # type: ignore[index]
+    if target.aborted_final_run_state:
+        e.setdefault("endedWithRun", status)
+
+
+def _last_snapshot(
+    ctx: Context,
+    last: dict[str, Any],
+    entries: list[Any],
+    info: TaskInfo | None,
+    aborted: bool,
+) -> dict[str, Any]:
+    """The last snapshot with ``entries`` (an aborted workflow's, on a target that writes
+    the run's end, with the workflow's own description)."""
+    snap = _without(last, "uuid", "session_id")
+    snap["workflow_progress"] = entries
+    if aborted and target_of(ctx).aborted_final_run_state and info:
+        snap["description"] = info.description or snap.get("description", "")
+        snap.pop("last_tool_name", None)  # 2.1.332: the workflow's own line
+    return system_frame(ctx, "task_progress", _without(snap, "type", "subtype"))
+
+
+def _first_snapshot(
+    ctx: Context, tid: str, info: TaskInfo | None, entries: list[Any]
+) -> dict[str, Any]:
+    """The corrected snapshot of a workflow that sent none before it ended."""
+    fields: dict[str, Any] = {"task_id": tid}
+    if info is not None and info.tool_use_id:
+        fields["tool_use_id"] = info.tool_use_id
+    fields["description"] = (info.description if info else "") or ""
+    fields["usage"] = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0}
+    fields["workflow_progress"] = entries
+    return system_frame(ctx, "task_progress", fields)
 
 
 @register
@@ -391,32 +513,49 @@ class ProgressFinal(Stage):
         run = self._runs.get(tid)
         if run is None or run.final:
             return None
-        if st == "task_progress":
-            progress = cast(TaskProgress, obj)
-            if isinstance(progress.get("workflow_progress"), list):
-                if run.held is not None and run.last is not None:
-                    merged = _merge(run.last["workflow_progress"], progress["workflow_progress"])
-                    folded: TaskProgress = {**progress, "workflow_progress": merged}
-                    run.last = as_dict(folded)
-                    return ()  # stale: folded into the corrected snapshot
-                run.last = as_dict(progress)
+        step = self._STEPS.get(st, ProgressFinal._notified)  # (else: task_notification)
+        return step(self, frame, ctx, tid, run)
+
+    # -- per subtype of a workflow still running ---------------------------------------------
+    def _progress(self, frame: Frame, ctx: Context, tid: str, run: _Run) -> Output:
+        """Kept as the last snapshot; once the end is held, folded into it and dropped."""
+        progress = cast(TaskProgress, frame.obj)
+        if not isinstance(progress.get("workflow_progress"), list):
             return None
-        if st == "task_updated":
-            status = patch_status(obj)
-            if status not in TERMINAL or run.held is not None:
-                return None
-            run.held, run.status = frame, NOTIFICATION_OF[status]
-            end = cast(TaskUpdated, obj)["patch"].get("end_time")
-            run.end_time = end if type(end) is int else None
-            ctx.hold()
-            ctx.set_timer(self, tid, self.wait)
-            return ()
-        # task_notification
+        if run.held is None or run.last is None:
+            run.last = as_dict(progress)
+            return None
+        merged = _merge(run.last["workflow_progress"], progress["workflow_progress"])
+        folded: TaskProgress = {**progress, "workflow_progress": merged}
+        run.last = as_dict(folded)
+        return ()  # stale: folded into the corrected snapshot
+
+    def _updated(self, frame: Frame, ctx: Context, tid: str, run: _Run) -> Output:
+        """The terminal update is held until the notification (at most ``wait`` s)."""
+        obj = cast(TaskUpdated, frame.obj)
+        status = patch_status(obj)
+        if status not in TERMINAL or run.held is not None:
+            return None
+        run.held, run.status = frame, NOTIFICATION_OF[status]
+        end = obj["patch"].get("end_time")
+        run.end_time = end if type(end) is int else None
+        ctx.hold()
+        ctx.set_timer(self, tid, self.wait)
+        return ()
+
+    def _notified(self, frame: Frame, ctx: Context, tid: str, run: _Run) -> Output:
+        """The corrected snapshot and the held update go out before the notification."""
         ctx.cancel_timer(self, tid)
-        status = cast(TaskNotification, obj).get("status")
+        status = cast(TaskNotification, frame.obj).get("status")
         if run.status is None and isinstance(status, str):
             run.status = NOTIFICATION_OF.get(status, status)
         return (*self._finish(ctx, tid, run), frame)
+
+    _STEPS: ClassVar[dict[str | None, _Step]] = {
+        "task_progress": _progress,
+        "task_updated": _updated,
+        "task_notification": _notified,
+    }
 
     def _finish(self, ctx: Context, tid: str, run: _Run) -> list[Frame]:
         run.final = True
@@ -433,47 +572,27 @@ class ProgressFinal(Stage):
         run.last = None  # a final run only answers "final" (memory: no snapshot kept)
         return out
 
+    def _end_state(self, status: str | None) -> str | None:
+        """The state a non-final agent ends in: ``done`` when the workflow completed or
+        failed, ``error`` when it was stopped (mode ``all``)."""
+        if status == "stopped":
+            return "error" if self.mode == "all" else None
+        return "done" if status in ("completed", "failed") else None
+
     def _corrected(self, ctx: Context, tid: str, run: _Run) -> dict[str, Any] | None:
+        """The snapshot that ends the workflow, unless it would say nothing new."""
         base = run.last["workflow_progress"] if run.last is not None else []
-        info = ctx.state.tasks.get(tid)
-        titles = meta_fields(info)[2] if info is not None else None
+        info, titles = _titles(ctx, tid)
+        state = self._end_state(run.status)
         entries = complete_phases(base, titles)
-        state = "done" if run.status in ("completed", "failed") else None
-        if run.status == "stopped" and self.mode == "all":
-            state = "error"
         if state is not None:
-            fixed = []
-            for e in entries:
-                if _is_agent(e) and str_at(e, "state") not in FINAL_AGENT_STATES:
-                    e = {k: v for k, v in e.items() if k != "endedAt"}
-                    e["state"] = state
-                    if state == "error":
-                        words = target_of(ctx).aborted_agent_error or ABORTED
-                        e.setdefault("error", words[run.status])  # type: ignore[index]
-                        if target_of(ctx).aborted_final_run_state:
-                            e.setdefault("endedWithRun", run.status)
-                fixed.append(e)
-            entries = fixed
+            target = target_of(ctx)
+            entries = [_ended(e, state, run.status, target) for e in entries]
         if entries == base or not entries:
             return None
-        if run.last is not None:
-            snap = {k: v for k, v in run.last.items() if k not in ("uuid", "session_id")}
-            snap["workflow_progress"] = entries
-            if state == "error" and target_of(ctx).aborted_final_run_state and info:
-                snap["description"] = info.description or snap.get("description", "")
-                snap.pop("last_tool_name", None)  # 2.1.332: the workflow's own line
-            return system_frame(
-                ctx,
-                "task_progress",
-                {k: v for k, v in snap.items() if k not in ("type", "subtype")},
-            )
-        fields: dict[str, Any] = {"task_id": tid}
-        if info is not None and info.tool_use_id:
-            fields["tool_use_id"] = info.tool_use_id
-        fields["description"] = (info.description if info else "") or ""
-        fields["usage"] = {"total_tokens": 0, "tool_uses": 0, "duration_ms": 0}
-        fields["workflow_progress"] = entries
-        return system_frame(ctx, "task_progress", fields)
+        if run.last is None:
+            return _first_snapshot(ctx, tid, info, entries)
+        return _last_snapshot(ctx, run.last, entries, info, aborted=state == "error")
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         run = self._runs.get(key)
