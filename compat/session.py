@@ -13,12 +13,13 @@ DeferExecuteTool call wraps), not e.g. a Write call's file contents.
 
 from __future__ import annotations
 
-import enum
 import itertools
 from collections import OrderedDict, deque
 from typing import Any
 
 import attrs
+
+from compat.states import Phased, transitions
 
 #: tool calls remembered for correlation (task-correlation, workflow-name); oldest dropped.
 #: A task's starting call is looked up when the task starts, a few frames after the call.
@@ -57,28 +58,27 @@ class ToolUse:
     parent_tool_use_id: str | None = None
 
 
-class TaskPhase(enum.Enum):
+class TaskPhase(Phased):
     """A task's lifecycle as the client has seen it ([terminal-guarantee]); ``to`` allows
-    only the transitions of ``_TASK_NEXT`` (an illegal one raises: a bug in the rule)."""
+    only the transitions of its table (an illegal one raises: a bug in the rule)."""
 
     NEW = "new"  # known (a frame named it), not shown as started
     RUNNING = "running"  # task_started forwarded
     ENDED = "ended"  # a terminal task_updated forwarded
     NOTIFIED = "notified"  # the one task_notification forwarded
 
-    def to(self, new: TaskPhase) -> TaskPhase:
-        if new not in _TASK_NEXT[self]:
-            raise ValueError(f"task lifecycle: no transition {self.value} -> {new.value}")
-        return new
 
-
-_TASK_NEXT: dict[TaskPhase, frozenset[TaskPhase]] = {
-    # a notification for a task whose start the client never saw passes as it is
-    TaskPhase.NEW: frozenset({TaskPhase.RUNNING, TaskPhase.NOTIFIED}),
-    TaskPhase.RUNNING: frozenset({TaskPhase.ENDED}),
-    TaskPhase.ENDED: frozenset({TaskPhase.NOTIFIED}),
-    TaskPhase.NOTIFIED: frozenset(),
-}
+transitions(
+    TaskPhase,
+    "task lifecycle",
+    {
+        # a notification for a task whose start the client never saw passes as it is
+        TaskPhase.NEW: {TaskPhase.RUNNING, TaskPhase.NOTIFIED},
+        TaskPhase.RUNNING: {TaskPhase.ENDED},
+        TaskPhase.ENDED: {TaskPhase.NOTIFIED},
+        TaskPhase.NOTIFIED: set(),
+    },
+)
 
 
 #: the phases of a task shown as started and not notified yet (``SessionState.open_tasks``)

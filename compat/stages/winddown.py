@@ -55,7 +55,6 @@ wind-down).
 
 from __future__ import annotations
 
-import enum
 from collections import OrderedDict
 from typing import Any, ClassVar, cast
 
@@ -67,6 +66,7 @@ from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.shape import ZERO_USAGE
 from compat.stages.turns import REJECTED
+from compat.states import Phased, transitions
 from compat.taskkit import (
     TASK_FRAMES,
     TERMINAL,
@@ -79,26 +79,25 @@ from compat.taskkit import (
 )
 
 
-class Phase(enum.Enum):
-    """The wind-down's phases; ``to`` allows only the transitions of ``_NEXT``."""
+class Phase(Phased):
+    """The wind-down's phases; ``to`` allows only the transitions of its table."""
 
     OPEN = "open"  # before the client's EOF
     WAITING = "waiting"  # after it: the turn, lines and background work are waited for
     CLOSING = "closing"  # cbc's stdin is (being) closed; its exit is awaited
     DONE = "done"  # cbc exited
 
-    def to(self, new: Phase) -> Phase:
-        if new not in _NEXT[self]:
-            raise ValueError(f"eof-wind-down: no transition {self.value} -> {new.value}")
-        return new
 
-
-_NEXT: dict[Phase, frozenset[Phase]] = {
-    Phase.OPEN: frozenset({Phase.WAITING, Phase.DONE}),
-    Phase.WAITING: frozenset({Phase.CLOSING, Phase.DONE}),
-    Phase.CLOSING: frozenset({Phase.DONE}),
-    Phase.DONE: frozenset({Phase.DONE}),
-}
+transitions(
+    Phase,
+    "eof-wind-down",
+    {
+        Phase.OPEN: {Phase.WAITING, Phase.DONE},
+        Phase.WAITING: {Phase.CLOSING, Phase.DONE},
+        Phase.CLOSING: {Phase.DONE},
+        Phase.DONE: {Phase.DONE},
+    },
+)
 
 #: frames that show a turn is running (status/api_retry come first, before the held init)
 _TURN = frozenset(
