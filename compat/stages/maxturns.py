@@ -175,7 +175,8 @@ class MaxTurns(Stage):
                 self._usage[key] = self._usage.get(key, 0) + n
 
     def _answered(self, obj: dict[str, Any], limit: int, ctx: Context) -> None:
-        answered = [r for r in _results(obj) if r in self._open]
+        # (a result may name a call twice: each is answered once)
+        answered = [r for r in dict.fromkeys(_results(obj)) if r in self._open]
         for r in answered:
             del self._open[r]
         if answered and not self._open and self._messages >= limit:

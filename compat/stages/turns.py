@@ -275,7 +275,8 @@ class InterruptedTurn(Stage):
 
     def _answered(self, results: list[str | None]) -> list[str]:
         """The running calls ``results`` answer, no longer running."""
-        answered = [r for r in results if r in self._running]
+        # (a frame may name a call twice: each is answered once)
+        answered = [r for r in dict.fromkeys(results) if r in self._running]
         for r in answered:
             del self._running[r]
         return answered
