@@ -10,7 +10,8 @@ import pytest
 
 from compat.playbook import Playbook, outs
 
-from .test_max_turns_loop import SID, call, denied
+from .tasks_support import SID
+from .test_max_turns_loop import call, denied
 
 
 def twice(n: int, rq: str) -> dict[str, Any]:
