@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 import attrs
 import msgspec
@@ -352,6 +352,9 @@ def kind_of(obj: Any) -> Kind | None:
     return (t if isinstance(t, str) else None, st if isinstance(st, str) else None)
 
 
+_T = TypeVar("_T")
+
+
 @attrs.define(slots=True, eq=False)
 class Frame:
     raw: bytes
@@ -379,6 +382,17 @@ class Frame:
                 o = None
             self._obj = o
         return o
+
+    def view(self, family: type[_T]) -> _T:
+        """The frame's object as the ``compat.wire`` frame family a rule declared it acts on
+        (``wire.Assistant``...): the same dict, typed, once its kind is checked to be one of
+        the family's (``wire.FAMILIES``; a rule reading another kind's view is a bug:
+        TypeError). Parses the line if no rule did yet."""
+        from compat import wire
+
+        if not wire.covers(family, self.kind()):
+            raise TypeError(f"a {self.kind()} frame read as {family.__name__}")
+        return self.obj  # type: ignore[no-any-return]
 
     @property
     def parsed(self) -> bool:

@@ -438,3 +438,41 @@ class TranscriptEntry(_Frame, total=False):
 
 class ReverseTask(TaskStarted, TaskUpdated, TaskNotification, total=False):
     """Any ``system/task_*`` frame as the reverse rules read it (the keys of all of them)."""
+
+
+# -- frame families: what ``Frame.view`` checks a frame against ------------------------------
+#: the kinds (``type`` or ``type/subtype``) each frame family covers; ``ANY``: a shape every
+#: frame has (what a rule reads before it dispatches on the kind)
+ANY: frozenset[str] = frozenset()
+_TASK_KINDS = frozenset(
+    f"system/task_{event}" for event in ("started", "progress", "updated", "notification")
+)
+FAMILIES: dict[Any, frozenset[str]] = {
+    Envelope: ANY,
+    StatusFrame: ANY,  # (a system frame, or another type's: its ``status`` is looked at)
+    SystemInit: frozenset({"system/init"}),
+    SystemStatus: frozenset({"system/status"}),
+    Result: frozenset({"result"}),
+    TurnResult: frozenset({"result"}),
+    TaskStarted: frozenset({"system/task_started"}),
+    TaskProgress: frozenset({"system/task_progress"}),
+    TaskUpdated: frozenset({"system/task_updated"}),
+    TaskNotification: frozenset({"system/task_notification"}),
+    ReverseTask: _TASK_KINDS,
+    BackgroundTasksChanged: frozenset({"system/background_tasks_changed"}),
+    ControlRequest: frozenset({"control_request"}),
+    ControlResponse: frozenset({"control_response"}),
+    CancelRequest: frozenset({"control_cancel_request"}),
+    Assistant: frozenset({"assistant"}),
+    User: frozenset({"user"}),
+    StreamEvent: frozenset({"stream_event"}),
+}
+
+
+def covers(family: Any, kind: tuple[Any, Any] | None) -> bool:
+    """Whether a frame of ``kind`` (``Frame.kind()``) is one of ``family``'s (KeyError: not a
+    frame family)."""
+    kinds = FAMILIES[family]
+    if kind is None:
+        return False
+    return not kinds or kind[0] in kinds or f"{kind[0]}/{kind[1]}" in kinds
