@@ -7,9 +7,12 @@ joined, turned into a setting or an environment variable, or dropped with one wa
 option. ``--flag=value`` and ``--flag value`` are both read, with commander's binding
 rules (``<v>`` takes the next word whatever it is, ``[v]`` only a non-option word,
 ``<v...>`` every word up to the next option). An option the table does not know passes
-when cbc declares it (an SDK's ``extra_args`` aimed at cbc) and is dropped with a warning
-otherwise; when it came as ``--flag value`` and the next word is not an option, that word
-is taken as its value. The first positional word (or the first word after ``--``) is the
+when cbc declares it (an SDK's ``extra_args`` aimed at cbc); one neither CLI knows is
+listed in ``Translation.unknown``, and the drop-in refuses the first as Claude does
+(``error: unknown option '--x'`` and commander's "Did you mean", exit 1:
+``compat.headless.unknown_option``); translated anyway, it is dropped with a warning (when
+it came as ``--flag value`` and the next word is not an option, that word is taken as its
+value). The first positional word (or the first word after ``--``) is the
 prompt, as for Claude (``claude -p PROMPT``): it is kept in ``Translation.prompt`` and never
 reaches cbc's argv (the bridge writes it to cbc as a stream-json user line, see
 ``compat.headless``); later positional words are ignored, as Claude ignores them. The
@@ -83,6 +86,9 @@ class Translation:
     ignored: list[str] = dataclasses.field(default_factory=list)
     #: options handled otherwise with nothing lost (logged at info, not warned about)
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: options neither Claude nor cbc knows, as spelled (Claude refuses the first: the
+    #: drop-in does too, ``compat.headless.Mode.usage_error``)
+    unknown: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def resumes(self) -> bool:
@@ -158,4 +164,5 @@ def translate_to_cbc(
         options=t.options,
         ignored=t.ignored,
         notes=list(dict.fromkeys(t.notes)),
+        unknown=t.unknown_words,
     )

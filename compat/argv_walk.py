@@ -54,6 +54,8 @@ class Translator:
         self.warned: dict[str, str] = {}
         self.notes: list[str] = []
         self.dropped: list[str] = []
+        #: options neither Claude nor cbc knows, as the client spelled them
+        self.unknown_words: list[str] = []
         self.stdio = False
         self.session_given = False
         self.session_id: str | None = None
@@ -155,6 +157,7 @@ class Translator:
                 name, vals, "cbc's option of that name would leave the stdio stream-json session"
             )
             return
+        self.unknown_words.append(name if inline is None else f"{name}={inline}")
         vals = self.values("optional", inline)
         self.drop(name, vals, "unknown option (cbc would refuse it)")
 

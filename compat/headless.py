@@ -113,6 +113,8 @@ class Mode(NamedTuple):
     prompt: str | None = None
     max_turns: str | None = None
     max_budget_usd: str | None = None
+    #: the first option neither Claude nor cbc knows, as spelled
+    unknown: str | None = None
 
     @property
     def passthrough(self) -> bool:
@@ -125,6 +127,8 @@ class Mode(NamedTuple):
 
     def usage_error(self) -> str | None:
         """Claude's message for a command line it refuses (exit 1), else None."""
+        if self.unknown is not None:  # (commander refuses it while it parses: first)
+            return unknown_option(self.unknown)
         if self.output not in OUTPUT_FORMATS:
             return (
                 f"error: option '--output-format <format>' argument '{self.output}' is "
@@ -157,7 +161,18 @@ def mode_of(argv: Sequence[str] | Translation) -> Mode:
         prompt=tr.prompt,
         max_turns=_last(tr, "--max-turns"),
         max_budget_usd=_last(tr, "--max-budget-usd"),
+        unknown=tr.unknown[0] if tr.unknown else None,
     )
+
+
+def unknown_option(word: str) -> str:
+    """Claude's (commander's) refusal of an option it does not know, with its "Did you
+    mean" among the options ``claude --help`` lists."""
+    from compat.flags import CLAUDE_VISIBLE
+    from compat.suggest import did_you_mean
+
+    hint = did_you_mean(word, CLAUDE_VISIBLE) if word.startswith("--") else ""
+    return f"error: unknown option '{word}'{hint}"
 
 
 def prompt_text(argument: str | None, stdin: str | None) -> str | None:

@@ -146,6 +146,9 @@ PROBES: tuple[Probe, ...] = (
     Probe("dashdash-prompt", ("-p", "--output-format", "json", "--", "hello")),
     Probe("bad-input-format", ("-p", "hello", "--input-format", "yaml")),
     Probe("bad-output-format", ("-p", "hello", "--output-format", "yaml")),
+    # an option Claude does not know: refused with commander's "Did you mean", or without
+    Probe("unknown-option", ("--outptu-format", "json", "-p", "hello")),
+    Probe("unknown-option-far", ("-p", "hello", "--frobnicate=1")),
     Probe(
         "stream-input-text-output",
         ("-p", "--input-format", "stream-json"),
