@@ -104,7 +104,11 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
         return 0
     name, rest = args[0], args[1:]
     if name not in cmds:
-        print(f"ccbridge: unknown command {name!r} (try ccbridge --help)", file=sys.stderr)
+        from compat.suggest import did_you_mean
+
+        hint = did_you_mean(name, cmds).replace("\n(", " (")
+        listed = hint or " (ccbridge --help lists them)"
+        print(f"ccbridge: unknown command {name!r}{listed}", file=sys.stderr)
         return EXIT_USAGE
     return guarded(lambda: cmds[name][1](rest, environ))
 

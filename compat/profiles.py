@@ -20,6 +20,7 @@ from compat.rulespec import RuleError as RuleError
 from compat.rulespec import RuleSettings
 from compat.stage import Stage
 from compat.stages import REGISTRY, reverse_control, reverse_stream, stream  # noqa: F401 (they register)
+from compat.suggest import did_you_mean
 
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "identity": {"up": (), "down": ()},
@@ -207,8 +208,12 @@ def _check_known(profile: str, settings: Mapping[str, Mapping[str, str]]) -> Non
             translation_enabled(profile, settings, rule)  # validates
             continue
         if rule not in REGISTRY and rule not in every:
-            known = ", ".join(sorted({*REGISTRY, *every}))
-            raise RuleError(f"unknown rule {rule!r} (known: {known})")
+            hint = did_you_mean(rule, sorted({*REGISTRY, *every}))
+            raise RuleError(
+                f"unknown rule {rule!r}{hint or ' (ccbridge rules lists them)'}".replace(
+                    "\n(", " ("
+                )
+            )
 
 
 def _stages(rules: Iterable[str], settings: Mapping[str, Mapping[str, str]]) -> list[Stage]:
@@ -246,8 +251,10 @@ def make_stage(rule: str, options: Mapping[str, str]) -> Stage | None:
     fields = {f.name: f for f in _option_fields(cls)}
     for name in opts:
         if name not in fields:
+            hint = did_you_mean(name, fields).replace("\n(", " (")
             raise RuleError(
-                f"rule {rule!r} has no option {name!r} (options: {', '.join(fields) or 'none'})"
+                f"rule {rule!r} has no option {name!r}{hint} (options: "
+                f"{', '.join(fields) or 'none'})"
             )
     try:
         typed = {name: _structure(value, fields[name].type) for name, value in opts.items()}

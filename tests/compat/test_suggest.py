@@ -67,3 +67,15 @@ def test_the_drop_in_refuses_the_first_option_neither_cli_knows_as_claude_does()
     assert unknown_option("-Z") == "error: unknown option '-Z'"
     # what Claude knows, or cbc declares (an SDK's extra_args aimed at cbc), is no error
     assert mode_of(["-p", "--model", "x", "--verbose", "hi"]).usage_error() is None
+
+
+def test_a_misspelt_rule_or_option_is_answered_with_the_nearest() -> None:
+    from compat.profiles import build, parse_rule_settings
+    from compat.rulespec import RuleError
+
+    with pytest.raises(RuleError, match=r"unknown rule 'privat-fields' \(Did you mean private-f"):
+        build("cbc-to-claude", parse_rule_settings(["privat-fields=off"]))
+    with pytest.raises(RuleError, match=r"no option 'settel' \(Did you mean settle\?\)"):
+        build("cbc-to-claude", parse_rule_settings(["user-line.settel=0"]))
+    with pytest.raises(RuleError, match=r"unknown rule 'xyzzy' \(ccbridge rules lists them\)"):
+        build("cbc-to-claude", parse_rule_settings(["xyzzy=off"]))
