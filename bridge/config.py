@@ -61,6 +61,12 @@ class Settings:
     stats: bool = False
     script_roots: list[str] = dataclasses.field(default_factory=list)  # roots for scripts
     target: str = TARGET_CLAUDE_VERSION  # the Claude Code version emulated (compat.target)
+    #: ``[env]``: variables for the backend's environment (its endpoint, key, anything),
+    #: where the bridge's own environment does not set them (``environment``): a client
+    #: that passes the drop-in only ``HOME`` and ``PATH`` gets the same session
+    env: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: the config file the settings came from (None: none), for messages
+    source: str | None = dataclasses.field(default=None, init=False)
 
 
 def _strict(expected: type, words: str) -> Any:
@@ -97,6 +103,7 @@ def _converter() -> cattrs.Converter:
     converter.register_structure_hook(float, _strict(float, "a number"))
     converter.register_structure_hook_func(lambda t: t == list[str], _list_hook)
     converter.register_structure_hook_func(lambda t: t == RuleSettings, _rules_hook)
+    converter.register_structure_hook_func(lambda t: t == dict[str, str], _env_hook)
     return converter
 
 
@@ -120,7 +127,7 @@ def _plain(exc: cattrs.BaseValidationError) -> str:
         if isinstance(e, cattrs.ForbiddenExtraKeysError):
             out.append(
                 f"unknown key(s) {', '.join(sorted(e.extra_fields))} (known: "
-                f"{', '.join(f.name for f in dataclasses.fields(Settings))})"
+                f"{', '.join(f.name for f in dataclasses.fields(Settings) if f.init)})"
             )
         elif isinstance(e, BaseExceptionGroup):
             for sub in e.exceptions:
@@ -149,6 +156,21 @@ def _list_hook(value: Any, _: Any) -> list[str]:
         if not isinstance(v, str):
             raise ValueError(f"must be a list of strings, not a list holding {_shown(v)}")
     return list(value)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _env_hook(value: Any, _: Any) -> dict[str, str]:
+    """``[env]``: ``NAME = "value"`` (strings only: a number is written as one)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a table of variables, not {_shown(value)}")
+    for k, v in value.items():
+        if not _ENV_NAME.fullmatch(k):
+            raise ValueError(f"{k!r} is not a variable name")
+        if not isinstance(v, str):
+            raise ValueError(f"{k} must be a string, not {_shown(v)}")
+    return dict(value)
 
 
 def _rules_hook(value: Any, _: Any) -> RuleSettings:
@@ -181,6 +203,7 @@ def load(env: Mapping[str, str]) -> Settings:
     path = config_path(env)
     data = _read(path) if path else {}
     settings = _structured(data, path) if data else Settings()
+    settings.source = path
     _override(settings, env)
     _check(settings, env, f"config file {path}")
     return settings
@@ -243,6 +266,12 @@ def _check(settings: Settings, env: Mapping[str, str], where: str) -> None:
         check_log(source("CCBRIDGE_LOG", "log"), settings.log)
     if settings.record:
         make_record_dir(source("CCBRIDGE_RECORD", "record"), settings.record)
+
+
+def environment(settings: Settings, env: Mapping[str, str]) -> dict[str, str]:
+    """The environment a session runs with: the bridge's own, plus the config file's
+    ``[env]`` for what it does not set (a variable set, even empty, is the caller's)."""
+    return {**settings.env, **env}
 
 
 # -- one check per kind of value, shared by every command -------------------------------

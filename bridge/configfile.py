@@ -16,18 +16,25 @@ class ConfigError(Exception):
 
 
 def config_path(env: Mapping[str, str]) -> str | None:
+    """The config file: ``$CCBRIDGE_CONFIG``, else the first of ``config_candidates`` that
+    is a file; None: there is none."""
     explicit = env.get("CCBRIDGE_CONFIG")
     if explicit:
         return explicit
-    for candidate in (
-        os.path.join(os.getcwd(), "ccbridge.toml"),
-        os.path.join(
-            env.get("HOME", os.path.expanduser("~")), ".config", "ccbridge", "ccbridge.toml"
-        ),
-    ):
-        if os.path.isfile(candidate):
-            return candidate
-    return None
+    return next((c for c in config_candidates(env) if os.path.isfile(c)), None)
+
+
+def config_candidates(env: Mapping[str, str]) -> list[str]:
+    """Where the config file is looked for, in order: ``./ccbridge.toml``, then
+    ``$XDG_CONFIG_HOME/ccbridge/ccbridge.toml`` (when set), then
+    ``~/.config/ccbridge/ccbridge.toml`` (from ``HOME``: what a client that passes only
+    ``HOME`` and ``PATH`` still gives the drop-in)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    dirs = [env["XDG_CONFIG_HOME"]] if env.get("XDG_CONFIG_HOME") else []
+    dirs.append(os.path.join(home, ".config"))
+    found = [os.path.join(os.getcwd(), "ccbridge.toml")]
+    found += [os.path.join(d, "ccbridge", "ccbridge.toml") for d in dict.fromkeys(dirs)]
+    return found
 
 
 def target(setting: str, value: str) -> str:

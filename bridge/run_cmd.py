@@ -31,6 +31,7 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     _check(args)
     env = dict(os.environ if env is None else env)
     settings = config.load(env)
+    env = config.environment(settings, env)  # (the config file's [env] under the caller's)
     profile = args.profile or settings.profile
     backend = args.backend or settings.backend
     if not backend:
