@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from .complexity import LIMIT, RATCHET, measure, problems
+from .complexity import LIMIT, RATCHET, RULE_MEAN, measure, problems
 
 
 def test_the_complexity_gate_holds() -> None:
@@ -23,4 +23,4 @@ def test_the_gate_fails_a_new_complex_function_and_a_stale_entry() -> None:
     ]
     stale = {**ratchet, "over": {**ratchet["over"], "compat/gone.py:g": 20}}
     assert any("compat/gone.py:g: now within" in p for p in problems(every, mean, stale))
-    assert problems(every, mean + 1, ratchet)
+    assert problems(every, max(mean, RULE_MEAN) + 1, ratchet)  # the mean over its bound

@@ -28,7 +28,7 @@ It sits after task-correlation (which gives a background agent's ``task_started`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import attrs
 
@@ -108,13 +108,13 @@ class CallOrder(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         t = frame.type
         if t == "assistant":
-            return self._assistant(frame, cast("wire.Assistant", frame.obj), ctx)
+            return self._assistant(frame, frame.view(wire.Assistant), ctx)
         if not self._calls and not self._held:
             return None  # no call: no order to keep
         if t == "result":
             return self._end(frame, ctx)
         if t == "user":
-            return self._user(frame, cast("wire.User", frame.obj), ctx)
+            return self._user(frame, frame.view(wire.User), ctx)
         return self._task(frame, ctx)
 
     def _user(self, frame: Frame, obj: wire.User, ctx: Context) -> Output:
@@ -126,12 +126,11 @@ class CallOrder(Stage):
 
     def _task(self, frame: Frame, ctx: Context) -> Output:
         """A task frame: it belongs to the call that started the task."""
-        obj = cast("wire.TaskStarted", frame.obj)  # a task frame (they share these keys)
-        tid = task_id_of(wire.plain(obj))
+        tid = task_id_of(frame.obj)  # (any task frame's)
         if tid is None:
             return None
         if frame.subtype == "task_started":
-            return self._task_started(frame, obj, tid, ctx)
+            return self._task_started(frame, frame.view(wire.TaskStarted), tid, ctx)
         call = self._tasks.get(tid)
         return None if call is None else self._task_later(frame, call, ctx)
 
@@ -264,7 +263,7 @@ class CallOrder(Stage):
         self._n_held -= len(frames)
         for f in frames:
             if f.type == "user":
-                self._done.update(_results_of(cast("wire.User", f.obj)))
+                self._done.update(_results_of(f.view(wire.User)))
         return frames
 
     def on_timer(self, key: str, ctx: Context) -> Output:

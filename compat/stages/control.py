@@ -12,146 +12,37 @@ from __future__ import annotations
 from typing import Any, ClassVar, cast
 
 import attrs
-import orjson
 
 from compat import controlkit as ck
 from compat import wire
 from compat.frames import Frame
 from compat.session import MAX_OWN, MAX_TOOL_USES, ControlRequest, trim_input
+from compat.session import ControlState as ControlFacts
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.control_mcp import (
+    KEEP,
+    cbc_copy,
+    claude_initialize,
+    claude_result,
+    mcp_message,
+    mcp_status_entry,
+    tool_use_meta,
+    with_tool_use_id,
+)
+from compat.stages.control_mcp import claude_block as claude_block
+from compat.stages.control_mcp import claude_client_info as claude_client_info
+from compat.stages.control_mcp import claude_tool_info as claude_tool_info
+from compat.stages.control_replies import for_target, setter_reply, without_deny_errors
+from compat.stages.control_usage import DEFAULT_WINDOW as DEFAULT_WINDOW
+from compat.stages.control_usage import context_usage
+from compat.stages.control_usage import grid_rows as grid_rows
 from compat.stages.lifecycle_cmd import lifecycle
-from compat.stages.turns import TURN_CONTENT, iso_ms
-from compat.target import target_of
+from compat.stages.turns import TURN_CONTENT
 from compat.taskkit import remember
 from compat.text import clip
 
 #: setters cbc refuses before its first turn; answered at once, sent once it has a session
 _SETTERS = frozenset({"set_permission_mode", "set_model"})
-
-
-def for_target(ctx: Context, reply: dict[str, Any], req: ControlRequest | None) -> dict[str, Any]:
-    """A control reply in the target's shape (compat.target): an error's ``error_code``
-    (2.1.332), a successful ``set_model``'s body (2.1.332: ``{model}``, the model set);
-    ``reply`` itself when nothing changes."""
-    target = target_of(ctx)
-    resp = cast("wire.ControlResponse", reply).get("response")
-    if not isinstance(resp, dict):
-        return reply
-    if resp.get("subtype") == "error":
-        message = resp.get("error")
-        code = target.error_code(message) if isinstance(message, str) else None
-        if code is None or "error_code" in resp:
-            return reply
-        return {**reply, "response": {**resp, "error_code": code}}
-    keep = target.set_model_reply
-    if keep is None or req is None or req.subtype != "set_model":
-        return reply
-    body = {k: req.request.get(k) for k in keep}
-    if resp.get("response") == body:
-        return reply
-    return {**reply, "response": {**resp, "response": body}}
-
-
-#: Claude's default context window (a model it has no window for: cbc reports 0)
-DEFAULT_WINDOW = 200_000
-#: Claude Code's auto-compact threshold: the window less the output it reserves (20,000)
-#: and its buffer (13,000): 167,000 of 200,000 (raw run midsession-controls)
-_COMPACT_RESERVE = 20_000 + 13_000
-
-
-def _without_deny_errors(frame: Frame) -> Frame:
-    """A result without the ``errors`` cbc writes for the bridge's own deny + interrupt
-    (``Permission denied for tool(s): X``: the client denied nothing; ``interrupted-turn``
-    writes Claude's)."""
-    obj = cast("wire.Result", frame.obj)
-    errors = obj.get("errors")
-    if (
-        isinstance(errors, list)
-        and errors
-        and all(
-            isinstance(e, str) and e.startswith("Permission denied for tool(s)") for e in errors
-        )
-    ):
-        kept: dict[str, Any] = {k: v for k, v in obj.items() if k != "errors"}
-        return frame.replace(kept)
-    return frame
-
-
-def setter_reply(ctx: Context, rid: str, request: dict[str, Any]) -> list[Frame]:
-    """What Claude Code 2.1.220 writes for a successful ``set_model`` /
-    ``set_permission_mode`` (raw run midsession-controls, 2026-12-01): ``set_model``: the
-    replayed ``<local-command-stdout>Set model to M</local-command-stdout>`` user frame
-    (``isReplay``; also without ``--replay-user-messages``), then a success without a
-    ``response`` body; ``set_permission_mode``: ``{mode}``, then a ``system/status``
-    (``status: null``) with the new ``permissionMode``. The side frames need the session
-    id: before cbc has told it, only the reply."""
-    body = cast("wire.SetterBody", request)
-    sub = body.get("subtype")
-    sid = ctx.state.session_id
-    if sub == "set_model":
-        out = []
-        model = body.get("model")
-        if sid is not None and isinstance(model, str):
-            ctx.state.control.set_model = model
-            replay = {
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": f"<local-command-stdout>Set model to {model}</local-command-stdout>",
-                },
-                "session_id": sid,
-                "parent_tool_use_id": None,
-                "uuid": ctx.env.new_uuid(),
-                "timestamp": iso_ms(ctx.wall_ms()),
-                "isReplay": True,
-            }
-            out.append(Frame.from_obj(replay))
-        reply = {"type": "control_response", "response": {"subtype": "success", "request_id": rid}}
-        return [*out, Frame.from_obj(reply)]
-    mode = body.get("mode")
-    out = [Frame.from_obj(ck.success(rid, {"mode": mode}))]
-    if sid is not None and isinstance(mode, str):
-        status = {
-            "type": "system",
-            "subtype": "status",
-            "status": None,
-            "permissionMode": mode,
-            "uuid": ctx.env.new_uuid(),
-            "session_id": sid,
-        }
-        out.append(Frame.from_obj(status))
-    return out
-
-
-def grid_rows(categories: list[dict[str, Any]], window: int) -> list[list[dict[str, Any]]]:
-    """Claude's 10 x 10 context grid: a square per 1 % of the window, each category (in
-    order, free space last) taking ``max(1, round(tokens / square))`` squares, full but for
-    its last one's remainder (``squareFullness``); free space fills what is left (raw run
-    midsession-controls: 8,027 tokens = 4 squares, 118 = 1 square 0.059 full)."""
-    per = window / 100
-    squares: list[dict[str, Any]] = []
-    free = categories[-1]
-    for c in [*categories[:-1], free]:
-        tokens = c["tokens"]
-        pct = round(100 * tokens / window) if window else 0
-        if c is free:
-            n = max(0, 100 - len(squares))
-        else:
-            n = max(1, round(tokens / per)) if tokens > 0 else 0
-        for i in range(n):
-            fullness = 1 if c is free else min(1, tokens / per - i)
-            squares.append(
-                {
-                    "color": c["color"],
-                    "isFilled": True,
-                    "categoryName": c["name"],
-                    "tokens": tokens,
-                    "percentage": pct,
-                    "squareFullness": fullness,
-                }
-            )
-    squares = squares[:100]
-    return [squares[i : i + 10] for i in range(0, len(squares), 10)]
 
 
 @register
@@ -178,20 +69,17 @@ class StdinVocabulary(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast("wire.Envelope", frame.obj)
-        t = obj.get("type") if isinstance(obj, dict) else None
+        t: Any = obj.get("type") if isinstance(obj, dict) else None
         if isinstance(t, str) and t in ck.CBC_INPUT_TYPES:
             return None
         if isinstance(t, str):
             t = clip(t)  # a name the client chose: a bounded counter key and log line
-        what = (
-            f"type {t!r}"
-            if isinstance(t, str)
-            else "no type"
-            if isinstance(obj, dict)
-            else "a line that is not a JSON object"
-        )
         ctx.count(self.rule, f"absorbed:{t}" if isinstance(t, str) else "absorbed:non-json")
-        level = "debug" if t == "keep_alive" else "warning" if t is None else "info"
+        self._log(ctx, _absorbed(obj, t), _absorbed_level(t))
+        return ()
+
+    def _log(self, ctx: Context, what: str, level: str) -> None:
+        """Log an absorbed line: the first ``log_first`` (a ``keep_alive`` always, at debug)."""
         if self._logged < self.log_first or level == "debug":
             self._logged += level != "debug"
             ctx.log(
@@ -199,7 +87,19 @@ class StdinVocabulary(Stage):
                 f"client input not forwarded ({what}): cbc would run an empty turn for it",
                 level,
             )
-        return ()
+
+
+def _absorbed(obj: Any, t: Any) -> str:
+    """What an absorbed line is, in words (``t``: its type, clipped)."""
+    if isinstance(t, str):
+        return f"type {t!r}"
+    return "no type" if isinstance(obj, dict) else "a line that is not a JSON object"
+
+
+def _absorbed_level(t: Any) -> str:
+    """The log level of an absorbed line: ``keep_alive`` is routine, a line without a type
+    (or not a JSON object) a warning."""
+    return "debug" if t == "keep_alive" else "warning" if t is None else "info"
 
 
 #: seconds between two looks for cbc's answer to ``user-line``'s readiness probe
@@ -316,36 +216,46 @@ class UserLine(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         if frame.kind() != ("user", None):
             return self._hold(frame, ctx) if self._held else None
+        control = ctx.state.control
+        busy = self.queue and (control.turn_active or bool(control.pending_user))
+        self._pending(frame, ctx)
+        if self._held:
+            return self._hold(frame, ctx)
+        if busy:
+            return self._queue(frame, ctx)
+        return self._settle(frame, ctx)
+
+    def _pending(self, frame: Frame, ctx: Context) -> None:
+        """A client turn is pending: the line's uuid (None without one) queued, and
+        Claude's ``queued`` echo for it."""
         obj = cast("wire.User", frame.obj)
         uuid = obj.get("uuid") if isinstance(obj, dict) else None
         control = ctx.state.control
-        busy = self.queue and (control.turn_active or bool(control.pending_user))
         control.user_lines += 1
         uuid = uuid if isinstance(uuid, str) and uuid else None
         control.pending_user.append(uuid)
         if uuid is not None:
-            # Claude's "queued" echo as the line is read (compat/stages/lifecycle_cmd.py);
-            # before cbc has told the session id it waits for the turn start
-            if ctx.state.session_id is None:
-                control.unsent_queued.append(uuid)
-            else:
-                ctx.emit(
-                    "down",
-                    Frame.synth(lifecycle(uuid, "queued", ctx, ctx.state.session_id), self.rule),
-                    self.rule,
-                )
-        if busy and not self._held:
-            # Claude keeps it queued (interrupt's still_queued / cancel_queued take it
-            # back); cbc, given it mid-turn, answers it in a turn of its own afterwards, or
-            # drops it when that turn is interrupted ("stale normal run")
-            control.queued_lines.append(frame)
-            control.line_waker = self
-            ctx.count(self.rule, "queued-during-turn")
-            ctx.hold()
-            return ()
-        if self._held:
-            return self._hold(frame, ctx)
-        return self._settle(frame, ctx)
+            self._echo_queued(uuid, ctx)
+
+    def _echo_queued(self, uuid: str, ctx: Context) -> None:
+        """Claude's "queued" echo as the line is read (compat/stages/lifecycle_cmd.py);
+        before cbc has told the session id it waits for the turn start."""
+        if ctx.state.session_id is None:
+            ctx.state.control.unsent_queued.append(uuid)
+            return
+        queued = lifecycle(uuid, "queued", ctx, ctx.state.session_id)
+        ctx.emit("down", Frame.synth(queued, self.rule), self.rule)
+
+    def _queue(self, frame: Frame, ctx: Context) -> Output:
+        """Claude keeps a line written mid-turn queued (interrupt's still_queued /
+        cancel_queued take it back); cbc, given it mid-turn, answers it in a turn of its
+        own afterwards, or drops it when that turn is interrupted ("stale normal run")."""
+        control = ctx.state.control
+        control.queued_lines.append(frame)
+        control.line_waker = self
+        ctx.count(self.rule, "queued-during-turn")
+        ctx.hold()
+        return ()
 
     def _settle(self, frame: Frame, ctx: Context) -> Output:
         if not self._waiting(ctx):
@@ -482,17 +392,25 @@ class UnsupportedControl(Stage):
     _own: int = attrs.field(default=0, init=False)  # requests of its own sent upstream
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
+        t, _ = frame.kind() or (None, None)
+        if t == "control_cancel_request":
+            return self._cancel(frame, ctx)
+        return self._request(frame, ctx)
+
+    def _cancel(self, frame: Frame, ctx: Context) -> Output:
+        """The client gave up on a request: no reply, no timer; cbc has nothing to cancel
+        on the client's behalf."""
+        rid = cast("wire.CancelRequest", frame.obj).get("request_id")
+        req = ctx.state.control.requests.get(rid) if isinstance(rid, str) else None
+        if req is not None and not req.answered:
+            req.answered = True
+            ctx.cancel_timer(self, req.request_id)
+        ctx.count(self.rule, "absorbed:control_cancel_request")
+        return ()
+
+    def _request(self, frame: Frame, ctx: Context) -> Output:
         control = ctx.state.control
-        if cast("wire.Envelope", obj).get("type") == "control_cancel_request":
-            rid = cast("wire.CancelRequest", obj).get("request_id")
-            req = control.requests.get(rid) if isinstance(rid, str) else None
-            if req is not None and not req.answered:
-                req.answered = True  # the client gave up on it: no reply, no timer
-                ctx.cancel_timer(self, req.request_id)
-            ctx.count(self.rule, "absorbed:control_cancel_request")
-            return ()  # cbc has nothing to cancel on the client's behalf
-        rid, body = ck.request_of(obj)
+        rid, body = ck.request_of(frame.obj)
         setter = cast("wire.SetterBody", body)
         sub = setter.get("subtype")
         if rid is None:
@@ -507,30 +425,41 @@ class UnsupportedControl(Stage):
         local = _LOCAL.get(sub)
         if local is not None:
             return self._answer(ctx, local(self, ctx, rid, setter), sub)
+        return self._forward(frame, ctx, req)
+
+    def _forward(self, frame: Frame, ctx: Context, req: ControlRequest) -> Output:
+        """A request cbc answers: sent with a safety timer; a null ``set_model`` given the
+        default model; a setter before cbc has a session answered now, sent later."""
         out: Output = None
-        if sub == "set_model" and setter.get("model") is None:
-            default = control.default_model
+        if req.subtype == "set_model" and req.request.get("model") is None:
+            default = ctx.state.control.default_model
             if default is None:  # cbc refuses a null model ("Model is required")
-                return self._answer(ctx, ck.success(rid, {}), "set_model:null")
-            req.request = body = {**body, "model": default}
-            out = (frame.replace({**obj, "request": body}),)
-        if sub in _SETTERS and ctx.state.session_id is None:
-            control.deferred.append(body)
-            ctx.log(
-                self.rule,
-                f"{sub} before the backend has a session: answered now, "
-                "sent when the session starts",
-                "debug",
-            )
-            ctx.count(self.rule, f"answered:{sub}:deferred")
-            req.answered = True
-            for f in setter_reply(ctx, rid, body):
-                if f.obj.get("type") == "control_response":
-                    f = Frame.from_obj(for_target(ctx, f.obj, req))
-                ctx.emit("down", f, self.rule)
-            return ()
-        ctx.set_timer(self, rid, self.initialize_timeout if sub == "initialize" else self.timeout)
+                return self._answer(ctx, ck.success(req.request_id, {}), "set_model:null")
+            req.request = {**req.request, "model": default}
+            out = (frame.replace({**frame.obj, "request": req.request}),)
+        if req.subtype in _SETTERS and ctx.state.session_id is None:
+            return self._defer(ctx, req)
+        timeout = self.initialize_timeout if req.subtype == "initialize" else self.timeout
+        ctx.set_timer(self, req.request_id, timeout)
         return out
+
+    def _defer(self, ctx: Context, req: ControlRequest) -> Output:
+        """A setter before cbc has a session: answered now the way Claude does, kept for
+        ``control-reply`` to send once the session starts."""
+        sub = req.subtype
+        ctx.state.control.deferred.append(req.request)
+        ctx.log(
+            self.rule,
+            f"{sub} before the backend has a session: answered now, sent when the session starts",
+            "debug",
+        )
+        ctx.count(self.rule, f"answered:{sub}:deferred")
+        req.answered = True
+        for f in setter_reply(ctx, req.request_id, req.request):
+            if f.obj.get("type") == "control_response":
+                f = Frame.from_obj(for_target(ctx, f.obj, req))
+            ctx.emit("down", f, self.rule)
+        return ()
 
     def _answer(self, ctx: Context, reply: dict[str, Any], what: str) -> Output:
         rid = reply["response"]["request_id"]
@@ -558,92 +487,24 @@ class UnsupportedControl(Stage):
 
     # -- local answers: what Claude Code 2.1.220 answers, from what the bridge knows ------
     def _local_mcp_status(self, ctx: Context, rid: str, body: wire.SetterBody) -> dict[str, Any]:
-        servers = []
+        """The servers of the last init; an in-process one (sdk-mcp-reply) as Claude."""
         sdk_tools = ctx.state.control.sdk_mcp_tools
-        for s in ctx.state.control.mcp_servers:
-            if isinstance(s, dict) and isinstance(s.get("name"), str):
-                entry = {"name": s["name"], "status": s.get("status") or "pending"}
-                entry.update((k, v) for k, v in s.items() if k not in entry)
-                tools = sdk_tools.get(s["name"])
-                if tools is not None:  # an in-process server (sdk-mcp-reply): as Claude
-                    entry.setdefault("scope", "dynamic")
-                    entry["tools"] = [claude_tool_info(t) for t in tools]
-                servers.append(entry)
+        servers = [
+            mcp_status_entry(s, sdk_tools.get(s["name"]))
+            for s in ctx.state.control.mcp_servers
+            if isinstance(s, dict) and isinstance(s.get("name"), str)
+        ]
         return ck.success(rid, {"mcpServers": servers})
 
     def _local_get_context_usage(
         self, ctx: Context, rid: str, body: wire.SetterBody
     ) -> dict[str, Any]:
-        """Claude's shape (raw run midsession-controls), from what the session knows: the
-        last result's usage (``apiUsage``; the context is its input, cached or not) and
-        the current model's window (``modelUsage.contextWindow``; Claude's 200,000 when
-        cbc reports none). Claude's split of its own prompt (system prompt, tools, skills,
-        memory files, MCP tools, agents, slash commands, the message breakdown) is its
-        estimate of a prompt cbc does not show: the context is one ``Messages`` category,
-        the lists are empty and the breakdown's counts 0 (as Claude writes them for a
-        session without such things)."""
+        """Claude's shape, from the last result's usage and the current model
+        (``control_usage.context_usage``)."""
         control = ctx.state.control
         last = control.last_result or {}
-        usage = last.get("usage")
-        usage = usage if isinstance(usage, dict) else {}
-        keys = (
-            "input_tokens",
-            "output_tokens",
-            "cache_creation_input_tokens",
-            "cache_read_input_tokens",
-        )
-        api = {k: usage[k] if type(usage.get(k)) is int else 0 for k in keys}
-        total = api["input_tokens"] + api["cache_creation_input_tokens"]
-        total += api["cache_read_input_tokens"]
         model = control.set_model or ctx.state.model or control.default_model or ""
-        model_usage = last.get("modelUsage")
-        window = 0
-        if isinstance(model_usage, dict):
-            entry = model_usage.get(model)
-            if isinstance(entry, dict) and type(entry.get("contextWindow")) is int:
-                window = entry["contextWindow"]
-        window = window if window > 0 else DEFAULT_WINDOW
-        categories = [
-            {"name": "Messages", "tokens": total, "color": "purple_FOR_SUBAGENTS_ONLY"},
-            {"name": "Free space", "tokens": max(0, window - total), "color": "promptBorder"},
-        ]
-        return ck.success(
-            rid,
-            {
-                "categories": categories,
-                "totalTokens": total,
-                "maxTokens": window,
-                "rawMaxTokens": window,
-                "autocompactSource": "auto",
-                "percentage": round(100 * total / window),
-                "gridRows": grid_rows(categories, window),
-                "model": model,
-                "memoryFiles": [],
-                "mcpTools": [],
-                "agents": [],
-                "slashCommands": {"totalCommands": 0, "includedCommands": 0, "tokens": 0},
-                "skills": {
-                    "totalSkills": 0,
-                    "includedSkills": 0,
-                    "tokens": 0,
-                    "skillFrontmatter": [],
-                },
-                "autoCompactThreshold": max(0, window - _COMPACT_RESERVE),
-                "isAutoCompactEnabled": True,
-                "messageBreakdown": {
-                    "toolCallTokens": 0,
-                    "toolResultTokens": 0,
-                    "attachmentTokens": 0,
-                    "assistantMessageTokens": 0,
-                    "userMessageTokens": 0,
-                    "redirectedContextTokens": 0,
-                    "unattributedTokens": 0,
-                    "toolCallsByType": [],
-                    "attachmentsByType": [],
-                },
-                "apiUsage": api,
-            },
-        )
+        return ck.success(rid, context_usage(last, model))
 
     def _local_set_max_thinking_tokens(
         self, ctx: Context, rid: str, body: wire.SetterBody
@@ -718,70 +579,111 @@ class ControlReply(Stage):
     _sent: int = attrs.field(default=0, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        env = cast("wire.Envelope", obj)
+        t, _ = frame.kind() or (None, None)
+        if t == "result":
+            return self._on_result(frame, ctx)
+        if t == "system":
+            return self._on_system(frame, ctx)
+        return self._on_response(frame, ctx)
+
+    def _on_result(self, frame: Frame, ctx: Context) -> Output:
+        """The interrupt ended open prompts with deny + interrupt (interrupt-request) and
+        cbc ended the turn: the interrupt's receipt comes first, as in Claude."""
         control = ctx.state.control
-        if env.get("type") == "result":
-            rid = control.prompt_interrupt
-            if rid is None:
-                return None
-            # the interrupt ended open prompts with deny + interrupt (interrupt-request)
-            # and cbc ended the turn: the interrupt's receipt comes first, as in Claude
-            control.prompt_interrupt = None
-            receipt = ck.success(
-                rid,
-                {"session_id": ctx.state.session_id, "interrupted": True, "reason": "prompt"},
-            )
-            ctx.count(self.rule, "receipt:prompt-interrupt")
-            return (Frame.synth(receipt, self.rule), _without_deny_errors(frame))
-        if env.get("type") == "control_response" and control.prompt_interrupt is not None:
-            if ck.response_of(obj)[0] == control.prompt_interrupt:
-                control.prompt_interrupt = None  # cbc got the interrupt and answered it
-        if env.get("type") == "system":
-            if (
-                control.deferred
-                and ctx.state.session_id is not None
-                and (env.get("session_id") == ctx.state.session_id)
-            ):
-                self._send_deferred(ctx)
+        rid = control.prompt_interrupt
+        if rid is None:
             return None
-        rid, sub, response = ck.response_of(obj)
-        resp = cast("wire.ControlResponseBody", response)
+        control.prompt_interrupt = None
+        receipt = ck.success(
+            rid,
+            {"session_id": ctx.state.session_id, "interrupted": True, "reason": "prompt"},
+        )
+        ctx.count(self.rule, "receipt:prompt-interrupt")
+        return (Frame.synth(receipt, self.rule), without_deny_errors(frame))
+
+    def _on_system(self, frame: Frame, ctx: Context) -> Output:
+        """The session exists: the held requests go out."""
+        control = ctx.state.control
+        if (
+            control.deferred
+            and ctx.state.session_id is not None
+            and (cast("wire.Envelope", frame.obj).get("session_id") == ctx.state.session_id)
+        ):
+            self._send_deferred(ctx)
+        return None
+
+    def _on_response(self, frame: Frame, ctx: Context) -> Output:
+        control = ctx.state.control
+        rid, sub, response = ck.response_of(frame.obj)
+        if control.prompt_interrupt is not None and rid == control.prompt_interrupt:
+            control.prompt_interrupt = None  # cbc got the interrupt and answered it
         if rid is None:
             return None
         purpose = control.own.pop(rid, None)
         if purpose is not None:
-            if sub != "success":
-                ctx.log(
-                    self.rule,
-                    f"the held {purpose} request failed when sent: {resp.get('error')}",
-                    "warning",
-                )
-            return ()
+            return self._own_answered(ctx, purpose, sub, response)
         req = control.requests.get(rid)
+        if req is not None and req.answered:
+            return self._late(ctx, rid, req)
         if req is not None:
-            if req.answered:
-                ctx.log(
-                    self.rule,
-                    f"reply to {req.subtype} {rid!r} after the bridge answered it; dropped",
-                    "debug",
-                )
-                return ()
             req.answered = True
-        if req is not None and sub == "success" and req.subtype in _SETTERS:
+        return self._cbc_answered(frame, ctx, rid, sub, response, req)
+
+    def _cbc_answered(
+        self,
+        frame: Frame,
+        ctx: Context,
+        rid: str,
+        sub: str | None,
+        response: dict[str, Any],
+        req: ControlRequest | None,
+    ) -> Output:
+        """cbc's reply to a client's request, as Claude's: an error Claude-worded, a
+        setter's success with Claude's side frames, any other in the target's shape."""
+        if sub == "error":
+            return self._cbc_error(frame, ctx, rid, req, response)
+        if sub == "success" and req is not None and req.subtype in _SETTERS:
             ctx.count(self.rule, f"reshaped:{req.subtype}")
             return self._replace_reply(frame, setter_reply(ctx, rid, req.request), ctx, req)
-        if sub != "error":
-            shaped = for_target(ctx, obj, req)
-            return None if shaped is obj else (frame.replace(shaped),)
-        message = resp.get("error")
+        shaped = for_target(ctx, frame.obj, req)
+        return None if shaped is frame.obj else (frame.replace(shaped),)
+
+    def _own_answered(
+        self, ctx: Context, purpose: str, sub: str | None, response: dict[str, Any]
+    ) -> Output:
+        """cbc's answer to a request of the bridge's own: swallowed (a failure logged)."""
+        if sub != "success":
+            error = cast("wire.ControlResponseBody", response).get("error")
+            ctx.log(self.rule, f"the held {purpose} request failed when sent: {error}", "warning")
+        return ()
+
+    def _late(self, ctx: Context, rid: str, req: ControlRequest) -> Output:
+        """A reply to a request the bridge answered already: dropped."""
+        ctx.log(
+            self.rule,
+            f"reply to {req.subtype} {rid!r} after the bridge answered it; dropped",
+            "debug",
+        )
+        return ()
+
+    def _cbc_error(
+        self,
+        frame: Frame,
+        ctx: Context,
+        rid: str,
+        req: ControlRequest | None,
+        response: dict[str, Any],
+    ) -> Output:
+        """cbc's error, Claude-worded; a setter's "Session not found" (cbc has no session
+        yet) a success, the request sent again once the session exists."""
+        message = cast("wire.ControlResponseBody", response).get("error")
         message = message if isinstance(message, str) else ""
         better = ck.reworded(message)
         if better is not None:
             fixed = ck.with_response(frame, {**response, "error": better})
             return (fixed.replace(for_target(ctx, fixed.obj, req)),)
         if req is not None and req.subtype in _SETTERS and message.startswith(ck.SESSION_NOT_FOUND):
-            control.deferred.append(req.request)
+            ctx.state.control.deferred.append(req.request)
             return self._replace_reply(frame, setter_reply(ctx, rid, req.request), ctx, req)
         return None
 
@@ -862,157 +764,56 @@ class ControlState(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         control = ctx.state.control
-        obj = cast("wire.Envelope", frame.obj)
-        t = obj.get("type")
+        t, _ = frame.kind() or (None, None)
         if control.turn_active and t not in ("system", "result"):
             return None  # inside a turn: nothing to keep
         if not control.turn_active:
-            control.turn_active = True
-            control.turns += 1
-            control.turn_from_client = bool(control.pending_user)
-            if control.turn_from_client:
-                control.pending_user.popleft()
-                control.client_turns += 1
-        if t == "system" and obj.get("session_id") == ctx.state.session_id:
-            servers = cast("wire.SystemInit", obj).get("mcp_servers")
-            if isinstance(servers, list):
-                control.mcp_servers = servers
+            _start_turn(control)
+        if t == "system":
+            _keep_servers(control, frame, ctx)
         elif t == "result":
-            control.turn_active = False
-            if control.turn_from_client and frame.synthesized_by is None:
-                control.backend_results += 1
-            result = cast("wire.Result", obj)
-            control.last_result = {
-                "usage": result.get("usage"),
-                "modelUsage": result.get("modelUsage"),
-            }
-            if control.queued_lines and isinstance(control.line_waker, Stage):
-                ctx.set_timer(control.line_waker, "turn-end", 0.0)  # (user-line, upstream)
+            _end_turn(control, frame, ctx)
         return None
 
 
-# -- in-process MCP servers (the SDK's create_sdk_mcp_server / createSdkMcpServer) -------
-#: who Claude Code says it is to an MCP server (``initialize``'s ``clientInfo``; raw run
-#: of a Python SDK ``create_sdk_mcp_server`` session, 2026-12-02); cbc names itself after
-#: the server (``{"name": "probe", "version": "1.0.0"}``)
-def claude_client_info(version: str) -> dict[str, str]:
-    return {
-        "name": "claude-code",
-        "title": "Claude Code",
-        "version": version,
-        "description": "Anthropic's agentic coding tool",
-        "websiteUrl": "https://claude.com/claude-code",
+def _start_turn(control: ControlFacts) -> None:
+    """A turn starts (as the client sees it); it is the client's when a user line is
+    pending, which it takes."""
+    control.turn_active = True
+    control.turns += 1
+    control.turn_from_client = bool(control.pending_user)
+    if control.turn_from_client:
+        control.pending_user.popleft()
+        control.client_turns += 1
+
+
+def _keep_servers(control: ControlFacts, frame: Frame, ctx: Context) -> None:
+    """The session's init: its ``mcp_servers``."""
+    obj = cast("wire.SystemInit", frame.obj)
+    if obj.get("session_id") != ctx.state.session_id:
+        return
+    servers = obj.get("mcp_servers")
+    if isinstance(servers, list):
+        control.mcp_servers = servers
+
+
+def _end_turn(control: ControlFacts, frame: Frame, ctx: Context) -> None:
+    """A result: the turn ended (one cbc wrote for a client's turn counted), its usage
+    kept; a line queued during it goes now (user-line, upstream)."""
+    control.turn_active = False
+    if control.turn_from_client and frame.synthesized_by is None:
+        control.backend_results += 1
+    result = cast("wire.Result", frame.obj)
+    control.last_result = {
+        "usage": result.get("usage"),
+        "modelUsage": result.get("modelUsage"),
     }
+    if control.queued_lines and isinstance(control.line_waker, Stage):
+        ctx.set_timer(control.line_waker, "turn-end", 0.0)
 
 
-#: MCP tool annotations as Claude's ``mcp_status`` names them (its ``McpToolAnnotations``)
-_ANNOTATIONS = (
-    ("readOnlyHint", "readOnly"),
-    ("destructiveHint", "destructive"),
-    ("openWorldHint", "openWorld"),
-)
-
-
-def claude_tool_info(tool: dict[str, Any]) -> dict[str, Any]:
-    """One ``tools/list`` entry as Claude's ``mcp_status`` lists it: the name and the
-    annotations it knows (``{}`` for none); no description."""
-    ann = tool.get("annotations")
-    ann = ann if isinstance(ann, dict) else {}
-    known = {c: ann[m] for m, c in _ANNOTATIONS if m in ann}
-    return {"name": tool.get("name"), "annotations": known}
-
-
-def tool_use_meta(
-    blocks: list[Any], tools: dict[str, list[dict[str, Any]]], names: dict[str, str]
-) -> list[dict[str, str]]:
-    """Claude's ``tool_use_meta`` of an assistant frame's calls of in-process servers'
-    tools: ``{id, display_name, server_display_name}``, the tool's ``annotations.title``
-    (else ``controlkit.tool_display_name``) and the server's ``serverInfo.name`` (else its name)."""
-    meta = []
-    for b in blocks:
-        name = b.get("name") if isinstance(b, dict) and b.get("type") == "tool_use" else None
-        if not isinstance(name, str) or not name.startswith("mcp__") or "__" not in name[5:]:
-            continue
-        server, _, tool_name = name[5:].partition("__")
-        listed = tools.get(server)
-        if listed is None or not isinstance(b.get("id"), str):
-            continue
-        ann = next((t.get("annotations") for t in listed if t.get("name") == tool_name), None)
-        title = ann.get("title") if isinstance(ann, dict) else None
-        title = " ".join(title.split()) if isinstance(title, str) else ""
-        meta.append(
-            {
-                "id": b["id"],
-                "display_name": title or ck.tool_display_name(name),
-                "server_display_name": names.get(server) or server,
-            }
-        )
-    return meta
-
-
-def _cbc_block(c: Any) -> Any:
-    """How cbc copies one MCP content block into its JSON text: an image as
-    ``{type: image, image: <data>}`` (its ``mimeType`` lost), the rest as it is."""
-    if isinstance(c, dict) and c.get("type") == "image" and "data" in c:
-        return {"type": "image", "image": c["data"]}
-    return c
-
-
-def _cbc_copy(block_content: Any, content: list[Any]) -> bool:
-    """cbc's ``tool_result`` content for an in-process server's result ``content``: one
-    text block holding that list as JSON (its empty text blocks left out, images as
-    ``_cbc_block``)."""
-    if not (isinstance(block_content, list) and len(block_content) == 1):
-        return False
-    only = block_content[0]
-    text = only.get("text") if isinstance(only, dict) and only.get("type") == "text" else None
-    if not isinstance(text, str) or not text.startswith("["):
-        return False
-    try:
-        copied = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return False
-    kept = [
-        _cbc_block(c)
-        for c in content
-        if not (isinstance(c, dict) and c.get("type") == "text" and not str(c.get("text")).strip())
-    ]
-    return bool(copied == kept or copied == content)
-
-
-def claude_block(c: dict[str, Any]) -> dict[str, Any]:
-    """One MCP content block as Claude writes it in a ``tool_result``: a text block type
-    first, an image as a base64 ``source`` (raw run, 2026-12-02); the rest as it is."""
-    t = c.get("type")
-    if t == "text":
-        return {"type": "text", "text": c.get("text"), **c}
-    if t == "image" and isinstance(c.get("data"), str):
-        source = {"type": "base64", "media_type": c.get("mimeType"), "data": c["data"]}
-        return {"type": "image", "source": source}
-    return c
-
-
-def claude_result(block: dict[str, Any], result: dict[str, Any]) -> tuple[dict[str, Any], Any]:
-    """An in-process server's ``tools/call`` result as Claude writes its ``tool_result``
-    block and the frame's ``tool_use_result``: the content the tool returned (both;
-    ``claude_block``); a failure (``isError``) as its text, ``is_error: true`` and
-    ``Error: <text>``."""
-    content = result.get("content")
-    content = content if isinstance(content, list) else []
-    if result.get("isError") is True:
-        texts = [c.get("text") for c in content if isinstance(c, dict)]
-        if (
-            texts
-            and len(texts) == len(content)
-            and all(c.get("type") == "text" for c in content)
-            and all(isinstance(t, str) for t in texts)
-        ):
-            text = "\n".join(cast("list[str]", texts))
-            return {**block, "content": text, "is_error": True}, f"Error: {text}"
-        return {**block, "content": content, "is_error": True}, content
-    kept = {k: v for k, v in block.items() if k != "is_error"}
-    blocks = [claude_block(c) for c in content if isinstance(c, dict)]
-    return {**kept, "content": blocks}, blocks
+# -- in-process MCP servers (the SDK's create_sdk_mcp_server / createSdkMcpServer) -------
+# (their shapes, Claude's and cbc's, and what is kept of them: compat/stages/control_mcp.py)
 
 
 @register
@@ -1067,36 +868,23 @@ class SdkMcp(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"assistant", "control_request", "user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        t = obj.get("type")
+        t, _ = frame.kind() or (None, None)
         if t == "user":
-            return self._result(frame, obj, ctx)
+            return self._result(frame, frame.obj, ctx)
         if t == "assistant":
-            return self._meta(frame, obj, ctx)
+            return self._meta(frame, frame.obj, ctx)
+        return self._request(frame, ctx)
+
+    def _request(self, frame: Frame, ctx: Context) -> Output:
+        """cbc's ``mcp_message``: remembered (for sdk-mcp-reply), its params Claude's."""
+        obj = frame.obj
         rid, body = ck.request_of(obj)
-        server, msg = body.get("server_name"), body.get("message")
-        if (
-            rid is None
-            or body.get("subtype") != "mcp_message"
-            or not isinstance(server, str)
-            or not isinstance(msg, dict)
-            or not isinstance(msg.get("method"), str)
-        ):
+        mcp = mcp_message(body)
+        if rid is None or mcp is None:
             return None
+        server, msg = mcp
         method: str = msg["method"]
-        params = msg.get("params")
-        use_id, new = "", None
-        if method == "initialize" and isinstance(params, dict):
-            info = claude_client_info(ctx.env.target_version)
-            if params.get("clientInfo") != info:
-                new = {**params, "clientInfo": info}
-        elif method == "tools/call" and isinstance(params, dict):
-            use_id = self._tool_use(ctx, server, params)
-            meta = params.get("_meta")
-            meta = dict(meta) if isinstance(meta, dict) else {}
-            if use_id and meta.get("claudecode/toolUseId") != use_id:
-                meta["claudecode/toolUseId"] = use_id
-                new = {**params, "_meta": meta}
+        use_id, new = self._claude_params(ctx, server, method, msg.get("params"))
         # (kept longer than the calls session keeps: an id of a call still known is
         # never taken for one not yet sent)
         calls = ctx.state.control.sdk_mcp_calls
@@ -1105,6 +893,20 @@ class SdkMcp(Stage):
             return None
         message = {**msg, "params": new}
         return (frame.replace({**obj, "request": {**body, "message": message}}),)
+
+    def _claude_params(
+        self, ctx: Context, server: str, method: str, params: Any
+    ) -> tuple[str, dict[str, Any] | None]:
+        """(the model's call a ``tools/call`` runs, else ``""``; the params as Claude sends
+        them, None: unchanged)."""
+        if not isinstance(params, dict):
+            return "", None
+        if method == "initialize":
+            return "", claude_initialize(params, ctx.env.target_version)
+        if method == "tools/call":
+            use_id = self._tool_use(ctx, server, params)
+            return use_id, with_tool_use_id(params, use_id)
+        return "", None
 
     def _tool_use(self, ctx: Context, server: str, params: dict[str, Any]) -> str:
         """The model's call this ``tools/call`` runs: the oldest ``mcp__<server>__<tool>``
@@ -1135,34 +937,56 @@ class SdkMcp(Stage):
         return (frame.replace({**obj, "tool_use_meta": meta}),) if meta else None
 
     def _result(self, frame: Frame, obj: dict[str, Any], ctx: Context) -> Output:
+        """A user frame's ``tool_result`` blocks that are cbc's copies of the results
+        sdk-mcp-reply kept, as Claude's (its ``tool_use_result`` too when it has one)."""
         results = ctx.state.control.sdk_mcp_results
         message = obj.get("message")
         blocks = message.get("content") if isinstance(message, dict) else None
         if not results or not isinstance(message, dict) or not isinstance(blocks, list):
             return None
-        out: list[Any] = []
-        use_results: list[Any] = []
-        for b in blocks:
-            uid = b.get("tool_use_id") if isinstance(b, dict) else None
-            result = results.pop(uid, None) if isinstance(uid, str) else None
-            content = result.get("content") if result is not None else None
-            if result is None or not isinstance(content, list):
-                out.append(b)
-                continue
-            if not _cbc_copy(b.get("content"), content):
-                ctx.log(self.rule, f"tool_result {uid}: not cbc's copy: kept", "debug")
-                out.append(b)
-                continue
-            block, use_result = claude_result(b, result)
-            out.append(block)
-            use_results.append(use_result)
+        out, use_results = self._claude_blocks(ctx, results, blocks)
         if not use_results:
             return None
         new: dict[str, Any] = {**obj, "message": {**message, "content": out}}
-        tool_results = [b for b in out if isinstance(b, dict) and b.get("type") == "tool_result"]
-        if len(tool_results) == 1 and len(use_results) == 1:
+        if len(use_results) == 1 and _tool_results(out) == 1:
             new["tool_use_result"] = use_results[0]
         return (frame.replace(new),)
+
+    def _claude_blocks(
+        self, ctx: Context, results: dict[str, dict[str, Any]], blocks: list[Any]
+    ) -> tuple[list[Any], list[Any]]:
+        """The blocks, cbc's copies of kept results as Claude's, and those results'
+        ``tool_use_result``s."""
+        out: list[Any] = []
+        use_results: list[Any] = []
+        for b in blocks:
+            claude = self._claude_result(ctx, results, b)
+            if claude is None:
+                out.append(b)
+                continue
+            out.append(claude[0])
+            use_results.append(claude[1])
+        return out, use_results
+
+    def _claude_result(
+        self, ctx: Context, results: dict[str, dict[str, Any]], b: Any
+    ) -> tuple[dict[str, Any], Any] | None:
+        """(the ``tool_result`` block as Claude writes it, its ``tool_use_result``) for one
+        block, taking its call's kept result; None: the block stays."""
+        uid = b.get("tool_use_id") if isinstance(b, dict) else None
+        result = results.pop(uid, None) if isinstance(uid, str) else None
+        content = result.get("content") if result is not None else None
+        if result is None or not isinstance(content, list):
+            return None
+        if not cbc_copy(b.get("content"), content):
+            ctx.log(self.rule, f"tool_result {uid}: not cbc's copy: kept", "debug")
+            return None
+        return claude_result(b, result)
+
+
+def _tool_results(blocks: list[Any]) -> int:
+    """How many of a message's blocks are ``tool_result``s."""
+    return sum(1 for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result")
 
 
 @register
@@ -1195,11 +1019,7 @@ class SdkMcpReply(Stage):
         if not isinstance(result, dict):
             return None
         server, method, use_id = call
-        info = result.get("serverInfo")
-        if method == "initialize" and isinstance(info, dict) and isinstance(info.get("name"), str):
-            control.sdk_mcp_server_names[server] = info["name"]
-        elif method == "tools/list" and isinstance(result.get("tools"), list):
-            control.sdk_mcp_tools[server] = [t for t in result["tools"] if isinstance(t, dict)]
-        elif method == "tools/call" and use_id and isinstance(result.get("content"), list):
-            remember(control.sdk_mcp_results, use_id, result, cap=64)
+        keep = KEEP.get(method)
+        if keep is not None:
+            keep(control, server, use_id, result)
         return None

@@ -217,7 +217,7 @@ class ApiError(Stage):
         return None
 
     def _on_assistant(self, frame: Frame, ctx: Context) -> Output:
-        assistant = cast(Assistant, frame.obj)
+        assistant = frame.view(Assistant)
         if self._aborted is None and _is_cut_stream_notice(assistant):
             self._aborted = frame
             ctx.hold()
@@ -230,7 +230,7 @@ class ApiError(Stage):
     def _on_result(self, frame: Frame, ctx: Context) -> Output:
         """The turn's result, after the cut-stream notice still held (no answer came)."""
         held, self._aborted = self._aborted, None
-        out = self._result(frame, cast(Result, frame.obj))
+        out = self._result(frame, frame.view(Result))
         if held is None:
             return out
         return (held, *(out if out is not None else (frame,)))
@@ -264,7 +264,7 @@ class ApiError(Stage):
         self._refusal = text
         # Claude's notice is a message of its own; cbc's reuses the refused message's id
         notice = self._synthetic(frame, obj, text, "refusal", "invalid_request")
-        typed = cast(Assistant, notice.obj)
+        typed = notice.view(Assistant)
         body: Message = {**typed["message"], "id": ctx.env.new_uuid()}
         new: Assistant = {**typed, "message": body}
         return (self._no_fallback(obj, ctx), notice.replace(as_dict(new)))

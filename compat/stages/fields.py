@@ -43,7 +43,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import attrs
 
@@ -97,7 +97,9 @@ class FrameFields(Stage):
     split: bool = True
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.Assistant | wire.User", frame.obj)
+        obj: wire.Assistant | wire.User = (
+            frame.view(wire.Assistant) if frame.type == "assistant" else frame.view(wire.User)
+        )
         changed = {**_timestamp(frame, ctx), **_agent_fields(obj, ctx)}
         message = obj.get("message")
         if not isinstance(message, dict):
@@ -160,7 +162,7 @@ def _with(frame: Frame, changed: dict[str, Any]) -> Output:
 def _timestamp(frame: Frame, ctx: Context) -> dict[str, Any]:
     """Claude's ``timestamp`` of a frame without one: cbc's stamp of the wire line, else
     the engine's wall clock."""
-    if isinstance(cast("wire.Envelope", frame.obj).get("timestamp"), str):
+    if isinstance(frame.view(wire.Envelope).get("timestamp"), str):
         return {}
     return {"timestamp": wire_timestamp(frame) or iso_ms(ctx.wall_ms())}
 

@@ -378,7 +378,7 @@ class ToolErrors(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.User", frame.obj)
+        obj = frame.view(wire.User)
         message = obj.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict) or not isinstance(content, list):
@@ -454,7 +454,7 @@ class Vocabulary(Stage):
         return not in_vocabulary(type_, subtype) or (type_, subtype) == ("system", "status")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.StatusFrame", frame.obj)  # a system frame, or another type's
+        obj = frame.view(wire.StatusFrame)  # a system frame, or another type's
         t, st = obj.get("type"), obj.get("subtype")
         if (t, st) == ("system", "status"):
             return self._status(obj, ctx)

@@ -8,14 +8,14 @@ control and task facts that say whether a client asked for the turn and a task i
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import attrs
 
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import is_interrupt_receipt
-from compat.wire import SystemInit, SystemStatus
+from compat.wire import StatusFrame, SystemInit
 
 _TURN_CONTENT = frozenset({"assistant", "user", "stream_event", "result"})
 #: system frames that belong to the turn itself (cbc: init, status, assistant, ...)
@@ -48,7 +48,7 @@ class ForeignInit(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/init"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        sid = cast(SystemInit, frame.obj).get("session_id")
+        sid = frame.view(SystemInit).get("session_id")
         if ctx.state.session_id is not None and sid != ctx.state.session_id:
             ctx.log(self.rule, f"dropped the system/init of session {sid!r}", "debug")
             return ()
@@ -134,9 +134,7 @@ class InitOnce(Stage):
         if self.sent_this_turn:
             return ()  # a second copy inside a turn
         if self.held is not None:
-            if _is_stub(cast(SystemInit, frame.obj)) and not _is_stub(
-                cast(SystemInit, self.held.obj)
-            ):
+            if _is_stub(frame.view(SystemInit)) and not _is_stub(self.held.view(SystemInit)):
                 return ()  # keep the fuller copy held; this one is dropped
             ctx.drop_held(self.rule)  # the held copy is replaced
         self.held = frame
@@ -153,7 +151,7 @@ class InitOnce(Stage):
             return (frame, *self._release())
         if (
             st == "status"
-            and cast(SystemStatus, frame.obj).get("status", False) is None
+            and frame.view(StatusFrame).get("status", False) is None
             and not ctx.state.control.pending_user
             and not self.interrupted
             and ctx.state.has_open_task()

@@ -11,7 +11,7 @@ by ``interrupt-request``) and read the pending and queued user lines.
 
 from __future__ import annotations
 
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, deque
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -95,51 +95,73 @@ class InterruptRequest(Stage):
     _held: Frame | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.ControlRequest", frame.obj)
         rid, request = ck.request_of(frame.obj)
         body = cast("wire.InterruptRequest", request)
         if rid is None or body.get("subtype") != "interrupt":
             return None
-        control = ctx.state.control
-        cancel = body.get("cancel_queued") is True
-        info = Interrupt(rid, cancel)
-        remember(control.interrupts, rid, info, cap=256)
-        if cancel:
-            info.cancelled = self._cancel_queued(ctx)
+        info = self._remember(rid, body, ctx)
         reason = body.get("reason")
         reason = reason if isinstance(reason, str) and reason else ck.INTERRUPT_REASON
-        if cancel and control.pending_user:
-            ctx.log(
-                self.rule,
-                "cancel_queued: user lines already given to cbc cannot be "
-                "taken back; they stay queued",
-                "warning",
-            )
         if ctx.state.session_id is None:
-            pending = list(control.pending_user)
-            if pending:  # the first turn is on its way: interrupt it once it exists
-                control.deferred.append({"subtype": "interrupt", "reason": reason})
-                pending = pending[1:]
-            reply: dict[str, Any] = {"still_queued": ck.still_queued(pending)}
-            if cancel:
-                reply["cancelled"] = info.cancelled
-            ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
-            ctx.count(self.rule, "answered:no-session")
-            remember(
-                control.requests, rid, ControlRequest(rid, "interrupt", request, True), cap=1024
-            )  # a reply cbc may still send is dropped (control-reply)
-            return ()
-        new = {"subtype": "interrupt", "session_id": ctx.state.session_id, "reason": reason}
-        extra = sorted(k for k in body if k not in ck.CBC_INTERRUPT_FIELDS)
-        if extra:
-            ctx.log(self.rule, f"interrupt fields cbc does not know dropped: {extra}", "debug")
-        out = frame if new == body else frame.replace({**obj, "request": new})
+            return self._answer_now(rid, request, info, reason, ctx)
+        out = self._for_cbc(frame, body, reason, ctx)
         if self._end_prompts(rid, ctx):
             self._held = out  # sent only if cbc does not end the turn (on_timer)
             ctx.set_timer(self, rid, self.prompt_wait)
             ctx.hold()
             return ()
         return None if out is frame else (out,)
+
+    def _remember(self, rid: str, body: wire.InterruptRequest, ctx: Context) -> Interrupt:
+        """The interrupt, for the reply; with ``cancel_queued``, the queued lines taken
+        back."""
+        control = ctx.state.control
+        cancel = body.get("cancel_queued") is True
+        info = Interrupt(rid, cancel)
+        remember(control.interrupts, rid, info, cap=256)
+        if not cancel:
+            return info
+        info.cancelled = self._cancel_queued(ctx)
+        if control.pending_user:
+            ctx.log(
+                self.rule,
+                "cancel_queued: user lines already given to cbc cannot be "
+                "taken back; they stay queued",
+                "warning",
+            )
+        return info
+
+    def _answer_now(
+        self, rid: str, request: dict[str, Any], info: Interrupt, reason: str, ctx: Context
+    ) -> Output:
+        """cbc has no session yet: the bridge answers; the first turn on its way (if any)
+        is interrupted once it exists."""
+        control = ctx.state.control
+        pending = list(control.pending_user)
+        if pending:  # the first turn is on its way: interrupt it once it exists
+            control.deferred.append({"subtype": "interrupt", "reason": reason})
+            pending = pending[1:]
+        reply: dict[str, Any] = {"still_queued": ck.still_queued(pending)}
+        if info.cancel_queued:
+            reply["cancelled"] = info.cancelled
+        ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
+        ctx.count(self.rule, "answered:no-session")
+        remember(
+            control.requests, rid, ControlRequest(rid, "interrupt", request, True), cap=1024
+        )  # a reply cbc may still send is dropped (control-reply)
+        return ()
+
+    def _for_cbc(
+        self, frame: Frame, body: wire.InterruptRequest, reason: str, ctx: Context
+    ) -> Frame:
+        """The request as cbc takes it: its session id, the reason, nothing else."""
+        new = {"subtype": "interrupt", "session_id": ctx.state.session_id, "reason": reason}
+        extra = sorted(k for k in body if k not in ck.CBC_INTERRUPT_FIELDS)
+        if extra:
+            ctx.log(self.rule, f"interrupt fields cbc does not know dropped: {extra}", "debug")
+        if new == body:
+            return frame
+        return frame.replace({**cast("wire.ControlRequest", frame.obj), "request": new})
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         control = ctx.state.control
@@ -192,16 +214,24 @@ class InterruptRequest(Stage):
             if control.pending_user:
                 control.pending_user.pop()
         ctx.drop_held("user-line", len(queued))
-        cancelled: list[str] = []
+        cancelled, taken = self._end_queued(queued, ctx)
+        if taken:
+            _forget_unsent(control.unsent_queued, taken)
+        ctx.count(self.rule, "cancelled-queued", len(queued))
+        return cancelled
+
+    def _end_queued(self, queued: list[Frame], ctx: Context) -> tuple[list[str], Counter[str]]:
+        """Each cancelled line's uuid, echoed ``command_lifecycle cancelled`` unless it was
+        never echoed queued; and those never echoed, counted."""
         sid = ctx.state.session_id
         # the uuids never echoed queued (nothing to end), counted: each cancelled line takes
         # one, the first of its uuid (a search of the deque per line was lines x 1,024)
-        unsent = Counter(control.unsent_queued)
+        unsent = Counter(ctx.state.control.unsent_queued)
         taken: Counter[str] = Counter()
+        cancelled: list[str] = []
         for f in queued:
-            line = cast("wire.User", f.obj)
-            uuid = line.get("uuid") if isinstance(line, dict) else None
-            if not isinstance(uuid, str) or not uuid:
+            uuid = _uuid_of(f)
+            if uuid is None:
                 continue
             cancelled.append(uuid)
             if unsent[uuid] > taken[uuid]:
@@ -209,17 +239,26 @@ class InterruptRequest(Stage):
             elif sid is not None:
                 echo = lifecycle(uuid, "cancelled", ctx, sid)
                 ctx.emit("down", Frame.synth(echo, self.rule), self.rule)
-        if taken:
-            kept = []
-            for u in control.unsent_queued:
-                if taken[u]:
-                    taken[u] -= 1
-                else:
-                    kept.append(u)
-            control.unsent_queued.clear()
-            control.unsent_queued.extend(kept)
-        ctx.count(self.rule, "cancelled-queued", len(queued))
-        return cancelled
+        return cancelled, taken
+
+
+def _uuid_of(line: Frame) -> str | None:
+    """A user line's uuid, when it has one."""
+    obj = cast("wire.User", line.obj)
+    uuid = obj.get("uuid") if isinstance(obj, dict) else None
+    return uuid if isinstance(uuid, str) and uuid else None
+
+
+def _forget_unsent(unsent: deque[str], taken: Counter[str]) -> None:
+    """``unsent`` without the ``taken`` uuids (the first of each, as many as taken)."""
+    kept = []
+    for u in unsent:
+        if taken[u]:
+            taken[u] -= 1
+        else:
+            kept.append(u)
+    unsent.clear()
+    unsent.extend(kept)
 
 
 @register
@@ -246,12 +285,12 @@ class InterruptReply(Stage):
         resp = cast("wire.ControlResponseBody", response)
         body = cast("wire.InterruptReceipt", ck.body_of(response))
         if info is None:  # interrupt-request off: recognise cbc's receipt by its shape
-            if sub != "success" or "interrupted" not in body or "still_queued" in body:
+            if not _is_cbc_receipt(sub, body):
                 return None
             info = Interrupt(rid)
         if sub == "error":
-            message = resp.get("error")
-            if not (isinstance(message, str) and message.startswith(ck.SESSION_NOT_FOUND)):
+            message = _session_not_found(resp)
+            if message is None:
                 return None
             info.backend_error = message  # Claude: an interrupt with nothing to stop succeeds
         elif sub != "success":
@@ -262,6 +301,32 @@ class InterruptReply(Stage):
         return (
             ck.with_response(frame, {"subtype": "success", "request_id": rid, "response": reply}),
         )
+
+
+def _is_cbc_receipt(sub: str | None, body: wire.InterruptReceipt) -> bool:
+    """cbc's success ``{session_id, interrupted, reason}`` (not Claude's ``still_queued``)."""
+    return sub == "success" and "interrupted" in body and "still_queued" not in body
+
+
+def _session_not_found(resp: wire.ControlResponseBody) -> str | None:
+    """cbc's error for an interrupt before its session exists, else None."""
+    message = resp.get("error")
+    if isinstance(message, str) and message.startswith(ck.SESSION_NOT_FOUND):
+        return message
+    return None
+
+
+def _killed(task: LiveTask) -> bool:
+    """An interrupt kills the task (an agent or a workflow; shells keep running)."""
+    ttype = claude_type(task.task_type)
+    return isinstance(ttype, str) and ttype in KILLS
+
+
+def _task_ended(kind: str, obj: dict[str, Any]) -> bool:
+    """The frame reports its task's end."""
+    return kind == "system/task_notification" or (
+        kind == "system/task_updated" and patch_status(obj) in TERMINAL
+    )
 
 
 @register
@@ -338,15 +403,7 @@ class InterruptTerminal(Stage):
         info = ctx.state.control.interrupts.get(rid) if rid is not None else None
         if info is None or sub != "success" or info.backend_error is not None:
             return None
-        out: list[Frame] = []
-        end = ctx.wall_ms()
-        for tid, task in list(self._live.items()):
-            ttype = claude_type(task.task_type)
-            if not isinstance(ttype, str) or ttype not in KILLS:
-                continue
-            del self._live[tid]
-            remember(self._ended, tid, None)
-            out += stop_frames(ctx, self.rule, tid, task, end)
+        out = self._end_killed(ctx)
         if not out:
             return None
         ctx.log(
@@ -360,6 +417,19 @@ class InterruptTerminal(Stage):
             ctx.set_timer(self, "window", self.window)
         return (*out, frame)
 
+    def _end_killed(self, ctx: Context) -> list[Frame]:
+        """The end of each live task an interrupt kills (agents, workflows), as Claude
+        reports it; they are followed no more."""
+        out: list[Frame] = []
+        end = ctx.wall_ms()
+        for tid, task in list(self._live.items()):
+            if not _killed(task):
+                continue
+            del self._live[tid]
+            remember(self._ended, tid, None)
+            out += stop_frames(ctx, self.rule, tid, task, end)
+        return out
+
     # -- task frames ------------------------------------------------------------------
     def _task(self, frame: Frame, kind: str, ctx: Context) -> Output:
         obj = frame.obj
@@ -369,32 +439,39 @@ class InterruptTerminal(Stage):
         if tid in self._hidden:
             return ()
         if kind == "system/task_started":
-            if self._turn == "drop" and self._current(ctx, ""):
-                remember(self._hidden, tid, None)
-                ctx.count(self.rule, "hidden-task")
-                return ()
-            if remember(self._live, tid, LiveTask.of(obj)):
-                ctx.count(self.rule, "forgotten")  # an interrupt will not end it
-                ctx.log(self.rule, "too many live tasks: the oldest is forgotten", "warning")
-            return None
+            return self._started(tid, obj, ctx)
         if tid in self._ended:
-            if kind != "system/task_progress":
-                ctx.count(self.rule, "late-duplicate")
-                return ()  # cbc's own report of what the bridge already ended
-            return None  # late progress: the late-progress rule's business
-        ended = kind == "system/task_notification" or (
-            kind == "system/task_updated" and patch_status(obj) in TERMINAL
-        )
-        if ended:
+            if kind == "system/task_progress":
+                return None  # late progress: the late-progress rule's business
+            ctx.count(self.rule, "late-duplicate")
+            return ()  # cbc's own report of what the bridge already ended
+        if _task_ended(kind, obj):
             self._live.pop(tid, None)
         if kind == "system/task_notification" and self._armed:
-            if self._turn == "pending" and self._current(ctx, ""):
-                self._turn = "keep"  # the turn answers a real completion
-            else:
-                self._justified = True  # ... or the next one will
-            held, self._held = self._held, []
-            return (frame, *held) if held else None  # Claude: notification, then the turn
+            return self._notified(frame, ctx)
         return None
+
+    def _started(self, tid: str, obj: dict[str, Any], ctx: Context) -> Output:
+        """A task starts: hidden when the turn that starts it is dropped, else followed
+        (for the next interrupt to end)."""
+        if self._turn == "drop" and self._current(ctx, ""):
+            remember(self._hidden, tid, None)
+            ctx.count(self.rule, "hidden-task")
+            return ()
+        if remember(self._live, tid, LiveTask.of(obj)):
+            ctx.count(self.rule, "forgotten")  # an interrupt will not end it
+            ctx.log(self.rule, "too many live tasks: the oldest is forgotten", "warning")
+        return None
+
+    def _notified(self, frame: Frame, ctx: Context) -> Output:
+        """A genuine task notification after an interrupt: the turn it comes with (or the
+        next one) is Claude's too, and what was held for it follows it."""
+        if self._turn == "pending" and self._current(ctx, ""):
+            self._turn = "keep"  # the turn answers a real completion
+        else:
+            self._justified = True  # ... or the next one will
+        held, self._held = self._held, []
+        return (frame, *held) if held else None  # Claude: notification, then the turn
 
     # -- turn frames ------------------------------------------------------------------
     def _current(self, ctx: Context, kind: str) -> bool:
@@ -408,22 +485,28 @@ class InterruptTerminal(Stage):
             self._turn_no = control.turns  # this frame starts a turn
             self._turn = self._decide(ctx)
         elif not self._current(ctx, kind):
-            # between turns (status, api_retry... before an init): part of what comes next
-            if self._armed and not control.pending_user:
-                self._held.append(frame)
-                ctx.hold()
-                return ()
-            return None
+            return self._between_turns(frame, ctx)
         if self._turn == "pending":
             if kind not in _COMMIT:
-                self._held.append(frame)
-                ctx.hold()
-                return ()
+                return self._hold(frame, ctx)
             self._drop_turn(ctx)  # the model answered: a turn nobody asked for
         if self._turn == "drop":
             return ()
         held, self._held = self._held, []
         return (*held, frame) if held else None
+
+    def _between_turns(self, frame: Frame, ctx: Context) -> Output:
+        """A frame between turns (status, api_retry... before an init): part of what comes
+        next, held with it after an interrupt unless the client asked for a turn."""
+        if self._armed and not ctx.state.control.pending_user:
+            return self._hold(frame, ctx)
+        return None
+
+    def _hold(self, frame: Frame, ctx: Context) -> Output:
+        """Held until the turn it goes with is decided."""
+        self._held.append(frame)
+        ctx.hold()
+        return ()
 
     def _decide(self, ctx: Context) -> str:
         if not self._armed:

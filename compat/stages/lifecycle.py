@@ -11,7 +11,7 @@ the other two keep their own per-task records. All three read and build task fra
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import attrs
 
@@ -83,14 +83,14 @@ class TerminalGuarantee(Stage):
     _done: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(Envelope, frame.obj)
+        obj = frame.view(Envelope)
         tid = task_id_of(obj)
         if tid is None:
             return None
         st = obj.get("subtype")
         info = ctx.state.task(tid)
         if st == "task_started":
-            return self._started(cast(TaskStarted, obj), tid, info, ctx)
+            return self._started(frame.view(TaskStarted), tid, info, ctx)
         if tid in self._done:
             ctx.count(self.rule, f"after-notification:{st}")
             return ()
@@ -98,8 +98,8 @@ class TerminalGuarantee(Stage):
         if task is not None:
             _seen_started(info)  # the client saw it start
         if st == "task_updated":
-            return self._updated(obj, tid, task, info, ctx)
-        return self._notified(frame, obj, tid, task, info, ctx)
+            return self._updated(frame.view(TaskUpdated), tid, task, info, ctx)
+        return self._notified(frame, frame.view(TaskNotification), tid, task, info, ctx)
 
     def _started(self, obj: TaskStarted, tid: str, info: TaskInfo, ctx: Context) -> Output:
         """A task starts (once: a second ``task_started`` is dropped)."""
@@ -111,7 +111,7 @@ class TerminalGuarantee(Stage):
         return None
 
     def _updated(
-        self, obj: Envelope, tid: str, task: _Open | None, info: TaskInfo, ctx: Context
+        self, obj: TaskUpdated, tid: str, task: _Open | None, info: TaskInfo, ctx: Context
     ) -> Output:
         """A ``task_updated``: a terminal one ends the task and arms the ``grace`` timer;
         any after that is dropped."""
@@ -123,7 +123,7 @@ class TerminalGuarantee(Stage):
             ctx.count(self.rule, "after-terminal")
             return ()
         if status in TERMINAL:
-            self._ended(cast(TaskUpdated, obj), tid, task, status, info, ctx)
+            self._ended(obj, tid, task, status, info, ctx)
         elif status is not None:
             info.status = status
         return None
@@ -148,7 +148,7 @@ class TerminalGuarantee(Stage):
     def _notified(
         self,
         frame: Frame,
-        obj: Envelope,
+        obj: TaskNotification,
         tid: str,
         task: _Open | None,
         info: TaskInfo,
@@ -161,7 +161,7 @@ class TerminalGuarantee(Stage):
         if task is not None:
             del self._open[tid]
         missing = task is not None and task.status is None
-        patch = _notified_end(cast(TaskNotification, obj), info, ctx) if missing else None
+        patch = _notified_end(obj, info, ctx) if missing else None
         ctx.state.finished(info)
         if patch is None:
             return None
@@ -286,7 +286,7 @@ class LateProgress(Stage):
         return super().interested(type_, subtype)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(Envelope, frame.obj)
+        obj = frame.view(Envelope)
         st = obj.get("subtype") if obj.get("type") == "system" else None
         if st not in _PROGRESS_AND_END:
             return self._moved_on(frame, ctx)
@@ -367,13 +367,13 @@ class TasksSnapshot(Stage):
     _owed: dict[str, bool] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(Envelope, frame.obj)
+        obj = frame.view(Envelope)
         tid = task_id_of(obj)
         if tid is None:
             return None
         st = obj.get("subtype")
         if st == "task_started":
-            return self._started(frame, cast(TaskStarted, obj), tid, ctx)
+            return self._started(frame, frame.view(TaskStarted), tid, ctx)
         return self._ending(frame, obj, st, tid, ctx)
 
     def _started(self, frame: Frame, obj: TaskStarted, tid: str, ctx: Context) -> Output:

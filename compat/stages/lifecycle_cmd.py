@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import attrs
 
@@ -85,7 +85,7 @@ class CommandLifecycle(Stage):
     _unnamed: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.Envelope", frame.obj)
+        obj = frame.view(wire.Envelope)
         t = obj.get("type")
         active = ctx.state.control.turn_active
         if t == "control_response":
@@ -97,7 +97,7 @@ class CommandLifecycle(Stage):
         # not active: this frame starts a turn (control-state counts it)
         out = [] if active else self._start(ctx, sid)
         if t == "result":
-            return self._result(frame, cast("wire.TurnResult", obj), out, ctx, sid)
+            return self._result(frame, frame.view(wire.TurnResult), out, ctx, sid)
         return _after(out, self._first_frame(frame, t, ctx))
 
     def _receipt(self, obj: wire.Envelope, active: bool, ctx: Context) -> None:
@@ -154,7 +154,7 @@ class CommandLifecycle(Stage):
     def _name_line(self, frame: Frame, ctx: Context) -> tuple[Frame] | None:
         """The line's first answer names it (``Target.line_answer_keys``): the first
         main-thread assistant frame of its turn; a subagent's frame is not that."""
-        obj = cast("wire.Assistant", frame.obj)
+        obj = frame.view(wire.Assistant)
         line = self._current
         if not self._unnamed or line is None or obj.get("parent_tool_use_id") is not None:
             return None

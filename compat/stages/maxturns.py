@@ -20,7 +20,7 @@ when the next line comes or its stdin closes, carries the turn's ``_requestId``:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import attrs
 
@@ -137,7 +137,7 @@ class MaxTurns(Stage):
         if t == "result":
             self._reset()
         elif t == "assistant" and obj.get("parent_tool_use_id") is None:
-            return self._assistant(frame, cast(wire.Assistant, obj), limit, ctx)
+            return self._assistant(frame, frame.view(wire.Assistant), limit, ctx)
         elif t == "user":
             self._answered(obj, limit, ctx)
         return None

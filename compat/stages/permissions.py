@@ -284,7 +284,7 @@ class PermissionRouting(Stage):
         denied = ctx.state.control.denied_uses
         if not denied:
             return None
-        obj = cast("wire.User", frame.obj)
+        obj = frame.view(wire.User)
         meta = _rejections(_main_thread_content(obj), denied)
         if not meta:
             return None

@@ -10,6 +10,7 @@ answers locally what Claude lacks, so no client request is left unanswered.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -127,11 +128,7 @@ class ReverseLocalControls(Stage):
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rs = rstate.of(ctx.state)
         if frame.kind() == ("control_response", None):
-            rid, _, _ = ck.response_of(frame.obj)
-            if rid is not None and rid in rs.own:
-                del rs.own[rid]
-                return ()  # the client's answer to a callback the bridge sent
-            return None
+            return self._own_reply(frame, rs)
         rid, request = ck.request_of(frame.obj)
         body = cast("wire.ClientRequest", request)
         sub = str_at(body, "subtype")
@@ -140,62 +137,48 @@ class ReverseLocalControls(Stage):
         init = cast("wire.InitializeReplyBody | None", rs.init_reply)
         if sub == "set_config":
             return self._set_config(frame, rid, body, ctx)
-        reply: dict[str, Any] | str
         if sub == "authenticate":
             self._authenticate(body, ctx)
-            reply = {}
-        elif sub == "logout":
-            reply = (
-                "logout: Claude Code keeps its own credentials (run `claude /logout`); "
-                "ccbridge does not log it out"
-            )
-        elif sub == "get_auth_methods":
-            reply = "get_auth_methods: Claude Code's login methods are not offered over stdio"
-        elif sub == "get_available_modes":
-            reply = {
-                "availableModes": [{"id": i, "name": n, "description": d} for i, n, d in MODES]
-            }
-        elif sub == "get_available_models":
-            models = claude_models(init)
-            reply = {
-                "availableModels": [
-                    {
-                        "modelId": model_id(m),
-                        "name": str(m.get("displayName") or model_id(m)),
-                        "description": str(m.get("description") or ""),
-                    }
-                    for m in models
-                ],
-                "rawModels": models,
-            }
-        elif sub == "subscribe":
-            channel = str_at(body, "channel") or ""
-            reply = {"subscribed": True, "channel": channel}
-            ctx.emit("down", Frame.from_obj(ck.success(rid, reply)), self.rule)
-            if channel == "commands":
-                commands = [
-                    {**c, "name": "/" + str(cast("wire.Command", c).get("name", "")).lstrip("/")}
-                    for c in list_at(init, "commands")
-                    if isinstance(c, dict)
-                ]
-                ctx.emit(
-                    "down",
-                    Frame.from_obj(
-                        {
-                            "type": "control_notification",
-                            "channel": "commands",
-                            "data": {"commands": commands},
-                        }
-                    ),
-                    self.rule,
-                )
+            return self._answer(rid, {}, ctx)
+        if sub == "subscribe":
+            return self._subscribe(rid, body, init, ctx)
+        answer = _LOCAL_ANSWERS.get(sub)
+        if answer is None:
+            return None  # Claude's own (or one neither knows)
+        return self._answer(rid, answer(body, init), ctx)
+
+    @staticmethod
+    def _own_reply(frame: Frame, rs: rstate.ReverseState) -> Output:
+        """The client's answer to a callback the bridge sent is dropped; others pass."""
+        rid, _, _ = ck.response_of(frame.obj)
+        if rid is not None and rid in rs.own:
+            del rs.own[rid]
             return ()
-        elif sub == "unsubscribe":
-            reply = {"unsubscribed": True, "channel": str_at(body, "channel") or ""}
-        else:
-            return None
+        return None
+
+    def _answer(self, rid: str, reply: dict[str, Any] | str, ctx: Context) -> Output:
+        """The request answered here: ``reply`` a success body, or an error's message."""
         answer = ck.error(rid, reply) if isinstance(reply, str) else ck.success(rid, reply)
         ctx.emit("down", Frame.from_obj(answer), self.rule)
+        return ()
+
+    def _subscribe(
+        self,
+        rid: str,
+        body: wire.ClientRequest,
+        init: wire.InitializeReplyBody | None,
+        ctx: Context,
+    ) -> Output:
+        """Subscribed at once; the ``commands`` channel gets its notification right after."""
+        channel = str_at(body, "channel") or ""
+        self._answer(rid, {"subscribed": True, "channel": channel}, ctx)
+        if channel == "commands":
+            notification = {
+                "type": "control_notification",
+                "channel": "commands",
+                "data": {"commands": _slash_commands(init)},
+            }
+            ctx.emit("down", Frame.from_obj(notification), self.rule)
         return ()
 
     def _set_config(self, frame: Frame, rid: str, body: wire.ClientRequest, ctx: Context) -> Output:
@@ -251,6 +234,68 @@ class ReverseLocalControls(Stage):
         ctx.emit("down", Frame.from_obj(ck.request(result_id, result)), self.rule)
 
 
+def _slash_commands(init: wire.InitializeReplyBody | None) -> list[dict[str, Any]]:
+    """Claude's commands as cbc names them (``/name``)."""
+    return [
+        {**c, "name": "/" + str(cast("wire.Command", c).get("name", "")).lstrip("/")}
+        for c in list_at(init, "commands")
+        if isinstance(c, dict)
+    ]
+
+
+def _logout(body: wire.ClientRequest, init: wire.InitializeReplyBody | None) -> str:
+    return (
+        "logout: Claude Code keeps its own credentials (run `claude /logout`); "
+        "ccbridge does not log it out"
+    )
+
+
+def _auth_methods(body: wire.ClientRequest, init: wire.InitializeReplyBody | None) -> str:
+    return "get_auth_methods: Claude Code's login methods are not offered over stdio"
+
+
+def _available_modes(
+    body: wire.ClientRequest, init: wire.InitializeReplyBody | None
+) -> dict[str, Any]:
+    return {"availableModes": [{"id": i, "name": n, "description": d} for i, n, d in MODES]}
+
+
+def _available_models(
+    body: wire.ClientRequest, init: wire.InitializeReplyBody | None
+) -> dict[str, Any]:
+    """cbc's model list from Claude's initialize ``models`` (also given raw)."""
+    models = claude_models(init)
+    return {
+        "availableModels": [
+            {
+                "modelId": model_id(m),
+                "name": str(m.get("displayName") or model_id(m)),
+                "description": str(m.get("description") or ""),
+            }
+            for m in models
+        ],
+        "rawModels": models,
+    }
+
+
+def _unsubscribe(body: wire.ClientRequest, init: wire.InitializeReplyBody | None) -> dict[str, Any]:
+    return {"unsubscribed": True, "channel": str_at(body, "channel") or ""}
+
+
+#: the requests ``rev-local-controls`` answers with a body (a string: an error's message)
+#: made from the request and Claude's initialize reply alone, by subtype
+_LOCAL_ANSWERS: dict[
+    str,
+    Callable[[wire.ClientRequest, wire.InitializeReplyBody | None], dict[str, Any] | str],
+] = {
+    "logout": _logout,
+    "get_auth_methods": _auth_methods,
+    "get_available_modes": _available_modes,
+    "get_available_models": _available_models,
+    "unsubscribe": _unsubscribe,
+}
+
+
 @register
 @attrs.define
 class ReversePermissionReply(Stage):
@@ -278,24 +323,36 @@ class ReversePermissionReply(Stage):
             message = cast("wire.ControlResponseBody", resp).get("error")
             reply: dict[str, Any] = {"behavior": "deny", "message": str(message or "")}
         elif "allowed" in body and "behavior" not in body:
-            if body.get("allowed") is True:
-                reply = {"behavior": "allow"}
-                updated = body.get("updatedInput")
-                if isinstance(updated, dict):
-                    reply["updatedInput"] = updated
-                elif original is not None:
-                    reply["updatedInput"] = original
-                perms = body.get("updatedPermissions")
-                if isinstance(perms, list):
-                    reply["updatedPermissions"] = perms  # Claude takes them with an allow
-            else:
-                reason = body.get("reason")
-                reply = {"behavior": "deny", "message": reason if isinstance(reason, str) else ""}
-                if body.get("interrupt") is True:
-                    reply["interrupt"] = True
+            reply = _claude_permission(body, original)
         else:
             return None
         return (frame.replace(ck.success(rid, reply)),)
+
+
+def _claude_permission(
+    body: wire.PermissionAnswer, original: dict[str, Any] | None
+) -> dict[str, Any]:
+    """cbc's ``{allowed, ...}`` as Claude's ``{behavior, ...}`` (``original``: the tool
+    input Claude asked about, for an allow that names none)."""
+    if body.get("allowed") is not True:
+        reason = body.get("reason")
+        deny: dict[str, Any] = {
+            "behavior": "deny",
+            "message": reason if isinstance(reason, str) else "",
+        }
+        if body.get("interrupt") is True:
+            deny["interrupt"] = True
+        return deny
+    allow: dict[str, Any] = {"behavior": "allow"}
+    updated = body.get("updatedInput")
+    if isinstance(updated, dict):
+        allow["updatedInput"] = updated
+    elif original is not None:
+        allow["updatedInput"] = original
+    perms = body.get("updatedPermissions")
+    if isinstance(perms, list):
+        allow["updatedPermissions"] = perms  # Claude takes them with an allow
+    return allow
 
 
 @register
@@ -336,54 +393,84 @@ class ReverseTrack(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = cast("wire.Envelope", frame.obj)
-        rs = rstate.of(ctx.state)
         state = ctx.state
         t = obj.get("type")
         sid = str_at(obj, "session_id")
         if sid and state.session_id is None:
             state.session_id = sid
-        if t == "control_request":
-            rid, request = ck.request_of(frame.obj)
-            body = cast("wire.CanUseTool", request)
-            if rid is not None and body.get("subtype") == "can_use_tool":
-                inp = body.get("input")
-                rstate.remember(rs.permission_inputs, rid, inp if isinstance(inp, dict) else {})
-        elif t == "control_response":
-            rid, sub, resp = ck.response_of(frame.obj)
-            req = rs.requests.get(rid or "")
-            if req is not None and req[0] == "initialize" and sub == "success":
-                rs.init_reply = ck.body_of(resp)
-        elif t == "system" and obj.get("subtype") == "init":
-            rs.in_turn = True
-            model = str_at(obj, "model")
-            if model:
-                state.model = model
-        elif t == "result":
-            rs.in_turn = False
-        elif t == "assistant":
-            for item in list_at(dict_at(obj, "message"), "content"):
-                block = cast("wire.ContentBlock", item)
-                args = cast("wire.ToolCallInput | None", dict_at(block, "input"))
-                command = str_at(args, "command")
-                if str_at(block, "type") == "tool_use" and str_at(block, "name") == "Bash":
-                    if command is not None:
-                        rstate.remember(rs.bash_calls, str(block.get("id")), command)
-                if (
-                    str_at(block, "type") == "tool_use"
-                    and str_at(block, "name") in ("Agent", "Task")
-                    and args is not None
-                    and args.get("run_in_background") is True
-                ):
-                    rstate.remember(rs.background_calls, str(block.get("id")), None)
-        elif obj.get("subtype") == "task_started":
-            tid = str_at(obj, "task_id")
-            if tid and cast("wire.TaskStarted", obj).get("task_type") == "local_agent":
-                rstate.remember(
-                    rs.agent_tasks,
-                    tid,
-                    (str_at(obj, "description") or "", str_at(obj, "tool_use_id")),
-                )
+        track = _TRACK.get(f"system/{obj.get('subtype')}" if t == "system" else str(t))
+        if track is not None:
+            track(frame.obj, ctx)
         return None
+
+
+def _track_permission(obj: dict[str, Any], ctx: Context) -> None:
+    """An open ``can_use_tool`` prompt: its tool input, for the client's answer."""
+    rid, request = ck.request_of(obj)
+    body = cast("wire.CanUseTool", request)
+    if rid is not None and body.get("subtype") == "can_use_tool":
+        inp = body.get("input")
+        rs = rstate.of(ctx.state)
+        rstate.remember(rs.permission_inputs, rid, inp if isinstance(inp, dict) else {})
+
+
+def _track_initialize(obj: dict[str, Any], ctx: Context) -> None:
+    """Claude's reply to the client's ``initialize``, as Claude sent it."""
+    rs = rstate.of(ctx.state)
+    rid, sub, resp = ck.response_of(obj)
+    req = rs.requests.get(rid or "")
+    if req is not None and req[0] == "initialize" and sub == "success":
+        rs.init_reply = ck.body_of(resp)
+
+
+def _track_init(obj: dict[str, Any], ctx: Context) -> None:
+    """A turn starts, with the model it names."""
+    rstate.of(ctx.state).in_turn = True
+    model = str_at(obj, "model")
+    if model:
+        ctx.state.model = model
+
+
+def _track_result(obj: dict[str, Any], ctx: Context) -> None:
+    rstate.of(ctx.state).in_turn = False
+
+
+def _track_calls(obj: dict[str, Any], ctx: Context) -> None:
+    """The model's Bash calls (their commands) and background Agent calls."""
+    rs = rstate.of(ctx.state)
+    for item in list_at(dict_at(obj, "message"), "content"):
+        block = cast("wire.ContentBlock", item)
+        if str_at(block, "type") != "tool_use":
+            continue
+        name = str_at(block, "name")
+        args = cast("wire.ToolCallInput | None", dict_at(block, "input"))
+        command = str_at(args, "command")
+        if name == "Bash" and command is not None:
+            rstate.remember(rs.bash_calls, str(block.get("id")), command)
+        if name in ("Agent", "Task") and args is not None and args.get("run_in_background") is True:
+            rstate.remember(rs.background_calls, str(block.get("id")), None)
+
+
+def _track_task(obj: dict[str, Any], ctx: Context) -> None:
+    """A ``local_agent`` task starts: its description and the call that started it."""
+    tid = str_at(obj, "task_id")
+    if tid and cast("wire.TaskStarted", obj).get("task_type") == "local_agent":
+        rstate.remember(
+            rstate.of(ctx.state).agent_tasks,
+            tid,
+            (str_at(obj, "description") or "", str_at(obj, "tool_use_id")),
+        )
+
+
+#: what ``rev-track`` records, by the kind of the frame
+_TRACK: dict[str, Callable[[dict[str, Any], Context], None]] = {
+    "control_request": _track_permission,
+    "control_response": _track_initialize,
+    "system/init": _track_init,
+    "result": _track_result,
+    "assistant": _track_calls,
+    "system/task_started": _track_task,
+}
 
 
 def _request_for(
@@ -428,29 +515,42 @@ class ReverseInitializeReply(Stage):
         _, _, resp = got
         body = cast("wire.InitializeReplyBody", dict(ck.body_of(resp)))
         models = claude_models(body)
-        out_models = [
-            {
-                **m,
-                "id": model_id(m),
-                "name": str(m.get("name") or m.get("displayName") or model_id(m)),
-            }
-            for m in models
-        ]
-        current = body.get("currentModelId")
-        if not isinstance(current, str) or not current:
-            current = rstate.of(ctx.state).model
-            default = next(
-                (m for m in models if m.get("value") == "default"), models[0] if models else None
-            )
-            if not current and default is not None:
-                current = str(default.get("resolvedModel") or model_id(default))
+        current = self._current_model(body, models, ctx)
         if current:
             body["currentModelId"] = current
         if models:
-            body["models"] = out_models
+            body["models"] = [_cbc_model(m) for m in models]
         if "account" in body:
             body["account"] = cbc_account(body)
         return (_with_body(frame, resp, wire.plain(body)),)
+
+    @staticmethod
+    def _current_model(
+        body: wire.InitializeReplyBody, models: list[wire.ClaudeModel], ctx: Context
+    ) -> str | None:
+        """The model the reply names, else the session's, else Claude's default one."""
+        current = body.get("currentModelId")
+        if isinstance(current, str) and current:
+            return current
+        model = rstate.of(ctx.state).model
+        return model if model else _default_model(models)
+
+
+def _default_model(models: list[wire.ClaudeModel]) -> str | None:
+    """Claude's default model: the one listed as ``default``, else the first."""
+    default = next(
+        (m for m in models if m.get("value") == "default"), models[0] if models else None
+    )
+    return None if default is None else str(default.get("resolvedModel") or model_id(default))
+
+
+def _cbc_model(m: wire.ClaudeModel) -> dict[str, Any]:
+    """A model of Claude's list with cbc's ``id`` and ``name``."""
+    return {
+        **m,
+        "id": model_id(m),
+        "name": str(m.get("name") or m.get("displayName") or model_id(m)),
+    }
 
 
 #: transcript entry types that are conversation (the others: attachments, queue operations)
@@ -462,15 +562,26 @@ def history_frames(
 ) -> list[dict[str, Any]]:
     """cbc's replay of a resumed session (init, the conversation, a result) built from
     Claude's transcript entries; sidechains (sub-agents) and meta entries are left out."""
-    turns = [
-        e
-        for e in cast("list[wire.TranscriptEntry]", history)
-        if e.get("type") in HISTORY_TYPES
+    turns = [e for e in cast("list[wire.TranscriptEntry]", history) if _is_conversation(e)]
+    return [
+        _replay_init(session_id, cwd, model),
+        *(_replay_message(e, session_id) for e in turns),
+        _replay_result(turns, session_id),
+    ]
+
+
+def _is_conversation(e: wire.TranscriptEntry) -> bool:
+    """A user or assistant message of the main thread (no sub-agent's, no meta entry)."""
+    return (
+        e.get("type") in HISTORY_TYPES
         and dict_at(e, "message") is not None
         and not e.get("isSidechain")
         and not e.get("isMeta")
-    ]
-    init: dict[str, Any] = {
+    )
+
+
+def _replay_init(session_id: str, cwd: str | None, model: str | None) -> dict[str, Any]:
+    return {
         "type": "system",
         "subtype": "init",
         "session_id": session_id,
@@ -480,43 +591,48 @@ def history_frames(
         "mcp_servers": [],
         "permissionMode": "default",
     }
-    out = [init]
+
+
+def _replay_message(e: wire.TranscriptEntry, session_id: str) -> dict[str, Any]:
+    frame: dict[str, Any] = {
+        "type": e["type"],
+        "message": e["message"],
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+    }
+    if isinstance(e.get("uuid"), str):
+        frame["uuid"] = e["uuid"]
+    if e["type"] == "user":
+        frame["isReplay"] = True
+    return frame
+
+
+def _text_of(message: Any) -> str:
+    """The text blocks of a message, joined."""
+    blocks = cast("list[wire.ContentBlock]", list_at(message, "content"))
+    return "".join(
+        str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+    )
+
+
+def _replay_result(turns: list[wire.TranscriptEntry], session_id: str) -> dict[str, Any]:
+    """The replay's closing result: the last assistant text that had any."""
     last = ""
     for e in turns:
-        frame: dict[str, Any] = {
-            "type": e["type"],
-            "message": e["message"],
-            "parent_tool_use_id": None,
-            "session_id": session_id,
-        }
-        if isinstance(e.get("uuid"), str):
-            frame["uuid"] = e["uuid"]
-        if e["type"] == "user":
-            frame["isReplay"] = True
-        else:
-            blocks = list_at(e["message"], "content")
-            texts = [
-                str(b.get("text", ""))
-                for b in cast("list[wire.ContentBlock]", blocks)
-                if isinstance(b, dict) and b.get("type") == "text"
-            ]
-            last = "".join(texts) or last
-        out.append(frame)
-    out.append(
-        {
-            "type": "result",
-            "subtype": "success",
-            "is_error": False,
-            "result": last,
-            "session_id": session_id,
-            "num_turns": sum(e["type"] == "user" for e in turns),
-            "duration_ms": 0,
-            "duration_api_ms": 0,
-            "total_cost_usd": 0,
-            "usage": {"input_tokens": 0, "output_tokens": 0},
-        }
-    )
-    return out
+        if e["type"] != "user":
+            last = _text_of(e["message"]) or last
+    return {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": last,
+        "session_id": session_id,
+        "num_turns": sum(e["type"] == "user" for e in turns),
+        "duration_ms": 0,
+        "duration_api_ms": 0,
+        "total_cost_usd": 0,
+        "usage": {"input_tokens": 0, "output_tokens": 0},
+    }
 
 
 @register

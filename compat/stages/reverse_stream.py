@@ -118,7 +118,7 @@ class ReverseInterruptedTurn(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rs = rstate.of(ctx.state)
-        obj = cast("wire.Result", frame.obj)
+        obj = frame.view(wire.Result)
         asked, rs.interrupted = rs.interrupted, False
         reason = str_at(obj, "terminal_reason") or ""
         aborted = reason.startswith("aborted")
@@ -166,7 +166,7 @@ class ReverseInterruptMarker(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.User", frame.obj)
+        obj = frame.view(wire.User)
         if obj.get("parent_tool_use_id") is not None or marker_text(obj) is None:
             return None
         uid = str_at(obj, "uuid") or ctx.env.new_uuid()
@@ -199,7 +199,7 @@ class ReverseToolResult(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.User", frame.obj)
+        obj = frame.view(wire.User)
         msg = dict_at(obj, "message")
         content = cast("list[wire.ContentBlock]", list_at(msg, "content"))
         if msg is None or not any(
@@ -231,7 +231,7 @@ class ReverseLocalCommand(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.User", frame.obj)
+        obj = frame.view(wire.User)
         if obj.get("isReplay") is not True:
             return None
         if rstate.of(ctx.state).replay_user_messages:
@@ -293,7 +293,7 @@ class ReverseErrorResult(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"result"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.Result", frame.obj)
+        obj = frame.view(wire.Result)
         if obj.get("is_error") is not True:
             return None
         sub = obj.get("subtype")
@@ -345,7 +345,7 @@ class ReverseTaskType(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.ReverseTask", frame.obj)
+        obj = frame.view(wire.ReverseTask)
         t = obj.get("task_type")
         if not isinstance(t, str) or t not in TASK_TYPES:
             return None
@@ -361,7 +361,7 @@ class ReverseTaskStatus(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_updated"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.TaskUpdated", frame.obj)
+        obj = frame.view(wire.TaskUpdated)
         status = str_at(dict_at(obj, "patch"), "status")
         if status is None or "status" in obj:
             return None
@@ -403,7 +403,7 @@ class ReverseAgentSummary(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"system/task_notification"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.TaskNotification", frame.obj)
+        obj = frame.view(wire.TaskNotification)
         tid = str_at(obj, "task_id")
         task = rstate.of(ctx.state).agent_tasks.pop(tid or "", None)
         if task is None or obj.get("status") != "completed":
@@ -436,7 +436,7 @@ class ReverseTaskWords(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.ReverseTask", frame.obj)
+        obj = frame.view(wire.ReverseTask)
         rs = rstate.of(ctx.state)
         tid = str_at(obj, "task_id") or ""
         kind = obj.get("task_type")

@@ -28,6 +28,7 @@ from compat.wire import (
     Envelope,
     Message,
     Result,
+    ReverseTask,
     SystemInit,
     TaskFrame,
     TaskStarted,
@@ -190,7 +191,7 @@ class InitShape(Stage):
         return self.capabilities == "interrupt_receipt_v1"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(SystemInit, frame.obj)
+        obj = frame.view(SystemInit)
         new = cast(SystemInit, dict(obj))
         raw = as_dict(new)  # the same dict, for the keys the tables name
         new["claude_code_version"] = ctx.env.target_version
@@ -331,20 +332,19 @@ class ResultShape(Stage):
     _last_notified: str | None = attrs.field(default=None, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(Envelope, frame.obj)
-        t = obj.get("type")
-        if t == "system":
-            self._system(cast(TaskFrame, obj), ctx)
+        t = frame.view(Envelope).get("type")
+        if t == "system":  # a task frame (task_started, task_notification)
+            self._system(frame.view(ReverseTask), ctx)
             return None
         if t == "result":
-            return self._on_result(frame, cast(Result, obj), ctx)
+            return self._on_result(frame, frame.view(Result), ctx)
         if t == "assistant":
-            return self._on_assistant(frame, cast(Assistant, obj), ctx)
+            return self._on_assistant(frame, frame.view(Assistant), ctx)
         if t == "user":
-            self._on_user(cast(User, obj))
+            self._on_user(frame.view(User))
         return self._release_notice(frame)
 
-    def _system(self, obj: TaskFrame, ctx: Context) -> None:
+    def _system(self, obj: ReverseTask, ctx: Context) -> None:
         """A task frame: what the target's newer result keys count."""
         if target_of(ctx).result_keys or target_of(ctx).origin_run:
             self._task_frame(obj)
@@ -394,7 +394,7 @@ class ResultShape(Stage):
         notice, self._notice = self._notice, None
         if notice is None:
             return None
-        message = cast(Assistant, notice.obj).get("message")
+        message = notice.view(Assistant).get("message")
         if isinstance(message, dict):
             self._assistant(notice, message)
         return (notice, frame)
@@ -436,13 +436,13 @@ class ResultShape(Stage):
         self._tool_call, self._user_messages = False, 0
 
     # -- the target's newer result keys (compat.target) ---------------------------------
-    def _task_frame(self, obj: TaskFrame) -> None:
+    def _task_frame(self, obj: ReverseTask) -> None:
         tid = obj.get("task_id")
         if not isinstance(tid, str):
             return
         sub = obj.get("subtype")
         if sub == "task_started":
-            self._task_started(cast(TaskStarted, obj), tid)
+            self._task_started(obj, tid)
         elif sub == "task_notification":
             self._task_notified(obj, tid)
 
@@ -693,7 +693,7 @@ class ToolParent(Stage):
     kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(User, frame.obj)
+        obj = frame.view(User)
         parent = obj.get("parent_tool_use_id")
         if parent is None or not _answers(obj, parent):
             return None

@@ -10,6 +10,7 @@ the events of any message, so each one reads as Claude's stream would.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 import attrs
@@ -59,6 +60,19 @@ class _Message:
             self.blocks[client] = block
             self.has_tool_use |= block[0] == "tool_use"
         return client
+
+    def held_stop(self, block: tuple[str, Any] | None) -> int | None:
+        """The client index of a held stop whose block is like ``block``, if any."""
+        blocks = self.blocks
+        return next((c for _, c in self.held if c is not None and blocks.get(c) == block), None)
+
+    def deliver(self, block: tuple[str, Any] | None) -> None:
+        """The assistant frame of a block no held stop waits for (Claude's order): the first
+        block like ``block`` not delivered yet is."""
+        for c in sorted(self.blocks):
+            if c not in self.delivered and self.blocks[c] == block:
+                self.delivered.add(c)
+                return
 
 
 def _thread(obj: wire.StreamEvent | wire.Assistant) -> str | None:
@@ -196,41 +210,78 @@ class StreamEvents(Stage):
         if msg is None:
             return None
         index = event.get("index")
+        if isinstance(index, int) and isinstance(etype, str):
+            on_block = _BLOCK_EVENTS.get(etype)
+            if on_block is not None:
+                return on_block(self, frame, event, msg, index, ctx)
+        return self._message_event(frame, event, etype, msg, key, ctx)
+
+    def _block_start(
+        self, frame: Frame, event: dict[str, Any], msg: _Message, index: int, ctx: Context
+    ) -> Output:
+        """A block gets the message's next index; an open block at the same index of cbc's
+        is closed first."""
         out: list[Frame] = []
-        if etype == "content_block_start" and isinstance(index, int):
-            if index in msg.open:  # cbc reused an open block's index: close that block
-                closed = msg.open.pop(index)
-                self._stop(msg, closed, self._synth_stop(frame, closed, ctx), out, ctx)
-            client = msg.open_block(index, event.get("content_block"))
-            self._emit(msg, self._reindex(frame, index, client), out, ctx)
-            return out
-        if etype == "content_block_delta" and isinstance(index, int):
-            delta = dict_at(event, "delta")
-            if (
-                delta is not None
-                and delta.get("type") == "input_json_delta"
-                and delta.get("partial_json") == ""
-            ):
-                ctx.count(self.rule, "dropped:empty-input-json-delta")
-                return out
-            client = msg.open.get(index, index)
-            self._emit(msg, self._reindex(frame, index, client), out, ctx)
-            return out
-        if etype == "content_block_stop" and isinstance(index, int):
-            client = msg.open.pop(index, index)
-            self._stop(msg, client, self._reindex(frame, index, client), out, ctx)
-            return out
+        if index in msg.open:  # cbc reused an open block's index: close that block
+            closed = msg.open.pop(index)
+            self._stop(msg, closed, self._synth_stop(frame, closed, ctx), out, ctx)
+        client = msg.open_block(index, event.get("content_block"))
+        self._emit(msg, self._reindex(frame, index, client), out, ctx)
+        return out
+
+    def _block_delta(
+        self, frame: Frame, event: dict[str, Any], msg: _Message, index: int, ctx: Context
+    ) -> Output:
+        """A delta follows its block (cbc's empty ``input_json_delta`` is dropped)."""
+        delta = dict_at(event, "delta")
+        if (
+            delta is not None
+            and delta.get("type") == "input_json_delta"
+            and delta.get("partial_json") == ""
+        ):
+            ctx.count(self.rule, "dropped:empty-input-json-delta")
+            return []
+        out: list[Frame] = []
+        self._emit(msg, self._reindex(frame, index, msg.open.get(index, index)), out, ctx)
+        return out
+
+    def _block_stop(
+        self, frame: Frame, event: dict[str, Any], msg: _Message, index: int, ctx: Context
+    ) -> Output:
+        """A block's stop, held until its assistant frame has passed."""
+        out: list[Frame] = []
+        client = msg.open.pop(index, index)
+        self._stop(msg, client, self._reindex(frame, index, client), out, ctx)
+        return out
+
+    def _message_event(
+        self,
+        frame: Frame,
+        event: dict[str, Any],
+        etype: Any,
+        msg: _Message,
+        key: str | None,
+        ctx: Context,
+    ) -> Output:
+        """``message_delta``, ``message_stop`` (and any other event), in order behind what
+        the message holds."""
         if etype == "message_delta":
-            delta = dict_at(event, "delta")
-            if delta is not None and delta.get("stop_reason") == "end_turn" and msg.has_tool_use:
-                obj, ev = self._parts(frame)
-                new_delta = {**ev["delta"], "stop_reason": "tool_use"}
-                frame = frame.replace({**obj, "event": {**ev, "delta": new_delta}})
+            frame = self._tool_use_stop(frame, event, msg)
+        out: list[Frame] = []
         self._emit(msg, frame, out, ctx)
         if etype == "message_stop":
             msg.stopped = True
             self._forget_done(key)
         return out
+
+    def _tool_use_stop(self, frame: Frame, event: dict[str, Any], msg: _Message) -> Frame:
+        """A message that streamed a tool call and ends ``end_turn`` ends ``tool_use``."""
+        delta = dict_at(event, "delta")
+        if delta is None or delta.get("stop_reason") != "end_turn" or not msg.has_tool_use:
+            return frame
+        obj, ev = self._parts(frame)
+        new_delta = {**ev["delta"], "stop_reason": "tool_use"}
+        return frame.replace({**obj, "event": {**ev, "delta": new_delta}})
 
     def _message_start(self, frame: Frame, key: str | None, ctx: Context) -> Output:
         obj, event = self._parts(frame)
@@ -317,27 +368,22 @@ class StreamEvents(Stage):
             return None
         if message.get("id") != msg.message_id:
             return self._flush_before(frame, ctx)
-        content = message.get("content")
-        block = _block_key(content[0]) if isinstance(content, list) and content else None
-        blocks = msg.blocks
-        match = next((c for _, c in msg.held if c is not None and blocks.get(c) == block), None)
+        block = _first_block(message)
+        match = msg.held_stop(block)
         if match is None:
-            # Claude's order (the frame before its stop), or a block nothing holds for
-            for c in sorted(blocks):
-                if c not in msg.delivered and blocks[c] == block:
-                    msg.delivered.add(c)
-                    break
+            msg.deliver(block)  # Claude's order (the frame before its stop), or no stop held
             return None
         msg.delivered.add(match)
         out = _release_to(msg.held, match, frame)
         self._forget_done(key)
-        if not self._any_held():
-            ctx.cancel_timer(self, "hold")
+        self._stop_timer_if_idle(ctx)
         return out
 
     # -- releasing --------------------------------------------------------------------
-    def _any_held(self) -> bool:
-        return any(m.held for m in self._streams.values())
+    def _stop_timer_if_idle(self, ctx: Context) -> None:
+        """No message holds anything: the ``hold`` timer is not needed."""
+        if not any(m.held for m in self._streams.values()):
+            ctx.cancel_timer(self, "hold")
 
     def _flush(self, key: Any, ctx: Context) -> list[Frame]:
         msg = self._streams.get(key)
@@ -346,8 +392,7 @@ class StreamEvents(Stage):
         out = [f for f, _ in msg.held]
         msg.held.clear()
         self._forget_done(key)
-        if not self._any_held():
-            ctx.cancel_timer(self, "hold")
+        self._stop_timer_if_idle(ctx)
         return out
 
     def _flush_all(self, ctx: Context) -> list[Frame]:
@@ -367,3 +412,18 @@ class StreamEvents(Stage):
 
     def on_backend_exit(self, status: int, ctx: Context) -> Output:
         return self._flush_all(ctx) or None
+
+
+def _first_block(message: dict[str, Any]) -> tuple[str, Any] | None:
+    """The (type, tool id) of an assistant message's first block (cbc's are one block)."""
+    content = message.get("content")
+    return _block_key(content[0]) if isinstance(content, list) and content else None
+
+
+_BlockEvent = Callable[[StreamEvents, Frame, dict[str, Any], _Message, int, Context], Output]
+#: the events of one block (with an ``int`` index), by type
+_BLOCK_EVENTS: dict[str, _BlockEvent] = {
+    "content_block_start": StreamEvents._block_start,
+    "content_block_delta": StreamEvents._block_delta,
+    "content_block_stop": StreamEvents._block_stop,
+}

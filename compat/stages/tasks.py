@@ -62,7 +62,7 @@ from compat.vocabulary import NOTIFICATION_STATUSES, TASK_STATUSES
 from compat.wire import (
     Default,
     Envelope,
-    TaskFrame,
+    ReverseTask,
     TaskNotification,
     TaskProgress,
     TaskStarted,
@@ -147,10 +147,9 @@ class TaskCorrelation(Stage):
     _claimed: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.obj
-        if obj.get("type") == "user":
-            return self._tool_result(frame, cast(User, obj), ctx)
-        task = cast(TaskFrame, obj)
+        if frame.type == "user":
+            return self._tool_result(frame, frame.view(User), ctx)
+        task = frame.view(ReverseTask)  # any task frame
         if not _is_task_frame(task):
             return None
         tid = task_id_of(task)
@@ -171,7 +170,7 @@ class TaskCorrelation(Stage):
     def _started(self, frame: Frame, tid: str, info: TaskInfo, ctx: Context) -> Output:
         """A task_started gets its call's id: its own, a tool result's already seen, or
         (held until a tool result names it) one found later."""
-        use_id = cast(TaskStarted, frame.obj).get("tool_use_id")
+        use_id = frame.view(TaskStarted).get("tool_use_id")
         if isinstance(use_id, str) and use_id:
             self._claim(info, use_id)
             return None
@@ -246,7 +245,7 @@ class TaskCorrelation(Stage):
         held = self._held.pop(key, None)
         if held is None:
             return None
-        started = cast(TaskStarted, held[0].obj)
+        started = held[0].view(TaskStarted)
         cands = self._candidates(ctx, started)
         use = ctx.state.tool_uses.get(cands[0]) if cands else None
         if use is not None and use.input.get("description") == started.get("description"):
@@ -274,7 +273,7 @@ class TaskType(Stage):
     _unknown: set[str] = attrs.field(factory=set, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(TaskStarted, frame.obj)
+        obj = frame.view(TaskStarted)
         tt = obj.get("task_type")
         tid = task_id_of(obj)
         mapped = TASK_TYPE_MAP.get(tt) if isinstance(tt, str) else None
@@ -288,11 +287,11 @@ class TaskType(Stage):
         return None
 
 
-def _zero_progress(obj: Any) -> bool:
+def _zero_progress(frame: Frame) -> bool:
     """A ``task_progress`` that reports nothing done yet (cbc's, before an agent starts)."""
-    if not isinstance(obj, dict) or obj.get("subtype") != "task_progress":
+    if frame.subtype != "task_progress":
         return False
-    progress = cast(TaskProgress, obj)
+    progress = frame.view(TaskProgress)
     usage = progress.get("usage")
     return (
         isinstance(usage, dict)
@@ -328,7 +327,7 @@ class TaskNoise(Stage):
     _paused: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(TaskFrame, frame.obj)
+        obj = frame.view(ReverseTask)  # any task frame
         tid = task_id_of(obj)
         if tid is None:
             return None
@@ -364,7 +363,7 @@ class TaskNoise(Stage):
         """What was held for the task, but a zero progress (Claude sends none before the
         agent has done something)."""
         held = self._pending.pop(tid, None) or []
-        kept = [f for f in held if not _zero_progress(f.obj)]
+        kept = [f for f in held if not _zero_progress(f)]
         if len(kept) < len(held):
             ctx.drop_held(self.rule, len(held) - len(kept))
         return kept
@@ -372,7 +371,7 @@ class TaskNoise(Stage):
     def _quieted(self, frame: Frame, tid: str) -> Frame | None:
         """A task_updated without a ``pending``/``running`` status that is no transition
         (None: the patch said nothing else)."""
-        obj = cast(TaskUpdated, frame.obj)
+        obj = frame.view(TaskUpdated)
         status = patch_status(obj)
         was_paused = tid in self._paused
         if status == "paused":
@@ -432,12 +431,12 @@ class TaskStatus(Stage):
             ctx.log(self.rule, f"unknown task status {value!r} passed unchanged", "warning")
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if cast(Envelope, frame.obj).get("subtype") == "task_notification":
+        if frame.view(Envelope).get("subtype") == "task_notification":
             return self._notification(frame, ctx)
         return self._update(frame, ctx)
 
     def _update(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(TaskUpdated, frame.obj)
+        obj = frame.view(TaskUpdated)
         patch = obj.get("patch")
         if not isinstance(patch, dict):
             return None
@@ -452,7 +451,7 @@ class TaskStatus(Stage):
         return None if new is obj else (frame.replace(as_dict(new)),)
 
     def _notification(self, frame: Frame, ctx: Context) -> Output:
-        note = cast(TaskNotification, frame.obj)
+        note = frame.view(TaskNotification)
         status = note.get("status")
         if status in ("killed", "cancelled"):
             stopped: TaskNotification = {**note, "status": "stopped"}
@@ -564,7 +563,7 @@ class TaskFields(Stage):
     _usage: dict[str, dict[str, Any]] = attrs.field(factory=OrderedDict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(Envelope, frame.obj)
+        obj = frame.view(Envelope)
         st = obj.get("subtype")
         tid = task_id_of(obj)
         info = ctx.state.tasks.get(tid) if tid else None

@@ -216,21 +216,21 @@ class InterruptedTurn(Stage):
     _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.Envelope", frame.obj)
+        obj = frame.view(wire.Envelope)
         t = obj.get("type")
         if t == "control_response":
             self._receipt(obj, ctx)
             return None
         if t == "result":
-            return self._result(frame, cast("wire.Result", obj), ctx)
+            return self._result(frame, frame.view(wire.Result), ctx)
         main = obj.get("parent_tool_use_id") is None
         if t == "user" and main:
-            return self._user(cast("wire.User", obj), ctx)
+            return self._user(frame.view(wire.User), ctx)
         self._active = True
         if not main:
             return None
         if t == "assistant":
-            return self._assistant(cast("wire.Assistant", obj), ctx)
+            return self._assistant(frame.view(wire.Assistant), ctx)
         if t == "stream_event" and self._drops(ctx):
             return ()
         return None
@@ -389,23 +389,23 @@ class FinalAnswer(Stage):
     _sub_streaming: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.Envelope", frame.obj)
+        obj = frame.view(wire.Envelope)
         t = obj.get("type")
         if t == "stream_event":
             self._model_wrote = True  # (a sub-agent's too)
             if self._listening:
-                self._heard(cast("wire.StreamEvent", obj))
+                self._heard(frame.view(wire.StreamEvent))
             return None
         if obj.get("parent_tool_use_id") is not None:
             return None
         if t == "assistant":
-            self._assistant(cast("wire.Assistant", obj))
+            self._assistant(frame.view(wire.Assistant))
         elif t == "user":
             self._text_seen = self._after_thinking = False
             self._streamed = None
             self._listening = True
         elif t == "result":
-            return self._result(frame, cast("wire.Result", obj), ctx)
+            return self._result(frame, frame.view(wire.Result), ctx)
         return None
 
     def _assistant(self, obj: wire.Assistant) -> None:

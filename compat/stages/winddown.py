@@ -170,18 +170,18 @@ class EofWindDown(Stage):
     # -- frames -------------------------------------------------------------------------
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj: dict[str, Any] = frame.obj
-        env = cast("wire.Envelope", obj)
+        env = frame.view(wire.Envelope)
         t, st = env.get("type"), env.get("subtype")
         kind = f"system/{st}" if t == "system" else str(t)
         if t == "control_request":
-            return self._request(obj, ctx) if self._eof else None
+            return self._request(frame, ctx) if self._eof else None
         self._last_frame = ctx.now
         self._after_result = t == "result"
         if kind in TASK_FRAMES:
             self._task(obj, kind)
         elif t == "result":
             self._active = False
-            self._last_error = cast("wire.Result", obj).get("is_error") is True
+            self._last_error = frame.view(wire.Result).get("is_error") is True
             self._folded = self._pending_lines(ctx) > 0
         else:
             self._active = True
@@ -219,9 +219,9 @@ class EofWindDown(Stage):
         ):
             self._tasks.pop(tid, None)
 
-    def _request(self, obj: dict[str, Any], ctx: Context) -> Output:
+    def _request(self, frame: Frame, ctx: Context) -> Output:
         """A request from cbc after the client's EOF: nobody can answer it but us."""
-        request = cast("wire.ControlRequest", obj)
+        request = frame.view(wire.ControlRequest)
         rid, req = request.get("request_id"), request.get("request")
         if not isinstance(rid, str) or not isinstance(req, dict):
             return None

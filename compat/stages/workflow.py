@@ -41,7 +41,7 @@ from compat.taskkit import (
 )
 from compat.wire import (
     Envelope,
-    TaskFrame,
+    ReverseTask,
     TaskNotification,
     TaskProgress,
     TaskStarted,
@@ -166,14 +166,14 @@ class WorkflowName(Stage):
     _names: dict[str, str] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(TaskFrame, frame.obj)
+        obj = frame.view(ReverseTask)  # any task frame
         if not _is_task_frame(obj):
             return None
         tid = task_id_of(obj)
         if tid is None:
             return None
         if obj.get("subtype") == "task_started":
-            started = cast(TaskStarted, obj)
+            started = frame.view(TaskStarted)
             if claude_type(started.get("task_type")) != WORKFLOW:
                 return None
             self._name(ctx, tid, started)
@@ -235,9 +235,9 @@ class WorkflowPrompt(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        if cast(Envelope, frame.obj).get("subtype") == "task_progress":
+        if frame.view(Envelope).get("subtype") == "task_progress":
             return _progress_description(frame, ctx)
-        obj = cast(TaskStarted, frame.obj)
+        obj = frame.view(TaskStarted)
         tid = task_id_of(obj)
         if tid is None:
             return None
@@ -271,7 +271,7 @@ class WorkflowPrompt(Stage):
 
 def _progress_description(frame: Frame, ctx: Context) -> Output:
     """A progress that repeats cbc's description of the task says Claude's."""
-    progress = cast(TaskProgress, frame.obj)
+    progress = frame.view(TaskProgress)
     tid = task_id_of(progress)
     if tid is None:
         return None
@@ -343,14 +343,14 @@ class ProgressSnapshot(Stage):
     _workflows: dict[str, str] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        head = cast(Envelope, frame.obj)
+        head = frame.view(Envelope)
         tid = task_id_of(head)
         if tid is None:
             return None
         if head.get("subtype") == "task_started":
-            self._started(cast(TaskStarted, head), tid)
+            self._started(frame.view(TaskStarted), tid)
             return None
-        return self._progress(frame, cast(TaskProgress, head), tid, ctx)
+        return self._progress(frame, frame.view(TaskProgress), tid, ctx)
 
     def _started(self, started: TaskStarted, tid: str) -> None:
         if claude_type(started.get("task_type")) == WORKFLOW:
@@ -500,13 +500,13 @@ class ProgressFinal(Stage):
     _runs: dict[str, _Run] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast(Envelope, frame.obj)
+        obj = frame.view(Envelope)
         tid = task_id_of(obj)
         if tid is None:
             return None
         st = obj.get("subtype")
         if st == "task_started":
-            task_type = cast(TaskStarted, obj).get("task_type")
+            task_type = frame.view(TaskStarted).get("task_type")
             if claude_type(task_type) == WORKFLOW and tid not in self._runs:
                 remember(self._runs, tid, _Run(), cap=1024)
             return None
@@ -519,7 +519,7 @@ class ProgressFinal(Stage):
     # -- per subtype of a workflow still running ---------------------------------------------
     def _progress(self, frame: Frame, ctx: Context, tid: str, run: _Run) -> Output:
         """Kept as the last snapshot; once the end is held, folded into it and dropped."""
-        progress = cast(TaskProgress, frame.obj)
+        progress = frame.view(TaskProgress)
         if not isinstance(progress.get("workflow_progress"), list):
             return None
         if run.held is None or run.last is None:
@@ -532,7 +532,7 @@ class ProgressFinal(Stage):
 
     def _updated(self, frame: Frame, ctx: Context, tid: str, run: _Run) -> Output:
         """The terminal update is held until the notification (at most ``wait`` s)."""
-        obj = cast(TaskUpdated, frame.obj)
+        obj = frame.view(TaskUpdated)
         status = patch_status(obj)
         if status not in TERMINAL or run.held is not None:
             return None
@@ -546,7 +546,7 @@ class ProgressFinal(Stage):
     def _notified(self, frame: Frame, ctx: Context, tid: str, run: _Run) -> Output:
         """The corrected snapshot and the held update go out before the notification."""
         ctx.cancel_timer(self, tid)
-        status = cast(TaskNotification, frame.obj).get("status")
+        status = frame.view(TaskNotification).get("status")
         if run.status is None and isinstance(status, str):
             run.status = NOTIFICATION_OF.get(status, status)
         return (*self._finish(ctx, tid, run), frame)
