@@ -41,6 +41,8 @@ import attrs
 import msgspec
 import orjson
 
+from compat.wire import covers
+
 _UNPARSED: Any = object()
 _NO_KIND: Any = object()
 #: (type, subtype) of a frame; None for a line that is not a JSON object
@@ -353,6 +355,10 @@ def kind_of(obj: Any) -> Kind | None:
 
 
 _T = TypeVar("_T")
+#: (family, kind) pairs ``Frame.view`` found covered (checked once each; a hostile stream
+#: can name any number of kinds: past ``MAX_VIEWED`` they are checked every time)
+_VIEWED: set[tuple[Any, Any]] = set()
+MAX_VIEWED = 4096
 
 
 @attrs.define(slots=True, eq=False)
@@ -388,10 +394,12 @@ class Frame:
         (``wire.Assistant``...): the same dict, typed, once its kind is checked to be one of
         the family's (``wire.FAMILIES``; a rule reading another kind's view is a bug:
         TypeError). Parses the line if no rule did yet."""
-        from compat import wire
-
-        if not wire.covers(family, self.kind()):
-            raise TypeError(f"a {self.kind()} frame read as {family.__name__}")
+        kind = self.kind()
+        if (family, kind) not in _VIEWED:
+            if not covers(family, kind):
+                raise TypeError(f"a {kind} frame read as {family.__name__}")
+            if len(_VIEWED) < MAX_VIEWED:
+                _VIEWED.add((family, kind))
         return self.obj  # type: ignore[no-any-return]
 
     @property

@@ -469,10 +469,20 @@ FAMILIES: dict[Any, frozenset[str]] = {
 }
 
 
+def _split(kinds: frozenset[str]) -> tuple[frozenset[Any], frozenset[tuple[Any, Any]]]:
+    """A family's kinds as the types it covers whatever the subtype, and (type, subtype)s."""
+    pairs = {tuple(k.split("/", 1)) for k in kinds if "/" in k}
+    return frozenset(k for k in kinds if "/" not in k), frozenset(pairs)  # type: ignore[arg-type]
+
+
+#: ``FAMILIES`` as ``covers`` looks them up (a frame's kind is a (type, subtype) tuple)
+_COVERED = {family: _split(kinds) for family, kinds in FAMILIES.items()}
+
+
 def covers(family: Any, kind: tuple[Any, Any] | None) -> bool:
     """Whether a frame of ``kind`` (``Frame.kind()``) is one of ``family``'s (KeyError: not a
     frame family)."""
-    kinds = FAMILIES[family]
+    types, pairs = _COVERED[family]
     if kind is None:
         return False
-    return not kinds or kind[0] in kinds or f"{kind[0]}/{kind[1]}" in kinds
+    return (not types and not pairs) or kind[0] in types or kind in pairs
