@@ -139,25 +139,12 @@ def guarded(fn: Callable[[], int]) -> int:
 
 
 def _failed(e: Exception) -> int:
-    """One line for an error: a missing optional extra, a usage error, or the unexpected."""
-    if isinstance(e, ModuleNotFoundError):
-        extra = EXTRAS.get((e.name or "").partition(".")[0])
-        if extra is not None:
-            print(
-                f"ccbridge: this command needs the {extra} extra ({e.name} is not installed): "
-                f"pip install 'ccbridge[{extra}]'",
-                file=sys.stderr,
-            )
-            return EXIT_USAGE
+    """One line for an error: a usage error, or the unexpected."""
     if _usage_error(e):
         print(f"ccbridge: {escape(str(e))}", file=sys.stderr)
         return EXIT_USAGE
     return _unexpected(e)
 
-
-#: what an optional extra brings (pyproject ``optional-dependencies``): a command that needs a
-#: missing one says which extra to install
-EXTRAS = {"h11": "harness"}
 
 #: the exceptions that are usage or configuration errors, by module: looked up only where
 #: the module is loaded (one not imported raised nothing), so a command imports no more
