@@ -66,6 +66,11 @@ EXIT_CLIENT_GONE = Exit.CLIENT_GONE
 _CLOSE = None  # sentinel on a writer channel: close that side
 
 
+#: the capture note written when the bridge closes the backend's stdin (``ccbridge replay``
+#: waits for the client's EOF there; "stdin closed" is the client's own EOF)
+BACKEND_STDIN_CLOSED = "backend stdin closed"
+
+
 @attrs.define
 class SessionConfig:
     backend_argv: Sequence[str]
@@ -505,6 +510,8 @@ class Session:
 
     async def _close_backend_stdin(self) -> None:
         assert self.proc is not None
+        if self.recorder:  # (the client's own EOF is "stdin closed"; ccbridge replay waits here)
+            self.recorder.note(BACKEND_STDIN_CLOSED)
         try:
             await self.proc.stdin.aclose()
         except (trio.BrokenResourceError, OSError):

@@ -29,6 +29,7 @@ import orjson
 import trio
 
 from bridge.cli import Parser
+from bridge.driver import BACKEND_STDIN_CLOSED
 from bridge.files import FILE_MODE, private_dirs
 from bridge.log import Logger
 from compat import capture
@@ -74,6 +75,7 @@ def plan(cap: capture.Capture) -> list[Step]:
                 turn_open = False
             steps.append(Step("out", r.data))
         return steps
+    eof = _eof_note(cap)
     for r in cap.records:
         if r.kind == "stdout":
             steps.append(Step("out", r.data))
@@ -81,9 +83,23 @@ def plan(cap: capture.Capture) -> list[Step]:
             steps.append(Step("err", r.data))
         elif r.kind == "stdin":
             steps.append(Step("expect", r.data, signature(r.data)))
-        elif r.kind == "note" and r.text.strip() == "stdin closed":
+        elif r.kind == "note" and r.text.strip() == eof:
             steps.append(Step("eof"))
     return steps
+
+
+def _eof_note(cap: capture.Capture) -> str | None:
+    """The note that marks the backend's EOF: the bridge's own note where it closed the
+    backend's stdin; in a capture without one, "stdin closed" only when the capture has no
+    client side (a reference transcript: the backend's stdin is the client's). A bridge
+    capture's "stdin closed" is the client's EOF, which the bridge may hold back until the
+    turn ends (eof-wind-down): waiting for it there would hang a ``-p`` replay."""
+    notes = {r.text.strip() for r in cap.records if r.kind == "note"}
+    if BACKEND_STDIN_CLOSED in notes:
+        return BACKEND_STDIN_CLOSED
+    if any(r.kind == "client_in" for r in cap.records):
+        return None
+    return "stdin closed"
 
 
 class Replayer:
