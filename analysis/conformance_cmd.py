@@ -1,4 +1,4 @@
-"""``ccbridge conformance [--captures DIR] [--markdown|--json] [--write-readme]
+"""``ccbridge conformance [--captures DIR] [--markdown|--json] [--write-doc [FILE]]
 [--regenerate [--only NAME...] [--jobs N] [--deadline S]]``: how close cbc through the
 bridge comes to Claude Code 2.1.220, scenario by scenario, and why it is not closer.
 
@@ -13,24 +13,28 @@ run's duration in ``DIR/index.json``; a run that does not finish keeps the old c
 Every remaining difference and contract violation gets a reason from the known
 differences (``analysis/data/known_differences.toml``, or ``--known FILE``; format and
 policy in ``analysis.conformance``); one with no reason is "unexplained", never hidden.
-``--write-readme`` puts the Markdown table between ``<!-- conformance:start -->`` and
-``<!-- conformance:end -->`` in README.md, and every difference with both values in
-``DIR/CONFORMANCE.md``. Exit 0: nothing unexplained; 1: something is;
-2: an error (bad known-differences file, missing markers, a backend not installed).
+``--write-doc`` puts the Markdown table between ``<!-- conformance:start -->`` and
+``<!-- conformance:end -->`` in ``docs/conformance.md`` (or FILE), and every difference with
+both values in ``DIR/CONFORMANCE.md`` (``--write-readme`` is an older name of the option).
+Exit 0: nothing unexplained; 1: something is; 2: an error (bad known-differences file,
+missing markers, a backend not installed).
 
 ``--profile claude-to-cbc``: the other direction (``analysis.conformance.REVERSE``). The
 twins are ``captures/twins-reverse/<scenario>.cbc.jsonl`` (raw cbc 2.163.0: what a cbc
 client expects), ``.claude-bridged.jsonl`` (Claude behind ``claude-to-cbc``, as
 ``cbc-on-claude`` runs it) and ``.claude-raw.jsonl`` (raw Claude), the client speaking a cbc
 SDK's dialect on every side; the checker is cbc's contract, the known differences
-``analysis/data/known_differences_reverse.toml``, the README block the one between
-``<!-- conformance-reverse:start -->`` and ``<!-- conformance-reverse:end -->``. Only the
-scenarios that speak stream-json (every one but the headless ones with text or json output).
+``analysis/data/known_differences_reverse.toml``, the block the one between
+``<!-- conformance-reverse:start -->`` and ``<!-- conformance-reverse:end -->`` of the same
+page. Only the scenarios that speak stream-json (every one but the headless ones with text
+or json output).
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from argparse import SUPPRESS
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +55,9 @@ from harness.scenario import Scenario, ScenarioError, load
 
 EXIT_OK, EXIT_UNEXPLAINED, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 TWINS = corpus.captures() / "twins"
-#: the checkout's README; installed, ./README.md
-README = corpus.readme() or Path("README.md")
+#: the page the tables go into: the checkout's docs/conformance.md; installed, the same
+#: path below the working directory
+DOC = corpus.conformance_doc() or Path("docs", "conformance.md")
 #: what each role runs (PROTOCOL.md: Claude directly; cbc as claude-on-cbc runs it; raw cbc)
 SIDES = {
     "claude": ab_cmd.Side("claude", None, "claude"),
@@ -60,7 +65,7 @@ SIDES = {
     # what a Claude client sees on raw cbc: the client writes Claude's shapes
     "cbc-raw": ab_cmd.Side("cbc", None, "cbc-raw", client="claude"),
 }
-REGENERATE = "ccbridge conformance --regenerate --write-readme"
+REGENERATE = "ccbridge conformance --regenerate --write-doc"
 TWINS_REVERSE = corpus.captures() / "twins-reverse"
 KNOWN_REVERSE = Path(__file__).resolve().parent / "data" / "known_differences_reverse.toml"
 #: the reverse twins: the client is a cbc SDK on every side (raw Claude: what it would see)
@@ -69,7 +74,7 @@ SIDES_REVERSE = {
     "claude-bridged": ab_cmd.Side("claude", "claude-to-cbc", "claude-bridged", client="cbc"),
     "claude-raw": ab_cmd.Side("claude", None, "claude-raw", client="cbc"),
 }
-REGENERATE_REVERSE = "ccbridge conformance --profile claude-to-cbc --regenerate --write-readme"
+REGENERATE_REVERSE = "ccbridge conformance --profile claude-to-cbc --regenerate --write-doc"
 MARKS_REVERSE = ("<!-- conformance-reverse:start -->", "<!-- conformance-reverse:end -->")
 
 
@@ -163,7 +168,7 @@ def speaks_stream_json(scenario: Scenario) -> bool:
     )
 
 
-#: every difference with both values, written next to the captures with --write-readme
+#: every difference with both values, written next to the captures with --write-doc
 DETAILS = "CONFORMANCE.md"
 
 
@@ -274,13 +279,17 @@ def _parser() -> Parser:
     fmt.add_argument("--markdown", action="store_true", help="print the Markdown table")
     fmt.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
-        "--write-readme",
+        "--write-doc",
         nargs="?",
-        const=README,
+        const=DOC,
         default=None,
         type=Path,
-        metavar="README",
-        help=f"write the table into README (default {README})",
+        metavar="FILE",
+        help=f"write the table between its markers in FILE (default {DOC})",
+    )
+    # the option's older name, before the tables left the README
+    p.add_argument(
+        "--write-readme", dest="write_doc", nargs="?", const=DOC, type=Path, help=SUPPRESS
     )
     p.add_argument(
         "--regenerate",
@@ -372,10 +381,8 @@ def _target(args: Any, how: Setup) -> str:
         )
     if args.captures is None:
         args.captures = how.twins if not forward else twins_dir(target)
-    if args.write_readme and target != TARGET_CLAUDE_VERSION:
-        raise _Failed(
-            "--write-readme writes the default target's table; use --markdown for --target"
-        )
+    if args.write_doc and target != TARGET_CLAUDE_VERSION:
+        raise _Failed("--write-doc writes the default target's table; use --markdown for --target")
     return target
 
 
@@ -448,8 +455,8 @@ def _rows(
     everything = sorted(
         set(twin_files(args.captures, roles)) | (set(all_names) if canonical else set())
     )
-    # the README always gets the whole table; --only narrows what is printed
-    names = args.only if args.only and not args.write_readme else everything
+    # the page always gets the whole table; --only narrows what is printed
+    names = args.only if args.only and not args.write_doc else everything
     try:
         return load_rows(args.captures, known, names, how.direction)
     except (OSError, CaptureError) as e:
@@ -457,25 +464,25 @@ def _rows(
 
 
 def _output(args: Any, t: _Table) -> None:
-    """The table where the options send it: README and details, HTML, stdout."""
+    """The table where the options send it: the page and details, HTML, stdout."""
     md = _markdown(args, t)
-    if args.write_readme:
-        _write_readme(args.write_readme, md, t)
+    if args.write_doc:
+        _write_doc(args.write_doc, md, t)
     if args.html:
         _write_html(args.html, t)
     if args.json:
         print(render.to_json(t.rows, t.known))
     elif args.markdown:
         sys.stdout.write(md or "")
-    elif not args.write_readme:
+    elif not args.write_doc:
         sys.stdout.write(render.render_text(t.rows, t.known, direction=t.how.direction))
 
 
 def _markdown(args: Any, t: _Table) -> str | None:
-    """The Markdown table, when printed or written into the README."""
-    if not (args.markdown or args.write_readme):
+    """The Markdown table, when printed or written into the page."""
+    if not (args.markdown or args.write_doc):
         return None
-    link = _link(t.details, args.write_readme) if args.write_readme else None
+    link = _link(t.details, args.write_doc) if args.write_doc else None
     return render.render_markdown(
         t.rows,
         t.known,
@@ -486,9 +493,9 @@ def _markdown(args: Any, t: _Table) -> str | None:
     )
 
 
-def _write_readme(readme: Path, md: str | None, t: _Table) -> None:
+def _write_doc(doc: Path, md: str | None, t: _Table) -> None:
     try:
-        text = readme.read_text(encoding="utf-8")
+        text = doc.read_text(encoding="utf-8")
         new = render.replace_block(text, md or "", *(t.how.marks or ()))
         t.details.write_text(
             render.render_details(
@@ -496,10 +503,10 @@ def _write_readme(readme: Path, md: str | None, t: _Table) -> None:
             ),
             encoding="utf-8",
         )
-        readme.write_text(new, encoding="utf-8")
+        doc.write_text(new, encoding="utf-8")
     except (OSError, ValueError) as e:
-        raise _Failed(f"{readme}: {e}") from e
-    _err(f"wrote the table into {readme} and every difference into {t.details}")
+        raise _Failed(f"{doc}: {e}") from e
+    _err(f"wrote the table into {doc} and every difference into {t.details}")
 
 
 def _write_html(html: Path, t: _Table) -> None:
@@ -514,12 +521,10 @@ def _write_html(html: Path, t: _Table) -> None:
     _err(f"wrote {html} and {len(written) - 1} scenario report(s)")
 
 
-def _link(target: Path, readme: Path) -> str:
-    """``target`` relative to the README's directory (a link that works on GitHub)."""
-    try:
-        return str(target.resolve().relative_to(readme.resolve().parent))
-    except ValueError:
-        return str(target.resolve())
+def _link(target: Path, doc: Path) -> str:
+    """``target`` relative to the page's directory (a link that works on GitHub:
+    ``../captures/twins/CONFORMANCE.md`` from ``docs/``)."""
+    return Path(os.path.relpath(target.resolve(), doc.resolve().parent)).as_posix()
 
 
 def _rel(p: Path) -> str:

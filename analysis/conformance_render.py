@@ -1,7 +1,7 @@
 """The conformance table (``analysis.conformance`` rows) as Markdown, text and JSON. Pure.
 
-Two Markdown documents: ``render_markdown`` is what goes into README.md between the
-markers (``replace_block``): the per-scenario table and one line per reason (how many
+Two Markdown documents: ``render_markdown`` is what goes into docs/conformance.md between
+the markers (``replace_block``): the per-scenario table and one line per reason (how many
 differences it explains, in which scenarios), small enough to read; ``render_details`` is
 every remaining difference of every scenario with its reason and both values (written
 next to the twin captures). Every string that came from a stream or from the
@@ -36,7 +36,7 @@ _CATEGORY_ORDER = {k: n for n, k in enumerate((UNEXPLAINED, *CATEGORIES))}
 #: the parts of a path that change with the turn a frame fell in, not with what differs
 _TURN = re.compile(r"^(?:after )?turn \d+ / ")
 _NTH = re.compile(r" #\d+(?= / |$)")
-#: paths shown per reason in the README (all of them are in the details)
+#: paths shown per reason in the page (all of them are in the details)
 SHOWN = 4
 
 
@@ -186,7 +186,7 @@ def render_markdown(
     details: str | None = None,
     direction: Direction = FORWARD,
 ) -> str:
-    """The README block: the table, then one line per reason with where it applies."""
+    """The page's block: the table, then one line per reason with where it applies."""
     d = direction
     out = [*_header(rows, source, command, d), "", *_table(rows, d), ""]
     where = (

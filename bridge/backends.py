@@ -88,8 +88,8 @@ def lookup(
     explicit: str | None = None,
 ) -> tuple[list[str] | None, list[str]]:
     """Where backend ``name`` ("claude" or "cbc") is, in the one order every command uses
-    (README "Use it as a drop-in"): for cbc ``explicit`` (``CCBRIDGE_BACKEND`` / ``backend
-    =``, a shlex-split command line), ``$CODEBUDDY_CODE_PATH``, the cache ``ccbridge
+    (docs/settings.md, "Finding the backend"): for cbc ``explicit`` (``CCBRIDGE_BACKEND`` /
+    ``backend =``, a shlex-split command line), ``$CODEBUDDY_CODE_PATH``, the cache ``ccbridge
     backends install`` fills, ``codebuddy-headless`` / ``codebuddy`` / ``cbc`` on PATH, an
     installed ``codebuddy-agent-sdk``; for claude the cache, then ``claude`` on PATH.
     Returns the argv prefix (None: not found) and what was tried before it, in words."""

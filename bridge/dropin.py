@@ -87,7 +87,7 @@ def help_text() -> str:
             "",
             "Bridge environment: CCBRIDGE_BACKEND, CODEBUDDY_CODE_PATH, CCBRIDGE_RULES,",
             "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG, CCBRIDGE_TARGET (the Claude Code",
-            "version emulated: 2.1.220, the default, or 2.1.332; see the ccbridge README);",
+            "version emulated: 2.1.220, the default, or 2.1.332; see docs/drift.md);",
             "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS bounds the wind-down after stdin EOF.",
         ]
     )

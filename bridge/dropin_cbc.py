@@ -60,7 +60,7 @@ def help_text() -> str:
             "",
             "Claude is found by CCBRIDGE_BACKEND, then `claude` on PATH, then `ccbridge backends",
             "install`. Bridge settings: CCBRIDGE_RULES, CCBRIDGE_RECORD, CCBRIDGE_LOG,",
-            "CCBRIDGE_CONFIG (see the ccbridge README).",
+            "CCBRIDGE_CONFIG (see docs/settings.md).",
         ]
     )
 

@@ -11,7 +11,7 @@ group. So the bridge also finds the backend's process tree:
 - each of them is sent SIGTERM, then SIGKILL, and reaped.
 
 Elsewhere (no ``prctl``, no ``/proc``) only the process group is killed: a descendant that
-left the group and whose parent already exited escapes (documented in the README).
+left the group and whose parent already exited escapes (documented in docs/robustness.md).
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ CBC_DEFAULTS = {"DISABLE_AUTOUPDATER": "1", "CODEBUDDY_DISABLE_AUTO_MEMORY": "1"
 HEADERS = "CODEBUDDY_CUSTOM_HEADERS"
 CEILING_ENV = "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS"
 
-#: the README form: (Claude variable, what cbc gets, note)
+#: the docs/launch.md form: (Claude variable, what cbc gets, note)
 ENV_TABLE: list[tuple[str, str, str]] = [
     *((c, b, "copied unless set") for c, b in COUNTERPARTS.items()),
     ("-", "DISABLE_AUTOUPDATER=1", "always (as codebuddy-agent-sdk)"),

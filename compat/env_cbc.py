@@ -22,7 +22,7 @@ REVERSE_COUNTERPARTS: dict[str, str] = {
     "CODEBUDDY_IS_SANDBOX": "IS_SANDBOX",
 }
 
-#: the README form: (cbc variable, what Claude gets, when)
+#: the docs/reverse.md form: (cbc variable, what Claude gets, when)
 REVERSE_ENV_TABLE: list[tuple[str, str, str]] = [
     *((cbc, claude, "copied unless set") for cbc, claude in REVERSE_COUNTERPARTS.items()),
     (

@@ -1,4 +1,4 @@
-"""Where the scenario corpus, the captures and the README are, from a checkout or from an
+"""Where the scenario corpus, the captures and the conformance page are, from a checkout or from an
 installed package.
 
 In a checkout (this file's parent directory holds ``pyproject.toml``), the repository's own
@@ -43,7 +43,8 @@ def captures() -> Path:
     return _data("captures", "analysis.captures")
 
 
-def readme() -> Path | None:
-    """The checkout's README (the conformance table's home), or None when installed."""
+def conformance_doc() -> Path | None:
+    """The checkout's ``docs/conformance.md`` (the conformance tables' home), or None when
+    installed."""
     root = checkout()
-    return root / "README.md" if root is not None else None
+    return root / "docs" / "conformance.md" if root is not None else None

@@ -5,7 +5,7 @@ captures in ``captures/`` and of the reference Claude Code 2.1.220 transcripts (
 when the shared reference folder is absent): the same runner, bridge and stand-in model
 as the real A/B runs, in seconds. The known-differences logic is tested on small
 synthetic captures; the committed twins (``captures/twins``) must be fully explained by
-the committed known differences, and the README must carry their table.
+the committed known differences, and docs/conformance.md must carry their table.
 """
 
 from __future__ import annotations
@@ -515,15 +515,15 @@ def test_conformance_on_reference_derived_twins(
         lambda: ab_cmd.run_jobs(jobs, limit=3, deadline=120, time_limit=30, progress=lambda _: None)
     )
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n{render.MARK_START}\n{render.MARK_END}\nend\n")
-    rc = conformance_cmd.main(["--captures", str(tmp_path), "--write-readme", str(readme)])
+    page = tmp_path / "conformance.md"
+    page.write_text(f"# x\n{render.MARK_START}\n{render.MARK_END}\nend\n")
+    rc = conformance_cmd.main(["--captures", str(tmp_path), "--write-doc", str(page)])
     assert rc in (0, 1)
-    text = readme.read_text()
+    text = page.read_text()
     assert text.startswith("# x\n")
     assert text.endswith(f"{render.MARK_END}\nend\n")
     assert "| `bg-bash` |" in text
-    assert "(CONFORMANCE.md)" in text  # the README links the details, written beside the twins
+    assert "(CONFORMANCE.md)" in text  # the page links the details, written beside the twins
     assert "## `workflow-inline`" in (tmp_path / "CONFORMANCE.md").read_text()
     assert "| `workflow-inline` |" in text
     assert conformance_cmd.main(["--captures", str(tmp_path), "--json"]) == rc
@@ -545,9 +545,12 @@ def test_conformance_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[
     bad = tmp_path / "k.toml"
     bad.write_text("[[difference]]\nid='x'\n")
     assert conformance_cmd.main(["--known", str(bad), "--captures", str(tmp_path)]) == 2
-    readme = tmp_path / "README.md"
-    readme.write_text("no markers\n")
-    assert conformance_cmd.main(["--captures", str(tmp_path), "--write-readme", str(readme)]) == 2
+    page = tmp_path / "conformance.md"
+    page.write_text("no markers\n")
+    assert conformance_cmd.main(["--captures", str(tmp_path), "--write-doc", str(page)]) == 2
+    assert "markers" in capsys.readouterr().err
+    # the option's older name still works
+    assert conformance_cmd.main(["--captures", str(tmp_path), "--write-readme", str(page)]) == 2
     assert "markers" in capsys.readouterr().err
 
 
@@ -579,7 +582,7 @@ def test_committed_twins_cover_every_scenario_and_stay_small() -> None:
         assert not [v for v in check(c) if v.rule == "redact"], p
 
 
-def test_committed_twins_are_fully_explained_and_in_the_readme() -> None:
+def test_committed_twins_are_fully_explained_and_in_the_docs() -> None:
     _twins_or_skip()
     k = load_known(KNOWN.read_text(encoding="utf-8"), str(KNOWN))
     rows = conformance_cmd.load_rows(TWINS, k, sorted(conformance_cmd.scenario_names()))
@@ -587,11 +590,13 @@ def test_committed_twins_are_fully_explained_and_in_the_readme() -> None:
         (r.scenario, i.path, i.reason) for r in rows if r.bridged for i in r.bridged.unexplained
     ]
     assert not unexplained
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    start = readme.index(render.MARK_START)
-    block = readme[start : readme.index(render.MARK_END)]
+    page = (REPO / "docs" / "conformance.md").read_text(encoding="utf-8")
+    start = page.index(render.MARK_START)
+    block = page[start : page.index(render.MARK_END)]
     for r in rows:
         assert f"| `{r.scenario}` |" in block
+    # the page links the details beside the twins, relative to docs/
+    assert "(../captures/twins/CONFORMANCE.md)" in block
 
 
 def test_a_cbc_variant_run_is_explained_by_its_behaviour_entry() -> None:

@@ -1,6 +1,6 @@
 """One backend lookup for every command (``bridge.backends.lookup``): ``claude-on-cbc``
 finds what ``ccbridge backends install`` installed, ``backends list`` shows what the
-drop-in will run, and the order is the README's."""
+drop-in will run, and the order is the one the README and docs/settings.md give."""
 
 from __future__ import annotations
 

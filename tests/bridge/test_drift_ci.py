@@ -2,7 +2,7 @@
 cost (``--version``, ``--help``, the frames of one scripted session on the stand-in model),
 must be the versions the bridge was verified with (``compat.versions``) and show no frame
 type, field, value or flag their verified captures do not. When this fails: run ``ccbridge
-drift`` (README "Drift") and update the rules before the verified versions."""
+drift`` (docs/drift.md) and update the rules before the verified versions."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from harness.scenario import load
 
 pytestmark = pytest.mark.real_backend
 SCENARIO = runner.REPO / "scenarios" / "simple-success.toml"
-ADVICE = '(run `ccbridge drift` before upgrading; README "Drift")'
+ADVICE = "(run `ccbridge drift` before upgrading; see docs/drift.md)"
 
 
 @pytest.fixture(params=["claude", "cbc"])

@@ -304,7 +304,7 @@ def test_nothing_the_backend_started_outlives_the_bridge(tmp_path: Path, how: st
     if not sys.platform.startswith("linux"):
         pytest.skip(
             "PR_SET_CHILD_SUBREAPER and /proc are Linux's; elsewhere only the "
-            "process group is killed (README)"
+            "process group is killed (docs/robustness.md)"
         )
     pidfile = tmp_path / "pid"
     backend = shlex.join(argv(DAEMONIZING, str(pidfile), how))

@@ -41,7 +41,8 @@ def claude(name: str) -> dict[str, Any]:
 #: the one it offered the model, either way round: it offers {answer} and answers 'missing
 #: required parameter(s): data' (about 1 run in 3 on a loaded 2-core machine), or offers
 #: {data: …} and rejects that shape with 'Output does not match required schema: root:
-#: must have required property …' (README's known differences, twins structured-output);
+#: must have required property …' (known differences in docs/conformance.md, twins
+#: structured-output);
 #: never on Claude. That turn then ends without structured_output, whatever the bridge does
 CBC_SCHEMA_RACES = (
     "missing required parameter(s): data",
@@ -96,7 +97,7 @@ def test_probe_matches_claude(bridged: dict[str, ProbeResult], name: str) -> Non
     assert got.status == want["status"], got.stderr
     assert got.stderr == want["stderr"]
     if want["stdout"].startswith(("{", "[")):
-        # stream-json: the result frame (the line before it may differ: see README)
+        # stream-json: the result frame (the line before it may differ: see docs/conformance.md)
         g, w = (
             json.loads(got.stdout.splitlines()[-1]),
             json.loads(want["stdout"].splitlines()[-1]),

@@ -62,7 +62,9 @@ def command(how: str, args: list[str]) -> list[str]:
     return [sys.executable, "-c", RUN, "run", "--profile", "identity", "--", *args]
 
 
-def session(tmp_path: Path, argv: list[str], backend: str, stdin: bytes, record: Path | None):
+def session(
+    tmp_path: Path, argv: list[str], backend: str, stdin: bytes, record: Path | None
+) -> subprocess.CompletedProcess[bytes]:
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(tmp_path),

@@ -94,9 +94,9 @@ def test_conformance_refuses_an_unknown_target() -> None:
     assert "--target='1.0.0': not a target Claude Code version" in p.stderr
 
 
-def test_conformance_write_readme_is_the_default_targets_only() -> None:
+def test_conformance_write_doc_is_the_default_targets_only() -> None:
     p = subprocess.run(
-        [sys.executable, "-m", "bridge", "conformance", "--target", "2.1.332", "--write-readme"],
+        [sys.executable, "-m", "bridge", "conformance", "--target", "2.1.332", "--write-doc"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -473,7 +473,7 @@ def test_every_option_of_claude_help_is_in_the_table() -> None:
     assert names - set(BY_NAME) == set()
 
 
-def test_the_table_is_exported_for_the_readme() -> None:
+def test_the_table_is_exported_for_the_docs() -> None:
     assert len(TRANSLATION_TABLE) == len(FLAGS)
     rows = {r[0].split(",")[0].split(" ")[0]: r for r in TRANSLATION_TABLE}
     assert rows["--allowedTools"][1] == "--allowedTools"
@@ -534,11 +534,13 @@ def test_the_wind_down_ceiling_comes_from_claudes_variable() -> None:
     assert winddown_ceiling({"CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS": "soon"}) is None
 
 
-def test_the_readme_carries_the_launch_tables() -> None:
+def test_the_launch_page_carries_the_launch_tables() -> None:
     from compat.argv import readme_tables
 
     from ..conftest import REPO
 
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- launch-tables -->\n", 1)[1].split("\n<!-- /launch-tables -->")[0]
-    assert block == readme_tables(), "README out of date: paste compat.argv.readme_tables()"
+    page = (REPO / "docs" / "launch.md").read_text(encoding="utf-8")
+    block = page.split("<!-- launch-tables -->\n", 1)[1].split("\n<!-- /launch-tables -->")[0]
+    assert block == readme_tables(), (
+        "docs/launch.md out of date: paste compat.argv.readme_tables() between its markers"
+    )
