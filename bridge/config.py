@@ -274,6 +274,25 @@ def environment(settings: Settings, env: Mapping[str, str]) -> dict[str, str]:
     return {**settings.env, **env}
 
 
+def launched_note(program: str, settings: Settings, env: Mapping[str, str]) -> str:
+    """What the bridge started and where its settings came from, in words, for a backend
+    that failed to authenticate: the backend, whether it got ``CODEBUDDY_API_KEY`` and
+    ``CODEBUDDY_BASE_URL``, and the config file read (or where none was found)."""
+    from bridge.configfile import config_candidates
+
+    given = [v for v in ("CODEBUDDY_API_KEY", "CODEBUDDY_BASE_URL") if env.get(v)]
+    vars_ = (
+        f"with {' and '.join(given)}"
+        if given
+        else "with neither CODEBUDDY_API_KEY nor CODEBUDDY_BASE_URL"
+    )
+    if settings.source:
+        where = f"settings from {settings.source}"
+    else:
+        where = "no config file (looked for " + ", ".join(config_candidates(env)) + ")"
+    return f"the bridge started {program} {vars_}; {where}"
+
+
 # -- one check per kind of value, shared by every command -------------------------------
 
 

@@ -133,6 +133,7 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
     from bridge import backends, config, launch
 
     settings = config.load(env)
+    env = config.environment(settings, env)  # the config file's [env] under the caller's
     early = launch.DeferredLog()
     headless: HeadlessIO | None = None
     prepared = False
@@ -146,7 +147,7 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
             return EXIT_ERROR
         if mode.input == "text":
             # the prompt is read from stdin first: a missing or oversized one never
-            # starts cbc (this path spawns after trio is imported)
+            # starts cbc
             from bridge.headless import prepare
 
             headless, status = prepare(client_argv)
@@ -164,6 +165,8 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
             "CODEBUDDY_CODE_PATH, or pip install codebuddy-agent-sdk."
         )
         return EXIT_NO_BACKEND
+    if headless is not None:
+        headless.launched = config.launched_note(backend[0], settings, env)
     return launch.dropin_session(
         "claude-on-cbc",
         settings.profile,

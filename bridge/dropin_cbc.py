@@ -102,6 +102,7 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
     """As ``claude-on-cbc``: the plan, Claude spawned, then trio, the proxy and the stages
     imported while it boots (``bridge.launch``)."""
     settings = config.load(env)
+    env = config.environment(settings, env)  # the config file's [env] under the caller's
     profile = "identity" if env.get("CCBRIDGE_PROFILE") == "identity" else PROFILE
     backend, tried = find_claude(env, settings.backend)
     if backend is None:

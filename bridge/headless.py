@@ -12,6 +12,7 @@ which prints what Claude prints at the end and gives Claude's exit status.
 from __future__ import annotations
 
 import os
+import re
 import select
 import sys
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ from compat.headless import (
     prompt_text,
     user_line,
 )
+from compat.text import clip, escape
 
 if TYPE_CHECKING:  # trio loads after the backend is spawned (bridge.headless_streams)
     import trio
@@ -86,6 +88,10 @@ class HeadlessIO:
         self.prompt_line = prompt_line
         self.renderer = Renderer(mode)
         self._fds = (stdout_fd, stderr_fd)
+        #: who says a failed turn's reason on stderr, and what the bridge started where it
+        #: looked for settings (``said_failure``): set by the drop-in once it knows
+        self.program = "claude-on-cbc"
+        self.launched = ""
 
     def wrap(
         self, client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream
@@ -102,7 +108,11 @@ class HeadlessIO:
         if status not in (0, 1):
             return status
         done = self.renderer.finish()
-        for fd, data in zip(self._fds, (done.stdout, done.stderr), strict=True):
+        reason = self.said_failure()
+        if reason and done.stdout[-1:] not in (b"", b"\n") and _tty(self._fds[0]):
+            reason = "\n" + reason  # (Claude's "Execution error" has no newline)
+        stderr = done.stderr + reason.encode("utf-8", "replace")
+        for fd, data in zip(self._fds, (done.stdout, stderr), strict=True):
             try:
                 _write_all(fd, data)
             except BrokenPipeError:
@@ -110,6 +120,29 @@ class HeadlessIO:
             except OSError:
                 pass
         return done.status
+
+    def said_failure(self) -> str:
+        """One line for a turn the backend could not run, in its own words and, for an
+        authentication failure, with what the bridge started and where it looked for
+        settings (``""``: none to say)."""
+        reason = self.renderer.failure()
+        if reason is None:
+            return ""
+        line = f"{self.program}: the backend could not run the turn: {clip(escape(reason), 400)}"
+        if _AUTH.search(reason) and self.launched:
+            line += f" ({self.launched})"
+        return line + "\n"
+
+
+#: what cbc says when it has no credentials ("Authentication required. Please use /login")
+_AUTH = re.compile(r"authenticat|/login|api key|unauthori[sz]ed", re.IGNORECASE)
+
+
+def _tty(fd: int) -> bool:
+    try:
+        return os.isatty(fd)
+    except OSError:
+        return False
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -298,6 +298,19 @@ class Renderer:
         self._partial_for_result = self._prior_text if cut else None
         self._last_text = self._prior_text = None
 
+    def failure(self) -> str | None:
+        """The backend's own words for a turn it could not run (the last result is an
+        ``error_during_execution`` with ``errors``: no credentials, no model), else None.
+        Claude prints only "Execution error" for it; the drop-in adds these on stderr."""
+        last = self._last
+        if last is None or last.get("type") != "result":
+            return None
+        errors = last.get("errors")
+        if last.get("subtype") != "error_during_execution" or not isinstance(errors, list):
+            return None
+        words = [e for e in errors if isinstance(e, str) and e.strip()]
+        return "; ".join(words) or None
+
     def finish(self) -> Rendered:
         if self._partial:
             self._line(self._partial)

@@ -91,3 +91,92 @@ def test_a_scrubbed_environment_gets_the_backend_variables_from_the_file(tmp_pat
     assert done.returncode == 0, done.stderr.decode()
     result = json.loads(json.loads(done.stdout.splitlines()[-1])["result"])
     assert result == {"CODEBUDDY_API_KEY": "from-the-file", "FROM_FILE": "yes"}
+
+
+#: a cbc stand-in for the drop-in: answers its user line with the two variables it got
+DROPIN_BACKEND = r"""
+import json, os, sys
+sys.stdin.readline()
+seen = json.dumps({k: os.environ.get(k) for k in ("CODEBUDDY_API_KEY", "FROM_FILE")},
+                  sort_keys=True)
+sid = "11111111-2222-4333-8444-555555555555"
+for frame in (
+    {"type": "system", "subtype": "init", "session_id": sid, "cwd": "/w", "tools": [],
+     "model": "m"},
+    {"type": "result", "subtype": "success", "is_error": False, "result": seen,
+     "session_id": sid, "num_turns": 1, "usage": {}},
+):
+    print(json.dumps(frame), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("where", ["home", "xdg"])
+def test_the_drop_in_in_a_scrubbed_environment_gets_the_file(tmp_path: Path, where: str) -> None:
+    """The AI-SDK provider's environment: HOME and PATH (plus what it allowlists)."""
+    script = write(tmp_path / "backend.py", DROPIN_BACKEND)
+    home, xdg = tmp_path / "home", tmp_path / "xdg"
+    base = xdg if where == "xdg" else home / ".config"
+    write(
+        base / "ccbridge/ccbridge.toml",
+        f'backend = "{sys.executable} {script}"\n'
+        '[env]\nCODEBUDDY_API_KEY = "from-the-file"\nFROM_FILE = "yes"\n',
+    )
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "PYTHONPATH": str(conftest.REPO)}
+    if where == "xdg":
+        env["XDG_CONFIG_HOME"] = str(xdg)
+    done = subprocess.run(
+        [sys.executable, "-c", "from bridge.dropin import entry; entry()", "-p", "hi"],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    seen = json.loads(done.stdout)
+    assert seen == {"CODEBUDDY_API_KEY": "from-the-file", "FROM_FILE": "yes"}
+
+
+#: cbc with no credentials: its turn ends at once with its reason in ``errors``
+NO_AUTH = r"""
+import json, sys
+sys.stdin.readline()
+sid = "11111111-2222-4333-8444-555555555555"
+for frame in (
+    {"type": "system", "subtype": "init", "session_id": sid, "cwd": "/w", "tools": [],
+     "model": "m"},
+    {"type": "result", "subtype": "error_during_execution", "is_error": True,
+     "session_id": sid, "num_turns": 1, "usage": {},
+     "errors": ["Authentication required. Please use /login command to sign in"]},
+):
+    print(json.dumps(frame), flush=True)
+sys.stdin.read()
+"""
+
+
+@pytest.mark.parametrize("output", ["text", "json", "stream-json"])
+def test_a_backend_without_credentials_says_why_in_one_line(tmp_path: Path, output: str) -> None:
+    script = write(tmp_path / "backend.py", NO_AUTH)
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "PATH": os.environ["PATH"],
+        "PYTHONPATH": str(conftest.REPO),
+        "CCBRIDGE_BACKEND": f"{sys.executable} {script}",
+    }
+    args = ["-p", "hi", "--output-format", output, *(["--verbose"] if "stream" in output else [])]
+    done = subprocess.run(
+        [sys.executable, "-c", "from bridge.dropin import entry; entry()", *args],
+        capture_output=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    (line,) = done.stderr.decode().splitlines()
+    assert line.startswith(
+        "claude-on-cbc: the backend could not run the turn: Authentication required."
+    )
+    assert "with neither CODEBUDDY_API_KEY nor CODEBUDDY_BASE_URL" in line
+    assert "no config file (looked for " in line
+    if output == "text":
+        assert done.stdout == b"Execution error"  # what Claude prints for such a result
