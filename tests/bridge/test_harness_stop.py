@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,37 +40,34 @@ def _alive(pid: int) -> bool:
     return not (stat.exists() and stat.read_text().split(") ", 1)[1].startswith("Z"))
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
-def test_a_signal_stops_a_scenario_run_and_its_backend(tmp_path: Path, signum: int) -> None:
+def _scenario_run(tmp_path: Path, **popen: Any) -> tuple[subprocess.Popen[bytes], int]:
+    """``ccbridge scenario run`` with the waiting backend, once that backend runs: the
+    process and the backend's pid."""
     script = tmp_path / "backend.py"
     script.write_text(BACKEND)
     pid_file = tmp_path / "backend.pid"
-    out = tmp_path / "run.jsonl"
     backend = f"{sys.executable} {script} {pid_file}"
+    argv = [sys.executable, "-m", "bridge", "scenario", "run", str(SCENARIO)]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "bridge",
-            "scenario",
-            "run",
-            str(SCENARIO),
-            "--backend",
-            backend,
-            "--out",
-            str(out),
-        ],
+        [*argv, "--backend", backend, "--out", str(tmp_path / "run.jsonl")],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=conftest.REPO,
+        **popen,
     )
+    deadline = time.monotonic() + 30
+    while not (pid_file.exists() and pid_file.read_text()):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            proc.kill()
+            raise AssertionError(f"the backend never started: {proc.communicate()}")
+        time.sleep(0.05)
+    return proc, int(pid_file.read_text())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_stops_a_scenario_run_and_its_backend(tmp_path: Path, signum: int) -> None:
+    proc, pid = _scenario_run(tmp_path)
     try:
-        deadline = time.monotonic() + 30
-        while not (pid_file.exists() and pid_file.read_text()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the backend never started"
-            time.sleep(0.05)
-        pid = int(pid_file.read_text())
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -81,30 +79,14 @@ def test_a_signal_stops_a_scenario_run_and_its_backend(tmp_path: Path, signum: i
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid), "the backend outlived the run"
-    assert out.is_file()  # the capture of what happened until then
+    assert (tmp_path / "run.jsonl").is_file()  # the capture of what happened until then
 
 
 def test_ctrl_c_to_the_process_group_exits_130_in_one_line(tmp_path: Path) -> None:
     """A terminal's Ctrl-C reaches the whole group (the command, its backend): trio wraps
     the interrupt in exception groups, which once printed a 50-line traceback and exit 1."""
-    script = tmp_path / "backend.py"
-    script.write_text(BACKEND)
-    pid_file = tmp_path / "backend.pid"
-    backend = f"{sys.executable} {script} {pid_file}"
-    argv = [sys.executable, "-m", "bridge", "scenario", "run", str(SCENARIO)]
-    proc = subprocess.Popen(
-        [*argv, "--backend", backend, "--out", str(tmp_path / "run.jsonl")],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=conftest.REPO,
-        start_new_session=True,
-    )
+    proc, pid = _scenario_run(tmp_path, start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
-        while not (pid_file.exists() and pid_file.read_text()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the backend never started"
-            time.sleep(0.05)
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     finally:
@@ -113,4 +95,4 @@ def test_ctrl_c_to_the_process_group_exits_130_in_one_line(tmp_path: Path) -> No
     assert proc.returncode == 130, err
     assert b"Traceback" not in err
     assert b"ExceptionGroup" not in err
-    assert not _alive(int(pid_file.read_text())), "the backend outlived the run"
+    assert not _alive(pid), "the backend outlived the run"
