@@ -4,11 +4,12 @@ Code 2.1.220 would not send.
 ``private-fields``: cbc stamps ``__timestamp``, ``_requestId``, ``_messageId``, ``_meta``,
 ``errors_info`` on most frames (top level). Mode ``keep`` leaves them (for debugging).
 cbc writes the underscore fields last, so the frame without them is its line cut before
-them (``PrivateFields._tail``: the trailing run is checked to hold private fields only):
-the other fields keep the bytes cbc wrote (``1.50`` is not rewritten ``1.5``: the same JSON
-value). Any other shape (``errors_info``, which cbc writes mid-object; an escape sequence
-before the run, which could spell a private key: ``"\\u005fmeta"``; a private field
-outside the run) is filtered from the parsed object and written anew.
+them (the line filter ``compat.linefilters.PrivateTail``: the trailing run is checked to
+hold private fields only): the other fields keep the bytes cbc wrote (``1.50`` is not
+rewritten ``1.5``: the same JSON value). Any other shape (``errors_info``, which cbc
+writes mid-object; an escape sequence before the run, which could spell a private key:
+``"\\u005fmeta"``; a private field outside the run) is filtered from the parsed object and
+written anew.
 cbc also writes a private ``_meta`` (``rawResponse``: exit code, signal, …; ``renderer``)
 inside the ``tool_result`` blocks of a ``user`` frame's ``message.content`` (twins
 permission-allow, user-line-during-first-turn); Claude has no such key: it is removed there
@@ -35,26 +36,21 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import wire
-from compat.frames import (
+from compat.frames import Frame
+from compat.linefilters import (
     LINE_SEPARATORS,
-    Frame,
+    PRIVATE,
+    PRIVATE_FIELDS,
+    PrivateTail,
+    block_meta_before,
     escape_line_separators,
-    has_u_escape,
-    loads,
 )
+from compat.linefilters import cut as cut_line
 from compat.redact import redact_obj
 from compat.stage import Context, Output, Stage, register
 from compat.stages.turns import REJECTED
 from compat.text import clip
 from compat.vocabulary import in_vocabulary
-
-PRIVATE_FIELDS = ("__timestamp", "_requestId", "_messageId", "_meta", "errors_info")
-_PRIVATE = frozenset(PRIVATE_FIELDS)
-_PRIVATE_KEYS = frozenset(f.encode() for f in PRIVATE_FIELDS)
-
-
-#: the stamp cbc closes a line with (``,"__timestamp":"2026-11-29T10:53:11.335Z"}``)
-_STAMP = re.compile(rb',"__timestamp":"[0-9A-Za-z:.+\-]*"\}')
 
 
 @register
@@ -64,27 +60,25 @@ class PrivateFields(Stage):
 
     rule: ClassVar[str] = "private-fields"
     modes: ClassVar[tuple[str, ...]] = ("strip", "keep")
-    #: every frame (looking for the fields is its own first step, see ``_tail``)
+    #: every frame (looking for the fields on the bytes is its own first step:
+    #: ``compat.linefilters.PrivateTail``)
     kinds: ClassVar[frozenset[str] | None] = None
 
-    #: the last run of private fields proved well-formed, without its closing stamp, and
-    #: how many fields the run has: cbc repeats a message's ``_requestId``, ``_messageId``
-    #: and ``_meta`` on each of its frames and only the stamp changes
-    _known: tuple[bytes, int] = attrs.field(default=(b"", 0), init=False)
+    _tail: PrivateTail = attrs.field(factory=PrivateTail, init=False)
 
     def interested(self, type_: str | None, subtype: str | None) -> bool:
         return self.mode != "keep"
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         raw = frame.raw
-        found = self._tail(raw) if raw else None
+        found = self._tail.find(raw) if raw else None
         if found is None:  # a parse tells: the top-level fields, a user frame's blocks
             obj = frame.obj
             return self._filtered(frame, obj, obj.get("type") == "user")
         cut, fields = found
         if not fields:
             return None
-        if _block_meta_before(raw, cut):
+        if block_meta_before(raw, cut):
             return self._filtered(frame, frame.obj, True)
         return (_cut(frame, cut, fields),)
 
@@ -99,82 +93,21 @@ class PrivateFields(Stage):
         kept["message"] = {**obj["message"], "content": content}
         return (frame.replace(kept),)
 
-    def _tail(self, raw: bytes) -> tuple[int, int] | None:
-        """Where the trailing run of private top-level fields of the JSON object ``raw``
-        starts (the index of the comma before it) and how many fields it has (``(-1, 0)``:
-        the line holds no private field); None when only a parse can tell.
-
-        Why the cut is right for valid JSON: ``,"_`` can only be a comma between members or
-        array items followed by a string (inside a string, that ``"`` would end it and
-        ``_`` could not follow). If ``{`` + the rest parses as an object, the rest closes
-        exactly the object open at the comma, and since it ends the line that is the
-        top-level object: the members after the comma are its last ones, and they are all
-        private (checked). None comes before: no ``"_`` occurs before the first one, and
-        neither ``"errors_info"`` nor an escape that could spell a key (``\\u``) does.
-        A rest that is the known run plus a plain stamp is such a run without a parse."""
-        at = raw.find(b'"_')
-        if at < 0:
-            return None if _may_hide_private(raw) else (-1, 0)
-        cut = at - 1
-        # the known run (it starts with its comma and a private key), or a private key
-        known = self._known_at(raw, cut)
-        if not (known or _private_key_at(raw, at)) or _may_hide_private(raw, cut):
-            return None
-        return (cut, self._known[1]) if known else self._parsed_run(raw, at, cut)
-
-    def _known_at(self, raw: bytes, cut: int) -> bool:
-        """The rest of ``raw`` from ``cut`` is the known run and a plain stamp."""
-        run = self._known[0]
-        return (
-            bool(run)
-            and raw.startswith(run, cut)
-            and _STAMP.fullmatch(raw, cut + len(run)) is not None
-        )
-
-    def _parsed_run(self, raw: bytes, at: int, cut: int) -> tuple[int, int] | None:
-        """The run from ``at`` parsed: private fields only (then remembered with its
-        stamp cut off, as the known run), or None."""
-        try:
-            tail = loads(b"{" + raw[at:])
-        except ValueError:
-            return None
-        if type(tail) is not dict or not tail.keys() <= _PRIVATE:
-            return None
-        stamp = raw.rfind(b',"__timestamp":"')
-        if stamp > cut and _STAMP.fullmatch(raw, stamp):
-            self._known = (raw[cut:stamp], len(tail))
-        return cut, len(tail)
-
 
 def _cut(frame: Frame, cut: int, fields: int) -> Frame:
     """The line without its trailing run of ``fields`` private fields (from ``cut``): the
-    bytes are cut, never parsed for it (a JSON object still: ``PrivateFields._tail``); an
+    bytes are cut, never parsed for it (a JSON object still: ``compat.linefilters.PrivateTail``); an
     object a rule parsed already is cut alike (the members before the run, then the run's:
     no private name comes before it, and the first of duplicates keeps its place)."""
-    raw = frame.raw[:cut] + b"}"
+    raw = cut_line(frame.raw, cut)
     if frame.parsed:
         return frame.replace_raw(raw, _head(frame.obj, fields))
     return frame.replace_raw(raw, proven=frame.proven)
 
 
-def _may_hide_private(raw: bytes, end: int | None = None) -> bool:
-    """``raw[:end]`` holds ``"errors_info"`` (cbc writes it mid-object) or an escape that
-    could spell a private key (``"\\u005fmeta"``)."""
-    return raw.find(b'"errors_info"', 0, end) >= 0 or has_u_escape(raw, 0, end)
-
-
-def _private_key_at(raw: bytes, at: int) -> bool:
-    """``raw[at:]`` is a member after a comma whose key is a private field's (not just a
-    string starting with ``_``: ``"_compact"`` in a list)."""
-    if raw[at - 1] != 0x2C:  # ","
-        return False
-    end = raw.find(b'"', at + 1)
-    return raw[at + 1 : end] in _PRIVATE_KEYS and raw[end + 1 : end + 2] == b":"
-
-
 def _public(obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` without its private top-level fields."""
-    return {k: v for k, v in obj.items() if k not in _PRIVATE}
+    return {k: v for k, v in obj.items() if k not in PRIVATE}
 
 
 def _has_private(obj: dict[str, Any]) -> bool:
@@ -184,11 +117,6 @@ def _has_private(obj: dict[str, Any]) -> bool:
 def _head(obj: dict[str, Any], fields: int) -> dict[str, Any]:
     """``obj`` without its last ``fields`` members."""
     return dict(islice(obj.items(), len(obj) - fields))
-
-
-def _block_meta_before(raw: bytes, cut: int) -> bool:
-    """A user line that may hold a tool_result's ``_meta`` before its trailing run."""
-    return raw.startswith(b'{"type":"user"') and raw.find(b'"_meta"', 0, cut) >= 0
 
 
 def _without_block_meta(obj: wire.User) -> list[Any] | None:

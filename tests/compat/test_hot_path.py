@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from compat.engine import Log
 from compat.frames import Frame
+from compat.linefilters import PRIVATE_FIELDS
 from compat.stage import Context, Output, Stage
-from compat.stages.hygiene import PRIVATE_FIELDS
 
 from ..conftest import REFERENCE
 from .helpers import engine_for, stage_on, written
