@@ -361,6 +361,14 @@ _VIEWED: set[tuple[Any, Any]] = set()
 MAX_VIEWED = 4096
 
 
+def _check_view(family: Any, kind: Any) -> None:
+    """``Frame.view``'s check of a (family, kind) pair, remembered once it passed."""
+    if not covers(family, kind):
+        raise TypeError(f"a {kind} frame read as {family.__name__}")
+    if len(_VIEWED) < MAX_VIEWED:
+        _VIEWED.add((family, kind))
+
+
 @attrs.define(slots=True, eq=False)
 class Frame:
     raw: bytes
@@ -394,13 +402,13 @@ class Frame:
         (``wire.Assistant``...): the same dict, typed, once its kind is checked to be one of
         the family's (``wire.FAMILIES``; a rule reading another kind's view is a bug:
         TypeError). Parses the line if no rule did yet."""
-        kind = self.kind()
+        kind = self._kind
+        if kind is _NO_KIND:
+            kind = self.kind()
         if (family, kind) not in _VIEWED:
-            if not covers(family, kind):
-                raise TypeError(f"a {kind} frame read as {family.__name__}")
-            if len(_VIEWED) < MAX_VIEWED:
-                _VIEWED.add((family, kind))
-        return self.obj  # type: ignore[no-any-return]
+            _check_view(family, kind)
+        o = self._obj
+        return o if o is not _UNPARSED else self.obj  # type: ignore[no-any-return]
 
     @property
     def parsed(self) -> bool:
