@@ -361,6 +361,20 @@ _VIEWED: set[tuple[Any, Any]] = set()
 MAX_VIEWED = 4096
 
 
+#: ``Frame.key`` of each kind seen (bounded as ``_VIEWED``)
+_KEYS: dict[Any, str] = {}
+
+
+def _key_of(kind: Any) -> str:
+    if kind is None:
+        return ""
+    t, st = kind
+    name = f"system/{st}" if t == "system" else str(t)
+    if len(_KEYS) < MAX_VIEWED:
+        _KEYS[kind] = name
+    return name
+
+
 def _check_view(family: Any, kind: Any) -> None:
     """``Frame.view``'s check of a (family, kind) pair, remembered once it passed."""
     if not covers(family, kind):
@@ -409,6 +423,15 @@ class Frame:
             _check_view(family, kind)
         o = self._obj
         return o if o is not _UNPARSED else self.obj  # type: ignore[no-any-return]
+
+    def key(self) -> str:
+        """The frame's kind as the rules name it: ``type``, or ``system/subtype`` for a
+        system frame (``""``: not a JSON object). From the proved kind: no parse."""
+        kind = self._kind
+        if kind is _NO_KIND:
+            kind = self.kind()
+        name = _KEYS.get(kind)
+        return name if name is not None else _key_of(kind)
 
     @property
     def parsed(self) -> bool:

@@ -386,14 +386,12 @@ class InterruptTerminal(Stage):
     _turn: str = attrs.field(default="keep", init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.Envelope", frame.obj)
-        t, st = obj.get("type"), obj.get("subtype")
-        kind = f"system/{st}" if t == "system" else str(t)
-        if t == "control_response":
+        kind = frame.key()
+        if kind == "control_response":
             return self._receipt(frame, ctx)
         if kind in TASK_FRAMES:
             return self._task(frame, kind, ctx)
-        if t == "control_request":
+        if kind == "control_request":
             return self._permission(frame, ctx)
         return self._turn_frame(frame, kind, ctx)
 

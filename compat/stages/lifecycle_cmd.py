@@ -85,14 +85,15 @@ class CommandLifecycle(Stage):
     _unnamed: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.view(wire.Envelope)
-        t = obj.get("type")
+        t = frame.key()
         active = ctx.state.control.turn_active
+        if active and t not in ("result", "control_response"):
+            # inside the turn: only its first answer matters
+            return self._name_line(frame, ctx) if t == "assistant" else None
+        obj = frame.view(wire.Envelope)
         if t == "control_response":
             self._receipt(obj, active, ctx)
             return None
-        if active and t != "result":  # inside the turn: only its first answer matters
-            return self._name_line(frame, ctx) if t == "assistant" else None
         sid = _session_id(obj, ctx)
         # not active: this frame starts a turn (control-state counts it)
         out = [] if active else self._start(ctx, sid)

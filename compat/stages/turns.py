@@ -216,8 +216,11 @@ class InterruptedTurn(Stage):
     _rejected: dict[str, None] = attrs.field(factory=dict, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        t = frame.key()
+        if t == "stream_event" and not self._interrupted:
+            self._active = True  # (what follows for one: nothing to drop)
+            return None
         obj = frame.view(wire.Envelope)
-        t = obj.get("type")
         if t == "control_response":
             self._receipt(obj, ctx)
             return None
@@ -389,13 +392,13 @@ class FinalAnswer(Stage):
     _sub_streaming: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = frame.view(wire.Envelope)
-        t = obj.get("type")
+        t = frame.key()
         if t == "stream_event":
             self._model_wrote = True  # (a sub-agent's too)
             if self._listening:
                 self._heard(frame.view(wire.StreamEvent))
             return None
+        obj = frame.view(wire.Envelope)
         if obj.get("parent_tool_use_id") is not None:
             return None
         if t == "assistant":

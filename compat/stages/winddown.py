@@ -169,17 +169,14 @@ class EofWindDown(Stage):
 
     # -- frames -------------------------------------------------------------------------
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj: dict[str, Any] = frame.obj
-        env = frame.view(wire.Envelope)
-        t, st = env.get("type"), env.get("subtype")
-        kind = f"system/{st}" if t == "system" else str(t)
-        if t == "control_request":
+        kind = frame.key()
+        if kind == "control_request":
             return self._request(frame, ctx) if self._eof else None
         self._last_frame = ctx.now
-        self._after_result = t == "result"
+        self._after_result = kind == "result"
         if kind in TASK_FRAMES:
-            self._task(obj, kind)
-        elif t == "result":
+            self._task(frame.obj, kind)
+        elif kind == "result":
             self._active = False
             self._last_error = frame.view(wire.Result).get("is_error") is True
             self._folded = self._pending_lines(ctx) > 0
