@@ -227,23 +227,29 @@ class Pipeline:
             self._not_json(frame, start, ctx, out)
             return
         plan = self._plans.get(kind) or self.plan(kind)
-        checked = False  # (``frame`` is known to be a JSON object: asked once a frame)
+        # (``frame`` is known to be a JSON object: a proved line is, without a parse)
+        checked = frame.proven
+        call = self._call if self.guard is not None else None
         for i, stage, triggers, lead in plan.after[start]:
             if triggers is not None and not _triggered(frame.raw, triggers, lead):
                 continue
             if not checked:
-                # a proved line is a JSON object: it is parsed only once a rule reads it
-                if not frame.proven and not isinstance(frame.obj, dict):
+                if not isinstance(frame.obj, dict):
                     self._not_json(frame, start, ctx, out)  # a valid prefix, broken JSON
                     return
                 checked = True
-            result = self._call(stage, frame, ctx)
+            self.holding = False
+            try:  # (``_call`` without the guard, in line: once per rule and line)
+                result = stage.on_frame(frame, ctx) if call is None else call(stage, frame, ctx)
+            except Exception as exc:
+                self.failed(stage, exc, ctx)
+                continue
             if result is None:
                 continue
             new = self._after(stage, frame, result)
             if new is not None and new.kind() == kind:
                 # one frame of the same kind: the same plan goes on, from the next stage
-                frame, start, checked = new, i + 1, False
+                frame, start, checked = new, i + 1, new.proven
                 continue
             for f in result:
                 self._one(f, i + 1, ctx, out)
