@@ -437,10 +437,9 @@ async def test_every_option_that_becomes_a_flag_in_one_session(
 ) -> None:
     """The Python SDK's options that become flags (argv, translated or dropped with a
     warning) all at once, in a real session that runs a tool: cbc starts with the line,
-    streams partial messages, runs the tool and ends the turn; every flag cbc lacks is
-    named on the bridge's log. (What cannot run here: resume/continue/fork need a stored
-    session, an output schema a model that answers it; tests/compat/test_argv.py and
-    test_real_cbc_argv.py take those on the command line.)"""
+    streams partial messages, runs the tool and ends the turn. (What cannot run here:
+    resume/continue/fork need a stored session, an output schema a model that answers it;
+    tests/compat/test_argv.py and test_real_cbc_argv.py take those on the command line.)"""
     extra = tmp_path / "extra-dir"
     extra.mkdir()
     options: dict[str, Any] = dict(
@@ -462,7 +461,8 @@ async def test_every_option_that_becomes_a_flag_in_one_session(
         thinking={"type": "enabled", "budget_tokens": 2048},
         effort="high",
         system_prompt={"type": "preset", "preset": "claude_code", "append": "Be brief."},
-        extra_args={"replay-user-messages": None, "some-new-flag": "value"},
+        # (an option neither CLI knows is refused, as Claude refuses it: test_headless_dropin)
+        extra_args={"replay-user-messages": None},
     )
     with trio.fail_after(DEADLINE):
         async with session(tmp_path, cbc, ECHO_BASH, **options) as (client, server, work):
@@ -473,8 +473,6 @@ async def test_every_option_that_becomes_a_flag_in_one_session(
     assert isinstance(messages[-1], ResultMessage)
     assert messages[-1].subtype == "success"
     assert set(models_asked(server)) == {"default-model"}
-    log = (tmp_path / "bridge.log").read_text()
-    assert "--some-new-flag" in log  # an unknown flag: dropped, with one warning
 
 
 async def test_can_use_tool_always_allow_is_applied(tmp_path: Path, cbc: list[str]) -> None:
