@@ -39,9 +39,11 @@ from analysis.contract import Violation, counts
 from analysis.diff import DiffResult, format_text
 from analysis.diff import to_json as diff_json
 from analysis.progress import Progress as Tracker
-from bridge.cli import Parser
+from bridge.cli import Parser, judged, parser
+from bridge.colour import add_option, use_colour
 from bridge.files import private_dirs
-from compat.capture import Capture, CaptureError, parse
+from compat.capture import Capture, CaptureError, parse_exit
+from compat.capture import load as load_capture
 from compat.exits import Exit
 from compat.text import escape, escape_json
 from harness import corpus, runner, stop
@@ -208,8 +210,12 @@ class Pair:
 
 
 def read(path: Path) -> Capture:
-    with open(path, "rb") as f:
-        return parse(f.read().split(b"\n"))
+    """The capture at ``path`` (``compat.capture.load``: what a capture is), or a
+    ``CaptureError`` that names the file."""
+    try:
+        return load_capture(str(path))
+    except CaptureError as e:
+        raise CaptureError(f"{path}: {e}") from None
 
 
 def compare_pair(name: str, a: Outcome, b: Outcome, explain: bool = False) -> Pair:
@@ -325,7 +331,10 @@ def report_json(pairs: Sequence[Pair], out_dir: Path) -> str:
             "via": o.job.side.via,
             "capture": str(o.job.out),
             "error": o.error,
-            "exit": r.exit if r else None,
+            # a number (128 + N for a signal; null when the record says neither), and the
+            # capture's exit record as written ("0", "killed:-9", "sigterm-by-harness:0")
+            "exit": parse_exit(r.exit) if r else None,
+            "exit_text": r.exit if r else None,
             "duration": round(r.duration, 3) if r else None,
             "backend_version": r.backend_version if r else None,
         }
@@ -438,19 +447,39 @@ def summary_line(p: Pair) -> str:
 
 
 def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
-    files = [Path(f) for f in args_files]
+    """The scenarios, each a file or a name (``corpus.scenario_file``: ``simple-success``);
+    ``all_``: and every one of the corpus. A name the corpus lacks: ``FileNotFoundError``."""
+    files = [corpus.scenario_file(f) for f in args_files]
     if all_:
         files += sorted(p for p in SCENARIOS.glob("*.toml") if p not in files)
     return files
 
 
-def _parser() -> Parser:
-    p = Parser(
-        prog="ccbridge ab",
-        description="run scenarios on two backends and compare what "
-        "their clients saw (semantic diff and contract check of each side)",
+def build_parser() -> Parser:
+    p = parser(
+        "ab",
+        "run scenarios on two backends and compare what their clients saw",
+        usage="ccbridge ab [options] --a SPEC --b SPEC (SCENARIO... | --all)",
+        examples=[
+            "ccbridge ab simple-success --a claude --b cbc --via cbc-to-claude",
+            "ccbridge ab scenarios/bg-bash.toml workflow-inline --a claude --b cbc \\",
+            "    --via-b cbc-to-claude --out ab/ --html ab.html",
+            "ccbridge ab --all --a claude --b cbc --via cbc-to-claude --json > ab.json",
+        ],
+        exits=judged(
+            "every scenario equivalent",
+            "some differ",
+            "a bad scenario or usage, a backend not installed, a run the harness could not finish",
+            runs=True,
+        ),
     )
-    p.add_argument("files", nargs="*", metavar="FILE", help="scenario .toml file(s)")
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="SCENARIO",
+        help="a scenario: its name (simple-success: scenarios/simple-success.toml, as "
+        "ccbridge drift --scenarios takes it) or a .toml file",
+    )
     p.add_argument("--all", action="store_true", help=f"every scenario in {SCENARIOS}")
     p.add_argument("--a", required=True, metavar="SPEC", help="claude, cbc or a command line")
     p.add_argument("--b", required=True, metavar="SPEC", help="claude, cbc or a command line")
@@ -503,29 +532,37 @@ def _parser() -> Parser:
         "--jobs",
         type=int,
         default=DEFAULT_JOBS,
-        help=f"CLIs running at once (default {DEFAULT_JOBS})",
+        metavar="N",
+        help="CLIs running at once (default: %(default)s)",
     )
     p.add_argument(
         "--deadline",
         type=float,
         default=DEFAULT_DEADLINE,
-        help=f"seconds for everything (default {DEFAULT_DEADLINE:g})",
+        metavar="SECONDS",
+        help="seconds for everything (default: %(default)g)",
     )
     p.add_argument(
         "--time-limit",
         type=float,
         default=None,
-        help="override each scenario's time_limit (seconds)",
+        metavar="SECONDS",
+        help="override each scenario's time_limit (default: the scenario's)",
     )
+    add_option(p)
     return p
 
 
 def main(argv: list[str]) -> int:
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
-    files = scenario_files(args.files, args.all)
+    try:
+        files = scenario_files(args.files, args.all)
+    except FileNotFoundError as e:
+        _stderr(f"ccbridge ab: {e}")
+        return EXIT_ERROR
     a, b = via_sides(Side(args.a, args.via_a, "a"), Side(args.b, args.via_b, "b"), args.via)
     problem = _usage_problem(args, files) or _backend_problem(a, b)
     if problem is not None:
@@ -540,9 +577,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(report_json(pairs, out_dir))
     else:
-        from analysis.check_cmd import use_color
-
-        sys.stdout.write(report_text(pairs, color=use_color(sys.stdout)))
+        sys.stdout.write(report_text(pairs, color=use_colour(sys.stdout, choice=args.color)))
     return exit_status(pairs)
 
 
@@ -565,7 +600,7 @@ def _run(args: Any, work: list[Job]) -> list[Pair]:
 def _usage_problem(args: Any, files: list[Path]) -> str | None:
     """What is wrong with the scenarios or the numbers asked for, if anything."""
     if not files:
-        return "give a scenario FILE (or --all)"
+        return "give a SCENARIO (a name, as simple-success, or a .toml file) or --all"
     if (
         args.jobs < 1
         or args.deadline <= 0

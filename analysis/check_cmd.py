@@ -8,21 +8,21 @@ checks what its client saw (``analysis.contract``). Exit 0: no violations; 1: vi
 
 Everything printed that came from the stream is escaped (``contract.format_text`` does it
 for text; JSON output has C1/bidi/zero-width characters as ``\\uXXXX``: ``compat.text``).
-Colour only when stdout is a terminal and ``NO_COLOR`` is unset (https://no-color.org).
+Colour: ``--color``, else the one policy of every command (``bridge.colour``).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import sys
-from typing import IO
 
 import orjson
 
 from analysis.contract import RULES, check, format_text, to_json
-from bridge.cli import parser
-from compat.capture import Capture, CaptureError, parse
+from bridge.cli import Parser, judged, parser
+from bridge.colour import add_option, use_colour
+from compat import capture
+from compat.capture import Capture, CaptureError
 from compat.exits import Exit
 from compat.text import escape, escape_json
 
@@ -30,48 +30,55 @@ EXIT_OK, EXIT_FOUND, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 _RULE_TAG = re.compile(r"^((?:line \d+|end of stream): )\[([a-z-]+)\]", re.M)
 
 
-def use_color(stream: IO[str], environ: dict[str, str] | None = None) -> bool:
-    env = os.environ if environ is None else environ
-    if env.get("NO_COLOR", "") != "":
-        return False
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 def read_capture(path: str, prog: str) -> Capture | None:
-    """The capture at ``path`` (``-``: stdin), or ``None`` after a message on stderr."""
+    """The capture at ``path`` (``-``: stdin; ``compat.capture.read``: what a capture is),
+    or ``None`` after one line on stderr: ``ccbridge PROG: PATH: why``."""
     try:
-        if path == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(path, "rb") as f:
-                data = f.read()
-        return parse(data.split(b"\n"))
-    except (OSError, CaptureError) as e:
+        cap = capture.read(sys.stdin.buffer.read()) if path == "-" else capture.load(path)
+    except CaptureError as e:
         where = "stdin" if path == "-" else path
-        print(f"ccbridge {prog}: {escape(repr(where))}: {escape(str(e))}", file=sys.stderr)
+        print(f"ccbridge {prog}: {escape(where)}: {escape(str(e))}", file=sys.stderr)
         return None
+    return cap
 
 
-def main(argv: list[str]) -> int:
-    p = parser("check", __doc__.split("\n\n")[0].split(": ", 1)[1])
+def build_parser() -> Parser:
+    p = parser(
+        "check",
+        "does a stream honour the Claude Code 2.1.220 contract (or cbc 2.163.0's)?",
+        examples=[
+            "ccbridge check run.jsonl",
+            "ccbridge check --contract cbc reverse.jsonl",
+            "claude-on-cbc -p hi --output-format stream-json --verbose | ccbridge check -",
+            "ccbridge check --rules",
+        ],
+        exits=judged(
+            "no violations",
+            "violations (each with its rule, line and frame)",
+            "a usage error, or the input is not a capture",
+        ),
+    )
     p.add_argument(
         "capture",
         nargs="?",
         metavar="CAPTURE|-",
-        help="a capture, reference transcript or stdout dump; - reads stdin",
+        help="a capture, a reference transcript or a stdout dump; - reads stdin",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
         "--contract",
         choices=("claude", "cbc"),
         default="claude",
-        help="whose contract: Claude Code 2.1.220 (default) or cbc 2.163.0 "
-        "(what a CodeBuddy SDK client relies on; profile claude-to-cbc)",
+        help="whose contract: Claude Code 2.1.220's, or cbc 2.163.0's (what a CodeBuddy SDK "
+        "client relies on; profile claude-to-cbc) (default: %(default)s)",
     )
     p.add_argument("--rules", action="store_true", help="list the rule ids and exit")
+    add_option(p)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    p = build_parser()
     try:
         args = p.parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
@@ -88,18 +95,20 @@ def main(argv: list[str]) -> int:
             print("\n".join(f"{rule:<20} {what}" for rule, what in rules.items()))
         return EXIT_OK
     if args.capture is None:
-        p.print_usage(sys.stderr)
-        print("ccbridge check: a CAPTURE (or - for stdin) is required", file=sys.stderr)
+        print(
+            "ccbridge check: a CAPTURE (or - for stdin) is required (try ccbridge check --help)",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
-    capture = read_capture(args.capture, "check")
-    if capture is None:
+    cap = read_capture(args.capture, "check")
+    if cap is None:
         return EXIT_ERROR
-    violations = check_fn(capture)
+    violations = check_fn(cap)
     if args.json:
         print(escape_json(to_json(violations)))
     else:
         text = fmt(violations)  # escapes every string from the stream
-        if use_color(sys.stdout):
+        if use_colour(sys.stdout, choice=args.color):
             text = _colour(text, bool(violations))
         sys.stdout.write(text)
     return EXIT_FOUND if violations else EXIT_OK

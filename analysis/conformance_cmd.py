@@ -45,7 +45,7 @@ from analysis import conformance_render as render
 from analysis.conformance_regen import regenerate
 from analysis.progress import Progress as Tracker
 from bridge import config
-from bridge.cli import Parser
+from bridge.cli import Parser, judged, parser
 from compat.capture import Capture, CaptureError
 from compat.exits import Exit
 from compat.text import escape
@@ -238,11 +238,22 @@ def twin_jobs(
     ]
 
 
-def _parser() -> Parser:
-    p = Parser(
-        prog="ccbridge conformance",
-        description="how close cbc through the bridge comes to "
-        "Claude Code 2.1.220, scenario by scenario, and why it is not closer",
+def build_parser() -> Parser:
+    p = parser(
+        "conformance",
+        "how close cbc through the bridge comes to Claude Code, scenario by scenario, and why",
+        examples=[
+            "ccbridge conformance",
+            "ccbridge conformance --profile claude-to-cbc --markdown",
+            "ccbridge conformance --html out/conformance.html",
+            "ccbridge conformance --regenerate --only simple-success --write-doc",
+        ],
+        exits=judged(
+            "every difference has a known reason",
+            "a difference has no known reason (unexplained)",
+            "a bad known-differences file, missing markers, a backend not installed",
+            runs=True,
+        ),
     )
     p.add_argument(
         "--target",
@@ -301,19 +312,21 @@ def _parser() -> Parser:
         action="append",
         default=None,
         metavar="NAME",
-        help="only these scenarios (repeatable)",
+        help="only this scenario (repeatable; default: every scenario)",
     )
     p.add_argument(
         "--jobs",
         type=int,
         default=ab_cmd.DEFAULT_JOBS,
-        help=f"CLIs running at once (default {ab_cmd.DEFAULT_JOBS})",
+        metavar="N",
+        help="with --regenerate: CLIs running at once (default: %(default)s)",
     )
     p.add_argument(
         "--deadline",
         type=float,
         default=ab_cmd.DEFAULT_DEADLINE,
-        help=f"seconds for the whole regeneration (default {ab_cmd.DEFAULT_DEADLINE:g})",
+        metavar="SECONDS",
+        help="seconds for the whole regeneration (default: %(default)g)",
     )
     p.add_argument(
         "--html",
@@ -345,7 +358,7 @@ class _Table:
 
 def main(argv: list[str]) -> int:
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
     try:

@@ -5,7 +5,7 @@ directory, HOME and /tmp, model names unless ``--keep-model``) are masked; turns
 and task lifecycles are aligned; each difference is printed as ``path: A <value>, B
 <value>`` (see ``analysis.diff``). Either side may be ``-`` (stdin). Exit 0: equivalent;
 1: different; 2: a capture could not be read (or bad usage). ``--json`` for programs.
-Strings from the streams are escaped; colour only on a terminal without ``NO_COLOR``.
+Strings from the streams are escaped; colour: ``--color``, else ``bridge.colour``'s policy.
 """
 
 from __future__ import annotations
@@ -13,18 +13,31 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis.check_cmd import read_capture, use_color
+from analysis.check_cmd import read_capture
 from analysis.diff import DEFAULT_OPAQUE, DiffOptions, diff, format_text, to_json
-from bridge.cli import parser
+from bridge.cli import judged, parser
+from bridge.colour import add_option, use_colour
 from compat.capture import Capture
 from compat.exits import Exit
 
 EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = parser("diff", __doc__.split("\n\n")[0].split(": ", 1)[1])
-    p.add_argument("a", metavar="A", help="a capture, reference transcript or stdout dump")
+def build_parser() -> argparse.ArgumentParser:
+    p = parser(
+        "diff",
+        "a semantic diff of two captures: what each side's client saw, volatile values masked",
+        examples=[
+            "ccbridge diff captures/twins/simple-success.claude.jsonl \\",
+            "    captures/twins/simple-success.cbc-bridged.jsonl",
+            "ccbridge diff a.jsonl b.jsonl --html diff.html --ignore message.id",
+            "ccbridge diff --json a.jsonl b.jsonl > diff.json",
+        ],
+        exits=judged("equivalent", "different", "a usage error, or an input is not a capture"),
+    )
+    p.add_argument(
+        "a", metavar="A", help="a capture, a reference transcript or a stdout dump (- reads stdin)"
+    )
     p.add_argument("b", metavar="B", help="the capture to compare it with (- reads stdin)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument(
@@ -48,12 +61,13 @@ def _parser() -> argparse.ArgumentParser:
         help="skip KEY entirely (a key name, a dotted suffix such as message.id, "
         "or system/init.KEY); repeatable, comma lists allowed",
     )
+    add_option(p)
     return p
 
 
 def main(argv: list[str]) -> int:
     try:
-        args = _parser().parse_args(argv)
+        args = build_parser().parse_args(argv)
     except SystemExit as e:  # argparse: --help (0) or a usage error (2)
         return int(e.code or 0)
     sides = _read(args)
@@ -71,7 +85,9 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(to_json(result, names))
     else:
-        sys.stdout.write(format_text(result, color=use_color(sys.stdout), names=names))
+        sys.stdout.write(
+            format_text(result, color=use_colour(sys.stdout, choice=args.color), names=names)
+        )
     return EXIT_SAME if result.equivalent else EXIT_DIFFERENT
 
 

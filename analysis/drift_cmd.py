@@ -34,13 +34,13 @@ import attrs
 import orjson
 
 from analysis import drift
-from analysis.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, run_jobs
+from analysis.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, read, run_jobs
 from analysis.progress import Progress as Tracker
 from bridge import backends
-from bridge.cli import Parser
+from bridge.cli import Parser, judged, parser
 from bridge.files import private_dirs
 from compat import versions
-from compat.capture import Capture, CaptureError, parse
+from compat.capture import Capture, CaptureError
 from compat.exits import Exit
 from compat.text import escape, escape_json
 from harness import corpus, stop
@@ -145,7 +145,7 @@ def read_cli(argv: Sequence[str], command: Command = _command) -> tuple[str | No
 
 
 def read_capture(path: Path) -> Capture:
-    return parse(path.read_bytes().split(b"\n"))
+    return read(path)
 
 
 def verified_help(name: str) -> drift.Help:
@@ -309,13 +309,11 @@ def to_json(
 
 
 def scenario_files(names: str | None) -> list[Path]:
+    """``--scenarios NAME,...``: each a name or a file (``corpus.scenario_file``, as ``ab``
+    takes them); none: every scenario."""
     if not names:
         return sorted(SCENARIOS.glob("*.toml"))
-    files = []
-    for n in (x.strip() for x in names.split(",") if x.strip()):
-        p = Path(n)
-        files.append(p if p.suffix == ".toml" else SCENARIOS / f"{n}.toml")
-    return files
+    return [corpus.scenario_file(n) for n in (x.strip() for x in names.split(",")) if n]
 
 
 def main(argv: list[str]) -> int:
@@ -325,13 +323,30 @@ def main(argv: list[str]) -> int:
         return int(e.code or 0)
 
 
-def _parser() -> Parser:
-    p = Parser(
-        prog="ccbridge drift",
-        description="run the newest Claude Code and cbc on the "
-        "scenarios and report what changed against the verified versions",
+def build_parser() -> Parser:
+    p = parser(
+        "drift",
+        "run the newest Claude Code and cbc on the scenarios: what changed against the "
+        "verified versions",
+        examples=[
+            "ccbridge drift",
+            "ccbridge drift --only cbc --scenarios simple-success,bg-bash --json",
+            "ccbridge drift --skip-install --claude-bin /opt/claude/bin/claude",
+        ],
+        exits=judged(
+            "nothing new",
+            "something the rules do not know",
+            "a usage error, a backend that could not be installed or run",
+            runs=True,
+        ),
     )
-    p.add_argument("--only", choices=backends.NAMES, action="append", default=None)
+    p.add_argument(
+        "--only",
+        choices=backends.NAMES,
+        action="append",
+        default=None,
+        help="only this backend (repeatable; default: both)",
+    )
     p.add_argument(
         "--scenarios",
         metavar="NAME,...",
@@ -356,13 +371,35 @@ def _parser() -> Parser:
             default=None,
             help=f"run this {n} binary (a command line) instead",
         )
-    p.add_argument("--dir", type=Path, default=None, help="the backends cache")
-    p.add_argument("--out", metavar="DIR", default=None, help="where the captures go")
+    p.add_argument(
+        "--dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the backends cache the candidates are installed into (default: "
+        "$CCBRIDGE_BACKENDS_DIR, else ~/.cache/ccbridge/backends)",
+    )
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        default=None,
+        help="where the captures go (default: a new temporary directory)",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument("--jobs", type=int, default=2, help="CLIs running at once (default 2)")
     p.add_argument(
-        "--deadline", type=float, default=3600.0, help="seconds for every run (default 3600)"
+        "--jobs",
+        type=int,
+        default=2,
+        metavar="N",
+        help="CLIs running at once (default: %(default)s)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="seconds for every run (default: %(default)g)",
     )
     return p
 
@@ -374,14 +411,13 @@ Done = dict[str, dict[str, Path]]
 
 
 def _main(argv: list[str]) -> int:
-    p = _parser()
+    p = build_parser()
     args = p.parse_args(argv)
     if args.jobs < 1 or args.deadline <= 0:
         p.error("--jobs and --deadline must be positive")
     names = tuple(args.only or backends.NAMES)
-    files = scenario_files(args.scenarios)
     try:
-        scenarios = [(f, load(f)) for f in files]
+        scenarios = [(f, load(f)) for f in scenario_files(args.scenarios)]
     except (ScenarioError, OSError) as e:
         p.error(escape(str(e)))
     cache = args.dir if args.dir is not None else backends.cache_dir()

@@ -63,8 +63,10 @@ def write_index(
     columns: Sequence[str],
     entries: Sequence[Entry],
     notes: Sequence[str] = (),
+    tally: tuple[str, str] = ("as expected", "not"),
 ) -> list[Path]:
-    """The index at ``path`` and one report per entry beside it; the files written."""
+    """The index at ``path`` and one report per entry beside it; the files written. The
+    page opens with its verdict: the entries ``ok`` and not, in ``tally``'s words."""
     sub = path.with_suffix("") if path.suffix else path.with_name(path.name + "-reports")
     written, rows, used = [], [], set()
     for e in entries:
@@ -82,7 +84,8 @@ def write_index(
             written.append(target)
             href = urllib.parse.quote(f"{sub.name}/{name}")
         rows.append(report_html.IndexRow(e.scenario, href, e.cells, e.ok))
-    write_text(path, report_html.render_index(title, intro, columns, rows, notes))
+    line = report_html.index_verdict(rows, *tally)
+    write_text(path, report_html.render_index(title, intro, columns, rows, notes, line))
     return [path, *written]
 
 
@@ -162,6 +165,7 @@ def write_html_ab(path: Path, pairs: Sequence[Pair]) -> list[Path]:
         "the diff of what their clients saw and each side's contract check.",
         ("diff", "contract A", "contract B"),
         entries,
+        tally=("equivalent", "with differences"),
     )
 
 
@@ -241,4 +245,5 @@ def write_html_conformance(
         ),
         entries,
         notes,
+        tally=("with every difference explained", "with unexplained differences"),
     )

@@ -338,12 +338,53 @@ margin-right:4px;text-transform:uppercase;letter-spacing:.02em}
 background:#fbfbfc;border:1px solid #eceef2;border-radius:4px}
 .others summary{cursor:pointer;color:var(--mute);font-size:12px}
 .ok{color:#14532d}.bad{color:#8c1d18;font-weight:600}
+.verdict-line{font-size:15px;font-weight:600;margin:0 0 14px;padding:10px 16px;border-radius:8px;
+border:1px solid var(--line)}
+.verdict-line.same{background:#dcf3e3;color:#14532d}.verdict-line.differ{background:#fde7d9;
+color:#7c2d12}
 .mute{color:var(--mute)}
 body.only-diffs .row.same,body.only-diffs .sect.same{display:none}
 """
 
 
-def _page(title: str, subtitle: str, body: str, toolbar: bool) -> str:
+def verdict(rep: Report) -> tuple[str, str]:
+    """The report in one line, and its tone (``same``: nothing to look at; ``differ``):
+    equivalent or how many differences (explained, unexplained), and the contract
+    violations of each side."""
+    r = rep.result
+    n = len(r.differences)
+    if r.equivalent:
+        what = "equivalent: B's client saw what A's saw (volatile values masked)"
+    else:
+        what = f"{n} difference{'s' * (n != 1)} between what A's and B's clients saw"
+        if rep.reasons:
+            unexplained = sum(1 for i in rep.reasons if i is None or i.category == UNEXPLAINED)
+            what += f" ({n - unexplained} explained, {unexplained} unexplained)"
+    va, vb = len(rep.a.violations), len(rep.b.violations)
+    vio = "no contract violations" if not va + vb else f"contract violations: A {va}, B {vb}"
+    return f"Verdict: {what}; {vio}.", "same" if r.equivalent and not va + vb else "differ"
+
+
+def index_verdict(
+    rows: Sequence[IndexRow], yes: str = "as expected", no: str = "not"
+) -> tuple[str, str]:
+    """An index's line: how many scenarios, how many ``yes`` (their row ok), ``no``,
+    without a result."""
+    ok = sum(1 for r in rows if r.ok)
+    bad = sum(1 for r in rows if r.ok is False)
+    none = len(rows) - ok - bad
+    parts = [f"{ok} {yes}", f"{bad} {no}"] + ([f"{none} without a result"] if none else [])
+    tone = "same" if not bad and not none else "differ"
+    return f"Verdict: {len(rows)} scenario{'s' * (len(rows) != 1)}: {', '.join(parts)}.", tone
+
+
+def _verdict_html(line: tuple[str, str]) -> str:
+    text, tone = line
+    return f'<p class="verdict-line {esc(tone)}" id="verdict">{esc(text)}</p>'
+
+
+def _page(title: str, subtitle: str, body: str, toolbar: bool, top: str = "") -> str:
+    """The page: its header, then ``top`` (the verdict line), the toolbar, ``body``."""
     tools = ""
     if toolbar:
         tools = (
@@ -363,7 +404,7 @@ def _page(title: str, subtitle: str, body: str, toolbar: bool) -> str:
         '<meta name="viewport" content="width=device-width,initial-scale=1">'
         f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>"
         f'<header class="top"><h1>{esc(title)}</h1><div class="sub">{subtitle}</div>'
-        f"</header><main>{tools}{body}</main>{script}</body></html>\n"
+        f"</header><main>{top}{tools}{body}</main>{script}</body></html>\n"
     )
 
 
@@ -555,7 +596,7 @@ def _summary(rep: Report) -> str:
         return v[i] if isinstance(v, list) and len(v) > i else "?"
 
     n = len(r.differences)
-    verdict = (
+    badge = (
         '<span class="verdict same">equivalent</span>'
         if r.equivalent
         else f'<span class="verdict differ">{n} difference{"s" * (n != 1)}</span>'
@@ -566,7 +607,7 @@ def _summary(rep: Report) -> str:
     )
     out = [
         f'<div class="card"><h2>Summary</h2><p>Scenario: <b>'
-        f"{esc(rep.scenario or '(not named in the captures)')}</b> &nbsp; {verdict} "
+        f"{esc(rep.scenario or '(not named in the captures)')}</b> &nbsp; {badge} "
         f'<span class="mute">{kinds}</span></p><table><tr><th>side</th><th>capture</th>'
         "<th>backend</th><th>via</th><th>exit</th><th>frames</th><th>turns</th>"
         f"<th>tasks</th><th>contract violations</th></tr>{sides}</table>"
@@ -672,7 +713,8 @@ def render_report(rep: Report) -> str:
     sub = f"A: {esc(rep.a.name)} &nbsp;·&nbsp; B: {esc(rep.b.name)}"
     if rep.back:
         sub += f' &nbsp;·&nbsp; <a href="{esc(rep.back)}">all scenarios</a>'
-    return _page(rep.title, sub, _summary(rep) + "".join(body), toolbar=True)
+    top = _verdict_html(verdict(rep))
+    return _page(rep.title, sub, _summary(rep) + "".join(body), toolbar=True, top=top)
 
 
 # -- an index of reports -----------------------------------------------------------------
@@ -692,8 +734,10 @@ def render_index(
     columns: Sequence[str],
     rows: Sequence[IndexRow],
     notes: Sequence[str] = (),
+    verdict_line: tuple[str, str] | None = None,
 ) -> str:
-    """A table with one row per scenario and a link to its report (every text escaped)."""
+    """A table with one row per scenario and a link to its report (every text escaped),
+    opened by ``verdict_line`` (text, tone; default ``index_verdict``'s)."""
     head = "".join(f"<th>{esc(c)}</th>" for c in ("scenario", *columns))
     out = []
     for r in rows:
@@ -706,4 +750,5 @@ def render_index(
         f'<div class="card"><p>{esc(intro)}</p><table><tr>{head}</tr>{"".join(out)}'
         f"</table>{extra}</div>"
     )
-    return _page(title, f"{len(rows)} scenario(s)", body, toolbar=False)
+    top = _verdict_html(verdict_line or index_verdict(rows))
+    return _page(title, f"{len(rows)} scenario(s)", body, toolbar=False, top=top)

@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from bridge.cli import Parser
+from bridge.cli import USAGE_EXIT, Parser, parser
 from compat import versions
 from compat.exits import Exit
 
@@ -222,20 +222,52 @@ def install(
     return 0
 
 
-def main(argv: list[str]) -> int:
-    p = Parser(prog="ccbridge backends", description="install or list the real backends")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    pi = sub.add_parser("install", help=f"install {CLAUDE_PACKAGE} and {CBC_PACKAGE}")
-    pi.add_argument(
-        "--dir",
-        type=Path,
-        default=None,
-        help="cache directory (default $CCBRIDGE_BACKENDS_DIR or ~/.cache/ccbridge/backends)",
+def build_parser() -> Parser:
+    p = parser(
+        "backends",
+        "install the real CLIs the bridge was verified with, or show which would run",
+        examples=[
+            "ccbridge backends install",
+            "ccbridge backends install --only cbc --dir /opt/ccbridge-backends",
+            "ccbridge backends list",
+        ],
+        exits={
+            Exit.OK: "installed; list: both found",
+            Exit.FAILED: "installed but its binary was not found; list: one is missing",
+            **USAGE_EXIT,
+            Exit.NOT_FOUND: "install: pip or npm was not found",
+            "N": "install: the installer's own status when it failed",
+        },
     )
-    pi.add_argument("--only", choices=NAMES, action="append", default=None)
-    pl = sub.add_parser("list", help="where each backend would be found")
-    pl.add_argument("--dir", type=Path, default=None)
-    args = p.parse_args(argv)
+    sub = p.add_subparsers(
+        dest="cmd", required=True, metavar="install|list", help="what to do (each has --help)"
+    )
+    where = "the cache directory (default: $CCBRIDGE_BACKENDS_DIR, else ~/.cache/ccbridge/backends)"
+    pi = sub.add_parser(
+        "install",
+        help=f"install {CLAUDE_PACKAGE} (npm) and {CBC_PACKAGE} (PyPI)",
+        description=f"install {CLAUDE_PACKAGE} (npm) and {CBC_PACKAGE} (PyPI) into the cache",
+    )
+    pi.add_argument("--dir", type=Path, default=None, metavar="DIR", help=where)
+    pi.add_argument(
+        "--only",
+        choices=NAMES,
+        action="append",
+        default=None,
+        help="only this backend (repeatable; default: both)",
+    )
+    pl = sub.add_parser(
+        "list",
+        help="where each backend would be found",
+        description="where each backend would be found: the cache, PATH, an installed "
+        "codebuddy-agent-sdk",
+    )
+    pl.add_argument("--dir", type=Path, default=None, metavar="DIR", help=where)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     d = args.dir if args.dir is not None else cache_dir()
     if args.cmd == "install":
         from bridge.config import check_out_dir

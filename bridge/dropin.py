@@ -49,13 +49,14 @@ def bundled_cbc() -> str | None:
 
 
 def help_text() -> str:
-    """The Claude options accepted and what cbc gets for each (rule ``argv``)."""
+    """The Claude options accepted and what cbc gets for each (rule ``argv``); no line
+    longer than 100 characters."""
+    from bridge.cli import columns
     from compat.argv import ACTIONS, TRANSLATION_TABLE
     from compat.env import ENV_TABLE
 
     translated = [(c, b, n) for c, b, n in TRANSLATION_TABLE if b != "-"]
     dropped = [(c, n) for c, b, n in TRANSLATION_TABLE if b == "-"]
-    width = max(len(c) for c, _, _ in TRANSLATION_TABLE) + 2
     # (Claude option, what happens) one per line; plain pass-through needs no words
     return "\n".join(
         [
@@ -69,10 +70,7 @@ def help_text() -> str:
             "both accepted.",
             "",
             "Claude options accepted and passed on to cbc (as):",
-            *(
-                f"  {c:<{width}}{'' if n.startswith(ACTIONS['keep']) else n}".rstrip()
-                for c, _, n in translated
-            ),
+            *columns([(c, "" if n.startswith(ACTIONS["keep"]) else n) for c, _, n in translated]),
             "",
             "Claude options accepted and dropped with one warning on stderr:",
             *(f"  {c}" for c, _ in dropped),
@@ -82,8 +80,8 @@ def help_text() -> str:
             "Unless --resume, --continue or --session-id is given, cbc is started with",
             "--session-id <fresh uuid> (rule session-pin).",
             "",
-            "Environment passed on to cbc: "
-            + ", ".join(f"{c} -> {b}" for c, b, _ in ENV_TABLE if c != "-" and b != "-"),
+            "Environment passed on to cbc (Claude's variable, then what cbc gets):",
+            *columns([(c, b) for c, b, _ in ENV_TABLE if c != "-" and b != "-"]),
             "",
             "Bridge environment: CCBRIDGE_BACKEND, CODEBUDDY_CODE_PATH, CCBRIDGE_RULES,",
             "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG, CCBRIDGE_TARGET (the Claude Code",

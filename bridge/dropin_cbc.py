@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import NoReturn
 
 from bridge import backends, config, launch, stdfds
-from bridge.cli import guarded
+from bridge.cli import columns, guarded
 from compat import __version__
 from compat.argv_cbc import DROPPED
 from compat.env_cbc import REVERSE_ENV_TABLE
@@ -42,8 +42,9 @@ def version_text() -> str:
 def help_text() -> str:
     return "\n".join(
         [
-            f"Usage: cbc-on-claude [cbc options]   (CodeBuddy Code {TARGET_CBC_VERSION} as seen "
-            f"by its SDKs; ccbridge {__version__} on Claude Code)",
+            "Usage: cbc-on-claude [cbc options]",
+            f"  (CodeBuddy Code {TARGET_CBC_VERSION} as seen by its SDKs; ccbridge {__version__} "
+            "on Claude Code)",
             "",
             "A drop-in for the cbc executable (codebuddy-headless) that runs Claude Code behind",
             "the ccbridge normalization pipeline (profile claude-to-cbc). The cbc SDKs' options",
@@ -55,8 +56,8 @@ def help_text() -> str:
             *(f"  {k:<29}dropped ({v})" for k, v in DROPPED.items()),
             "  --permission-prompt-tool stdio is always added (cbc asks over stdio)",
             "",
-            "Environment passed on to Claude: "
-            + ", ".join(f"{c} -> {b}" for c, b, _ in REVERSE_ENV_TABLE if c.isupper()),
+            "Environment passed on to Claude (cbc's variable, then what Claude gets):",
+            *columns([(c, b) for c, b, _ in REVERSE_ENV_TABLE if c.isupper()]),
             "",
             "Claude is found by CCBRIDGE_BACKEND, then `claude` on PATH, then `ccbridge backends",
             "install`. Bridge settings: CCBRIDGE_RULES, CCBRIDGE_RECORD, CCBRIDGE_LOG,",

@@ -8,14 +8,37 @@ import sys
 from collections.abc import Mapping
 
 from bridge import launch
-from bridge.cli import parser
+from bridge.cli import USAGE_EXIT, Parser, parser
 from compat.exits import Exit
 
 
+def build_parser() -> Parser:
+    p = parser(
+        "record",
+        "run a backend directly (nothing changed), our stdio its client, and record the session",
+        usage="ccbridge record [-h] --out FILE [--stats] -- CMD [ARGS...]",
+        examples=[
+            "ccbridge record --out cbc.jsonl -- codebuddy-headless -p --input-format "
+            "stream-json \\",
+            "    --output-format stream-json --verbose < client-lines.jsonl",
+        ],
+        exits={
+            "N": "the backend's status (killed by signal N: 128 + N)",
+            **USAGE_EXIT,
+            Exit.NOT_EXECUTABLE: "the backend cannot be executed",
+            Exit.NOT_FOUND: "the backend was not found",
+            Exit.CLIENT_GONE: "the client stopped reading (its stdout closed)",
+        },
+    )
+    p.add_argument("--out", required=True, metavar="FILE", help="the capture to write")
+    p.add_argument(
+        "--stats", action="store_true", help="print the frame statistics on stderr at exit"
+    )
+    return p
+
+
 def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
-    p = parser("record", __doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True, metavar="FILE")
-    p.add_argument("--stats", action="store_true")
+    p = build_parser()
     k = argv.index("--") if "--" in argv else len(argv)
     args = p.parse_args(argv[:k])  # (--help prints the help here)
     if "--" not in argv:

@@ -28,13 +28,14 @@ import attrs
 import orjson
 import trio
 
-from bridge.cli import Parser
+from bridge.cli import Parser, parser
 from bridge.driver import BACKEND_STDIN_CLOSED
 from bridge.files import FILE_MODE, private_dirs
 from bridge.log import Logger
 from compat import capture
 from compat.exits import Exit
 from compat.framing import Line, LineSplitter
+from compat.text import escape
 
 
 @attrs.frozen
@@ -142,8 +143,9 @@ class Replayer:
                     self._learn_id(step.data, line)
                     return True
                 self.log.debug(
-                    f"replay: ignored a client {sig[0]} line (waiting for "
-                    f"{step.sig[0]} {step.sig[1]})".rstrip()
+                    f"ignored a client {sig[0]} line (waiting for "
+                    f"{step.sig[0]} {step.sig[1]})".rstrip(),
+                    rule="replay",
                 )
             if self._eof:
                 return False
@@ -186,8 +188,9 @@ class Replayer:
                 if step.kind == "expect":
                     if not await self._expect(step):
                         self.log.debug(
-                            "replay: the client closed stdin before the "
-                            "capture's next input; writing the rest"
+                            "the client closed stdin before the capture's next input; "
+                            "writing the rest",
+                            rule="replay",
                         )
                 elif step.kind == "eof":
                     while not self._eof:
@@ -208,7 +211,7 @@ def materialize(header: dict[str, Any], cwd: str, log: Logger) -> None:
     for rel, text in files.items():
         target = os.path.realpath(os.path.join(root, rel))
         if not target.startswith(root + os.sep) or not isinstance(text, str):
-            log.warning(f"replay: not writing {rel!r} (outside the working directory)")
+            log.warning(f"not writing {rel!r} (outside the working directory)", rule="replay")
             continue
         private_dirs(os.path.dirname(target))
         try:  # a new file or nothing: never over a file, never through a link
@@ -223,29 +226,53 @@ def _json_escaped(s: str) -> bytes:
     return orjson.dumps(s)[1:-1]
 
 
-def main(argv: Sequence[str]) -> int:
-    p = Parser(prog="ccbridge replay", description=__doc__.split("\n")[0])
-    p.add_argument("file", help="a ccbridge capture, a reference transcript or a stdout dump")
+def build_parser() -> Parser:
+    p = parser(
+        "replay",
+        "serve a recorded session as a backend: its output, paced by the client's input",
+        usage="ccbridge replay [-h] [--materialize] [--status N] FILE [CLI ARGS...]",
+        examples=[
+            'CCBRIDGE_BACKEND="ccbridge replay $PWD/run.jsonl" claude-on-cbc -p hi',
+            "ccbridge run --backend 'ccbridge replay --materialize run.jsonl' -- --verbose",
+        ],
+        exits={
+            "N": "the recorded exit status (--status N: N; 0 when the capture has none)",
+            Exit.USAGE: "a usage error, or FILE is not a capture (one line on stderr)",
+        },
+    )
+    p.add_argument(
+        "file",
+        metavar="FILE",
+        help="a ccbridge capture, a reference transcript or a stdout dump; the arguments "
+        "after it (a client's CLI flags) are accepted and ignored",
+    )
     p.add_argument(
         "--materialize",
         action="store_true",
-        help="write the capture's files (header 'files') below the cwd first",
+        help="first write the capture's files (its header's 'files', e.g. workflow scripts) "
+        "below the working directory",
     )
-    p.add_argument("--status", type=int, default=None, help="exit status (default: recorded)")
+    p.add_argument(
+        "--status",
+        type=int,
+        default=None,
+        metavar="N",
+        help="exit with N (default: the recorded exit status, else 0)",
+    )
+    return p
+
+
+def main(argv: Sequence[str]) -> int:
     # a replay stands in for a CLI: the flags a client passes to that CLI are accepted
-    args, ignored = p.parse_known_args(argv)
+    args, ignored = build_parser().parse_known_args(argv)
+    try:
+        cap = capture.load(args.file)
+    except capture.CaptureError as e:
+        print(f"ccbridge replay: {escape(args.file)}: {escape(str(e))}", file=sys.stderr)
+        return Exit.USAGE
     log = Logger.open(os.environ.get("CCBRIDGE_LOG"), os.environ.get("CCBRIDGE_LOG_LEVEL", "info"))
     if ignored:
-        log.debug("replay: ignoring the CLI arguments " + " ".join(ignored))
-    try:
-        with open(args.file, "rb") as f:
-            cap = capture.parse(f)
-    except OSError as e:
-        log.error(f"replay: cannot read {args.file}: {e.strerror}")
-        return Exit.USAGE
-    except capture.CaptureError as e:
-        log.error(f"replay: {args.file}: {e}")
-        return Exit.USAGE
+        log.debug("ignoring the CLI arguments " + " ".join(ignored), rule="replay")
     cwd = os.getcwd()
     if args.materialize:
         materialize(cap.header, cwd, log)
@@ -261,7 +288,7 @@ def main(argv: Sequence[str]) -> int:
         try:
             await replayer.run(stdin, stdout)
         except (trio.BrokenResourceError, trio.ClosedResourceError, BrokenPipeError):
-            log.debug("replay: the reader went away")
+            log.debug("the reader went away", rule="replay")
 
     trio.run(go)
     return status

@@ -14,7 +14,7 @@ import sys
 import textwrap
 from typing import Any
 
-from bridge.cli import Parser
+from bridge.cli import Parser, parser
 from compat.exits import Exit
 from compat.profiles import PROFILES, describe, options_of
 from compat.stage import REGISTRY, Stage
@@ -24,17 +24,26 @@ from compat.text import escape
 _FIELD = re.compile(r"((?:^[ \t]*#:.*\n)+)^[ \t]*(\w+)\s*:", re.MULTILINE)
 
 
-def main(argv: list[str]) -> int:
-    p = Parser(
-        prog="ccbridge rules",
-        description="list the rules (PROTOCOL.md ids): modes (--rule ID=MODE), what each "
-        "does, options (--rule ID.option=VALUE) with defaults, and the profiles' order",
+def build_parser() -> Parser:
+    p = parser(
+        "rules",
+        "list the rules: their modes, what each does, their options, and each profile's order",
+        examples=[
+            "ccbridge rules",
+            "ccbridge rules late-progress tasks-snapshot",
+            "ccbridge rules --markdown > docs/rules.md",
+        ],
+        exits={Exit.OK: "listed", Exit.USAGE: "a usage error, or an unknown rule id"},
     )
-    p.add_argument("ids", nargs="*", metavar="ID", help="only these rules")
+    p.add_argument("ids", nargs="*", metavar="ID", help="only these rules (default: every rule)")
     p.add_argument(
         "--markdown", action="store_true", help="print the rule reference (docs/rules.md) instead"
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     if args.markdown:
         sys.stdout.write(markdown())
         return 0

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from bridge import config, launch
-from bridge.cli import parser
+from bridge.cli import USAGE_EXIT, parser
 from compat import rulespec
 from compat.exits import Exit
 
@@ -27,7 +27,7 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         own, client_argv = argv[:k], argv[k + 1 :]
     else:
         own, client_argv = argv, []
-    args = _parser().parse_args(own)
+    args = build_parser().parse_args(own)
     _check(args)
     env = dict(os.environ if env is None else env)
     settings = config.load(env)
@@ -72,34 +72,83 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = parser("run", __doc__.split("\n\n")[0])
-    p.add_argument("--profile", choices=sorted(launch.PROFILE_NAMES), default=None)
-    p.add_argument("--backend", help="the backend command line (shlex-split, never a shell)")
-    p.add_argument("--record", metavar="FILE", help="record the session to a capture file")
+def build_parser() -> argparse.ArgumentParser:
+    p = parser(
+        "run",
+        "relay a client (our stdio) and a backend through a profile's pipelines",
+        usage="ccbridge run [options] -- [CLIENT ARGS...]",
+        examples=[
+            "ccbridge run --backend codebuddy-headless -- --input-format stream-json \\",
+            "    --output-format stream-json --verbose",
+            "ccbridge run --profile cbc-to-claude --backend 'ccbridge replay s.jsonl' \\",
+            "    --record out.jsonl --rule late-progress=pass -- -p hi",
+        ],
+        exits={
+            "N": "the backend's status (killed by signal N: 128 + N); after the client's EOF "
+            "under cbc-to-claude, Claude Code's: 0, or 1 when the last result was an error",
+            **USAGE_EXIT,
+            Exit.NOT_EXECUTABLE: "the backend cannot be executed",
+            Exit.NOT_FOUND: "the backend was not found",
+            Exit.CLIENT_GONE: "the client stopped reading (its stdout closed)",
+        },
+    )
+    p.add_argument(
+        "--profile",
+        choices=sorted(launch.PROFILE_NAMES),
+        default=None,
+        help="the pipelines between the two (default: profile = in ccbridge.toml, else "
+        f"{config.Settings.profile})",
+    )
+    p.add_argument(
+        "--backend",
+        metavar="CMD",
+        help="the backend command line, shlex-split, never run by a shell (default: "
+        "CCBRIDGE_BACKEND, or backend = in ccbridge.toml)",
+    )
+    p.add_argument(
+        "--record",
+        metavar="FILE",
+        help="record the session to a capture file (default: CCBRIDGE_RECORD's directory, if set)",
+    )
     p.add_argument(
         "--rule",
         action="append",
         default=[],
         metavar="ID=VALUE",
         help="switch or tune a rule: late-progress=pass, tasks-snapshot=off, "
-        "late-progress.grace=2 (repeatable)",
+        "late-progress.grace=2 (repeatable; ccbridge rules lists them)",
     )
-    p.add_argument("--stats", action="store_true", help="print frame statistics at exit")
-    p.add_argument("--max-line", type=int, default=None, help="framing limit in bytes")
+    p.add_argument(
+        "--stats", action="store_true", help="print the frame statistics on stderr at exit"
+    )
+    p.add_argument(
+        "--max-line",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="the framing limit of one line (default: CCBRIDGE_MAX_LINE or max_line =, else "
+        f"{config.Settings.max_line})",
+    )
     p.add_argument(
         "--eof-grace",
         type=float,
         default=None,
-        help="seconds the backend may take to exit after the client's EOF",
+        metavar="SECONDS",
+        help="seconds the backend may take to exit after the client's EOF (default: "
+        f"CCBRIDGE_EOF_GRACE or eof_grace =, else {config.Settings.eof_grace:g})",
     )
-    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
+    p.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        help="what the bridge logs on stderr (default: CCBRIDGE_LOG_LEVEL or log_level =, else "
+        f"{config.Settings.log_level})",
+    )
     p.add_argument(
         "--target",
         metavar="VERSION",
         default=None,
-        help="the Claude Code version cbc-to-claude emulates: 2.1.220 (default) or 2.1.332 "
-        "(or CCBRIDGE_TARGET / target = in ccbridge.toml)",
+        help="the Claude Code version cbc-to-claude emulates: 2.1.220 or 2.1.332 (default: "
+        "CCBRIDGE_TARGET or target = in ccbridge.toml, else 2.1.220)",
     )
     return p
 

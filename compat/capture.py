@@ -15,6 +15,12 @@ wrote; ``client_in``/``client_out`` what the bridge read from and wrote to the c
 the run. ``text`` is the line verbatim without its newline. Readers also accept a plain
 stdout dump (every line a frame: all ``stdout``).
 
+What the commands accept as a capture (``check``, ``diff``, ``replay``, ``demo``) is
+``read``/``load``: one of those three, with something in it. An empty file, binary data, a
+JSON document (a HAR file) or JSON Lines without a single stream-json frame are "not a
+capture", a ``CaptureError`` saying why. ``parse`` is the lenient reader underneath, for
+lines known to be a stream (the tests, the engine's corpus).
+
 Pure: parsing takes lines, writing returns bytes. Credentials are redacted in every
 record written (``compat.redact``): a JSON line structurally, anything else (invalid JSON,
 a partial line, a piece of an over-long one, stderr, a note) as text; the header's
@@ -42,7 +48,7 @@ LINE_KINDS = frozenset({"stdin", "stdout", "stderr", "client_in", "client_out"})
 
 
 class CaptureError(ValueError):
-    pass
+    """The input is not a capture this ccbridge reads; the message says why, in words."""
 
 
 @attrs.frozen
@@ -78,11 +84,43 @@ class Capture:
                 return parse_exit(r.text)
         return None
 
+    @property
+    def backend(self) -> str | None:
+        """Whose session this is, ``claude`` or ``cbc``, as far as the capture says: its
+        header (``ccbridge scenario run``), a reference transcript's ``meta``
+        (``claude_version``/``cbc_version``), else its ``system/init`` frame (Claude's has
+        ``claude_code_version``, cbc's none); None when nothing says."""
+        named = self.header.get("backend")
+        if named in ("claude", "cbc"):
+            return str(named)
+        meta = self.header.get("meta")
+        for name in ("claude", "cbc"):
+            if isinstance(meta, dict) and f"{name}_version" in meta:
+                return name
+        return _backend_of_init(self.lines("stdout"))
+
     def client_view(self) -> list[Record]:
         """What a client saw: ``client_out`` when the capture went through the bridge,
         else the backend's ``stdout``."""
         out = self.lines("client_out")
         return out if out else self.lines("stdout")
+
+
+def _backend_of_init(out: list[Record]) -> str | None:
+    for r in out:
+        if b'"init"' not in r.data:
+            continue
+        obj = _json(r.data)
+        if isinstance(obj, dict) and obj.get("type") == "system" and obj.get("subtype") == "init":
+            return "claude" if "claude_code_version" in obj else "cbc"
+    return None
+
+
+def _json(data: bytes) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def parse_exit(text: str) -> int | None:
@@ -127,6 +165,78 @@ def encode_record(t: float, kind: str, data: bytes, partial: bool = False) -> by
     if partial:
         rec["partial"] = True
     return dumps(rec) + b"\n"
+
+
+def load(path: str) -> Capture:
+    """The capture in file ``path`` (``read``); a file that cannot be read is a
+    ``CaptureError`` too, saying why in words."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CaptureError(f"cannot be read ({e.strerror or e})") from None
+    return read(data)
+
+
+def read(data: bytes) -> Capture:
+    """The one definition of a capture the commands accept: a ccbridge capture, a reference
+    transcript, or a stdout dump holding at least one stream-json frame (a JSON object with
+    a string ``type``). Anything else is a ``CaptureError`` "not a capture (why)": an empty
+    file, binary data, a JSON document such as a HAR file, JSON Lines of something else."""
+    why = _not_text(data)
+    if why is None:
+        cap = parse(data.split(b"\n"))
+        if cap.flavor != "stdout" or any(_is_frame(r.data) for r in cap.records):
+            return cap
+        why = _no_frame(cap, data)
+    raise CaptureError(f"not a capture ({why})")
+
+
+def _not_text(data: bytes) -> str | None:
+    """Why ``data`` cannot be JSON Lines at all, if it cannot."""
+    if not data.strip():
+        return "an empty file: a session has at least one line"
+    if data.startswith(b"\x1f\x8b"):
+        return "gzip-compressed data: decompress it first"
+    lineno, first = next((i, ln) for i, ln in enumerate(data.split(b"\n"), 1) if ln.strip())
+    try:
+        first.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"binary data: line {lineno} is not UTF-8 text"
+    if b"\x00" in first:
+        return f"binary data: line {lineno} holds NUL bytes"
+    return None
+
+
+def _is_frame(line: bytes) -> bool:
+    obj = _json(line)
+    return isinstance(obj, dict) and isinstance(obj.get("type"), str)
+
+
+def _no_frame(cap: Capture, data: bytes) -> str:
+    """Why a file read as a stdout dump holds no frame: what it is instead."""
+    doc = _json(data)
+    if isinstance(doc, dict) and isinstance(doc.get("log"), dict):
+        return 'a HAR file: JSON with a "log" object, an HTTP archive, not a stream-json session'
+    first = cap.records[0]
+    if doc is not None and len(cap.records) > 1:
+        return "one JSON document over several lines, not one stream-json frame per line"
+    return f"no stream-json frame in it: line {first.lineno} is {_what(first.data)}"
+
+
+#: how a JSON value that is not a frame is named
+_KINDS = {list: "a JSON array", str: "a JSON string", bool: "a JSON boolean"}
+
+
+def _what(line: bytes) -> str:
+    if line.strip() == b"null":
+        return "JSON null"
+    obj = _json(line)
+    if obj is None:
+        return "not JSON"
+    if isinstance(obj, dict):
+        return 'a JSON object without a "type"'
+    return _KINDS.get(type(obj), "a JSON number")
 
 
 def parse(lines: Iterable[bytes]) -> Capture:

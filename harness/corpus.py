@@ -38,6 +38,33 @@ def scenarios() -> Path:
     return _data("scenarios", "harness.scenarios")
 
 
+def scenario_file(spec: str) -> Path:
+    """A scenario given by name or as a file, as every command takes one (``ab``, ``drift
+    --scenarios``, ``scenario run``): ``simple-success`` is the corpus's
+    ``scenarios/simple-success.toml``; a path with a ``.toml`` suffix or a directory part is
+    that file. A name the corpus does not have is a ``FileNotFoundError`` naming the closest
+    ones."""
+    path = Path(spec)
+    if path.suffix == ".toml" or len(path.parts) != 1:
+        return path
+    corpus = scenarios()
+    found = corpus / f"{spec}.toml"
+    if found.is_file() or path.is_file():
+        return found if found.is_file() else path
+    import difflib
+
+    close = difflib.get_close_matches(spec, scenario_names(), n=3)
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    raise FileNotFoundError(
+        f"no scenario named {spec!r} ({hint}a name is a file in {corpus} without .toml)"
+    )
+
+
+def scenario_names() -> list[str]:
+    """The names of the corpus's scenarios (its files' stems)."""
+    return sorted(p.stem for p in scenarios().glob("*.toml"))
+
+
 def captures() -> Path:
     """The captures (``captures/``: ``twins/``, ``reference/``, the golden sessions)."""
     return _data("captures", "analysis.captures")

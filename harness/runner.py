@@ -46,7 +46,7 @@ from harness import corpus
 from harness.brain import Call, ModelScript
 from harness.client import Client, Recording
 from harness.model import ModelServer
-from harness.scenario import Scenario
+from harness.scenario import Scenario, Step
 
 BASE_ARGV = ("-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
 KILL_GRACE = 5.0
@@ -234,11 +234,51 @@ def _script_in(script: ModelScript, dirs: dict[str, str]) -> ModelScript:
             r,
             input=_substitute(r.input, names),
             text=_substitute(r.text, names),
+            when=_substitute(r.when, names),
+            thinking=_substitute(r.thinking, names),
             calls=tuple(Call(c.tool, _substitute(c.input, names)) for c in r.calls),
         )
         for r in script.rules
     )
     return attrs.evolve(script, rules=rules)
+
+
+def _scenario_in(scenario: Scenario, dirs: dict[str, str]) -> Scenario:
+    """The scenario with ``{CWD}`` and ``{HOME}`` in its launch arguments, its client's
+    lines and its model script made this run's (``ccbridge scenario from-capture`` writes
+    a recorded session's paths so)."""
+    names = {"CWD": dirs["CWD"], "HOME": dirs["HOME"]}
+
+    def args(a: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_substitute(list(a), names))
+
+    def steps(ss: tuple[Step, ...]) -> tuple[Step, ...]:
+        return tuple(
+            attrs.evolve(
+                st,
+                user=_substitute(st.user, names),
+                line=_substitute(st.line, names),
+                control=_substitute(st.control, names),
+            )
+            for st in ss
+        )
+
+    r = scenario.resume
+    if r is not None:
+        r = attrs.evolve(
+            r,
+            args=None if r.args is None else args(r.args),
+            backend_args={k: args(v) for k, v in r.backend_args.items()},
+            steps=steps(r.steps),
+        )
+    return attrs.evolve(
+        scenario,
+        args=args(scenario.args),
+        backend_args={k: args(v) for k, v in scenario.backend_args.items()},
+        steps=steps(scenario.steps),
+        resume=r,
+        model=_script_in(scenario.model, dirs),
+    )
 
 
 def _launch_files(scenario: Scenario, dirs: dict[str, str]) -> list[str]:
@@ -312,7 +352,8 @@ async def run(
     dialect = client or client_dialect(target.kind, via)
     dirs = make_root()
     mark = secrets.token_hex(8)
-    server = ModelServer(_script_in(scenario.model, dirs), keep_bodies=dump_requests is not None)
+    scenario = _scenario_in(scenario, dirs)
+    server = ModelServer(scenario.model, keep_bodies=dump_requests is not None)
     rec: Recording | None = None
     try:
         await trio.to_thread.run_sync(_place_files, scenario.files, dirs["CWD"])

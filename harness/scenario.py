@@ -39,7 +39,8 @@ any of: ``thinking``, ``text``, one call (``tool``, ``input``) or several in one
 ``delay`` before the reply, ``stall`` seconds in mid-stream, ``cut = true`` (the stream
 ends half-way, the connection closed); or with an HTTP error: ``status`` (429, 500, 529...)
 with ``retry_after`` and ``message``, for ``times`` requests. ``{CWD}`` and ``{HOME}`` in
-their texts and inputs are the run's directories.
+their ``when``, texts and inputs, in ``args`` and in the steps' ``user``/``line``/``control``
+are the run's directories (``ccbridge scenario from-capture`` writes a session's paths so).
 
 What the CLI is launched with, beyond ``args``: ``hooks`` (Claude's settings ``hooks``
 object) is written to a settings file passed as ``--settings FILE``; ``mcp_servers`` (an

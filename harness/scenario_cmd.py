@@ -13,11 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
-from bridge.cli import Parser
+from bridge.cli import SIGNAL_EXIT, USAGE_EXIT, Parser, parser
 from compat.exits import Exit
-from harness import runner, stop
+from harness import corpus, from_capture_cmd, runner, stop
 from harness.scenario import ScenarioError, load
 
 EXIT_USAGE = Exit.USAGE
@@ -72,38 +71,65 @@ async def run_scenario(
     return 0
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``scenario`` (with ``run`` and ``check``) to an argparse subparsers object."""
-    p: argparse.ArgumentParser = subparsers.add_parser(
+def build_parser() -> Parser:
+    p = parser(
         "scenario",
-        help="run a scripted scenario against a backend",
-        description=__doc__.split("\n\n")[0],
+        "run a scripted scenario against a real CLI on a stand-in model, and record it",
+        examples=[
+            "ccbridge scenario run simple-success --backend cbc --via cbc-to-claude "
+            "--out run.jsonl",
+            "ccbridge scenario run scenarios/bg-bash.toml --backend claude --out claude.jsonl",
+            "ccbridge scenario check scenarios/*.toml",
+        ],
+        exits={
+            Exit.OK: "run: the capture is written, whatever the backend did (its status is "
+            "in the capture); check: every file is valid",
+            **USAGE_EXIT,
+            Exit.NOT_EXECUTABLE: "run: the backend cannot be executed",
+            Exit.NOT_FOUND: "run: the backend is not installed or could not be started",
+            **SIGNAL_EXIT,
+        },
     )
     _fill(p)
     return p
 
 
 def _fill(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="scenario_cmd", required=True)
-    r = sub.add_parser("run", help="run one scenario and record it")
-    r.add_argument("file", help="a scenario .toml file")
+    sub = p.add_subparsers(
+        dest="scenario_cmd",
+        required=True,
+        metavar="run|check|from-capture",
+        help="run one scenario, or check scenario files (each has --help)",
+    )
+    r = sub.add_parser(
+        "run",
+        help="run one scenario and record it",
+        description="run one scenario and record it (scenarios/README.md: the format)",
+    )
+    r.add_argument(
+        "file",
+        metavar="SCENARIO",
+        help="a scenario: its name (simple-success: scenarios/simple-success.toml) or a .toml file",
+    )
     r.add_argument(
         "--backend",
         required=True,
-        help="claude, cbc (found by `ccbridge backends`), or a command line",
+        metavar="SPEC",
+        help="claude, cbc (found as ccbridge backends list shows), or a command line",
     )
     r.add_argument(
         "--via",
         metavar="PROFILE",
         default=None,
-        help="run the backend behind `python -m bridge run --profile PROFILE`",
+        help="run the backend behind ccbridge run --profile PROFILE (default: directly)",
     )
     r.add_argument("--out", required=True, metavar="CAPTURE", help="the capture to write")
     r.add_argument(
         "--time-limit",
         type=float,
         default=None,
-        help="override the scenario's time_limit (seconds)",
+        metavar="SECONDS",
+        help="override the scenario's time_limit (default: the scenario's)",
     )
     r.add_argument(
         "--keep", action="store_true", help="keep the run's temporary HOME and working directory"
@@ -114,14 +140,20 @@ def _fill(p: argparse.ArgumentParser) -> None:
         default=None,
         help="write every model request (headers and body) to DIR/NNN.json",
     )
-    c = sub.add_parser("check", help="validate scenario files")
-    c.add_argument("files", nargs="+")
+    c = sub.add_parser(
+        "check",
+        help="validate scenario files",
+        description="validate scenario files: one line each on stderr",
+    )
+    c.add_argument("files", nargs="+", metavar="FILE", help="scenario .toml files")
+    from_capture_cmd.fill(sub)
 
 
 def main(argv: list[str]) -> int:
-    p = Parser(prog="ccbridge scenario", description=__doc__.split("\n\n")[0])
-    _fill(p)
+    p = build_parser()
     args = p.parse_args(argv)
+    if args.scenario_cmd == "from-capture":
+        return from_capture_cmd.main(args, p)
     if args.scenario_cmd == "check":
         bad = 0
         for f in args.files:
@@ -138,6 +170,11 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE if bad else 0
     if args.time_limit is not None and args.time_limit <= 0:
         p.error("--time-limit must be > 0")
+    try:
+        scenario = corpus.scenario_file(args.file)
+    except FileNotFoundError as e:
+        print(f"ccbridge scenario: {e}", file=sys.stderr)
+        return EXIT_USAGE
     from bridge import config
 
     config.check_out_file("--out", args.out)
@@ -145,7 +182,7 @@ def main(argv: list[str]) -> int:
         config.check_out_dir("--dump-requests", args.dump_requests)
     return stop.run(
         lambda: run_scenario(
-            args.file,
+            scenario,
             args.backend,
             args.via,
             args.out,

@@ -137,6 +137,6 @@ def test_a_missing_dependency_is_one_line_not_a_traceback(tmp_path: Path) -> Non
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 1
-    assert done.stderr.startswith("ccbridge: error: "), done.stderr
+    assert done.stderr.startswith("ccbridge scenario: error: "), done.stderr
     assert "h11" in done.stderr
     assert "Traceback" not in done.stderr

@@ -402,7 +402,8 @@ def test_ab_raw_against_bridged_cbc(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert (tmp_path / "workflow-inline.b.jsonl").is_file()
     assert s["a"]["via"] is None
     assert s["b"]["via"] == "cbc-to-claude"
-    assert s["a"]["exit"] == s["b"]["exit"] == "0"
+    assert s["a"]["exit"] == s["b"]["exit"] == 0  # a number (the record: exit_text)
+    assert s["a"]["exit_text"] == s["b"]["exit_text"] == "0"
     # what the bridge is for: raw cbc breaks the contract more than cbc through it
     assert len(s["a"]["contract"]["violations"]) > len(s["b"]["contract"]["violations"])
     assert s["a"]["contract"]["counts"].get("private-fields")

@@ -156,13 +156,15 @@ def test_an_unusable_record_target_is_refused_before_anything_starts(tmp_path: P
     ro = "/sys/capture.jsonl"
     done = bridge(["run", "--profile", "identity", "--backend", backend, "--record", ro])
     assert done.returncode == 2
-    assert done.stderr.decode().splitlines() == [f"ccbridge: --record='{ro}': Permission denied"]
+    assert done.stderr.decode().splitlines() == [
+        f"ccbridge run: --record='{ro}': Permission denied"
+    ]
     assert not marker.exists()
     env = {"CCBRIDGE_RECORD": "/sys", "CCBRIDGE_BACKEND": backend}
     done = bridge(["run", "--profile", "identity"], env=env)
     assert done.returncode == 2
     assert done.stderr.decode().splitlines() == [
-        "ccbridge: CCBRIDGE_RECORD='/sys': Permission denied"
+        "ccbridge run: CCBRIDGE_RECORD='/sys': Permission denied"
     ]
     assert not marker.exists()
 

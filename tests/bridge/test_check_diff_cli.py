@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 import pytest
 
-from analysis.check_cmd import use_color
 from analysis.contract import RULES
 from bridge.cli import main
+from bridge.colour import use_colour as use_color
 
 REPO = Path(__file__).resolve().parents[2]
 CLAUDE_WORKFLOW = "claude-2.1.220/mockapi_workflow_local-workflow-task-progress.jsonl"

@@ -112,4 +112,6 @@ def test_unreadable_capture_is_exit_2(tmp_path: Path) -> None:
         timeout=30,
     )
     assert r.returncode == 2
-    assert b"cannot read" in r.stderr
+    assert r.stderr.decode().splitlines() == [
+        f"ccbridge replay: {tmp_path / 'none'}: cannot be read (No such file or directory)"
+    ]

@@ -41,9 +41,10 @@ LATE = (
     "cattrs",
 )
 #: the layers a session never imports (issue 10: the runtime is lean)
-TOOL_LAYERS = {"analysis", "harness", "h11", "hypothesis", "msgspec.yaml"}
+#: (shtab: ``ccbridge completion`` alone imports it)
+TOOL_LAYERS = {"analysis", "harness", "h11", "hypothesis", "msgspec.yaml", "shtab"}
 #: ... and what ``--version`` / ``--help`` never import
-HEAVY = (*LATE, "bridge.config", "cattrs")
+HEAVY = (*LATE, "bridge.config", "cattrs", "shtab")
 
 
 def _modules_after(code: str, env: dict[str, str] | None = None) -> dict[str, object]:
@@ -65,12 +66,20 @@ def test_version_and_help_import_nothing_heavy(flag: str) -> None:
         assert "attrs" not in loaded
 
 
-def test_ccbridge_version_imports_nothing_heavy() -> None:
+@pytest.mark.parametrize("flag", ["--version", "--help"])
+def test_ccbridge_version_and_help_import_nothing_heavy(flag: str) -> None:
+    """Nor any command's module: the commands (and their parsers, and the completion's
+    shtab) load only when one runs."""
     mods = _modules_after(
         "import json, sys\nfrom bridge.cli import main\n"
-        "main(['--version'])\nprint(json.dumps({'m': sorted(sys.modules)}), file=sys.stderr)"
+        f"main([{flag!r}])\nprint(json.dumps({{'m': sorted(sys.modules)}}), file=sys.stderr)"
     )
-    assert not set(mods["m"]) & set(HEAVY)  # type: ignore[call-overload]
+    loaded = set(mods["m"])  # type: ignore[call-overload]
+    assert not loaded & set(HEAVY)
+    from bridge.cli import command_modules
+
+    commands = {module for _, module, _ in command_modules().values()}
+    assert not loaded & commands, sorted(loaded & commands)
 
 
 #: ignores its argv (cbc's, translated), answers each line with an assistant frame echoing

@@ -49,7 +49,7 @@ def test_run_flag_refuses_an_unknown_version_before_any_backend() -> None:
     )
     assert p.returncode == 2
     assert p.stderr.strip().splitlines() == [
-        "ccbridge: --target='9.9.9': not a target Claude Code version (one of 2.1.220, 2.1.332)"
+        "ccbridge run: --target='9.9.9': not a target Claude Code version (one of 2.1.220, 2.1.332)"
     ]
 
 
