@@ -89,6 +89,8 @@ class Translation:
     #: options neither Claude nor cbc knows, as spelled (Claude refuses the first: the
     #: drop-in does too, ``compat.headless.Mode.usage_error``)
     unknown: list[str] = dataclasses.field(default_factory=list)
+    #: options Claude knows given without their required value (Claude refuses the first)
+    missing: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def resumes(self) -> bool:
@@ -165,4 +167,5 @@ def translate_to_cbc(
         ignored=t.ignored,
         notes=list(dict.fromkeys(t.notes)),
         unknown=t.unknown_words,
+        missing=t.missing,
     )

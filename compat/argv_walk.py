@@ -56,6 +56,8 @@ class Translator:
         self.dropped: list[str] = []
         #: options neither Claude nor cbc knows, as the client spelled them
         self.unknown_words: list[str] = []
+        #: options Claude knows given without the value they require (canonical names)
+        self.missing: list[str] = []
         self.stdio = False
         self.session_given = False
         self.session_id: str | None = None
@@ -163,6 +165,8 @@ class Translator:
 
     def known(self, flag: Flag, spelled: str, inline: str | None) -> None:
         vals = self.values(flag.arity, inline)
+        if not vals and flag.arity in ("one", "variadic"):
+            self.missing.append(flag.name)
         self.record(flag, vals)
         ACTION_HANDLERS.get(flag.action, Translator.no_such)(self, flag, vals, spelled)
 

@@ -381,3 +381,35 @@ CLAUDE_VISIBLE: tuple[str, ...] = (
     "--version",
     "--worktree",
 )
+
+
+#: the value placeholder ``claude --help`` (2.1.220) shows for each option that takes a
+#: value it requires: commander names it when the value is missing
+#: (``error: option '--model <model>' argument missing``)
+CLAUDE_PLACEHOLDERS: dict[str, str] = {
+    "--add-dir": "<directories...>",
+    "--agent": "<agent>",
+    "--agents": "<json>",
+    "--append-system-prompt": "<prompt>",
+    "--betas": "<betas...>",
+    "--debug-file": "<path>",
+    "--effort": "<level>",
+    "--fallback-model": "<model>",
+    "--file": "<specs...>",
+    "--input-format": "<format>",
+    "--json-schema": "<schema>",
+    "--max-budget-usd": "<amount>",
+    "--mcp-config": "<configs...>",
+    "--model": "<model>",
+    "--name": "<name>",
+    "--output-format": "<format>",
+    "--permission-mode": "<mode>",
+    "--plugin-dir": "<path>",
+    "--plugin-url": "<url>",
+    "--remote-control-session-name-prefix": "<prefix>",
+    "--session-id": "<uuid>",
+    "--setting-sources": "<sources>",
+    "--settings": "<file-or-json>",
+    "--system-prompt": "<prompt>",
+    "--tools": "<tools...>",
+}

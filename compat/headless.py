@@ -115,6 +115,8 @@ class Mode(NamedTuple):
     max_budget_usd: str | None = None
     #: the first option neither Claude nor cbc knows, as spelled
     unknown: str | None = None
+    #: the first option Claude knows given without its required value
+    missing: str | None = None
 
     @property
     def passthrough(self) -> bool:
@@ -127,7 +129,9 @@ class Mode(NamedTuple):
 
     def usage_error(self) -> str | None:
         """Claude's message for a command line it refuses (exit 1), else None."""
-        if self.unknown is not None:  # (commander refuses it while it parses: first)
+        if self.missing is not None:  # (commander throws it while it parses: first)
+            return missing_value(self.missing)
+        if self.unknown is not None:  # (commander refuses it once it parsed)
             return unknown_option(self.unknown)
         if self.output not in OUTPUT_FORMATS:
             return (
@@ -162,7 +166,15 @@ def mode_of(argv: Sequence[str] | Translation) -> Mode:
         max_turns=_last(tr, "--max-turns"),
         max_budget_usd=_last(tr, "--max-budget-usd"),
         unknown=tr.unknown[0] if tr.unknown else None,
+        missing=tr.missing[0] if tr.missing else None,
     )
+
+
+def missing_value(option: str) -> str:
+    """Claude's (commander's) refusal of an option given without the value it requires."""
+    from compat.flags import CLAUDE_PLACEHOLDERS
+
+    return f"error: option '{option} {CLAUDE_PLACEHOLDERS.get(option, '<value>')}' argument missing"
 
 
 def unknown_option(word: str) -> str:

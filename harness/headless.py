@@ -149,6 +149,9 @@ PROBES: tuple[Probe, ...] = (
     # an option Claude does not know: refused with commander's "Did you mean", or without
     Probe("unknown-option", ("--outptu-format", "json", "-p", "hello")),
     Probe("unknown-option-far", ("-p", "hello", "--frobnicate=1")),
+    # an option whose value is missing: refused with commander's words
+    Probe("missing-value", ("-p", "hello", "--model")),
+    Probe("missing-value-variadic", ("-p", "hello", "--add-dir")),
     Probe(
         "stream-input-text-output",
         ("-p", "--input-format", "stream-json"),

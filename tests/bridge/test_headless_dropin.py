@@ -150,6 +150,8 @@ def test_max_turns_error_result_exits_1(tmp_path: Path) -> None:
         "stream-input-text-output",
         "unknown-option",
         "unknown-option-far",
+        "missing-value",
+        "missing-value-variadic",
     ],
 )
 def test_usage_errors_as_claude_and_no_backend_started(tmp_path: Path, name: str) -> None:

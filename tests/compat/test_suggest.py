@@ -79,3 +79,23 @@ def test_a_misspelt_rule_or_option_is_answered_with_the_nearest() -> None:
         build("cbc-to-claude", parse_rule_settings(["user-line.settel=0"]))
     with pytest.raises(RuleError, match=r"unknown rule 'xyzzy' \(ccbridge rules lists them\)"):
         build("cbc-to-claude", parse_rule_settings(["xyzzy=off"]))
+
+
+def test_an_option_without_its_value_is_refused_as_claude_refuses_it() -> None:
+    """commander throws while it parses: before an unknown option (recorded probes
+    missing-value*, tests/bridge/data/headless)."""
+    assert mode_of(["-p", "hi", "--model"]).usage_error() == (
+        "error: option '--model <model>' argument missing"
+    )
+    assert mode_of(["--frob", "-p", "hi", "--add-dir"]).usage_error() == (
+        "error: option '--add-dir <directories...>' argument missing"
+    )
+    assert mode_of(["-p", "--model=", "hi"]).usage_error() is None  # an empty value is one
+
+
+def test_the_placeholders_are_what_claude_help_shows() -> None:
+    from compat.flags import CLAUDE_PLACEHOLDERS
+
+    text = (conftest.REPO / "captures/reference/claude-2.1.220/help.txt").read_text()
+    shown = dict(re.findall(r"^  (?:-[a-zA-Z], )?(--[a-zA-Z0-9-]+) (<[^>]+>)", text, re.M))
+    assert shown == CLAUDE_PLACEHOLDERS
