@@ -120,7 +120,7 @@ class UserLine(Stage):
     ``command_lifecycle`` ``queued`` (``started``/``completed`` and the result's
     ``user_message_uuid``: ``command-lifecycle``, ``compat/stages/lifecycle_cmd.py``).
 
-    ``probe``, ``margin``, ``settle`` (issue 27; cbc 2.163.0 read in its binary and its log,
+    ``probe``, ``margin``, ``settle`` (cbc 2.163.0 read in its binary and its log,
     measured on the stand-in model, 2026-12-05): cbc's CLI posts each stdin line to its own
     in-process HTTP server; once the request of its first user line returns (that turn's
     ``result`` is written) it starts a drain poll, a long-poll post it sends again whenever

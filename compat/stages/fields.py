@@ -12,7 +12,7 @@
 - ``is_error: false``: cbc writes it on every successful ``tool_result``; Claude 2.1.220
   writes it on shell (Bash) and Workflow results only and leaves it out on an Agent's, a
   Read's, a StructuredOutput's and an MCP tool's (twins bg-agent, eof-with-bg-work,
-  user-line-after-bg-agent, parallel-tools, headless-json-schema; raw runs of issue 12's
+  user-line-after-bg-agent, parallel-tools, headless-json-schema; raw runs of the
   mcp-tool), so it is dropped on the result of any other call (``SessionState.tool_uses``,
   kept by ``session``; a result whose call is unknown keeps it).
 - ``subagent_type`` and ``task_description``: Claude writes both on every ``assistant`` and

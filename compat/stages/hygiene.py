@@ -411,7 +411,7 @@ class LineSeparators(Stage):
 
     cbc writes the characters raw inside JSON strings; a client that splits its input with
     ``str.splitlines()`` (which breaks at U+2028/U+2029, unlike ``\\n``-only JSON Lines
-    readers) then reads half lines (issue "Fidelity beyond the corpus"). The escape is the
+    readers) then reads half lines. The escape is the
     same JSON value. A line that holds one (its ``triggers``: no kind is of interest
     otherwise) is fixed on its bytes (counted as a rewrite); a frame a rule rewrote, which
     has no bytes yet, passes: ``compat.frames.dumps`` writes the escapes."""

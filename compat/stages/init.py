@@ -76,7 +76,7 @@ class InitOnce(Stage):
     it writes right after every init (``vocabulary`` drops it later): a turn cbc starts by
     itself when a background task ends opens with ``init``, ``status: null``, then the
     task's ``task_updated`` and ``task_notification``, where Claude writes the task frames
-    first and then the turn's ``init`` (issue 12; ``scenarios/bg-task-failed-turn``): there
+    first and then the turn's ``init`` (``scenarios/bg-task-failed-turn``): there
     the init is held past the status and goes out right after the first
     ``task_notification`` (at most ``open_wait`` s later, and at once when the turn's
     content or a prompt comes first). A client's turn starts at the status as before (its

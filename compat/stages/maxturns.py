@@ -1,5 +1,5 @@
 """``max-turns``: ``--max-turns N`` ends a turn as Claude Code 2.1.220 ends it, whether or
-not the backend honours the flag (issue 26).
+not the backend honours the flag.
 
 Claude counts a prompt's main-thread model requests: once the Nth message's tool calls have
 their results it asks no more and ends with ``error_max_turns``, ``num_turns`` N + 1 (the

@@ -1,5 +1,5 @@
 """``stream-events``: partial messages (``--include-partial-messages``) as Claude Code 2.1.220
-streams them (issue 12).
+streams them.
 
 Strategy: a client that rebuilds a message from its ``stream_event`` frames (the Anthropic
 SDKs' accumulators, UIs that render as the deltas arrive) indexes the blocks by
