@@ -447,12 +447,55 @@ def summary_line(p: Pair) -> str:
 
 
 def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
-    """The scenarios, each a file or a name (``corpus.scenario_file``: ``simple-success``);
-    ``all_``: and every one of the corpus. A name the corpus lacks: ``FileNotFoundError``."""
-    files = [corpus.scenario_file(f) for f in args_files]
+    """The scenarios, each a file or a name (``corpus.scenario_file``: ``simple-success``),
+    a recorded session (a capture: made a scenario, ``scenario from-capture``) or a
+    directory of recordings (its ``*.jsonl``); ``all_``: and every one of the corpus. A name
+    the corpus lacks: ``FileNotFoundError``; a recording that cannot be made a scenario:
+    ``RecordingError``."""
+    made: list[Path] = []
+    work = _Recordings()
+    for spec in args_files:
+        made += work.scenarios(spec)
     if all_:
-        files += sorted(p for p in SCENARIOS.glob("*.toml") if p not in files)
-    return files
+        made += sorted(p for p in SCENARIOS.glob("*.toml") if p not in made)
+    return made
+
+
+class RecordingError(Exception):
+    pass
+
+
+class _Recordings:
+    """Recorded sessions given to ``ab`` as scenarios: each converted once into a private
+    temporary directory, its warnings said on stderr."""
+
+    def __init__(self) -> None:
+        self._dir: Path | None = None
+
+    def scenarios(self, spec: str) -> list[Path]:
+        path = Path(spec)
+        if path.is_dir():
+            return [self._convert(p) for p in sorted(path.glob("*.jsonl"))]
+        if path.suffix != ".toml" and path.is_file():
+            return [self._convert(path)]
+        return [corpus.scenario_file(spec)]
+
+    def _convert(self, path: Path) -> Path:
+        from bridge.files import write_private
+        from harness import from_capture
+
+        try:
+            cap, n_lines = from_capture.read(path)
+            conv = from_capture.convert(cap, source=str(path), n_lines=n_lines)
+        except from_capture.FromCaptureError as e:
+            raise RecordingError(f"{path}: {e}") from None
+        for w in conv.warnings:
+            _stderr(f"ccbridge ab: {path.name}: warning: {w}")
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="ccbridge-ab-recordings-"))
+        out = self._dir / f"{path.stem}.toml"
+        write_private(str(out), conv.text())
+        return out
 
 
 def build_parser() -> Parser:
@@ -478,7 +521,8 @@ def build_parser() -> Parser:
         nargs="*",
         metavar="SCENARIO",
         help="a scenario: its name (simple-success: scenarios/simple-success.toml, as "
-        "ccbridge drift --scenarios takes it) or a .toml file",
+        "ccbridge drift --scenarios takes it), a .toml file, a recorded session (a capture: "
+        "made a scenario as `ccbridge scenario from-capture` makes it) or a directory of them",
     )
     p.add_argument("--all", action="store_true", help=f"every scenario in {SCENARIOS}")
     p.add_argument("--a", required=True, metavar="SPEC", help="claude, cbc or a command line")
@@ -560,7 +604,7 @@ def main(argv: list[str]) -> int:
         return int(e.code or 0)
     try:
         files = scenario_files(args.files, args.all)
-    except FileNotFoundError as e:
+    except (FileNotFoundError, RecordingError) as e:
         _stderr(f"ccbridge ab: {e}")
         return EXIT_ERROR
     a, b = via_sides(Side(args.a, args.via_a, "a"), Side(args.b, args.via_b, "b"), args.via)

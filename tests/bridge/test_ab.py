@@ -738,3 +738,28 @@ def test_a_background_agent_cbc_ends_inside_a_turn_is_explained_and_labelled() -
     ]
     (mine,) = [f for f in claude if f["type"] == "assistant" and f.get("parent_tool_use_id")]
     assert (mine["subagent_type"], mine["task_description"]) == ("general-purpose", "Mock subagent")
+
+
+def test_a_recording_is_taken_where_a_scenario_is(tmp_path: Path) -> None:
+    """``ab REC`` and ``ab DIR`` (recorded sessions): each made a scenario as ``scenario
+    from-capture`` makes it; a file that is no capture is refused, naming it."""
+    from analysis.ab_cmd import RecordingError, scenario_files
+    from harness.scenario import load
+
+    twins = REPO / "captures" / "twins"
+    rec = twins / "permission-deny.cbc-raw.jsonl"
+    (made,) = scenario_files([str(rec)], False)
+    assert made.suffix == ".toml"
+    assert load(made).name == "permission-deny.cbc-raw"
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    for name in ("simple-success.cbc-raw.jsonl", "permission-deny.claude.jsonl"):
+        (folder / name).write_bytes((twins / name).read_bytes())
+    assert [p.stem for p in scenario_files([str(folder)], False)] == [
+        "permission-deny.claude",
+        "simple-success.cbc-raw",
+    ]
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("hello\n")
+    with pytest.raises(RecordingError, match="notes.txt"):
+        scenario_files([str(bogus)], False)
