@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import attrs
 
@@ -383,60 +383,34 @@ class PermissionReply(Stage):
         if shape is None:
             return None  # already cbc's shape
         resp = cast("wire.ControlResponseBody", response)
-        reply = _TRANSLATIONS[shape](self, resp, body, pending, ctx)
+        reply = _TRANSLATIONS[shape](self, _Answer(resp, body, pending, ctx))
         _note_call(reply, pending, ctx)
         return (frame.replace(ck.success(rid, reply)),)
 
-    def _from_error(
-        self,
-        resp: wire.ControlResponseBody,
-        body: wire.PermissionAnswer,
-        pending: PermissionRequest | None,
-        ctx: Context,
-    ) -> dict[str, Any]:
+    def _from_error(self, a: _Answer) -> dict[str, Any]:
         """A client's error reply: a deny, the error its reason."""
-        return _denial(_reason(resp.get("error")), False)
+        return _denial(_reason(a.resp.get("error")), False)
 
-    def _from_legacy(
-        self,
-        resp: wire.ControlResponseBody,
-        body: wire.PermissionAnswer,
-        pending: PermissionRequest | None,
-        ctx: Context,
-    ) -> dict[str, Any]:
+    def _from_legacy(self, a: _Answer) -> dict[str, Any]:
         """The legacy claude-code-sdk (0.0.x): ``{allow: true, input?}`` / ``{allow: false,
         reason}``; its deny reason reaches cbc as given."""
-        if body["allow"]:
-            return _allowed(body.get("input"), pending)
-        return _denial(_reason(body.get("reason")), body.get("interrupt") is True)
+        if a.body["allow"]:
+            return _allowed(a.body.get("input"), a.pending)
+        return _denial(_reason(a.body.get("reason")), a.body.get("interrupt") is True)
 
-    def _from_allow(
-        self,
-        resp: wire.ControlResponseBody,
-        body: wire.PermissionAnswer,
-        pending: PermissionRequest | None,
-        ctx: Context,
-    ) -> dict[str, Any]:
+    def _from_allow(self, a: _Answer) -> dict[str, Any]:
         """Claude's allow; its ``updatedPermissions`` applied."""
-        reply = _allowed(body.get("updatedInput"), pending)
-        self._apply(body.get("updatedPermissions"), ctx)
+        reply = _allowed(a.body.get("updatedInput"), a.pending)
+        self._apply(a.body.get("updatedPermissions"), a.ctx)
         return reply
 
-    def _from_deny(
-        self,
-        resp: wire.ControlResponseBody,
-        body: wire.PermissionAnswer,
-        pending: PermissionRequest | None,
-        ctx: Context,
-    ) -> dict[str, Any]:
+    def _from_deny(self, a: _Answer) -> dict[str, Any]:
         """Claude's deny (any other behavior is taken as one, said in a warning)."""
-        if body.get("behavior") != "deny":
-            ctx.log(
-                self.rule,
-                f"permission answer with behavior {body.get('behavior')!r} taken as a deny",
-                "warning",
-            )
-        return _denial(_reason(body.get("message")), body.get("interrupt") is True)
+        behavior = a.body.get("behavior")
+        if behavior != "deny":
+            said = f"permission answer with behavior {behavior!r} taken as a deny"
+            a.ctx.log(self.rule, said, "warning")
+        return _denial(_reason(a.body.get("message")), a.body.get("interrupt") is True)
 
     def _apply(self, updates: Any, ctx: Context) -> None:
         """An allow's ``updatedPermissions`` (the SDKs' "always allow"), applied the way
@@ -545,6 +519,15 @@ class PermissionReply(Stage):
 
 
 #: the client's answer to cbc's prompt in each shape (``_answer_shape``)
+class _Answer(NamedTuple):
+    """A client's answer to a permission prompt, as each translation reads it."""
+
+    resp: wire.ControlResponseBody
+    body: wire.PermissionAnswer
+    pending: PermissionRequest | None
+    ctx: Context
+
+
 _TRANSLATIONS = {
     "error": PermissionReply._from_error,
     "legacy": PermissionReply._from_legacy,
