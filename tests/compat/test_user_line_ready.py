@@ -106,15 +106,22 @@ def test_after_the_first_result_a_line_waits_for_the_probes_answer() -> None:
     assert eng.statistics()["rules"]["user-line"]["held-after-result"] == 1
 
 
+def second_turn() -> list[tuple[float, str, Any]]:
+    """After ``first_turn``: the second line (its wait answered), and cbc's turn for it."""
+    return [
+        (1.05, "client", user("two", "u-2")),
+        (1.05, "backend", probe_reply("ccbridge-ready-1")),
+        *turn(2.0, "r2"),
+    ]
+
+
 def test_after_a_later_client_turn_the_line_passes_at_once() -> None:
     eng = engine()
     first_turn(eng)
     run = replay(
         eng,
         extra=[
-            (1.05, "client", user("two", "u-2")),
-            (1.05, "backend", probe_reply("ccbridge-ready-1")),
-            *turn(2.0, "r2"),
+            *second_turn(),
             (2.0201, "client", user("three", "u-3")),
         ],
     )
@@ -134,9 +141,7 @@ def test_after_a_turn_cbc_ran_by_itself_the_line_waits_again() -> None:
     run = replay(
         eng,
         extra=[
-            (1.05, "client", user("two", "u-2")),
-            (1.05, "backend", probe_reply("ccbridge-ready-1")),
-            *turn(2.0, "r2"),
+            *second_turn(),
             *turn(5.0, "r3"),  # cbc's own turn: no line pending
             (5.0205, "client", user("three", "u-3")),
             (5.0236, "backend", probe_reply("ccbridge-ready-2")),
