@@ -159,15 +159,7 @@ def known_vocabulary(name: str) -> drift.Vocabulary:
     v = versions.BACKENDS[name]
     paths = sorted(TWINS.glob(f"*.{TWIN_ROLE[name]}.jsonl"))
     paths += sorted((REFERENCE / f"{name}-{v.version}").glob("*.transcript.jsonl"))
-    # the repository's own files, read as leniently as ever: some reference transcripts
-    # are an older record shape that the strict reader (``read_capture``) refuses
-    return drift.merged(drift.vocabulary(_lenient(p)) for p in paths)
-
-
-def _lenient(path: Path) -> Capture:
-    from compat import capture
-
-    return capture.parse(path.read_bytes().split(b"\n"))
+    return drift.merged(drift.vocabulary(read_capture(p)) for p in paths)
 
 
 def twin(scenario: str, role: str) -> Path:

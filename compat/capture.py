@@ -255,6 +255,8 @@ def parse(lines: Iterable[bytes]) -> Capture:
         return _capture(head, it)
     if _is_record(head):
         return _transcript(first, it)
+    if isinstance(head, dict) and head.keys() == {"meta"}:
+        return _stream_transcript(head["meta"], it)
     return _dump(first, it)
 
 
@@ -294,6 +296,23 @@ def _transcript(first: tuple[int, bytes], it: Iterator[tuple[int, bytes]]) -> Ca
                 meta = {"meta": r.text}
             break
     return Capture({"source": "reference transcript", "meta": meta}, tuple(recs), "transcript")
+
+
+def _stream_transcript(meta: Any, it: Iterator[tuple[int, bytes]]) -> Capture:
+    """A reference transcript of the older shape: a ``{"meta": ...}`` line, then one
+    ``{"t", "stream", "line"}`` record a line (``stream``: stdin, stdout or stderr)."""
+    recs: list[Record] = []
+    for lineno, raw in it:
+        if not raw.strip():
+            continue
+        try:
+            rec = orjson.loads(raw)
+            line = str(rec["line"]).encode()
+            recs.append(Record(float(rec["t"]), str(rec["stream"]), line, False, lineno))
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CaptureError(f"line {lineno}: not a transcript record ({e})") from e
+    header = {"source": "reference transcript", "meta": meta if isinstance(meta, dict) else {}}
+    return Capture(header, tuple(recs), "transcript")
 
 
 def _records(it: Iterable[tuple[int, bytes]], cut: list[bool] | None = None) -> Iterator[Record]:

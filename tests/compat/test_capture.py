@@ -101,3 +101,22 @@ def test_initialize_tokens_are_redacted_in_every_record() -> None:
 def test_redaction_leaves_other_lines_untouched() -> None:
     line = b'{"type":"assistant","usage":{"total_tokens":3}}'
     assert redact_line(line) is line
+
+
+def test_the_older_reference_transcript_shape_is_a_transcript() -> None:
+    """A ``{"meta": ...}`` line, then ``{"t", "stream", "line"}`` records (16 reference
+    transcripts): read as the backend's stdin/stdout, not as a dump of non-frames."""
+    from compat import capture
+
+    data = (
+        b'{"meta": {"argv": ["cbc", "-p"]}}\n'
+        b'{"t": 0.002, "stream": "stdin", "line": "{\\"type\\": \\"user\\"}"}\n'
+        b'{"t": 1.2, "stream": "stdout", "line": "{\\"type\\":\\"result\\"}"}\n'
+    )
+    cap = capture.read(data)
+    assert cap.flavor == "transcript"
+    assert cap.header["meta"] == {"argv": ["cbc", "-p"]}
+    assert [(r.t, r.kind, r.data) for r in cap.records] == [
+        (0.002, "stdin", b'{"type": "user"}'),
+        (1.2, "stdout", b'{"type":"result"}'),
+    ]
