@@ -32,24 +32,29 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-import orjson
 import trio
 
-from analysis.contract import Violation, counts
-from analysis.diff import DiffResult, format_text
-from analysis.diff import to_json as diff_json
+from analysis.ab_report import (  # (what tests and the other commands import from here)
+    EXIT_ERROR,
+    KNOWN_DIFFERENCES,
+    Pair,
+    compare_pair,
+    exit_status,
+    load_known_default,
+    read,
+    report_json,
+    report_text,
+    summary_line,
+)
 from analysis.progress import Progress as Tracker
 from bridge.cli import Parser, judged, parser
 from bridge.colour import add_option, use_colour
 from bridge.files import private_dirs
-from compat.capture import Capture, CaptureError, parse_exit
-from compat.capture import load as load_capture
-from compat.exits import Exit
-from compat.text import escape, escape_json
+from compat.capture import CaptureError
+from compat.text import escape
 from harness import corpus, runner, stop
 from harness.scenario import Scenario, ScenarioError, load
 
-EXIT_SAME, EXIT_DIFFERENT, EXIT_ERROR = Exit.OK, Exit.FAILED, Exit.USAGE
 SCENARIOS = corpus.scenarios()
 #: 2 cores: three CLIs at once keep them busy without starving the timing-sensitive ones
 DEFAULT_JOBS = 3
@@ -198,55 +203,6 @@ def _settle(partial: Path, out: Path, completed: bool) -> None:
 # -- comparison and report ----------------------------------------------------------------
 
 
-@attrs.frozen
-class Pair:
-    name: str
-    a: Outcome
-    b: Outcome
-    result: DiffResult | None = None
-    violations: tuple[list[Violation], list[Violation]] = ([], [])
-    items: list[Any] = attrs.Factory(list)  # conformance.Item, with --explain
-    error: str | None = None
-
-
-def read(path: Path) -> Capture:
-    """The capture at ``path`` (``compat.capture.load``: what a capture is), or a
-    ``CaptureError`` that names the file."""
-    try:
-        return load_capture(str(path))
-    except CaptureError as e:
-        raise CaptureError(f"{path}: {e}") from None
-
-
-def compare_pair(name: str, a: Outcome, b: Outcome, explain: bool = False) -> Pair:
-    if not a.ok or not b.ok:
-        return Pair(
-            name,
-            a,
-            b,
-            error="; ".join(f"{side}: {o.error}" for side, o in (("A", a), ("B", b)) if o.error),
-        )
-    from analysis import conformance
-
-    try:
-        ca, cb = read(a.job.out), read(b.job.out)
-    except (OSError, CaptureError) as e:
-        return Pair(name, a, b, error=f"cannot read a capture: {e}")
-    cmp = conformance.compare(ca, cb)
-    items: list[Any] = []
-    if explain:
-        known = load_known_default()
-        items = conformance.explain(cmp, name, known).items
-    violations = (cmp.violations_a, cmp.violations_b)
-    if REVERSE in (a.job.side.via, b.job.side.via):  # the clients speak cbc: cbc's contract
-        from analysis import contract_cbc
-
-        violations = (contract_cbc.check(ca), contract_cbc.check(cb))
-    return Pair(name, a, b, cmp.diff, violations, items)
-
-
-#: the profile whose client speaks cbc (its sides are checked against cbc's contract)
-REVERSE = "claude-to-cbc"
 #: the backend each profile runs behind it (``--via``)
 VIA_BACKEND = {"claude-to-cbc": "claude", "cbc-to-claude": "cbc"}
 
@@ -264,105 +220,6 @@ def via_sides(a: Side, b: Side, via: str | None) -> tuple[Side, Side]:
         attrs.evolve(s, via=s.via or via) if h else s  # type: ignore[return-value]
         for s, h in zip((a, b), hit, strict=True)
     )
-
-
-def load_known_default(path: Path | None = None) -> Any:
-    from analysis import conformance
-
-    p = path or KNOWN_DIFFERENCES
-    return conformance.load_known(p.read_text(encoding="utf-8"), str(p))
-
-
-KNOWN_DIFFERENCES = Path(__file__).resolve().parent / "data" / "known_differences.toml"
-
-
-def _contract_line(side: str, vs: list[Violation]) -> str:
-    if not vs:
-        return f"contract {side}: no violations"
-    c = ", ".join(f"{k}: {n}" for k, n in counts(vs).items())
-    return escape(f"contract {side}: {len(vs)} violation(s) ({c})")
-
-
-def _run_line(side: str, o: Outcome) -> str:
-    """The run of one side, escaped (its backend's version, its error can be anything)."""
-    r = o.result
-    ver = f" {r.backend_version}" if r and r.backend_version else ""
-    if r is None:
-        return escape(f"{side}: {o.job.side.describe()}: {o.error}")
-    return escape(
-        f"{side}: {o.job.side.describe()}{ver}: exit {r.exit} after {r.duration:.1f}s, "
-        f"{len(r.frames)} frames -> {o.job.out}"
-    )
-
-
-def report_text(pairs: Sequence[Pair], color: bool = False) -> str:
-    """The pairs' report; every string from a run, a capture or a scenario escaped."""
-    out: list[str] = []
-    for p in pairs:
-        out += [f"== {escape(p.name)}", _run_line("A", p.a), _run_line("B", p.b)]
-        if p.error or p.result is None:
-            out.append(f"error: {escape(p.error or 'no result')}")
-            continue
-        out.append(
-            format_text(p.result, color=color, names=(str(p.a.job.out), str(p.b.job.out))).rstrip(
-                "\n"
-            )
-        )
-        out += [_contract_line("A", p.violations[0]), _contract_line("B", p.violations[1])]
-        if p.items:
-            out.append("reasons:")
-            for i in p.items:
-                out.append(f"  {escape(i.path)}: {escape(i.reason)}")
-    if len(pairs) > 1:
-        same = sum(1 for p in pairs if p.result is not None and p.result.equivalent)
-        errs = sum(1 for p in pairs if p.error)
-        out.append(
-            f"{len(pairs)} scenario(s): {same} equivalent, "
-            f"{len(pairs) - same - errs} different, {errs} error(s)"
-        )
-    return "\n".join(out) + "\n"
-
-
-def report_json(pairs: Sequence[Pair], out_dir: Path) -> str:
-    def side(o: Outcome) -> dict[str, Any]:
-        r = o.result
-        return {
-            "spec": o.job.side.spec,
-            "via": o.job.side.via,
-            "capture": str(o.job.out),
-            "error": o.error,
-            # a number (128 + N for a signal; null when the record says neither), and the
-            # capture's exit record as written ("0", "killed:-9", "sigterm-by-harness:0")
-            "exit": parse_exit(r.exit) if r else None,
-            "exit_text": r.exit if r else None,
-            "duration": round(r.duration, 3) if r else None,
-            "backend_version": r.backend_version if r else None,
-        }
-
-    docs = []
-    for p in pairs:
-        d: dict[str, Any] = {"scenario": p.name, "a": side(p.a), "b": side(p.b), "error": p.error}
-        if p.result is not None:
-            d["equivalent"] = p.result.equivalent
-            d["diff"] = orjson.loads(diff_json(p.result, (str(p.a.job.out), str(p.b.job.out))))
-            for k, vs in zip(("a", "b"), p.violations, strict=True):
-                d[k]["contract"] = {
-                    "ok": not vs,
-                    "counts": counts(vs),
-                    "violations": [v.to_dict() for v in vs],
-                }
-            if p.items:
-                d["reasons"] = [i.to_dict() for i in p.items]
-        docs.append(d)
-    ok = all(p.result is not None and p.result.equivalent for p in pairs)
-    doc = {"out": str(out_dir), "equivalent": ok, "scenarios": docs}
-    return escape_json(orjson.dumps(doc).decode())
-
-
-def exit_status(pairs: Sequence[Pair]) -> int:
-    if any(p.error or p.result is None for p in pairs):
-        return EXIT_ERROR
-    return EXIT_SAME if all(p.result and p.result.equivalent for p in pairs) else EXIT_DIFFERENT
 
 
 def pair_jobs(files: Sequence[Path], a: Side, b: Side, out_dir: Path) -> list[Job]:
@@ -420,30 +277,6 @@ async def run_ab(
     if tracker is not None:
         tracker.close()
     return pairs
-
-
-def summary_line(p: Pair) -> str:
-    """One line for a finished scenario: the verdict, each side's run and contract."""
-
-    def run(side: str, o: Outcome) -> str:
-        r = o.result
-        if r is None:
-            return f"{side} {o.job.side.describe()}: {o.error}"
-        ver = f" {r.backend_version}" if r.backend_version else ""
-        return f"{side} {o.job.side.describe()}{ver} exit {r.exit} {r.duration:.1f}s"
-
-    if p.error or p.result is None:
-        verdict = f"error ({p.error or 'no result'})"
-    elif p.result.equivalent:
-        verdict = "equivalent"
-    else:
-        n = len(p.result.differences)
-        kinds = ", ".join(f"{k} {v}" for k, v in p.result.summary.get("kinds", {}).items())
-        verdict = f"{n} difference{'s' * (n != 1)} ({kinds})"
-    contract = ""
-    if p.result is not None:
-        contract = f" · contract A {len(p.violations[0])}, B {len(p.violations[1])} violation(s)"
-    return f"{p.name}: {verdict} · {run('A', p.a)} · {run('B', p.b)}{contract}"
 
 
 def scenario_files(args_files: Sequence[str], all_: bool) -> list[Path]:
@@ -682,6 +515,26 @@ def _write_html(html: str, pairs: list[Pair]) -> bool:
         + (f" and {len(written) - 1} report(s)" if len(written) > 1 else "")
     )
     return True
+
+
+__all__ = [
+    "KNOWN_DIFFERENCES",
+    "SCENARIOS",
+    "Job",
+    "Outcome",
+    "Pair",
+    "Side",
+    "compare_pair",
+    "exit_status",
+    "load_known_default",
+    "main",
+    "read",
+    "report_json",
+    "report_text",
+    "run_jobs",
+    "scenario_files",
+    "via_sides",
+]
 
 
 if __name__ == "__main__":

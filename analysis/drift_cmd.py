@@ -34,7 +34,8 @@ import attrs
 import orjson
 
 from analysis import drift
-from analysis.ab_cmd import SCENARIOS, Job, Outcome, Side, load_known_default, read, run_jobs
+from analysis.ab_cmd import SCENARIOS, Job, Outcome, Side, run_jobs
+from analysis.ab_report import load_known_default, read
 from analysis.progress import Progress as Tracker
 from bridge import backends
 from bridge.cli import Parser, judged, parser

@@ -27,7 +27,8 @@ from compat.capture import Capture
 from compat.text import escape
 
 if TYPE_CHECKING:
-    from analysis.ab_cmd import Outcome, Pair
+    from analysis.ab_cmd import Outcome
+    from analysis.ab_report import Pair
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -94,7 +95,7 @@ def write_html_diff(
 ) -> bool:
     """``ccbridge diff A B --html FILE``: the report, reasons from the default known
     differences; False (said on stderr) when FILE cannot be written."""
-    from analysis.ab_cmd import load_known_default
+    from analysis.ab_report import load_known_default
 
     try:
         known = load_known_default()
@@ -112,14 +113,14 @@ def write_html_diff(
 
 
 def _read(path: Path) -> Capture:
-    from analysis.ab_cmd import read
+    from analysis.ab_report import read
 
     return read(path)
 
 
 def write_html_ab(path: Path, pairs: Sequence[Pair]) -> list[Path]:
     """``ccbridge ab … --html FILE``: one scenario's report, or the table of several."""
-    from analysis.ab_cmd import load_known_default
+    from analysis.ab_report import load_known_default, replay_differs
 
     known = load_known_default()
 
@@ -136,6 +137,7 @@ def write_html_ab(path: Path, pairs: Sequence[Pair]) -> list[Path]:
                 scenario=p.name,
                 known=known,
                 back=back,
+                differs=replay_differs(p.a),
             )
 
         return make
@@ -149,9 +151,10 @@ def write_html_ab(path: Path, pairs: Sequence[Pair]) -> list[Path]:
             cells: tuple[str, ...] = (p.error or "no result", "", "")
             ok = None
         else:
-            n = len(p.result.differences)
+            n = p.differences
+            replay = f" (+{len(p.replayed)} from the replay)" if p.replayed else ""
             cells = (
-                "equivalent" if not n else f"{n} difference{'s' * (n != 1)}",
+                ("equivalent" if not n else f"{n} difference{'s' * (n != 1)}") + replay,
                 _violations_text(p.violations[0]),
                 _violations_text(p.violations[1]),
             )

@@ -34,14 +34,19 @@ from analysis.conformance import UNEXPLAINED, Item, Known, compare, explain
 from analysis.contract import Violation
 from analysis.diff import Aligned, DiffOptions, DiffResult, _entries
 from analysis.diffside import Frame, Task
+from analysis.replay_diffs import REASON as REPLAY_REASON
+from analysis.replay_diffs import replay_caused
 from compat.capture import Capture
 from compat.text import escape
+from harness.scenario import Differs
 
 #: longest string shown whole in a frame's JSON (longer ones are cut, with the count)
 MAX_STRING = 4000
 _MASK = re.compile(r"<[a-z_]+(?:#\d+)?>|\{(?:CWD_SLUG|CWD|HOME|TMP)\}")
 _INDEX = re.compile(r"\[(\d+)\]")
 NO_REASON = "no-reason"  # a difference when no known-differences list was given
+#: the category of a difference the replay of a recording causes (``analysis.replay_diffs``)
+REPLAY = "replay"
 
 
 def esc(s: object) -> str:
@@ -74,6 +79,8 @@ class Report:
     reasons: tuple[Item | None, ...] = ()  # per difference (empty: no known list)
     violation_items: tuple[Item, ...] = ()  # the violations with their reasons
     back: str | None = None  # a link to the index this report belongs to
+    #: the differences (indices) the replay of a recording causes (``analysis.replay_diffs``)
+    replayed: frozenset[int] = frozenset()
 
 
 def side_info(role: str, name: str, capture: Capture, violations: Sequence[Violation]) -> SideInfo:
@@ -99,9 +106,11 @@ def build(
     options: DiffOptions | None = None,
     title: str | None = None,
     back: str | None = None,
+    differs: Sequence[Differs] = (),
 ) -> Report:
     """Diff ``a`` against ``b`` (and check both), give every difference and violation its
-    reason from ``known`` (when given), and make the report. ``scenario`` defaults to the
+    reason from ``known`` (when given) or the replay (``differs``: the calls a scenario made
+    from a recording cannot reproduce), and make the report. ``scenario`` defaults to the
     captures' header."""
     name = scenario or a.header.get("scenario") or b.header.get("scenario")
     name = str(name) if name else None
@@ -112,6 +121,9 @@ def build(
         items = explain(cmp, name or "", known).items
         reasons = tuple(i for i in items if i.what == "difference")
         vitems = tuple(i for i in items if i.what == "violation")
+    replayed = replay_caused(cmp.diff, differs)
+    if replayed:
+        reasons = _replay_reasons(cmp.diff, reasons, replayed)
     return Report(
         title or (f"A/B: {name}" if name else f"A/B: {names[0]} vs {names[1]}"),
         name,
@@ -121,7 +133,19 @@ def build(
         reasons,
         vitems,
         back,
+        replayed,
     )
+
+
+def _replay_reasons(
+    result: DiffResult, reasons: tuple[Item | None, ...], replayed: frozenset[int]
+) -> tuple[Item | None, ...]:
+    """``reasons`` (one per difference) with the replay's differences given its reason."""
+    out = list(reasons) or [None] * len(result.differences)
+    for i in replayed:
+        d = result.differences[i]
+        out[i] = Item("difference", d.path, d.kind, d.a, d.b, REPLAY, REPLAY_REASON)
+    return tuple(out)
 
 
 # -- JSON as highlighted HTML ------------------------------------------------------------
@@ -333,7 +357,7 @@ margin-right:4px;text-transform:uppercase;letter-spacing:.02em}
 .cat-unexplained{background:#b3261e;color:#fff}.cat-missing-rule{background:#fde2e0;color:#8c1d18}
 .cat-cbc{background:#ede4fb;color:#4b1f8f}.cat-design{background:#dbeafe;color:#1e40af}
 .cat-timing{background:#fef3c7;color:#854d0e}.cat-checker{background:#e5e7eb;color:#374151}
-.cat-no-reason{background:#e5e7eb;color:#374151}
+.cat-no-reason{background:#e5e7eb;color:#374151}.cat-replay{background:#e0f2fe;color:#075985}
 .lifecycle{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;padding:4px 6px;
 background:#fbfbfc;border:1px solid #eceef2;border-radius:4px}
 .others summary{cursor:pointer;color:var(--mute);font-size:12px}
@@ -349,20 +373,23 @@ body.only-diffs .row.same,body.only-diffs .sect.same{display:none}
 
 def verdict(rep: Report) -> tuple[str, str]:
     """The report in one line, and its tone (``same``: nothing to look at; ``differ``):
-    equivalent or how many differences (explained, unexplained), and the contract
-    violations of each side."""
+    equivalent (or the same session but for what the replay of a recording causes) or how
+    many differences (explained, unexplained), and the contract violations of each side."""
     r = rep.result
-    n = len(r.differences)
-    if r.equivalent:
+    k = len(rep.replayed)
+    n = len(r.differences) - k
+    if not n:
         what = "equivalent: B's client saw what A's saw (volatile values masked)"
     else:
         what = f"{n} difference{'s' * (n != 1)} between what A's and B's clients saw"
-        if rep.reasons:
+        if rep.reasons and any(i is not None and i.category != REPLAY for i in rep.reasons):
             unexplained = sum(1 for i in rep.reasons if i is None or i.category == UNEXPLAINED)
             what += f" ({n - unexplained} explained, {unexplained} unexplained)"
+    if k:
+        what += f"; {k} more from the replay (tool results that read what the recording lacks)"
     va, vb = len(rep.a.violations), len(rep.b.violations)
     vio = "no contract violations" if not va + vb else f"contract violations: A {va}, B {vb}"
-    return f"Verdict: {what}; {vio}.", "same" if r.equivalent and not va + vb else "differ"
+    return f"Verdict: {what}; {vio}.", "same" if not n and not va + vb else "differ"
 
 
 def index_verdict(
@@ -415,10 +442,11 @@ def _short(v: Any, width: int = 160) -> str:
 
 
 def _reason_cell(item: Item | None, known: bool) -> str:
-    if not known:
-        return f'<span class="cat cat-{NO_REASON}">no list</span>'
+    """A difference's reason: its item's (a known difference's, or the replay's); else
+    "unexplained", or "no list" when no known-differences list was given."""
     if item is None:
-        return f'<span class="cat cat-{UNEXPLAINED}">{UNEXPLAINED}</span>'
+        cat = UNEXPLAINED if known else NO_REASON
+        return f'<span class="cat cat-{cat}">{UNEXPLAINED if known else "no list"}</span>'
     entry = f' <span class="mute">[{esc(item.entry)}]</span>' if item.entry else ""
     return (
         f'<span class="cat cat-{esc(item.category)}">{esc(item.category)}</span>'
@@ -429,13 +457,13 @@ def _reason_cell(item: Item | None, known: bool) -> str:
 def _diff_rows(rep: Report, idx: Sequence[int]) -> str:
     if not idx:
         return ""
-    known = bool(rep.reasons)
+    known = any(i is not None and i.category != REPLAY for i in rep.reasons)
     rows = []
     for i in idx:
         d = rep.result.differences[i]
         va = "(absent)" if d.kind == "only-b" else _short(d.a)
         vb = "(absent)" if d.kind == "only-a" else _short(d.b)
-        item = rep.reasons[i] if known and i < len(rep.reasons) else None
+        item = rep.reasons[i] if i < len(rep.reasons) else None
         rows.append(
             f'<tr class="d {esc(d.kind)}" id="d-{i}"><td class="path">{esc(d.path)}'
             f' <span class="kind">{esc(d.kind)}</span></td>'

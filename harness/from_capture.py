@@ -39,7 +39,13 @@ from compat.capture import Capture, Record
 from compat.redact import redact_argv, redact_obj, redact_text
 from harness import toml_write
 from harness.from_capture_client import ClientWalk
-from harness.from_capture_files import FilesError, differing, dir_files, header_files
+from harness.from_capture_files import (
+    Differing,
+    FilesError,
+    differing,
+    dir_files,
+    header_files,
+)
 from harness.from_capture_launch import (
     backend_kind,
     client_args,
@@ -243,11 +249,21 @@ def convert(
             "content blocks the stand-in cannot send: "
             + ", ".join(sorted(ses.model.skipped_blocks))
         )
-    differ = [redact_text(d) for d in differing(items, ses.model.results, files)]
+    found = differing(items, ses.model.results, files)
+    red["replay"], _ = redact_obj(_replay(source, found))
+    differ = [d["reason"] for d in red["replay"].get("differs", [])]
     comments = _comments(cap, source, ses, n_red, differ, notes)
     return Converted(
         red, tuple(comments), tuple(notes), len(red["model"]["rules"]), len(red["steps"])
     )
+
+
+def _replay(source: str, found: list[Differing]) -> dict[str, Any]:
+    """The scenario's ``[replay]``: the recording, the calls whose results will differ."""
+    out: dict[str, Any] = {"source": os.path.basename(source)}
+    if found:
+        out["differs"] = toml_write.clean([d.table() for d in found])[0]
+    return out
 
 
 def _args(

@@ -13,6 +13,8 @@ import os
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import attrs
+
 from compat.capture import Capture
 from compat.redact import redact_text
 from harness.from_capture_model import Call, Item
@@ -37,31 +39,52 @@ class FilesError(ValueError):
 
 
 # -- what will differ ---------------------------------------------------------------------
-def differing(items: list[Item], results: dict[str, bool], files: dict[str, str]) -> list[str]:
+@attrs.frozen
+class Differing:
+    """A call whose result will differ: its tool, the part of its input that names what
+    it reads (``harness.scenario.Differs``), and why, in words."""
+
+    tool: str
+    input: dict[str, Any]
+    reason: str
+
+    def text(self) -> str:
+        return self.reason
+
+    def table(self) -> dict[str, Any]:
+        return {"tool": self.tool, "input": self.input, "reason": self.reason}
+
+
+def differing(
+    items: list[Item], results: dict[str, bool], files: dict[str, str]
+) -> list[Differing]:
     """The tool calls whose results will differ in the scenario: what they read is not in
     it (files, the network, an MCP server)."""
     calls = [c for it in items for c in it.calls]
     written = {c.input.get("file_path") for c in calls if c.tool == "Write"}
-    out: list[str] = []
+    out: list[Differing] = []
     for c in calls:
-        line = _differs(c, results.get(c.id), written, files)
-        if line is not None and line not in out:
-            out.append(line)
+        d = _differs(c, results.get(c.id), written, files)
+        if d is not None and d not in out:
+            out.append(d)
     return out
 
 
 def _differs(
     c: Call, is_error: bool | None, written: set[Any], files: dict[str, str]
-) -> str | None:
+) -> Differing | None:
     if c.tool.startswith("mcp__"):
-        return f"{c.tool}: an MCP tool (the scenario has no MCP server)"
+        return Differing(c.tool, {}, f"{c.tool}: an MCP tool (the scenario has no MCP server)")
     if c.tool in ("WebFetch", "WebSearch"):
-        return f"{c.tool} {c.input.get('url') or c.input.get('query')}: the network"
+        key = "url" if c.tool == "WebFetch" else "query"
+        what = c.input.get(key)
+        return Differing(c.tool, {key: what}, f"{c.tool} {what}: the network")
     field = READS.get(c.tool)
     target = c.input.get(field) if field is not None else None
-    if not isinstance(target, str) or is_error is True or target in written:
+    if field is None or not isinstance(target, str) or is_error is True or target in written:
         return None  # (a call that failed fails the same way without the file)
-    return _read(c, target, files)
+    reason = _read(c, target, files)
+    return None if reason is None else Differing(c.tool, {field: target}, reason)
 
 
 def _read(c: Call, target: str, files: dict[str, str]) -> str | None:

@@ -50,6 +50,9 @@ their strings are replaced. ``[resume]`` (``args``, ``backend_args``, ``keep_std
 ``[[resume.steps]]``) is a second run after the first exits, on the same HOME and working
 directory, with ``--resume <the first session_id the client read>``; its conditions count
 from its own start, and both runs go into one capture (two ``exit`` records).
+``[replay]`` (``source``, ``[[replay.differs]]`` with ``tool``, ``input``, ``reason``) is
+what ``ccbridge scenario from-capture`` says of a recording it converted: the calls whose
+results the replay cannot reproduce; the runner ignores it, ``ccbridge ab`` reads it.
 """
 
 from __future__ import annotations
@@ -164,6 +167,32 @@ class Resume:
 
 
 @attrs.frozen
+class Differs:
+    """A tool call whose result the replay cannot reproduce (what it reads is not in the
+    scenario): ``tool`` and the part of its ``input`` that names it, and why."""
+
+    tool: str
+    input: dict[str, Any] = attrs.field(factory=dict)
+    reason: str = ""
+
+    def covers(self, name: Any, tool_input: Any) -> bool:
+        """Is a call of ``name`` with ``tool_input`` this one (``input`` a subset of it)?"""
+        if name != self.tool or not isinstance(tool_input, dict):
+            return False
+        return all(tool_input.get(k) == v for k, v in self.input.items())
+
+
+@attrs.frozen
+class Replay:
+    """A scenario made from a recording (``ccbridge scenario from-capture``): the recording
+    it came from and the calls whose results will differ from it (``ccbridge ab`` counts
+    the differences found in their results as the replay's, not the backends')."""
+
+    source: str = ""
+    differs: tuple[Differs, ...] = ()
+
+
+@attrs.frozen
 class Scenario:
     name: str
     description: str = ""
@@ -188,6 +217,7 @@ class Scenario:
     model: ModelScript = ModelScript()
     steps: tuple[Step, ...] = ()
     resume: Resume | None = None
+    replay: Replay | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.headless and self.initialize:
@@ -323,7 +353,9 @@ def load(path: str | Path) -> Scenario:
 
 __all__ = [
     "Condition",
+    "Differs",
     "ModelScript",
+    "Replay",
     "Resume",
     "Rule",
     "Scenario",
