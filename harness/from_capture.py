@@ -49,6 +49,7 @@ from harness.from_capture_files import (
 from harness.from_capture_launch import (
     backend_kind,
     client_args,
+    client_dialect,
     launch_argv,
     places,
     scrubbed,
@@ -318,6 +319,9 @@ def _doc(
     if not ses.client.closed and not cap.cut:
         doc["keep_stdin_open"] = True
     doc["args"] = ses.args
+    dialect = client_dialect(cap)
+    if dialect is not None:
+        doc["client"] = dialect
     env = session_env(cap)
     if env:
         doc["env"] = env

@@ -12,8 +12,9 @@ own (``initialize = true``); another is written as a raw ``line``. A user line w
 content is a ``user`` step (its ``uuid`` kept), any other shape a raw ``line``; a control
 request a ``control`` step (its ``request_id`` kept, a cbc ``session_id`` left to the
 runner's client), an id in it that a frame gave (``task_id`` of a ``task_started``) a
-``${field}`` of that frame; an answer to ``can_use_tool`` a ``permission`` step in
-Claude's shape; the client's EOF ``close_stdin``. ``$`` in the texts is doubled (the
+``${field}`` of that frame; an answer to ``can_use_tool`` a ``permission`` step in the
+shape the client sent it (the scenario's ``client`` keeps that client's dialect); the
+client's EOF ``close_stdin``. ``$`` in the texts is doubled (the
 runner's client substitutes ``${field}``).
 """
 
@@ -269,23 +270,12 @@ class ClientWalk:
 
 
 def permission(answer: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
-    """A ``can_use_tool`` answer (Claude's ``{behavior, …}`` or cbc's ``{allowed, …}``) as
-    the scenario's ``permission`` (Claude's shape; the runner's client speaks its dialect);
-    ``updatedInput`` only when it is not the request's input."""
-    if "allowed" in answer:
-        allow = answer.get("allowed") is True
-        message = answer.get("reason")
-    else:
-        allow = answer.get("behavior") == "allow"
-        message = answer.get("message")
-    out: dict[str, Any] = {"behavior": "allow" if allow else "deny"}
-    if not allow and isinstance(message, str):
-        out["message"] = message
-    updated = answer.get("updatedInput")
-    if allow and isinstance(updated, dict) and updated != request.get("input"):
-        out["updatedInput"] = updated
-    if answer.get("interrupt") is True:
-        out["interrupt"] = True
-    if isinstance(answer.get("updatedPermissions"), list):
-        out["updatedPermissions"] = answer["updatedPermissions"]
+    """A ``can_use_tool`` answer as the scenario's ``permission``, in the shape the client
+    sent it (Claude's ``{behavior, …}`` or cbc's ``{allowed, …}``; the scenario's
+    ``client`` keeps its dialect, so the runner sends it as written): every field but
+    ``tool_use_id`` and an ``updatedInput`` that is the request's input (the runner adds
+    both back)."""
+    out = {k: v for k, v in answer.items() if k != "tool_use_id"}
+    if out.get("updatedInput") == request.get("input"):
+        out.pop("updatedInput", None)
     return out

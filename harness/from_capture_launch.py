@@ -6,6 +6,7 @@ Pure."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from typing import Any
@@ -138,6 +139,42 @@ def backend_kind(cap: Capture, frames: list[dict[str, Any]]) -> str:
     if "claude" in first or "codebuddy" in first or first == "cbc":
         return "claude" if "claude" in first else "cbc"
     return _kind_of_init(next((f for f in frames if f.get("subtype") == "init"), {}))
+
+
+#: the dialect of the client a profile serves (``harness.runner.client_dialect``)
+_SERVED = {"cbc-to-claude": "claude", "claude-to-cbc": "cbc"}
+
+
+def client_dialect(cap: Capture) -> str | None:
+    """The dialect the recorded client spoke (``claude`` or ``cbc``), so that the scenario
+    answers as it did: the header's ``client``; the client a profile serves; else the
+    shape of its permission answers (``allowed``: a cbc SDK's, ``behavior``: a Claude
+    SDK's). None when nothing says."""
+    h = cap.header
+    if h.get("client") in ("claude", "cbc"):
+        return str(h["client"])
+    served = _SERVED.get(str(h.get("profile"))) or _SERVED.get(str(h.get("via")))
+    if served is not None:
+        return served
+    kinds = ("client_in",) if any(r.kind == "client_in" for r in cap.records) else ("stdin",)
+    for r in cap.records:
+        answer = _answer(r.text) if r.kind in kinds else None
+        if answer is not None:
+            return "cbc" if "allowed" in answer else "claude" if "behavior" in answer else None
+    return None
+
+
+def _answer(line: str) -> dict[str, Any] | None:
+    """The answer of a ``control_response`` line the client sent, if it is one."""
+    if '"control_response"' not in line:
+        return None
+    try:
+        frame = json.loads(line)
+    except ValueError:
+        return None
+    resp = frame.get("response") if isinstance(frame, dict) else None
+    inner = resp.get("response") if isinstance(resp, dict) else None
+    return inner if isinstance(inner, dict) else None
 
 
 def _kind_of_init(init: dict[str, Any]) -> str:

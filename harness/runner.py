@@ -348,8 +348,9 @@ async def run(
     bridge_args: tuple[str, ...] = (),
     client: str | None = None,
 ) -> RunResult:
-    """``client``: the client's dialect (``claude`` or ``cbc``; default ``client_dialect``)."""
-    dialect = client or client_dialect(target.kind, via)
+    """``client``: the client's dialect (``claude`` or ``cbc``; default the scenario's
+    ``client``, else ``client_dialect``)."""
+    dialect = client or scenario.client or client_dialect(target.kind, via)
     dirs = make_root()
     mark = secrets.token_hex(8)
     scenario = _scenario_in(scenario, dirs)

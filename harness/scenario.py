@@ -26,7 +26,8 @@ seconds, then does its one action:
 After the last step stdin is closed unless ``keep_stdin_open``. With ``initialize`` (the
 default) the client first sends its ``initialize`` request and waits for its reply. The
 client speaks the dialect of the client the run serves (``harness.client``): a cbc
-SDK's on raw cbc and behind ``claude-to-cbc``, a Claude SDK's otherwise.
+SDK's on raw cbc and behind ``claude-to-cbc``, a Claude SDK's otherwise; ``client =
+"claude"|"cbc"`` pins it (a scenario made from a recording speaks as the recorded client).
 With ``headless = true`` the run is Claude's print mode: ``args`` are the whole client
 command line (``["-p", "hello", "--output-format", "json"]``), stdin is what ``line``
 steps write (a piped prompt) and then EOF, stdout is recorded as printed (text, a JSON
@@ -218,8 +219,13 @@ class Scenario:
     steps: tuple[Step, ...] = ()
     resume: Resume | None = None
     replay: Replay | None = None
+    #: the dialect the client speaks (``claude`` or ``cbc``: a Claude SDK's or a cbc SDK's
+    #: control requests and permission answers); default: the served client's
+    client: str | None = None
 
     def __attrs_post_init__(self) -> None:
+        if self.client not in (None, *BACKENDS):
+            raise ValueError(f"client: {self.client!r} is not one of {BACKENDS}")
         if self.headless and self.initialize:
             object.__setattr__(self, "initialize", False)  # nothing reads it in print mode
         if self.headless:

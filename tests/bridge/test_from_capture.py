@@ -480,3 +480,52 @@ def test_converted_capture_runs_the_same_on_the_real_cli(
     assert not [r.text for r in b.records if "did not finish" in r.text]
     d = semantic.diff(a, b)  # ids, clocks, durations, costs, paths masked
     assert d.equivalent, f"(capture: {out})\n" + semantic.format_text(d)
+
+
+# -- the client's dialect and its answers, as recorded ----------------------------------------
+@pytest.mark.parametrize(
+    ("name", "dialect"),
+    [
+        ("permission-deny.cbc-raw", "claude"),  # a Claude client on raw cbc (the header)
+        ("permission-allow.cbc-bridged", "claude"),  # the client cbc-to-claude serves
+        ("simple-success.claude", None),  # nothing says: the runner's default for the CLI
+    ],
+)
+def test_the_scenario_keeps_the_recorded_clients_dialect(name: str, dialect: str | None) -> None:
+    assert scenario_of(TWINS / f"{name}.jsonl").client == dialect
+
+
+def test_a_cbc_clients_answer_is_kept_in_its_own_shape(tmp_path: Path) -> None:
+    """A capture with no header word on its client: the answer's shape says it, and the
+    answer is written as the client sent it (every field but the call's id)."""
+    cap = tmp_path / "cbc-client.jsonl"
+    request = {
+        "type": "control_request",
+        "request_id": "perm_1",
+        "request": {
+            "subtype": "can_use_tool",
+            "tool_name": "Bash",
+            "input": {"command": "touch x"},
+            "tool_use_id": "call_1",
+        },
+    }
+    answer = {"allowed": False, "reason": "no", "interrupt": True, "tool_use_id": "call_1"}
+    records = [
+        orjson.dumps({"format": "ccbridge-capture", "version": 1, "backend": "cbc"}) + b"\n",
+        _record(0.1, "stdin", {"type": "user", "message": {"role": "user", "content": "go"}}),
+        _record(0.5, "stdout", request),
+        _record(
+            0.6,
+            "stdin",
+            {
+                "type": "control_response",
+                "response": {"subtype": "success", "request_id": "perm_1", "response": answer},
+            },
+        ),
+        _record(0.9, "exit", "0"),
+    ]
+    cap.write_bytes(b"".join(records))
+    sc = scenario_of(cap)
+    assert sc.client == "cbc"
+    [perm] = [s.permission for s in sc.steps if s.permission is not None]
+    assert perm == {"allowed": False, "reason": "no", "interrupt": True}
