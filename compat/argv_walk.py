@@ -277,6 +277,12 @@ class Translator:
             "permission prompts are forwarded"
         )
 
+    def ignore(self, flag: Flag, vals: list[str], spelled: str) -> None:
+        """Left out with nothing lost (its note says why): said at info, not warned."""
+        if flag.name not in self.dropped:
+            self.dropped.append(flag.name)
+        self.notes.append(f"{flag.name} not passed: {flag.note}")
+
     def permission_prompts(self, flag: Flag, vals: list[str], spelled: str) -> None:
         self.stdio = self.stdio or (vals[0] if vals else "") == "host"
         self.drop(flag.name, vals, "cbc has no such option")
@@ -367,4 +373,5 @@ ACTION_HANDLERS: dict[str, _Action] = {
     "stdio": Translator.stdio_tool,
     "prompts": Translator.permission_prompts,
     "refuse": Translator.refuse,
+    "ignore": Translator.ignore,
 }

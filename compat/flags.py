@@ -61,6 +61,7 @@ ACTIONS = {
     "stdio": "dropped (cbc always asks over stdio); `stdio` turns on permission-routing",
     "prompts": "dropped; `host` turns on permission-routing like --permission-prompt-tool stdio",
     "drop": "dropped with one warning (cbc has no equivalent)",
+    "ignore": "not passed, said at info only: nothing is lost (the note says why)",
     "refuse": "dropped with one warning (cbc's option of that name would leave stream-json "
     "mode or means something else)",
 }
@@ -109,7 +110,12 @@ FLAGS: tuple[Flag, ...] = (
     _(("--permission-prompt-tool",), "one", "stdio"),
     _(("--permission-prompts",), "one", "prompts"),
     _(("--dangerously-skip-permissions",), "none", "keep"),
-    _(("--allow-dangerously-skip-permissions",), "none", "drop"),
+    _(
+        ("--allow-dangerously-skip-permissions",),
+        "none",
+        "ignore",
+        note="cbc lets a session switch to bypassPermissions without it",
+    ),
     _(("--disable-slash-commands",), "none", "drop"),
     # -- configuration -----------------------------------------------------------------------
     _(("--settings",), "one", "settings"),
@@ -309,7 +315,7 @@ def table_rows() -> list[tuple[str, str, str]]:
         claude = ", ".join(f.names) + shape[f.arity]
         if f.action in ("thinking", "thinking-tokens"):
             cbc = "--settings" if f.action == "thinking" else "env MAX_THINKING_TOKENS"
-        elif f.action in ("stdio", "prompts", "drop", "refuse"):
+        elif f.action in ("stdio", "prompts", "drop", "refuse", "ignore"):
             cbc = "-"
         else:
             cbc = f.target

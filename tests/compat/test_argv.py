@@ -544,3 +544,17 @@ def test_the_launch_page_carries_the_launch_tables() -> None:
     assert block == readme_tables(), (
         "docs/launch.md out of date: paste compat.argv.readme_tables() between its markers"
     )
+
+
+def test_an_option_cbc_needs_not_is_said_at_info_not_warned() -> None:
+    """Claude's --allow-dangerously-skip-permissions only makes bypassPermissions a mode the
+    session may switch to; cbc's set_permission_mode allows it without: nothing is lost,
+    so the SDKs and editor adapters that always pass it get no warning on every start."""
+    t = translate_to_cbc(["--allow-dangerously-skip-permissions", "--verbose"])
+    assert "--allow-dangerously-skip-permissions" not in t.argv
+    assert t.warnings == []
+    assert t.notes == [
+        "--allow-dangerously-skip-permissions not passed: "
+        "cbc lets a session switch to bypassPermissions without it"
+    ]
+    assert "--allow-dangerously-skip-permissions" in t.dropped
