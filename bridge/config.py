@@ -65,6 +65,9 @@ class Settings:
     #: where the bridge's own environment does not set them (``environment``): a client
     #: that passes the drop-in only ``HOME`` and ``PATH`` gets the same session
     env: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: the drop-in writes Claude's session store (``bridge.session_store``); off: it
+    #: does not (``CCBRIDGE_SESSION_STORE=off``)
+    session_store: bool = True
     #: the config file the settings came from (None: none), for messages
     source: str | None = dataclasses.field(default=None, init=False)
 
@@ -246,6 +249,8 @@ def _override(settings: Settings, env: Mapping[str, str]) -> None:
             raise ConfigError(f"CCBRIDGE_RULES: {e}") from e
     if "CCBRIDGE_STATS" in env:
         settings.stats = flag("CCBRIDGE_STATS", env["CCBRIDGE_STATS"])
+    if env.get("CCBRIDGE_SESSION_STORE"):
+        settings.session_store = flag("CCBRIDGE_SESSION_STORE", env["CCBRIDGE_SESSION_STORE"])
 
 
 def _check(settings: Settings, env: Mapping[str, str], where: str) -> None:

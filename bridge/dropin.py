@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 # light on purpose: `--version` and `--help` answer before trio, the config, the proxy or
 # any stage is imported, and a session spawns the backend before they are (bridge.launch)
@@ -24,7 +24,9 @@ from compat import __version__
 from compat.exits import Exit
 
 if TYPE_CHECKING:
+    from bridge.config import Settings
     from bridge.headless import HeadlessIO
+    from bridge.transcripts import StoreSpec
 
 EXIT_NO_BACKEND = Exit.NOT_FOUND
 
@@ -87,6 +89,9 @@ def help_text() -> str:
             "CCBRIDGE_RECORD, CCBRIDGE_LOG, CCBRIDGE_CONFIG, CCBRIDGE_TARGET (the Claude Code",
             "version emulated: 2.1.220, the default, or 2.1.332; see docs/drift.md);",
             "CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS bounds the wind-down after stdin EOF.",
+            "Each session is also written where Claude Code keeps its own",
+            "($CLAUDE_CONFIG_DIR or ~/.claude, projects/); CCBRIDGE_SESSION_STORE=off: not",
+            "(docs/session-store.md).",
         ]
     )
 
@@ -125,6 +130,62 @@ def _answer(flag: str, env: Mapping[str, str]) -> int:
     return 0
 
 
+def _store_spec(settings: Settings, env: Mapping[str, str]) -> StoreSpec | None:
+    """Where the session store goes (docs/session-store.md); None when it is off
+    (``session_store = false``, ``CCBRIDGE_SESSION_STORE=off``)."""
+    if not settings.session_store:
+        return None
+    from bridge.transcripts import store_spec
+
+    return store_spec(env, settings.target, settings.log, settings.log_level)
+
+
+class _LateIO:
+    """A stream-json client's ``HeadlessIO`` with the session store, made once the backend
+    runs (``bridge.headless`` is not imported before the spawn on this path): what
+    ``bridge.headless.prepare`` gives, the client's stdin never read for a prompt."""
+
+    def __init__(self, client_argv: Sequence[str], store: StoreSpec) -> None:
+        self.argv = client_argv
+        self.store = store
+        self.io: HeadlessIO | None = None
+        self.launched = ""
+
+    def wrap(self, client_in: Any, client_out: Any) -> tuple[Any, Any]:
+        from bridge.headless import prepare
+
+        self.io, _ = prepare(self.argv, store=self.store)
+        if self.io is None:  # (not for a command line the drop-in already let through)
+            return client_in, client_out
+        self.io.launched = self.launched
+        return self.io.wrap(client_in, client_out)
+
+    def finish(self, status: int) -> int:
+        return status if self.io is None else self.io.finish(status)
+
+
+def _client_io(
+    client_argv: list[str], settings: Settings, env: Mapping[str, str]
+) -> tuple[HeadlessIO | _LateIO | None, int | None]:
+    """The client's I/O as ``bridge.headless.prepare`` gives it, before the spawn when the
+    prompt is read from stdin, once the backend runs otherwise (``_LateIO``, for the session
+    store; None without it: ``bridge.launch.serve`` prepares it); or the status of a
+    command line Claude refuses, which never starts cbc."""
+    from compat.headless import EXIT_ERROR, mode_of
+
+    mode = mode_of(client_argv)
+    error = mode.usage_error()
+    if error is not None:
+        print(error, file=sys.stderr)
+        return None, EXIT_ERROR
+    store = _store_spec(settings, env)
+    if mode.input == "text":  # a missing or oversized prompt never starts cbc
+        from bridge.headless import prepare
+
+        return prepare(client_argv, store=store)
+    return (None if store is None else _LateIO(client_argv, store)), None
+
+
 def _run(client_argv: list[str], env: dict[str, str]) -> int:
     """Settings, the backend, the launch line: then the backend is spawned, and only then
     are trio, the proxy and the stages imported (they load while the backend boots)."""
@@ -133,25 +194,13 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
     settings = config.load(env)
     env = config.environment(settings, env)  # the config file's [env] under the caller's
     early = launch.DeferredLog()
-    headless: HeadlessIO | None = None
+    headless: HeadlessIO | _LateIO | None = None
     prepared = False
     if settings.profile == "cbc-to-claude":
-        from compat.headless import EXIT_ERROR, mode_of
-
-        mode = mode_of(client_argv)
-        error = mode.usage_error()
-        if error is not None:  # what Claude refuses never starts cbc
-            print(error, file=sys.stderr)
-            return EXIT_ERROR
-        if mode.input == "text":
-            # the prompt is read from stdin first: a missing or oversized one never
-            # starts cbc
-            from bridge.headless import prepare
-
-            headless, status = prepare(client_argv)
-            if status is not None:
-                return status
-            prepared = True
+        headless, status = _client_io(client_argv, settings, env)
+        if status is not None:
+            return status
+        prepared = headless is not None
     backend, tried = backends.lookup("cbc", env=env, explicit=settings.backend)
     if backend is None:
         from bridge.log import Logger

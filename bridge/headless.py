@@ -7,6 +7,11 @@ the engine reads is the prompt as one stream-json user line, then EOF (so the ru
 client that wrote one line and closed stdin); the client side the engine writes goes
 through the ``Renderer``, which passes stream-json on and keeps the rest for ``finish``,
 which prints what Claude prints at the end and gives Claude's exit status.
+
+The drop-in's session store (``bridge.session_store``) is fed here too, in every mode: what
+the client wrote (or the prompt line) and the stream-json the engine writes to it, before
+any rendering; a stream-json client with a store gets a ``HeadlessIO`` that only taps
+(``Mode.passthrough``: nothing rendered, its status as it is).
 """
 
 from __future__ import annotations
@@ -36,6 +41,9 @@ from compat.text import clip, escape
 
 if TYPE_CHECKING:  # trio loads after the backend is spawned (bridge.headless_streams)
     import trio
+
+    from bridge.session_store import SessionStore
+    from bridge.transcripts import StoreSpec
 
 EXIT_CLIENT_GONE = Exit.CLIENT_GONE
 
@@ -82,12 +90,20 @@ class HeadlessIO:
     """One headless session: ``wrap`` the client's streams, ``finish`` with the status."""
 
     def __init__(
-        self, mode: Mode, prompt_line: bytes | None, stdout_fd: int = 1, stderr_fd: int = 2
+        self,
+        mode: Mode,
+        prompt_line: bytes | None,
+        stdout_fd: int = 1,
+        stderr_fd: int = 2,
+        store: StoreSpec | None = None,
     ) -> None:
         self.mode = mode
         self.prompt_line = prompt_line
         self.renderer = Renderer(mode)
         self._fds = (stdout_fd, stderr_fd)
+        #: where the session store goes (None: not written); the store, once ``wrap`` ran
+        self.store_spec = store
+        self.store: SessionStore | None = None
         #: who says a failed turn's reason on stderr, and what the bridge started where it
         #: looked for settings (``said_failure``): set by the drop-in once it knows
         self.program = "claude-on-cbc"
@@ -96,16 +112,35 @@ class HeadlessIO:
     def wrap(
         self, client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream
     ) -> tuple[trio.abc.ReceiveStream, trio.abc.SendStream]:
-        from bridge.headless_streams import PromptStream, RenderingStream
+        from bridge.headless_streams import PromptStream, RenderingStream, TapReceive, TapSend
 
+        store = self._open_store()
         if self.prompt_line is not None:
             client_in = PromptStream(self.prompt_line)
-        return client_in, RenderingStream(self.renderer, client_out)
+            if store is not None:
+                store.client_data(self.prompt_line)
+        elif store is not None:
+            client_in = TapReceive(client_in, store.client_data)
+        tap = store.frame_data if store is not None else None
+        if self.mode.passthrough:
+            return client_in, client_out if tap is None else TapSend(client_out, tap)
+        return client_in, RenderingStream(self.renderer, client_out, tap)
+
+    def _open_store(self) -> SessionStore | None:
+        if self.store_spec is None:
+            return None
+        from bridge.session_store import SessionStore
+
+        self.store = SessionStore(self.store_spec)
+        return self.store
 
     def finish(self, status: int) -> int:
         """Print what Claude prints at the end; Claude's status, unless the session ended
-        for a reason of the bridge's own (no backend, a signal, a closed stdout)."""
-        if status not in (0, 1):
+        for a reason of the bridge's own (no backend, a signal, a closed stdout). The
+        session store is closed first (what it still held written)."""
+        if self.store is not None:
+            self.store.close()
+        if status not in (0, 1) or self.mode.passthrough:
             return status
         done = self.renderer.finish()
         reason = self.said_failure()
@@ -157,13 +192,14 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def prepare(
-    client_argv: Sequence[str], *, only_print: bool = False
+    client_argv: Sequence[str], *, only_print: bool = False, store: StoreSpec | None = None
 ) -> tuple[HeadlessIO | None, int | None]:
     """Claude's headless modes for a session with this client argv: ``(None, None)`` for a
-    stream-json client (nothing to wrap); ``(io, None)`` for a headless one (its prompt
-    read from the argv and stdin); ``(None, status)`` for a command line Claude refuses
-    (its message already on stderr). ``only_print``: headless only with ``-p``/``--print``
-    or a prompt (``ccbridge run``, whose client argv may be empty)."""
+    stream-json client (nothing to wrap) without a ``store``; ``(io, None)`` for a headless
+    one (its prompt read from the argv and stdin) or a stream-json one with a ``store``;
+    ``(None, status)`` for a command line Claude refuses (its message already on stderr).
+    ``only_print``: headless only with ``-p``/``--print`` or a prompt (``ccbridge run``,
+    whose client argv may be empty)."""
     mode = mode_of(client_argv)
     if only_print and not (mode.print_mode or mode.prompt is not None):
         return None, None
@@ -172,7 +208,7 @@ def prepare(
         print(error, file=sys.stderr)
         return None, EXIT_ERROR
     if mode.passthrough:
-        return None, None
+        return (None if store is None else HeadlessIO(mode, None, store=store)), None
     line = None
     if mode.input == "text":
         try:
@@ -184,4 +220,4 @@ def prepare(
             print(NO_PROMPT, file=sys.stderr)
             return None, EXIT_ERROR
         line = user_line(text)
-    return HeadlessIO(mode, line), None
+    return HeadlessIO(mode, line, store=store), None

@@ -1,12 +1,18 @@
 """The client's streams of a headless session as the engine sees them (``HeadlessIO.wrap``,
-``bridge/headless.py``): apart, because they need trio, which a ``-p`` run imports only once
-the backend is spawned."""
+``bridge/headless.py``), and the taps that give the session store a copy of what passes:
+apart, because they need trio, which a ``-p`` run imports only once the backend is
+spawned."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import trio
 
 from compat.headless import Renderer
+
+#: what sees a copy of the bytes (``SessionStore.client_data`` / ``frame_data``)
+Tap = Callable[[bytes], None]
 
 
 class PromptStream(trio.abc.ReceiveStream):
@@ -26,22 +32,65 @@ class PromptStream(trio.abc.ReceiveStream):
         await trio.lowlevel.checkpoint()
 
 
-class RenderingStream(trio.abc.SendStream):
-    """The client's stdout as the engine writes it: through the renderer to ``inner``."""
+class _Forwarding(trio.abc.SendStream):
+    """A send stream whose bytes end in ``inner``: its flow control and close are
+    ``inner``'s."""
 
-    def __init__(self, renderer: Renderer, inner: trio.abc.SendStream) -> None:
-        self.renderer = renderer
-        self.inner = inner
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        out = self.renderer.feed(bytes(data))
-        if out:
-            await self.inner.send_all(out)
-        else:
-            await trio.lowlevel.checkpoint()
+    inner: trio.abc.SendStream
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.inner.wait_send_all_might_not_block()
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class RenderingStream(_Forwarding):
+    """The client's stdout as the engine writes it: through the renderer to ``inner``
+    (and, first, to ``tap``: the session store)."""
+
+    def __init__(
+        self, renderer: Renderer, inner: trio.abc.SendStream, tap: Tap | None = None
+    ) -> None:
+        self.renderer = renderer
+        self.inner = inner
+        self.tap = tap
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        chunk = bytes(data)
+        if self.tap is not None:
+            self.tap(chunk)
+        out = self.renderer.feed(chunk)
+        if out:
+            await self.inner.send_all(out)
+        else:
+            await trio.lowlevel.checkpoint()
+
+
+class TapReceive(trio.abc.ReceiveStream):
+    """The client's stdin, each chunk read also given to ``tap``."""
+
+    def __init__(self, inner: trio.abc.ReceiveStream, tap: Tap) -> None:
+        self.inner = inner
+        self.tap = tap
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        data = bytes(await self.inner.receive_some(max_bytes))
+        if data:
+            self.tap(data)
+        return data
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class TapSend(_Forwarding):
+    """The client's stdout: each chunk written to ``inner``, then given to ``tap``."""
+
+    def __init__(self, inner: trio.abc.SendStream, tap: Tap) -> None:
+        self.inner = inner
+        self.tap = tap
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self.inner.send_all(data)
+        self.tap(bytes(data))
