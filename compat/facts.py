@@ -92,6 +92,9 @@ SHARED: dict[str, frozenset[str]] = {
     "control.denied_uses": frozenset(
         {"permission-reply", "permission-cancel", "permission-routing"}
     ),
+    # calls the client denied with interrupt: true (permission-reply); interrupted-turn ends
+    # their turn as Claude does and forgets them
+    "control.denying_interrupts": frozenset({"permission-reply", "interrupted-turn"}),
     # the turn's denials: permission-routing's (a rule it added, the client's deny), and
     # permission-cancel's (a prompt an interrupt withdrew)
     "control.permission_denials": frozenset({"permission-routing", "permission-cancel"}),

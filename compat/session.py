@@ -236,6 +236,10 @@ class ControlState:
     #: (``user-rejected``) -> that ``non_execution_kind``; [permission-routing] marks their
     #: tool_result (``tool_result_meta``) and forgets them
     denied_uses: dict[str, str] = attrs.Factory(dict)
+    #: [permission-reply] tool_use_ids of calls the client denied with ``interrupt: true``
+    #: (the turn ends there: Claude rejects the call and stops); [interrupted-turn] ends
+    #: that turn as interrupted when cbc wrote no tool_result for it, and forgets them
+    denying_interrupts: dict[str, None] = attrs.Factory(dict)
     #: [user-line] uuids (None when absent) of user lines sent upstream whose turn has not
     #: started; [control-state] pops one at each turn start
     pending_user: deque[str | None] = attrs.Factory(lambda: deque(maxlen=1024))

@@ -94,6 +94,11 @@ def resolve_target(spec: str) -> Target:
     return Target(kind, tuple(argv))
 
 
+def _dialect(scenario: Scenario, kind: str, via: str | None) -> str:
+    """The scenario's own ``client`` (a recording's), else ``client_dialect``."""
+    return scenario.client or client_dialect(kind, via)
+
+
 def client_dialect(kind: str, via: str | None) -> str:
     """The dialect the scenario client speaks (``client.DIALECTS``): that of the client the
     profile serves (``claude-to-cbc``: a cbc SDK's; ``cbc-to-claude``: a Claude SDK's),
@@ -350,7 +355,7 @@ async def run(
 ) -> RunResult:
     """``client``: the client's dialect (``claude`` or ``cbc``; default the scenario's
     ``client``, else ``client_dialect``)."""
-    dialect = client or scenario.client or client_dialect(target.kind, via)
+    dialect = client or _dialect(scenario, target.kind, via)
     dirs = make_root()
     mark = secrets.token_hex(8)
     scenario = _scenario_in(scenario, dirs)

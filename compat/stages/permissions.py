@@ -357,14 +357,20 @@ class PermissionReply(Stage):
     The client's answer to a forwarded request (or any answer of Claude's shape) is translated
     to cbc's, the legacy ``claude-code-sdk`` 0.0.x answer (``{allow, reason | input}``) too,
     its reason kept; a client error reply becomes a deny, and the denied call's id is noted
-    (``ControlState.denied_uses``). An allow's ``updatedPermissions`` are applied
-    (``_apply``): rules kept for ``permission-routing``, a mode sent to cbc.
+    (``ControlState.denied_uses``; with ``interrupt: true`` also ``denying_interrupts``:
+    ``interrupted-turn`` ends the turn as Claude does). An allow's ``updatedPermissions``
+    are applied (``_apply``): rules kept for ``permission-routing``, a mode sent to cbc.
     """
 
     rule: ClassVar[str] = "permission-reply"
     reads: ClassVar[frozenset[str]] = frozenset({"control.permissions", "cwd"})
     writes: ClassVar[frozenset[str]] = frozenset(
-        {"control.denied_uses", "control.own", "control.permission_rules"}
+        {
+            "control.denied_uses",
+            "control.denying_interrupts",
+            "control.own",
+            "control.permission_rules",
+        }
     )
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
@@ -571,10 +577,12 @@ def _note_call(reply: dict[str, Any], pending: PermissionRequest | None, ctx: Co
     if pending is None or not pending.tool_use_id:
         return
     reply["tool_use_id"] = pending.tool_use_id
-    if not reply["allowed"]:
-        remember(
-            ctx.state.control.denied_uses, pending.tool_use_id, "permission-rule", cap=_MAX_DENIED
-        )
+    if reply["allowed"]:
+        return
+    control = ctx.state.control
+    remember(control.denied_uses, pending.tool_use_id, "permission-rule", cap=_MAX_DENIED)
+    if reply.get("interrupt") is True:
+        remember(control.denying_interrupts, pending.tool_use_id, None, cap=_MAX_DENIED)
 
 
 def _update_kind(update: Any) -> str:

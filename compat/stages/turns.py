@@ -193,10 +193,18 @@ class InterruptedTurn(Stage):
     followed by more model output ("done.") in the same turn
     (``mockoai_can-use-tool-then-interrupt``).
 
+    A permission answer that denies with ``interrupt: true`` ends Claude's turn the same
+    way (the call rejected with that text, the marker for tool use, ``aborted_tools``:
+    ``tests/bridge/data/acp/write-rejected``, Zed's ACP adapter rejecting an edit); cbc
+    ends it with a bare ``error_during_execution`` result and no tool_result, which a
+    client waiting for the call's result never sees end.
+
     So a turn counts as interrupted when the receipt of an interrupt the bridge forwarded
-    arrives while it runs (a ``control_response`` to a request in ``ControlState.interrupts``,
-    or of the receipt's shape) — the contract checker's own criterion — or when its result
-    says ``aborted_*``. After the receipt, main-thread model output is dropped (mode ``on``;
+    arrives while it runs, when a call the client denied with ``interrupt: true`` has no
+    tool_result at its end (``ControlState.denying_interrupts``), or when its result says
+    ``aborted_*``. (The receipt: a ``control_response`` to a request in
+    ``ControlState.interrupts``, or of the receipt's shape — the contract checker's own
+    criterion.) After the receipt, main-thread model output is dropped (mode ``on``;
     ``keep-output`` forwards it), except cbc's own rejected tool_result for a call that was
     running. At the result: the missing rejections, the marker, the rewritten result. A
     tool_result cbc sends later for a call already rejected is dropped.
@@ -204,6 +212,7 @@ class InterruptedTurn(Stage):
 
     rule: ClassVar[str] = "interrupted-turn"
     reads: ClassVar[frozenset[str]] = frozenset({"control.interrupts", "session_id"})
+    writes: ClassVar[frozenset[str]] = frozenset({"control.denying_interrupts"})
     modes: ClassVar[tuple[str, ...]] = ("on", "keep-output")
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response", "result", *TURN_KINDS})
 
@@ -284,10 +293,15 @@ class InterruptedTurn(Stage):
             del self._running[r]
         return answered
 
-    def _end_turn(self) -> _Ending:
-        """What the turn left, and a fresh turn."""
+    def _end_turn(self, ctx: Context) -> _Ending:
+        """What the turn left, and a fresh turn. A call the client denied with ``interrupt:
+        true`` that cbc wrote no tool_result for interrupted the turn (Claude rejects it and
+        stops: ``tests/bridge/data/acp/write-rejected``)."""
+        denying = ctx.state.control.denying_interrupts
+        denied = [u for u in self._running if u in denying]
+        denying.clear()  # (the turn's own: a later turn's calls are new ones)
         ending = _Ending(
-            self._interrupted,
+            self._interrupted or bool(denied),
             self._tool_turn or bool(self._running),
             list(self._running),
             self._stop_reason,
@@ -301,7 +315,7 @@ class InterruptedTurn(Stage):
     def _result(self, frame: Frame, obj: wire.Result, ctx: Context) -> Output:
         reason = obj.get("terminal_reason")
         aborted = _aborted(reason)
-        turn = self._end_turn()
+        turn = self._end_turn(ctx)
         if not (turn.interrupted or aborted):
             return None
         if turn.marked and _in_claude_form(obj):
