@@ -48,6 +48,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "max-turns",
             "init-once",
             "tool-errors",  # before private-fields: reads the _meta it strips
+            "bash-output",  # a successful Bash call's output; a failed one is tool-errors'
             "private-fields",
             "vocabulary",
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields

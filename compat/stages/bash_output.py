@@ -1,0 +1,123 @@
+"""``bash-output``: a Bash call that succeeded reaches the client as Claude Code 2.1.220
+writes it.
+
+cbc 2.163.0 writes a foreground Bash call's result as a report: ``Command: …\\nStdout:
+…\\n\\nStderr: …\\nExit Code: 0\\nSignal: (none)`` in one text block, and no
+``tool_use_result``. Claude writes the output alone, as one string — stdout, then stderr,
+each without its trailing newline, empty ones left out; ``(Bash completed with no
+output)`` when both are empty — and the frame's ``tool_use_result`` is the output record
+``{stdout, stderr, interrupted, isImage, noOutputExpected}`` (twins parallel-tools,
+max-turns, permission-allow, thinking-partial; 17 calls of 17). Editors show that string
+as the call's output (Zed's ACP adapter: ``rawOutput``; the AI SDK provider's
+``tool-result``), so through the bridge they showed cbc's report.
+
+A failed call (an exit code other than 0, a signal, ``is_error``) is ``tool-errors``'; a
+background call's result (``Status: Running in background…``) is not laid out so and
+passes. ``noOutputExpected`` is Claude's guess from the command (``touch`` expects none,
+``echo`` some); the bridge says true when the call printed nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import attrs
+
+from compat import wire
+from compat.frames import Frame
+from compat.stage import Context, Output, Stage, register
+from compat.stages.hygiene import bash_layout
+
+#: Claude's text for a Bash call that printed nothing
+NO_OUTPUT = "(Bash completed with no output)"
+_EMPTY = "(empty)"
+
+
+def _stream(text: str) -> str:
+    """One of cbc's streams as Claude gives it: ``(empty)`` is nothing; no final newline."""
+    return "" if text == _EMPTY else text.rstrip("\n")
+
+
+def claude_output(text: str) -> tuple[str, str] | None:
+    """Claude's stdout and stderr of a successful Bash call, from cbc's report (None: not
+    a report of a call that exited 0)."""
+    layout = bash_layout(text)
+    if layout is None:
+        return None
+    out, err, code, signal = layout
+    if code.strip() != "0" or signal.strip() not in ("(none)", ""):
+        return None
+    return _stream(out), _stream(err)
+
+
+def _text(content: Any) -> str | None:
+    """A tool result's content as one text: a string, or a single text block."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
+        block = content[0]
+        return block.get("text") if block.get("type") == "text" else None
+    return None
+
+
+def _record(out: str, err: str) -> dict[str, Any]:
+    """Claude's ``tool_use_result`` for a Bash call."""
+    return {
+        "stdout": out,
+        "stderr": err,
+        "interrupted": False,
+        "isImage": False,
+        "noOutputExpected": not (out or err),
+    }
+
+
+@register
+@attrs.define
+class BashOutput(Stage):
+    """A successful Bash call's result is its output, as Claude writes it: the text alone
+    (not cbc's `Command:/Stdout:/Stderr:/Exit Code` report) and the output record in
+    `tool_use_result`."""
+
+    rule: ClassVar[str] = "bash-output"
+    reads: ClassVar[frozenset[str]] = frozenset({"tool_uses"})
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        obj = frame.view(wire.User)
+        message = obj.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict) or not isinstance(content, list):
+            return None
+        records: list[dict[str, Any]] = []
+        blocks = [self._block(b, records, ctx) for b in content]
+        if not records:
+            return None
+        new: dict[str, Any] = {**obj, "message": {**message, "content": blocks}}
+        if len(records) == 1 and len(content) == 1 and "tool_use_result" not in obj:
+            new["tool_use_result"] = records[0]
+        ctx.count(self.rule, "rewritten-output", len(records))
+        return (frame.replace(new),)
+
+    def _block(self, block: Any, records: list[dict[str, Any]], ctx: Context) -> Any:
+        """The block, a successful Bash call's result in Claude's words (its output
+        record added to ``records``)."""
+        if not self._bash_result(block, ctx):
+            return block
+        text = _text(block.get("content"))
+        streams = claude_output(text) if text is not None else None
+        if streams is None:
+            return block
+        out, err = streams
+        records.append(_record(out, err))
+        return {**block, "content": "\n".join(s for s in (out, err) if s) or NO_OUTPUT}
+
+    @staticmethod
+    def _bash_result(block: Any, ctx: Context) -> bool:
+        """A tool result, not failed, of a call the model made to Bash."""
+        if not isinstance(block, dict) or block.get("type") != "tool_result":
+            return False
+        if block.get("is_error") is True:
+            return False
+        use_id = block.get("tool_use_id")
+        use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
+        return use is not None and use.name == "Bash"
