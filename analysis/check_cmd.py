@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
         if args.json:
             print(escape_json(orjson.dumps(rules).decode()))
         else:
-            print("\n".join(f"{rule:<20} {what}" for rule, what in rules.items()))
+            print(rule_list(rules, use_colour(sys.stdout, choice=args.color)))
         return EXIT_OK
     if args.capture is None:
         print(
@@ -114,10 +114,32 @@ def main(argv: list[str]) -> int:
     return EXIT_FOUND if violations else EXIT_OK
 
 
+def rule_list(rules: dict[str, str], colour: bool = False, width: int | None = None) -> str:
+    """Each rule id (coloured like the tags of a report), then what it checks, wrapped
+    beside it to the terminal's width (``width``: given; ``bridge.render``)."""
+    from rich.text import Text
+
+    from bridge.render import beside, render
+
+    table = beside((Text.styled(rule, _TAG), Text(what)) for rule, what in rules.items())
+    return render(table, width=width, colour=colour)
+
+
+#: the styles of a report's rule tags and of its last line (no violations, violations)
+_TAG, _GOOD, _BAD = "yellow", "green", "red"
+
+
 def _colour(text: str, bad: bool) -> str:
-    """Colour the rule tags and the summary. Only our own tokens are wrapped: the text was
-    escaped before, so no sequence from the stream can reach the terminal."""
-    text = _RULE_TAG.sub(lambda m: f"{m.group(1)}\x1b[33m[{m.group(2)}]\x1b[0m", text)
-    head, _, last = text.rstrip("\n").rpartition("\n")
-    last = f"\x1b[{'31' if bad else '32'}m{last}\x1b[0m"
-    return (f"{head}\n" if head else "") + last + "\n"
+    """Colour the rule tags and the summary. Only our own tokens are styled, and the text
+    is never read as markup: it was escaped before, so no sequence from the stream can
+    reach the terminal, and a ``[red]`` from the stream stays those five characters."""
+    from rich.text import Text
+
+    from bridge.render import render
+
+    styled = Text(text.rstrip("\n"))
+    for m in _RULE_TAG.finditer(styled.plain):
+        styled.stylize(_TAG, m.start(2) - 1, m.end(2) + 1)
+    last = styled.plain.rfind("\n") + 1
+    styled.stylize(_BAD if bad else _GOOD, last, len(styled))
+    return render(styled, width=80, colour=True, wrap=False) + "\n"

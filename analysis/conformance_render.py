@@ -1,4 +1,5 @@
-"""The conformance table (``analysis.conformance`` rows) as Markdown, text and JSON. Pure.
+"""The conformance table (``analysis.conformance`` rows) as Markdown, text and JSON. Pure
+(but for the text's default width: the terminal's).
 
 Two Markdown documents: ``render_markdown`` is what goes into docs/conformance.md between
 the markers (``replace_block``): the per-scenario table and one line per reason (how many
@@ -14,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -30,6 +31,9 @@ from analysis.conformance import (
     unused_entries,
 )
 from compat.text import escape, escape_json
+
+if TYPE_CHECKING:  # rich loads only when the text is drawn (bridge.render)
+    from rich.console import RenderableType
 
 MARK_START, MARK_END = "<!-- conformance:start -->", "<!-- conformance:end -->"
 _CATEGORY_ORDER = {k: n for n, k in enumerate((UNEXPLAINED, *CATEGORIES))}
@@ -254,16 +258,31 @@ def render_details(
 
 
 def render_text(
-    rows: Sequence[Row], known: Known, *, verbose: bool = True, direction: Direction = FORWARD
+    rows: Sequence[Row],
+    known: Known,
+    *,
+    verbose: bool = True,
+    direction: Direction = FORWARD,
+    width: int | None = None,
 ) -> str:
-    out = _text_table(rows, direction)
+    """The table (one row per scenario), then (``verbose``) each scenario's remaining items
+    by reason, the entries that matched nothing and the totals, wrapped to ``width``
+    columns (default: the terminal's, 80 when it is not one, at most 160;
+    ``bridge.render``). Every string from a stream or the known-differences file is
+    escaped, and never read as markup."""
+    from rich.text import Text
+
+    from bridge.render import render
+
+    parts = _text_table(rows, direction)
     if verbose:
-        out += _text_items(rows, direction)
+        parts += _text_items(rows, direction)
     unused = unused_entries(known, rows)
     if unused:
         unused_text = escape(", ".join(unused))
-        out += ["", f"known differences that matched nothing in these runs: {unused_text}"]
-    return "\n".join([*out, "", _text_totals(rows)]) + "\n"
+        parts += ["", Text(f"known differences that matched nothing in these runs: {unused_text}")]
+    parts += ["", Text(_text_totals(rows))]
+    return render(*parts, width=width, limit=160) + "\n"
 
 
 def _text_totals(rows: Sequence[Row]) -> str:
@@ -280,31 +299,62 @@ def _text_totals(rows: Sequence[Row]) -> str:
     )
 
 
-def _text_table(rows: Sequence[Row], d: Direction) -> list[str]:
-    """The header and one line per scenario."""
-    w = max([len(escape(r.scenario)) for r in rows] + [8])
-    raw, bridged = f"raw {d.other} vs {d.reference}", f"bridged {d.other} vs {d.reference}"
-    cat = f"rule/{d.other.lower()}/design/race/checker"
-    out = [f"{'scenario':<{w}}  {raw:<32}  {bridged:<32}  eq   {cat:<28}  unexplained"]
+#: the text table's word for ``_eq``'s "but for explained" (its caption says what it means)
+_EQ_TEXT = {"but for explained": "explained"}
+
+
+def _text_table(rows: Sequence[Row], d: Direction) -> list[RenderableType]:
+    """What the columns say, then the table: one row per scenario, its numbers on one
+    line (a scenario's name wraps first)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    caption = (
+        f"raw, bridged: differences/violations of raw {d.other} and of {d.other} through the "
+        f"bridge vs {d.reference}; equivalent: yes, but for explained differences "
+        f"(explained), or no; explained: missing rule/{d.other.lower()}/by design/race/checker"
+    )
+    table = Table(
+        box=None, padding=(0, 1), collapse_padding=True, pad_edge=False, header_style="bold"
+    )
+    table.add_column("scenario", overflow="fold")
+    for head in ("raw", "bridged", "equivalent", "explained"):
+        table.add_column(head, no_wrap=True)
+    table.add_column("unexplained", justify="right")
     for r in rows:
-        miss = f"  (no capture: {escape(', '.join(r.missing))})" if r.missing else ""
-        out.append(
-            f"{escape(r.scenario):<{w}}  {_cell(r.raw):<32}  {_cell(r.bridged):<32}  "
-            f"{_eq(r):<3}  {_explained_cell(_counts(r)):<28}  {r.unexplained:>11}" + miss
+        miss = f" (no capture: {escape(', '.join(r.missing))})" if r.missing else ""
+        c = _counts(r)
+        cells = (
+            _dv(r.raw),
+            _dv(r.bridged),
+            _EQ_TEXT.get(_eq(r), _eq(r)),
+            "/".join(str(c[k]) for k in CATEGORIES),
         )
-    return out
+        table.add_row(
+            Text(escape(r.scenario)), *(Text(x) for x in cells), Text(f"{r.unexplained}{miss}")
+        )
+    return [Text(caption), "", table]
 
 
-def _text_items(rows: Sequence[Row], d: Direction) -> list[str]:
-    """Each scenario's remaining items, grouped by reason."""
-    out: list[str] = []
+def _dv(c: Comparison | None) -> str:
+    """A comparison's differences/violations ("-": no capture)."""
+    return "-" if c is None else f"{len(c.diff.differences)}/{len(c.violations_b)}"
+
+
+def _text_items(rows: Sequence[Row], d: Direction) -> list[RenderableType]:
+    """Each scenario's remaining items, grouped by reason, indented (wrapped beside the
+    indent: ``rich.padding.Padding``)."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    out: list[RenderableType] = []
     for r in rows:
         if not r.bridged or not r.bridged.items:
             continue
-        out += ["", f"{escape(r.scenario)}:"]
+        out += ["", Text(f"{escape(r.scenario)}:", overflow="fold")]
         for reason, items in _grouped(r.bridged.items).items():
-            out.append(f"  {escape(reason)}")
-            out += [f"    {_item_text(i, d)}" for i in items]
+            out.append(Padding(Text(escape(reason), overflow="fold"), (0, 0, 0, 2)))
+            out += [Padding(Text(_item_text(i, d), overflow="fold"), (0, 0, 0, 4)) for i in items]
     return out
 
 

@@ -503,25 +503,32 @@ def render_value(v: Any, other: Any = None, width: int = 100) -> str:
 def format_text(
     result: DiffResult, *, color: bool = False, names: tuple[str, str] = ("A", "B")
 ) -> str:
-    """One line per difference, ``path: A <value>, B <value>``; every string from the
-    streams is escaped; ANSI colour only when asked."""
+    """One line per difference, ``path: A <value>, B <value>``, never wrapped; every string
+    from the streams is escaped, and never read as markup; colour only when asked
+    (``bridge.render``)."""
+    from rich.text import Text
 
-    def c(code: str, s: str) -> str:
-        return f"\x1b[{code}m{s}\x1b[0m" if color else s
+    from bridge.render import render
 
-    lines = [c("31", f"--- A: {escape(names[0])}"), c("32", f"+++ B: {escape(names[1])}")]
+    a, b, bold = "red", "green", "bold"
+    lines = [Text.styled(f"--- A: {escape(names[0])}", a)]
+    lines.append(Text.styled(f"+++ B: {escape(names[1])}", b))
     for d in result.differences:
         ra = ABSENT if d.kind == "only-b" else escape(render_value(d.a, d.b))
         rb = ABSENT if d.kind == "only-a" else escape(render_value(d.b, d.a))
-        lines.append(f"{c('1', escape(d.path))}: {c('31', 'A ' + ra)}, {c('32', 'B ' + rb)}")
+        lines.append(
+            Text.assemble((escape(d.path), bold), ": ", ("A " + ra, a), ", ", ("B " + rb, b))
+        )
     s = result.summary
     stats = f"frames {s.get('frames')}, turns {s.get('turns')}, tasks {s.get('tasks')}" if s else ""
     if result.equivalent:
-        lines.append(c("32", f"equivalent ({stats})"))
+        lines.append(Text.styled(f"equivalent ({stats})", b))
     else:
         kinds = ", ".join(f"{k}: {n}" for k, n in s.get("kinds", {}).items())
-        lines.append(c("1", f"{len(result.differences)} difference(s) ({kinds}; {stats})"))
-    return "\n".join(lines) + "\n"
+        lines.append(
+            Text.styled(f"{len(result.differences)} difference(s) ({kinds}; {stats})", bold)
+        )
+    return render(Text("\n").join(lines), width=80, colour=color, wrap=False) + "\n"
 
 
 def to_json(result: DiffResult, names: tuple[str, str] = ("A", "B")) -> str:

@@ -15,7 +15,8 @@ each with its rules, the client's own lines for context, a legend, and the verdi
 the client saw, checked with ``ccbridge check``'s contract: ``contract_violations``).
 ``--all``: every frame in both directions, then the bridge process's own statistics as a
 table. Fitted to the terminal's width (``COLUMNS``; at most 100), coloured as ``--color``
-and the environment say (``bridge.colour``); the rendering: ``bridge.demo_render``.
+and the environment say (``bridge.colour``); what is shown: ``bridge.demo_rows``, drawn by
+``bridge.demo_render`` (with rich: ``bridge.render``).
 
 Everything shown from the stream is escaped first: backend strings are untrusted.
 """
@@ -39,11 +40,12 @@ import trio
 
 from bridge.cli import Parser, parser
 from bridge.colour import add_option, use_colour
-from bridge.demo_render import Row as Row
-from bridge.demo_render import counts, legend, render_summary, verdict, wrap
+from bridge.demo_render import legend, render_summary, verdict
 from bridge.demo_render import render_rows as render_rows
 from bridge.demo_render import stats_table as stats_table
-from bridge.demo_render import summarize as summarize
+from bridge.demo_rows import Row as Row
+from bridge.demo_rows import counts
+from bridge.demo_rows import summarize as summarize
 from bridge.files import private_dirs
 from compat import capture
 from compat.text import clip, escape
@@ -429,9 +431,10 @@ def _report(
 ) -> str:
     """Everything the demo prints about the session, at the terminal's width (``COLUMNS``
     first; at most 100), coloured as ``--color`` and the environment say."""
+    from bridge.render import columns
     from compat.profiles import describe
 
-    width = min(shutil.get_terminal_size((80, 24)).columns, 100)
+    width = columns(100)
     colour = use_colour(sys.stdout, choice=args.color)
     _, rows = trace(cap, work, source)
     intro = _intro(source, src, status, not args.capture, args.all, width)
@@ -440,7 +443,7 @@ def _report(
         parts.append(render_rows(rows, width, colour))
         for r in cap.records:
             if r.kind == "stats":
-                table = stats_table(orjson.loads(r.data), width)
+                table = stats_table(orjson.loads(r.data), width, colour)
                 parts.append("bridge statistics (the bridge process's own count):\n" + table)
     else:
         about = {rule: _sentence(what) for rule, what, _ in describe()}
@@ -470,4 +473,6 @@ def _intro(
         + (", at the recording's times" if timed else "")
         + (" (--all: every frame):" if not every else ":")
     )
-    return "\n".join(wrap(text, width))
+    from bridge.render import render
+
+    return render(text, width=width)

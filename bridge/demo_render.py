@@ -1,200 +1,78 @@
-"""What ``ccbridge demo`` prints: a frame in a few words (``summarize``); each frame of the
-session with what the bridge did to it (``Row``, its ``fate``); the default one-screen view
-(``render_summary``: the frames the bridge changed, dropped, held or made, grouped, each
-group with the rules that did it); every frame (``render_rows``, ``--all``); the ``legend``
-of marks and colours; the closing ``verdict``; the bridge's statistics (``stats_table``).
+"""What ``ccbridge demo`` prints (the frames and what became of them: ``bridge.demo_rows``),
+drawn with rich (``bridge.render``): the default one-screen view (``render_summary``: the
+frames the bridge changed, dropped, held or made, grouped, each group with the rules that
+did it); every frame (``render_rows``, ``--all``); the ``legend`` of marks and colours; the
+closing ``verdict``; the bridge's statistics (``stats_table``).
 
 No line is wider than the width asked for: text is wrapped between words (a rule name is
-never broken at its hyphens) and what is still too long is cut with an ellipsis
-(``compat.text.clip``). Everything shown from the stream is escaped first (``summarize``,
-``compat.text.escape``): backend strings are untrusted. Colour is the caller's decision
-(``bridge.colour``); only our own marks and words are coloured.
+never broken at its hyphens) and what is still too long is cut with an ellipsis. Every
+string from the stream was escaped first (``bridge.demo_rows``) and is handed to rich as
+text, never as markup. Colour is the caller's decision (``bridge.colour``); only our own
+marks and words are coloured. rich is imported only when something is drawn.
 """
 
 from __future__ import annotations
 
-import re
-import textwrap
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-import attrs
+from bridge.demo_rows import (
+    FATES,
+    MARKS,
+    MEANING,
+    Counts,
+    Entry,
+    Row,
+    described,
+    entries,
+    fate,
+    folded,
+    passed_as_sent,
+)
+from compat.text import escape
 
-from compat.text import clip, escape
-
-
-def summarize(obj: Any) -> str:
-    if not isinstance(obj, dict):
-        return "(not JSON)"
-    t, st = obj.get("type"), obj.get("subtype")
-    label = f"{t}/{st}" if t == "system" else str(t)
-    return escape(" ".join([label, *_details(obj, t, st)]))
-
-
-_TASK_EVENTS = ("task_started", "task_progress", "task_updated", "task_notification")
-
-
-def _details(obj: dict[str, Any], t: Any, st: Any) -> list[str]:
-    """What ``summarize`` shows of a frame after its type."""
-    if st in _TASK_EVENTS:
-        return _task_details(obj)
-    if st == "background_tasks_changed":
-        return [f"tasks={len(obj.get('tasks', []))}"]
-    details = _DETAILS.get(t) if isinstance(t, str) else None
-    return details(obj) if details is not None else []
+if TYPE_CHECKING:  # rich loads only when a view is drawn (bridge.render)
+    from rich.console import JustifyMethod, RenderableType
+    from rich.table import Table
+    from rich.text import Text
 
 
-def _task_details(obj: dict[str, Any]) -> list[str]:
-    bits = [f"{k}={obj[k]}" for k in ("workflow_name", "task_type", "status") if k in obj]
-    if "patch" in obj:
-        bits.append(f"patch.status={obj['patch'].get('status')}")
-    agents = [
-        e.get("state")
-        for e in obj.get("workflow_progress", [])
-        if isinstance(e, dict) and e.get("type") == "workflow_agent"
-    ]
-    if agents:
-        bits.append("agents=" + ",".join(map(str, agents)))
-    if "prompt" in obj:
-        bits.append("prompt=<script>")
-    return bits
-
-
-def _request_details(obj: dict[str, Any]) -> list[str]:
-    req = obj.get("request") or {}
-    bits = [str(req.get("subtype"))]
-    if isinstance(req, dict):
-        bits += [f"{k}={req[k]}" for k in ("session_id", "reason", "tool_name") if k in req]
-    return bits
-
-
-def _response_details(obj: dict[str, Any]) -> list[str]:
-    resp = obj.get("response", {})
-    inner = resp.get("response") or {}
-    return [f"{resp.get('subtype')} {', '.join(sorted(inner))}"]
-
-
-def _message_details(obj: dict[str, Any]) -> list[str]:
-    content = (obj.get("message") or {}).get("content")
-    if isinstance(content, str):
-        return [content]
-    if isinstance(content, list) and content:
-        b = content[0]
-        return [str(b.get("name") or b.get("text") or b.get("type"))]
-    return []
-
-
-def _result_details(obj: dict[str, Any]) -> list[str]:
-    return [f"{obj.get('subtype')} is_error={obj.get('is_error')}"]
-
-
-#: what ``summarize`` shows of a frame, by type (besides the task events)
-_DETAILS: dict[str, Callable[[dict[str, Any]], list[str]]] = {
-    "control_request": _request_details,
-    "control_response": _response_details,
-    "assistant": _message_details,
-    "user": _message_details,
-    "result": _result_details,
+#: the styles of the marks and words (rich's, the 8 standard colours); a frame dropped on
+#: purpose is blue, not an error's red
+STYLES = {
+    "passed": "dim",
+    "rewritten": "yellow",
+    "dropped": "blue",
+    "held": "magenta",
+    "synthesized": "green",
+    "rule": "cyan",
+    "head": "bold",
 }
 
 
-# -- a frame of the session, and what became of it -------------------------------------
+def _grid(*widths: int, wrap_last: bool = False) -> Table:
+    """One line of cells of these widths (0: as wide as it needs), one space apart, the
+    first right-aligned: a cell too long is cut with an ellipsis, but the last is wrapped
+    between words when ``wrap_last`` (a rule name is never broken at its hyphens)."""
+    from rich.table import Table
 
-
-@attrs.define
-class Row:
-    """One frame of the session: who sent it, what it was, what the bridge did to it."""
-
-    t: float  # when (the recording's time, when known)
-    direction: str  # "up" (client -> cbc) or "down" (cbc -> client)
-    sent: str  # summary of what was sent ("" for a frame the bridge made)
-    got: str | None = None  # summary of what the other side received, when it differs
-    rules: list[str] = attrs.Factory(list)  # the rules that rewrote it, in order
-    action: str = "passed"  # passed, rewritten, dropped, held, synthesized
-    by: str | None = None  # the rule that dropped, held or synthesized it
-    sent_on: bool = False  # it reached the other side (a held frame may never)
-    held_by: str | None = None  # the rule that held it (``sent_on``: released later)
-    dropped_by: str | None = None  # the rule that dropped a frame the bridge made
-
-
-#: what became of a frame, in the order the legend tells them
-FATES = ("passed", "rewritten", "dropped", "held", "synthesized")
-MARKS = {"passed": "·", "rewritten": "~", "dropped": "-", "held": ">", "synthesized": "+"}
-_MEANING = {
-    "passed": "as sent",
-    "rewritten": "rewritten",
-    "dropped": "dropped on purpose",
-    "held": "held",
-    "synthesized": "synthesized",
-}
-#: SGR colours; a frame dropped on purpose is blue, not an error's red
-_COLOURS = {
-    "passed": "2",
-    "rewritten": "33",
-    "dropped": "34",
-    "held": "35",
-    "synthesized": "32",
-    "rule": "36",
-    "head": "1",
-}
-
-
-def fate(r: Row) -> str:
-    """What became of the frame: dropped (held and never sent too), synthesized (the bridge
-    made it), held (sent later), rewritten, or passed as sent."""
-    held = r.held_by is not None or r.action == "held"
-    if r.action == "dropped" or r.dropped_by is not None or (held and not r.sent_on):
-        return "dropped"
-    if r.action == "synthesized":
-        return "synthesized"
-    if held:
-        return "held"
-    return "rewritten" if r.rules or r.got is not None else "passed"
-
-
-def rules_of(r: Row) -> list[str]:
-    """The rules behind the row's fate, in the order they acted (escaped): the one that
-    dropped it; else the one that made it, those that rewrote it, the one that held it."""
-    held = r.held_by or (r.by if r.action == "held" else None)
-    if fate(r) == "dropped":
-        names = [r.dropped_by or held or r.by]
-    else:
-        names = [r.by if r.action == "synthesized" else None, *r.rules, held]
-    return list(dict.fromkeys(escape(str(n)) for n in names if n))
-
-
-def _paint(text: str, what: str, colour: bool) -> str:
-    return f"\x1b[{_COLOURS[what]}m{text}\x1b[0m" if colour and text else text
-
-
-def wrap(text: str, width: int, **kw: Any) -> list[str]:
-    """``text`` in lines of at most ``width`` columns, broken between words only (a rule
-    name is never broken at its hyphens; a word longer than a line is)."""
-    return textwrap.wrap(text, max(1, width), break_on_hyphens=False, **kw) or [""]
-
-
-def _fit(text: str, width: int, lines: int) -> list[str]:
-    """``text`` wrapped to ``width``, at most ``lines`` lines, the last cut with an
-    ellipsis when there was more."""
-    out = wrap(text, width)
-    if len(out) > lines:
-        rest = " ".join(out[lines - 1 :])
-        out = [*out[: lines - 1], clip(rest, width)]
-    return out
+    grid = Table.grid(padding=(0, 1))
+    for i, w in enumerate(widths):
+        wraps = wrap_last and i == len(widths) - 1
+        grid.add_column(width=w or None, justify="right" if i == 0 else "left", no_wrap=not wraps)
+    return grid
 
 
 def legend(width: int, colour: bool = False) -> str:
     """The marks and their colours, wrapped between items."""
-    items = [(f"{MARKS[f]} {_MEANING[f]}", f) for f in FATES]
-    lines, cur, n, sep = [], "legend:", len("legend:"), " "
-    for text, what in items:
-        if n + len(sep) + len(text) > width:
-            lines.append(cur)
-            cur, n, sep = " " * 7, 7, " "
-        cur, n = f"{cur}{sep}{_paint(text, what, colour)}", n + len(sep) + len(text)
-        sep = "  "
-    return "\n".join([*lines, cur])
+    from rich.columns import Columns
+    from rich.text import Text
+
+    from bridge.render import beside, render
+
+    items = [Text.styled(f"{MARKS[f]} {MEANING[f]}", STYLES[f]) for f in FATES]
+    line = beside([(Text("legend:"), Columns(items, padding=(0, 2)))])
+    return render(line, width=width, colour=colour)
 
 
 # -- every frame (--all) ----------------------------------------------------------------
@@ -205,33 +83,50 @@ _ARROW = {"up": "client → cbc", "down": "cbc → client"}
 def render_rows(rows: list[Row], width: int, colour: bool = False) -> str:
     """The timeline, wrapped (never cut) to ``width`` columns: each frame with who sent it,
     what it was and, when the bridge touched it, the rules that did and what it became."""
-    indent = " " * 25
-    text_w = max(20, width - len(indent))
-    head = wrap("what was sent (→ what the other side received)", text_w)
-    out = [
-        _paint(f"{'t (s)':>6}   {'direction':<15} {head[0]}", "head", colour),
-        *(_paint(indent + h, "head", colour) for h in head[1:]),
-        "-" * min(width, 100),
-    ]
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from bridge.render import render
+
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        padding=0,
+        expand=True,
+        header_style=STYLES["head"],
+    )
+    table.add_column("t (s)", justify="right", width=6, no_wrap=True)
+    table.add_column("", width=1, no_wrap=True)
+    table.add_column("direction", width=15, no_wrap=True)
+    table.add_column("what was sent (→ what the other side received)", overflow="fold")
     for r in rows:
-        out += _row_lines(r, indent, text_w, colour)
-    return "\n".join(out)
+        shown = fate(r)
+        mark = Text.styled(MARKS[shown], STYLES[shown])
+        table.add_row(Text(f"{r.t:6.2f}"), mark, Text(_arrow(r)), _frame(r, shown))
+    return render(table, width=width, colour=colour)
 
 
-def _row_lines(r: Row, indent: str, text_w: int, colour: bool) -> list[str]:
-    shown = fate(r)
-    first = wrap(r.sent or "(nothing)", text_w)
-    mark = _paint(MARKS[shown], shown, colour)
-    lines = [f"{r.t:6.2f} {mark} {_arrow(r):<15} " + _paint(first[0], shown, colour)]
-    lines += [indent + _paint(x, shown, colour) for x in first[1:]]
+def _frame(r: Row, shown: str) -> RenderableType:
+    """What was sent, what the bridge did to it and what the other side received."""
+    from rich.console import Group
+    from rich.text import Text
+
     said = _what_the_bridge_did(r)
-    if said:
-        for x in wrap("↳ " + "; ".join(said), text_w, subsequent_indent="  "):
-            lines.append(indent + _paint(x, "rule", colour))
-    if r.got is not None:
-        for x in wrap("→ " + r.got, text_w, subsequent_indent="  "):
-            lines.append(indent + _paint(x, shown, colour))
-    return lines
+    return Group(
+        Text.styled(r.sent or "(nothing)", STYLES[shown]),
+        *([_marked("↳", "; ".join(said), "rule")] if said else []),
+        *([_marked("→", r.got, shown)] if r.got is not None else []),
+    )
+
+
+def _marked(mark: str, text: str, style: str) -> Table:
+    """``mark``, and ``text`` wrapped beside it (each line as far in), in ``style``."""
+    from rich.text import Text
+
+    from bridge.render import beside
+
+    return beside([(Text.styled(mark, STYLES[style]), Text.styled(text, STYLES[style]))], True)
 
 
 def _arrow(r: Row) -> str:
@@ -256,124 +151,6 @@ def _what_the_bridge_did(r: Row) -> list[str]:
     return said
 
 
-# -- the summary: one screen --------------------------------------------------------------
-
-
-@attrs.define
-class Entry:
-    """One line of the summary: a frame, or frames of one phase that met the same fate from
-    the same rules."""
-
-    t: float
-    fate: str
-    who: str  # client, cbc, bridge
-    rules: tuple[str, ...]
-    labels: list[str]  # each frame's type (system frames: their subtype)
-    what: str  # one frame: its summary
-    delta: str | None = None  # what the other side received instead, as a change
-
-
-def _label(summary: str) -> str:
-    return summary.split(" ", 1)[0].removeprefix("system/")
-
-
-def _short(summary: str) -> str:
-    return summary.removeprefix("system/")
-
-
-def _who(r: Row) -> str:
-    """Who sent the frame: the client, cbc, the bridge (to the client, or to cbc)."""
-    if r.action == "synthesized":
-        return "bridge" if r.direction == "down" else "to cbc"
-    return "client" if r.direction == "up" else "cbc"
-
-
-#: a word of a summary: ``key=value`` (the value runs to the next `` key=``) or a bare word
-_TOKEN = re.compile(r"[^\s=,]+=.*?(?=\s[^\s=,]+=|$)|[^\s,]+")
-
-
-def delta(sent: str, got: str) -> str:
-    """What the other side received, as a change of what was sent: ``key=value`` for a
-    value changed, ``+word`` added, ``-word`` removed (the whole ``got`` when its type
-    differs)."""
-    a, b = _TOKEN.findall(sent), _TOKEN.findall(got)
-    if a[:1] != b[:1]:
-        return got
-    keys = {t.split("=", 1)[0] for t in a if "=" in t}
-    bkeys = {t.split("=", 1)[0] for t in b if "=" in t}
-    out = [t if t.split("=", 1)[0] in keys else "+" + t for t in b[1:] if t not in a]
-    out += ["-" + t for t in a[1:] if t not in b and t.split("=", 1)[0] not in bkeys]
-    return " ".join(map(_brief, out)) or got
-
-
-def _brief(token: str) -> str:
-    """A ``key=value`` word with its value cut short (an id is long, and says little)."""
-    key, eq, value = token.partition("=")
-    return f"{key}={clip(value, 16)}" if eq else token
-
-
-def folded(rows: Sequence[Row]) -> dict[str, tuple[int, int, str]]:
-    """The rules that rewrote nearly every frame of a peer (at least 5, and three in four):
-    named once, above the summary, instead of on every line. Rule -> (frames it rewrote,
-    frames that peer sent, the peer)."""
-    out: dict[str, tuple[int, int, str]] = {}
-    for direction, who in (("up", "the client"), ("down", "cbc")):
-        peer = [r for r in rows if r.direction == direction and r.action != "synthesized"]
-        counts = Counter(rule for r in peer for rule in dict.fromkeys(r.rules))
-        for rule, n in counts.items():
-            if n >= 5 and 4 * n >= 3 * len(peer):
-                out[escape(rule)] = (n, len(peer), who)
-    return out
-
-
-def entries(rows: Sequence[Row], fold: Mapping[str, Any] = {}, gap: float = 5.0) -> list[Entry]:
-    """The summary's lines: the client's own frames (context), and every frame the bridge
-    changed (the ``fold`` rules aside), dropped, held or made. Within a phase (from one
-    client line, or a pause of ``gap`` seconds, to the next) the frames of one fate and
-    sender share a line when the same rules rewrote them, or the same rule made or dropped
-    them; a frame whose content changed has a line of its own."""
-    out: list[Entry] = []
-    phase: dict[tuple[str, str, tuple[str, ...]], Entry] = {}
-    last_t: float | None = None
-    for r in rows:
-        e = _entry(r, fold)
-        if e.who == "client" or (last_t is not None and r.t - last_t >= gap):
-            phase = {}
-        last_t = r.t
-        if e.who != "client" and not e.rules:
-            continue  # nothing left to say: passed as sent, or only a folded rule touched it
-        key = (e.fate, e.who, e.rules[:1] if e.fate in ("dropped", "synthesized") else e.rules)
-        into = phase.get(key) if e.delta is None and e.who != "client" else None
-        if into is not None:
-            into.labels += e.labels
-            into.rules += tuple(x for x in e.rules if x not in into.rules)
-            continue
-        out.append(e)
-        if e.delta is None:
-            phase[key] = e
-    return out
-
-
-def _entry(r: Row, fold: Mapping[str, Any]) -> Entry:
-    """The row on a line of its own (the ``fold`` rules left out)."""
-    f = fate(r)
-    change = delta(r.sent, r.got) if r.got is not None and f != "dropped" else None
-    rules = tuple(x for x in rules_of(r) if x not in fold)
-    return Entry(r.t, f, _who(r), rules, [_label(r.sent)], _short(r.sent), change)
-
-
-def _what(e: Entry) -> str:
-    """The entry's frames: one frame's summary, or each type with its count; who sent them
-    when it was not cbc (the client's; the bridge's own, to cbc)."""
-    counts = Counter(e.labels)
-    what = (
-        e.what
-        if len(e.labels) == 1
-        else ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in counts.items())
-    )
-    return {"client": "client: ", "to cbc": "to cbc: "}.get(e.who, "") + what
-
-
 #: the columns before a summary line's frames: its time and mark
 _LEAD = 9
 
@@ -388,91 +165,81 @@ def render_summary(
     line with its time, mark, sender, frames and the rules behind it, the client's own
     lines for context; the rules that touched nearly every frame said once, above
     (``about``: what a rule does, in a sentence). At most ``width`` columns."""
+    from rich.text import Text
+
+    from bridge.render import render
+
     fold = folded(rows)
     es = entries(rows, fold)
     rule_w = min(22, max((len(x) + 1 for e in es for x in e.rules), default=4))
-    what_w = max(20, width - _LEAD - 2 - rule_w)
-    out = _fold_lines(fold, width, colour, about)
-    head = f"{'t (s)':>6}   {'frames (from cbc, unless said)':<{what_w}}  rule"
-    out.append(_paint(head, "head", colour))
+    widths = (6, 1, max(20, width - _LEAD - 2 - rule_w), rule_w + 1)
+    head = _grid(*widths)
+    head.add_row(*(Text.styled(x, STYLES["head"]) for x in _HEAD))
+    out: list[RenderableType] = [*_fold_lines(fold, width, about), head]
     last = ""
     for e in es:
         t = f"{e.t:6.2f}"
-        if out and last and e.t - float(last) >= 5.0:
-            out.append(_paint(f"{'':>6} ⋮ {e.t - float(last):.1f} s later", "passed", colour))
-        out += _entry_lines(e, t if t != last else "", (what_w, rule_w, width), colour)
+        if last and e.t - float(last) >= 5.0:
+            out.append(_gap(e.t - float(last)))
+        out.append(_entry_line(e, t if t != last else "", widths, width))
         last = t
-    left = sum(
-        1 for r in rows if _who(r) != "client" and not [x for x in rules_of(r) if x not in fold]
-    )
+    left = passed_as_sent(rows, fold)
     if left:
-        out.append(f"({left} more frame{'s' * (left != 1)} passed as sent: --all lists them)")
-    return "\n".join(out)
+        out.append(Text(f"({left} more frame{'s' * (left != 1)} passed as sent: --all lists them)"))
+    return render(*out, width=width, colour=colour)
+
+
+def _gap(seconds: float) -> Table:
+    """The line that says the time jumps."""
+    from rich.text import Text
+
+    line = _grid(6, 1, 0)
+    line.add_row("", *(Text.styled(x, STYLES["passed"]) for x in ("⋮", f"{seconds:.1f} s later")))
+    return line
+
+
+#: the summary's column heads
+_HEAD = ("t (s)", "", "frames (from cbc, unless said)", " rule")
 
 
 def _fold_lines(
-    fold: Mapping[str, tuple[int, int, str]], width: int, colour: bool, about: Mapping[str, str]
-) -> list[str]:
+    fold: Mapping[str, tuple[int, int, str]], width: int, about: Mapping[str, str]
+) -> list[Text]:
+    """Each folded rule in a sentence of at most two lines."""
+    from rich.text import Text
+
+    from bridge.render import clamp
+
     out = []
     for rule, (n, total, who) in fold.items():
         does = f": {escape(about[rule])}" if rule in about else ""
-        text = f"{rule} rewrote {n} of {who}'s {total} frames (not repeated below){does}."
-        lines = _fit(text, width, 2)
-        first = lines[0].replace(rule, _paint(rule, "rule", colour), 1)
-        out += [first, *lines[1:]]
+        said = f" rewrote {n} of {who}'s {total} frames (not repeated below){does}."
+        out.append(clamp(Text.assemble((rule, STYLES["rule"]), said), width, 2))
     return out
 
 
-def _entry_lines(e: Entry, t: str, widths: tuple[int, int, int], colour: bool) -> list[str]:
-    """An entry's lines: its frames (and what the other side received instead) on the
-    left, one line each, cut to fit; its rules on the right, as many lines as they take
-    (a name is never cut at a hyphen); no rules: the frames take the whole line."""
-    what_w, rule_w, width = widths
-    if not e.rules and e.delta is None:
-        what_w = width - _LEAD
-    left = [clip(_what(e), what_w)]
+def _entry_line(e: Entry, t: str, widths: tuple[int, ...], width: int) -> Table:
+    """An entry: its frames (and what the other side received instead), one line each, cut
+    to fit; its rules on the right, as many lines as they take (a name is never cut at a
+    hyphen); no rules: the frames take the whole line."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    what = Text.styled(described(e), STYLES[e.fate])
     if e.delta is not None:
-        left.append(clip("→ " + e.delta, what_w))
-    right = wrap(", ".join(e.rules), rule_w) if e.rules else []
-    lines = []
-    for i in range(max(len(left), len(right))):
-        text = left[i] if i < len(left) else ""
-        cell = _paint(text, e.fate, colour) + " " * (what_w - len(text))
-        mark = _paint(MARKS[e.fate], e.fate, colour)
-        start = f"{t:>6} {mark} " if i == 0 else " " * _LEAD
-        rule = _paint(right[i], "rule", colour) if i < len(right) else ""
-        lines.append(f"{start}{cell}  {rule}".rstrip())
-    return lines
+        what.append("\n→ " + e.delta, STYLES[e.fate])
+    cells: list[RenderableType] = [Text(t), Text.styled(MARKS[e.fate], STYLES[e.fate]), what]
+    if not e.rules and e.delta is None:
+        line = _grid(6, 1, width - _LEAD)
+    else:
+        line = _grid(*widths, wrap_last=True)
+        rules = Text.styled(", ".join(e.rules), STYLES["rule"])
+        cells.append(Padding(rules, (0, 0, 0, 1)))  # two columns apart from the frames
+    line.add_row(*cells)
+    return line
 
 
 # -- the verdict ----------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Counts:
-    """The session in numbers, as the client and cbc saw it."""
-
-    received: int  # frames the client received
-    changed: int  # of those, rewritten, held or made by the bridge
-    rules: int  # the rules that changed them
-    sent: int  # frames cbc sent
-    dropped: int  # of those, never sent on
-    made: int  # frames the bridge made
-
-
-def counts(rows: Sequence[Row], received: int) -> Counts:
-    down = [r for r in rows if r.direction == "down"]
-    reached = [r for r in down if r.sent_on]
-    changed = [r for r in reached if fate(r) != "passed"]
-    peer = [r for r in down if r.action != "synthesized"]
-    return Counts(
-        received,
-        len(changed),
-        len({x for r in changed for x in rules_of(r)}),
-        len(peer),
-        sum(1 for r in peer if fate(r) == "dropped"),
-        sum(1 for r in down if r.action == "synthesized"),
-    )
 
 
 def verdict(
@@ -480,6 +247,10 @@ def verdict(
 ) -> str:
     """The closing lines: what cbc sent and the bridge did, then the verdict on what the
     client saw (``violations``: the contract check's count; None: not checked)."""
+    from rich.text import Text
+
+    from bridge.render import hanging, render
+
     checked = (
         "the contract not checked (ccbridge check is not installed)"
         if violations is None
@@ -487,59 +258,67 @@ def verdict(
     )
     did = f"cbc sent {c.sent} frames: the bridge dropped {c.dropped} on purpose and made {c.made}."
     said = (
-        f"verdict: the client saw a Claude Code {target} session: {c.received} frames, "
+        f"the client saw a Claude Code {target} session: {c.received} frames, "
         f"{c.changed} changed by {c.rules} rules, {checked}"
     )
-    said_lines = wrap(said, width, subsequent_indent="  ")
-    said_lines[0] = said_lines[0].replace("verdict:", _paint("verdict:", "head", colour), 1)
-    return "\n".join([*wrap(did, width), *said_lines])
+    verdict = Text.assemble(("verdict:", STYLES["head"]), " ", said)
+    return render(Text(did), hanging(verdict, width, 2), width=width, colour=colour)
 
 
 # -- the statistics -------------------------------------------------------------------------
 
-#: the statistics columns shown on their own; any other count goes in the last column
+#: the statistics columns of the rules' table; any other count goes in the table below it
 _MAIN = ("rewritten", "dropped", "synthesized", "held", "released")
 
 
-def stats_table(stats: dict[str, Any], width: int = 80) -> str:
-    """The bridge's statistics as a small table of at most ``width`` columns: frames per
-    direction, then per rule the counts that are not zero (the other counts after the
-    main ones, on the lines below when they do not fit). A counter's name can be a peer's
-    (an unknown frame's type): every name and count is escaped (``compat.text.escape``) and
-    cut to the width."""
-    frames = stats.get("frames", {})
-    lines = [f"{'frames':<8}{'in':>6}{'out':>6}"]
+def stats_table(stats: dict[str, Any], width: int = 80, colour: bool = False) -> str:
+    """The bridge's statistics as small tables of at most ``width`` columns: frames per
+    direction; per rule the main counts that are not zero; then every other count that is
+    not zero, by rule. A counter's name can be a peer's (an unknown frame's type): every
+    name and count is escaped (``compat.text.escape``), and cut to fit."""
+    from rich.text import Text
+
+    from bridge.render import render
+
+    frames = _table(("frames", "left", 0, 0), ("in", "right", 5, 0), ("out", "right", 5, 0))
     for d in ("up", "down"):
-        f = frames.get(d, {})
-        lines.append(f"{d:<8}{escape(str(f.get('in', 0))):>6}{escape(str(f.get('out', 0))):>6}")
-    rules = {
-        clip(escape(str(k)), 24): v
-        for k, v in (stats.get("rules") or {}).items()
-        if isinstance(v, dict) and any(v.values())
-    }
-    if rules:
-        w = max(len(r) for r in [*rules, "rule"])
-        lines += ["", f"{'rule':<{w}} " + " ".join(_MAIN) + "  other"]
-        for rule, counts in sorted(rules.items()):
-            lines += _stats_row(rule, w, counts, width)
-    return "\n".join(lines)
+        f = stats.get("frames", {}).get(d, {})
+        frames.add_row(Text(d), *(Text(escape(str(f.get(k, 0)))) for k in ("in", "out")))
+    parts: list[RenderableType] = [frames]
+    for table in _rule_tables(stats.get("rules") or {}):
+        parts += ["", table] if table.row_count else []
+    return render(*parts, width=width, colour=colour)
 
 
-def _stats_row(rule: str, w: int, counts: dict[Any, Any], width: int) -> list[str]:
-    """One rule's counts: the main columns, then every other count by (escaped) name, on
-    the lines below when they do not fit."""
-    main = " ".join(f"{clip(escape(str(counts.get(c, 0) or '')), len(c)):>{len(c)}}" for c in _MAIN)
-    head = f"{rule:<{w}} {main}"
-    other = [
-        clip(f"{escape(str(k))} {escape(str(n))}", width - w - 1)
-        for k, n in sorted(counts.items(), key=lambda kv: str(kv[0]))
-        if k not in _MAIN and n
-    ]
-    lines, line = [], head.rstrip()
-    for i, item in enumerate(other):
-        sep = " " * (len(head) + 2 - len(line)) if i == 0 else ", "
-        if len(line) + len(sep) + len(item) > width:
-            lines.append(line)
-            line, sep = " " * (w + 1), ""
-        line += sep + item
-    return [*lines, line]
+def _rule_tables(rules: dict[Any, Any]) -> tuple[Table, Table]:
+    """Per rule (escaped), its main counts; and its other counts, one a line."""
+    from rich.text import Text
+
+    main = _table(("rule", "left", 0, 24), *((c, "right", len(c), len(c)) for c in _MAIN))
+    other = _table(("rule", "left", 0, 24), ("other count", "left", 0, 0), ("n", "right", 0, 12))
+    other.columns[1].no_wrap = False  # the column that gives way (a peer's name can be long)
+    shown = {escape(str(k)): v for k, v in rules.items() if isinstance(v, dict) and any(v.values())}
+    for rule, counts in sorted(shown.items()):
+        main.add_row(Text(rule), *(Text(escape(str(counts.get(c, 0) or ""))) for c in _MAIN))
+        more = sorted(((str(k), n) for k, n in counts.items() if k not in _MAIN and n), key=_first)
+        for i, (k, n) in enumerate(more):
+            other.add_row(Text(rule if i == 0 else ""), Text(escape(k)), Text(escape(str(n))))
+    return main, other
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]
+
+
+def _table(*columns: tuple[str, JustifyMethod, int, int]) -> Table:
+    """A table without lines, its heads in bold, two spaces between columns, each column
+    (head, justify, at least, at most: 0 for no bound) on one line: what is too long is cut
+    with an ellipsis."""
+    from rich.table import Table
+
+    table = Table(box=None, padding=(0, 1), pad_edge=False, header_style=STYLES["head"])
+    for head, justify, least, most in columns:
+        table.add_column(
+            head, justify=justify, min_width=least or None, max_width=most or None, no_wrap=True
+        )
+    return table

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import inspect
 import re
-import shutil
 import sys
-import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.cli import Parser, parser
 from compat.exits import Exit
 from compat.profiles import PROFILES, describe, options_of
 from compat.stage import REGISTRY, Stage
 from compat.text import escape
+
+if TYPE_CHECKING:  # rich loads only when the list is drawn (bridge.render)
+    from rich.console import RenderableType
 
 #: a field of a rule class, with the ``#:`` comment lines right above it
 _FIELD = re.compile(r"((?:^[ \t]*#:.*\n)+)^[ \t]*(\w+)\s*:", re.MULTILINE)
@@ -57,25 +58,49 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return Exit.USAGE
-    _print_rules(rows, args.ids)
+    print(rule_list(rows, args.ids))
     if not args.ids:
         print()
-        for name, dirs in PROFILES.items():
-            for direction, stages in dirs.items():
-                print(f"{name} {direction}: {' > '.join(stages) or '(none)'}")
+        print(profile_list())
     return 0
 
 
-def _print_rules(rows: list[tuple[str, str, tuple[str, ...]]], ids: list[str]) -> None:
-    """Each rule (of ``ids``, when any): its modes, what it does, its options."""
-    width = min(shutil.get_terminal_size((100, 24)).columns, 100)
+def rule_list(
+    rows: list[tuple[str, str, tuple[str, ...]]], ids: list[str], width: int | None = None
+) -> str:
+    """Each rule (of ``ids``, when any): its id and modes, then what it does and its
+    options, indented, wrapped between words to ``width`` columns (default: the
+    terminal's, 80 when it is not one, at most 100; ``bridge.render``)."""
+    from rich.padding import Padding
+    from rich.text import Text
+
+    from bridge.render import render
+
+    parts: list[RenderableType] = []
     for rule, summary, modes in rows:
         if ids and rule not in ids:
             continue
-        print(f"{rule}  [{'|'.join(('on', *[m for m in modes if m != 'on']))}|off]")
-        print(textwrap.fill(summary, width, initial_indent="    ", subsequent_indent="    "))
-        for name, default in options_of(rule):
-            print(f"    --rule {rule}.{name}={default!s}")
+        parts.append(Text(f"{rule}  [{'|'.join(('on', *[m for m in modes if m != 'on']))}|off]"))
+        said = [
+            summary,
+            *(f"--rule {rule}.{name}={default!s}" for name, default in options_of(rule)),
+        ]
+        parts += [Padding(Text(x), (0, 0, 0, 4)) for x in said]
+    return render(*parts, width=width) if parts else ""
+
+
+def profile_list(width: int | None = None) -> str:
+    """Each profile's stage order, per direction, wrapped beside its name."""
+    from rich.text import Text
+
+    from bridge.render import beside, render
+
+    orders = [
+        (Text(f"{name} {direction}:"), Text(" > ".join(stages) or "(none)"))
+        for name, dirs in PROFILES.items()
+        for direction, stages in dirs.items()
+    ]
+    return render(beside(orders), width=width)
 
 
 def _field_notes(cls: type[Stage]) -> dict[str, str]:

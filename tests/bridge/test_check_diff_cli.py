@@ -97,7 +97,10 @@ def test_check_exit_codes(
     assert run(["check", "--no-such-flag", str(bad)], capsys)[0] == 2
 
 
-def test_check_json_and_rules(reference: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_json_and_rules(
+    reference: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run(["check", "--json", str(reference / CBC_WORKFLOW)], capsys)
     doc = json.loads(out)
     assert code == 1
@@ -106,7 +109,9 @@ def test_check_json_and_rules(reference: Path, capsys: pytest.CaptureFixture[str
     assert {v["rule"] for v in doc["violations"]} == set(doc["counts"])
     code, out, _ = run(["check", "--rules"], capsys)
     assert code == 0
-    assert [ln.split()[0] for ln in out.splitlines()] == list(RULES)
+    # each rule id at the start of a line, what it checks beside it (wrapped: indented)
+    assert [ln.split()[0] for ln in out.splitlines() if ln[:1] != " "] == list(RULES)
+    assert all(len(ln) <= 80 for ln in out.splitlines())  # COLUMNS=80
     assert json.loads(run(["check", "--rules", "--json"], capsys)[1]) == RULES
 
 

@@ -4,6 +4,7 @@ the drop-in finds (or fails to find) its backend, the demo runs end to end."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,7 +54,7 @@ def test_rules_lists_modes_options_and_order(capsys: pytest.CaptureFixture[str])
     assert "--rule user-line.settle=0.2" in out
     assert "--rule late-progress.grace=5.0" in out
     assert "user-line._held" not in out  # state, not an option
-    assert "cbc-to-claude up: stdin-vocabulary > user-line" in out
+    assert re.search(r"^cbc-to-claude up: +stdin-vocabulary > user-line", out, re.M)
     assert cli.main(["rules", "user-line"]) == 0
     one = capsys.readouterr().out
     assert one.startswith("user-line  [on|off]")

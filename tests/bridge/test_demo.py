@@ -7,18 +7,21 @@ rule name never broken at a hyphen), and the statistics as a table; colour only 
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from analysis.contract import check
-from bridge import demo, demo_render
-from bridge.demo_render import Row
+from bridge import demo, demo_render, demo_rows
+from bridge.demo_rows import Row
 from compat import capture
 
 from .test_cli import BIN, run
+from .test_colour import Terminal
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 BUNDLED = Path(demo.__file__).parent / "data" / "demo-session.jsonl"
@@ -81,7 +84,7 @@ def test_every_touched_frame_names_its_rules(rows: list[Row], session: capture.C
         "progress-final",
     )
     assert killed.sent_on
-    assert demo_render.fate(killed) == "synthesized"
+    assert demo_rows.fate(killed) == "synthesized"
     # every frame the client received is a row that reached it
     received = len(session.lines("client_out"))
     assert sum(1 for r in rows if r.direction == "down" and r.sent_on) == received
@@ -178,22 +181,22 @@ def test_wrapped_to_the_width(rows: list[Row], width: int) -> None:
 
 def test_fates_marks_and_the_legend() -> None:
     made = Row(1.0, "down", "", action="synthesized", by="a-rule", sent_on=True)
-    assert demo_render.fate(made) == "synthesized"
+    assert demo_rows.fate(made) == "synthesized"
     made.dropped_by = "b-rule"
-    assert (demo_render.fate(made), demo_render.rules_of(made)) == ("dropped", ["b-rule"])
+    assert (demo_rows.fate(made), demo_rows.rules_of(made)) == ("dropped", ["b-rule"])
     held = Row(1.0, "down", "x", rules=["r1"], action="held", by="h", held_by="h")
-    assert demo_render.fate(held) == "dropped"  # held, never sent
+    assert demo_rows.fate(held) == "dropped"  # held, never sent
     held.sent_on = True
-    assert (demo_render.fate(held), demo_render.rules_of(held)) == ("held", ["r1", "h"])
-    assert demo_render.fate(Row(1.0, "up", "x")) == "passed"
-    assert demo_render.fate(Row(1.0, "up", "x", got="y")) == "rewritten"
+    assert (demo_rows.fate(held), demo_rows.rules_of(held)) == ("held", ["r1", "h"])
+    assert demo_rows.fate(Row(1.0, "up", "x")) == "passed"
+    assert demo_rows.fate(Row(1.0, "up", "x", got="y")) == "rewritten"
     assert demo_render.legend(80).count("\n") == 0
     assert demo_render.legend(40).count("\n") >= 1
     assert all(len(x) <= 40 for x in demo_render.legend(40).splitlines())
 
 
 def test_delta_says_what_changed() -> None:
-    d = demo_render.delta
+    d = demo_rows.delta
     assert (
         d(
             "system/task_started workflow_name=path:f.js task_type=local_workflow",
@@ -229,9 +232,11 @@ def test_statistics_fit_the_width() -> None:
     for width in (80, 100):
         table = demo.stats_table(stats, width)
         assert all(len(line) <= width for line in table.splitlines()), table
-        assert "auto-turn 1" in table
-        assert "late-duplicate 2" in table
-        assert "…" in table  # the peer's endless name, cut
+        # the other counts, by rule: each name with its count on its line
+        assert re.search(r"^interrupt-terminal +auto-turn +1$", table, re.M), table
+        assert re.search(r"^ +late-duplicate +2$", table, re.M), table
+        assert re.search(r"^vocabulary +dropped:x+… +2$", table, re.M), table  # cut, counted
+        assert re.search(r"^r{23}… +10{7}…$", table, re.M), table  # a rule and a count, cut
 
 
 def test_what_the_stream_sent_is_escaped_everywhere() -> None:
@@ -252,9 +257,45 @@ def test_what_the_stream_sent_is_escaped_everywhere() -> None:
 
 
 def test_the_verdict_counts_what_the_client_saw(rows: list[Row]) -> None:
-    c = demo_render.counts(rows, 16)
+    c = demo_rows.counts(rows, 16)
     assert (c.received, c.changed, c.rules, c.sent, c.dropped, c.made) == (16, 16, 13, 20, 9, 5)
     text = demo_render.verdict(c, "2.1.220", 2, 80)
     assert "2 contract violations" in text
     assert "not checked" in demo_render.verdict(c, "2.1.220", None, 80)
     assert all(len(line) <= 80 for line in text.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("env", "flag", "coloured"),
+    [
+        ({"FORCE_COLOR": "1"}, "never", False),  # --color never beats FORCE_COLOR
+        ({"FORCE_COLOR": "1"}, "auto", True),
+        ({"NO_COLOR": "1", "TERM": "dumb"}, "always", True),
+        ({"NO_COLOR": "1"}, "auto", False),
+    ],
+)
+@pytest.mark.parametrize("every", [False, True])
+def test_the_report_is_coloured_as_decided(
+    kept: tuple[Path, str],
+    session: capture.Capture,
+    source: capture.Capture,
+    monkeypatch: pytest.MonkeyPatch,
+    env: dict[str, str],
+    flag: str,
+    coloured: bool,
+    every: bool,
+) -> None:
+    """The whole report (both views, the statistics too) on a terminal of 80 columns: the
+    colour ``bridge.colour`` decides, whatever rich would make of the environment."""
+    for name in ("NO_COLOR", "FORCE_COLOR", "TERM", "COLORTERM", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in {"COLUMNS": "80", **env}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    args = argparse.Namespace(color=flag, all=every, capture=None)
+    work = str(kept[0] / "work")
+    text = demo._report(args, session, source, str(BUNDLED), 0, work, 0)
+    assert bool(ANSI.search(text)) is coloured
+    assert "\x1b" in text if coloured else "\x1b" not in text
+    assert ("bridge statistics" in text) is every
+    assert all(len(ANSI.sub("", line)) <= 80 for line in text.splitlines())

@@ -41,10 +41,11 @@ LATE = (
     "cattrs",
 )
 #: the layers a session never imports (issue 10: the runtime is lean)
-#: (shtab: ``ccbridge completion`` alone imports it)
-TOOL_LAYERS = {"analysis", "harness", "h11", "hypothesis", "msgspec.yaml", "shtab"}
+#: (shtab: ``ccbridge completion`` alone imports it; rich: the tool commands' renderers,
+#: ``bridge.render``)
+TOOL_LAYERS = {"analysis", "harness", "h11", "hypothesis", "msgspec.yaml", "shtab", "rich"}
 #: ... and what ``--version`` / ``--help`` never import
-HEAVY = (*LATE, "bridge.config", "cattrs", "shtab")
+HEAVY = (*LATE, "bridge.config", "cattrs", "shtab", "rich", "bridge.render")
 
 
 def _modules_after(code: str, env: dict[str, str] | None = None) -> dict[str, object]:

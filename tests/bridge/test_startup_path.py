@@ -18,7 +18,9 @@ PROBE = r"""
 import json, sys
 import bridge.launch as launch
 def spawn(*a, **k):
-    heavy = ("trio", "bridge.proxy", "bridge.driver", "compat.engine", "compat.stages", "shtab")
+    heavy = (
+        "trio", "bridge.proxy", "bridge.driver", "compat.engine", "compat.stages", "shtab", "rich"
+    )
     print(json.dumps(sorted(m for m in heavy if m in sys.modules)), flush=True)
     raise SystemExit(0)
 launch.spawn = spawn
