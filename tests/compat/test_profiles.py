@@ -31,9 +31,9 @@ def test_stage_order_matches_the_profile_lists() -> None:
         "max-turns",
         "init-once",
         "tool-errors",
+        "bash-output",
         "private-fields",
         "vocabulary",
-        "frame-fields",
     ]
     assert build("identity") == ([], [])
 

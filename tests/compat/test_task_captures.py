@@ -320,12 +320,13 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:7] == (
+    assert down[:8] == (
         "session",
         "foreign-init",
         "max-turns",
         "init-once",
         "tool-errors",
+        "bash-output",
         "private-fields",
         "vocabulary",
     )
