@@ -58,7 +58,13 @@ def help_text() -> str:
     from compat.env import ENV_TABLE
 
     translated = [(c, b, n) for c, b, n in TRANSLATION_TABLE if b != "-"]
-    dropped = [(c, n) for c, b, n in TRANSLATION_TABLE if b == "-"]
+    quiet = (ACTIONS["ignore"], ACTIONS["stdio"])  # left out, nothing lost: said at info
+    dropped = [(c, n) for c, b, n in TRANSLATION_TABLE if b == "-" and not n.startswith(quiet)]
+    unneeded = [  # (--permission-prompt-tool: only its value stdio loses nothing)
+        c.replace(" <v>", " stdio")
+        for c, b, n in TRANSLATION_TABLE
+        if b == "-" and n.startswith(quiet)
+    ]
     # (Claude option, what happens) one per line; plain pass-through needs no words
     return "\n".join(
         [
@@ -76,6 +82,9 @@ def help_text() -> str:
             "",
             "Claude options accepted and dropped with one warning on stderr:",
             *(f"  {c}" for c, _ in dropped),
+            "",
+            "Claude options accepted and left out, nothing lost (said at CCBRIDGE_LOG=info):",
+            *(f"  {c}" for c in unneeded),
             "",
             "Other options: passed on when cbc declares them (and does not leave stream-json",
             "mode: --serve, --acp, --bg... are dropped), else dropped with a warning.",

@@ -179,3 +179,17 @@ def test_the_js_sdk_runs_it_the_documented_ways(way: str, tmp_path: Path) -> Non
         return
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout.splitlines()[-1])["result"] == "from fake claude"
+
+
+def test_help_tells_warned_options_from_those_left_out_with_nothing_lost() -> None:
+    """The options the SDKs and editor adapters always pass and cbc needs not (said at
+    info) are not listed among the ones dropped with a warning."""
+    from bridge.dropin import help_text
+
+    text = help_text()
+    warned = text.split("dropped with one warning on stderr:")[1].split("\n\n")[0]
+    quiet = text.split("left out, nothing lost")[1].split("\n\n")[0]
+    assert "--allow-dangerously-skip-permissions" in quiet
+    assert "--permission-prompt-tool stdio" in quiet
+    assert "--allow-dangerously-skip-permissions" not in warned
+    assert "--max-budget-usd" in warned
