@@ -33,6 +33,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "stdin-vocabulary",
             "user-line",
             "permission-reply",
+            "hook-reply",  # keeps the client's hook answers (hook-once answers repeats)
             "sdk-mcp-reply",  # keeps what the client's in-process MCP servers answered
             "initialize-request",
             "resume-replay",
@@ -57,6 +58,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # cbc's requests to the client's in-process MCP servers and their tool
             # results, as Claude's (compat/stages/control.py)
             "sdk-mcp",
+            "hook-once",  # cbc's repeated PreToolUse for one call, answered as first answered
             # session shapes (compat/stages/shape.py): init-shape after init-once touches
             # only the init the client sees
             "init-shape",

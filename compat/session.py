@@ -271,6 +271,10 @@ class ControlState:
     prompt_interrupt: str | None = None
     #: [unsupported-control, control-reply] the model of the last successful set_model
     set_model: str | None = None
+    #: [hook-once] the request ids of the ``hook_callback`` requests forwarded to the client
+    hook_requests: dict[str, None] = attrs.Factory(dict)
+    #: [hook-reply] the client's answer (its ``response`` object) to each of them
+    hook_answers: dict[str, dict[str, Any]] = attrs.Factory(dict)
     #: [sdk-mcp] cbc's ``mcp_message`` requests to the client's in-process MCP servers:
     #: request id -> (server, JSON-RPC method, the tool_use_id of a ``tools/call`` or "")
     sdk_mcp_calls: dict[str, tuple[str, str, str]] = attrs.Factory(dict)

@@ -1,0 +1,91 @@
+"""``hook-once``/``hook-reply``: one PreToolUse per tool call, as Claude asks it; cbc's
+repeat (after the permission prompt) is answered with the client's first answer.
+
+Evidence: ``tests/bridge/data/acp/bash-allowed`` (Zed's ACP adapter, a Bash call allowed:
+Claude asked PreToolUse once, cbc twice)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from compat.capture import parse
+from compat.engine import Write
+
+from .session_support import Run, drive, full
+
+ACP = Path(__file__).resolve().parents[1] / "bridge" / "data" / "acp" / "bash-allowed"
+
+
+def _records(path: Path, kind: str) -> list[tuple[float, dict[str, Any]]]:
+    cap = parse(path.read_bytes().splitlines())
+    return [(r.t, json.loads(r.data)) for r in cap.records if r.kind == kind]
+
+
+def _hooks(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        f
+        for f in frames
+        if f.get("type") == "control_request" and f["request"].get("subtype") == "hook_callback"
+    ]
+
+
+def _to_cbc(run: Run) -> list[dict[str, Any]]:
+    """What the engine wrote to cbc."""
+    out = []
+    for _, c in run.commands:
+        if isinstance(c, Write) and c.side == "backend":
+            out += [json.loads(x) for x in c.data.splitlines() if x.strip()]
+    return out
+
+
+def _line(frame: dict[str, Any]) -> bytes:
+    return (json.dumps(frame) + "\n").encode()
+
+
+def _session() -> tuple[Run, list[dict[str, Any]]]:
+    """The recorded session through the profile: cbc's lines, and the client's lines but
+    its answer to a hook request it was not asked (the repeat the rule answers)."""
+    eng = full()
+    eng.state.stdio_permissions = True  # (the adapter passes --permission-prompt-tool stdio)
+    cbc = _records(ACP / "bridge.ndjson", "stdout")
+    client = _records(ACP / "bridge.ndjson", "client_in")
+    repeat = _hooks([f for _, f in cbc])[1]["request_id"]
+    events = [(t, "backend", _line(f)) for t, f in cbc]
+    events += [
+        (t, "client", _line(f))
+        for t, f in client
+        if f.get("response", {}).get("request_id") != repeat
+    ]
+    return drive(eng, events), [f for _, f in cbc]
+
+
+def test_the_client_is_asked_once_per_call_and_event_as_on_claude() -> None:
+    run, _ = _session()
+    claude = [f for _, f in _records(ACP / "claude.ndjson", "client_out")]
+    events = [h["request"]["input"]["hook_event_name"] for h in _hooks(run.frames())]
+    assert events == [h["request"]["input"]["hook_event_name"] for h in _hooks(claude)]
+    assert events == ["PreToolUse", "PostToolUse"]
+
+
+def test_cbc_gets_an_answer_to_each_request_the_repeat_the_clients_first() -> None:
+    run, cbc = _session()
+    first, repeat, _post = (h["request_id"] for h in _hooks(cbc))
+    answers = {
+        f["response"]["request_id"]: f["response"]
+        for f in _to_cbc(run)
+        if f.get("type") == "control_response"
+    }
+    assert {first, repeat} <= set(answers)
+    assert answers[repeat] == {**answers[first], "request_id": repeat}
+    assert answers[repeat]["response"] == {"continue": True}
+
+
+def test_a_repeat_before_the_first_answer_is_forwarded() -> None:
+    """Nothing to answer it with yet: the client is asked, as cbc asked."""
+    eng = full()
+    cbc = _records(ACP / "bridge.ndjson", "stdout")
+    events = [(t, "backend", _line(f)) for t, f in cbc]
+    run = drive(eng, events)  # (the client never answers)
+    assert len(_hooks(run.frames())) == 3
