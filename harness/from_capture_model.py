@@ -293,6 +293,7 @@ class ModelWalk:
             )
         ):
             last.times += times
+            last.message = last.message or message  # (a retry's frame gives no message)
             return
         self.items.append(
             Item(
