@@ -54,17 +54,10 @@ def help_text() -> str:
     """The Claude options accepted and what cbc gets for each (rule ``argv``); no line
     longer than 100 characters."""
     from bridge.cli import columns
-    from compat.argv import ACTIONS, TRANSLATION_TABLE
+    from compat.argv import ACTIONS
     from compat.env import ENV_TABLE
 
-    translated = [(c, b, n) for c, b, n in TRANSLATION_TABLE if b != "-"]
-    quiet = (ACTIONS["ignore"], ACTIONS["stdio"])  # left out, nothing lost: said at info
-    dropped = [(c, n) for c, b, n in TRANSLATION_TABLE if b == "-" and not n.startswith(quiet)]
-    unneeded = [  # (--permission-prompt-tool: only its value stdio loses nothing)
-        c.replace(" <v>", " stdio")
-        for c, b, n in TRANSLATION_TABLE
-        if b == "-" and n.startswith(quiet)
-    ]
+    translated, dropped, unneeded = _option_groups()
     # (Claude option, what happens) one per line; plain pass-through needs no words
     return "\n".join(
         [
@@ -81,7 +74,7 @@ def help_text() -> str:
             *columns([(c, "" if n.startswith(ACTIONS["keep"]) else n) for c, _, n in translated]),
             "",
             "Claude options accepted and dropped with one warning on stderr:",
-            *(f"  {c}" for c, _ in dropped),
+            *(f"  {c}" for c in dropped),
             "",
             "Claude options accepted and left out, nothing lost (said at CCBRIDGE_LOG=info):",
             *(f"  {c}" for c in unneeded),
@@ -103,6 +96,20 @@ def help_text() -> str:
             "(docs/session-store.md).",
         ]
     )
+
+
+def _option_groups() -> tuple[list[tuple[str, str, str]], list[str], list[str]]:
+    """The translation table's rows for ``--help``: (Claude option, cbc's, note) of those
+    passed on; the options dropped with a warning; those left out with nothing lost
+    (said at info; ``--permission-prompt-tool`` only with the value stdio)."""
+    from compat.argv import ACTIONS, TRANSLATION_TABLE
+
+    quiet = (ACTIONS["ignore"], ACTIONS["stdio"])
+    translated = [(c, b, n) for c, b, n in TRANSLATION_TABLE if b != "-"]
+    left = [(c, n) for c, b, n in TRANSLATION_TABLE if b == "-"]
+    dropped = [c for c, n in left if not n.startswith(quiet)]
+    unneeded = [c.replace(" <v>", " stdio") for c, n in left if n.startswith(quiet)]
+    return translated, dropped, unneeded
 
 
 def entry() -> NoReturn:

@@ -147,34 +147,47 @@ _SERVED = {"cbc-to-claude": "claude", "claude-to-cbc": "cbc"}
 
 def client_dialect(cap: Capture) -> str | None:
     """The dialect the recorded client spoke (``claude`` or ``cbc``), so that the scenario
-    answers as it did: the header's ``client``; the client a profile serves; else the
-    shape of its permission answers (``allowed``: a cbc SDK's, ``behavior``: a Claude
-    SDK's). None when nothing says."""
+    answers as it did: the header's ``client``; the client a profile serves; else what its
+    first permission answer or session control shows (``_dialect_of``). None when nothing
+    says."""
     h = cap.header
     if h.get("client") in ("claude", "cbc"):
         return str(h["client"])
     served = _SERVED.get(str(h.get("profile"))) or _SERVED.get(str(h.get("via")))
     if served is not None:
-        return served
+        return served  # (a recording's own lines: a permission answer, a session control)
     kinds = ("client_in",) if any(r.kind == "client_in" for r in cap.records) else ("stdin",)
     for r in cap.records:
-        answer = _answer(r.text) if r.kind in kinds else None
-        if answer is not None:
-            return "cbc" if "allowed" in answer else "claude" if "behavior" in answer else None
+        said = _dialect_of(r.text) if r.kind in kinds else None
+        if said is not None:
+            return said
     return None
 
 
-def _answer(line: str) -> dict[str, Any] | None:
-    """The answer of a ``control_response`` line the client sent, if it is one."""
-    if '"control_response"' not in line:
+#: the session controls a cbc SDK sends with the session's id (a Claude SDK without it)
+_SESSION_CONTROLS = ("interrupt", "set_model", "set_permission_mode")
+
+
+def _dialect_of(line: str) -> str | None:
+    """The dialect a client line shows: a permission answer's shape (``allowed``: a cbc
+    SDK's, ``behavior``: a Claude SDK's), or a session control with or without its
+    ``session_id``; None for any other line."""
+    if '"control_' not in line:
         return None
     try:
         frame = json.loads(line)
     except ValueError:
         return None
-    resp = frame.get("response") if isinstance(frame, dict) else None
-    inner = resp.get("response") if isinstance(resp, dict) else None
-    return inner if isinstance(inner, dict) else None
+    if not isinstance(frame, dict):
+        return None
+    inner = frame.get("response") if frame.get("type") == "control_response" else None
+    answer = inner.get("response") if isinstance(inner, dict) else None
+    if isinstance(answer, dict) and ("allowed" in answer or "behavior" in answer):
+        return "cbc" if "allowed" in answer else "claude"
+    request = frame.get("request") if frame.get("type") == "control_request" else None
+    if isinstance(request, dict) and request.get("subtype") in _SESSION_CONTROLS:
+        return "cbc" if "session_id" in request else "claude"
+    return None
 
 
 def _kind_of_init(init: dict[str, Any]) -> str:
