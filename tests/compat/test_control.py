@@ -61,6 +61,7 @@ def test_control_rules_order_in_the_profile() -> None:
         "stdin-vocabulary",
         "user-line",
         "permission-reply",
+        "hook-reply",
         "sdk-mcp-reply",
         "initialize-request",
         "resume-replay",
