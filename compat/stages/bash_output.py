@@ -26,7 +26,7 @@ import attrs
 from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
-from compat.stages.hygiene import bash_layout
+from compat.stages.hygiene import bash_layout, message_blocks
 
 #: Claude's text for a Bash call that printed nothing
 NO_OUTPUT = "(Bash completed with no output)"
@@ -84,10 +84,10 @@ class BashOutput(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.view(wire.User)
-        message = obj.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(message, dict) or not isinstance(content, list):
+        found = message_blocks(obj)
+        if found is None:
             return None
+        message, content = found
         records: list[dict[str, Any]] = []
         blocks = [self._block(b, records, ctx) for b in content]
         if not records:

@@ -138,6 +138,15 @@ def _content(message: Any) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
+def message_blocks(obj: wire.User) -> tuple[dict[str, Any], list[Any]] | None:
+    """A user frame's ``message`` and its list of content blocks (None: no such list)."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or not isinstance(content, list):
+        return None
+    return cast("dict[str, Any]", message), content
+
+
 def _is_block(block: Any, block_type: str) -> bool:
     """A content block of that type."""
     return isinstance(block, dict) and block.get("type") == block_type
@@ -307,10 +316,10 @@ class ToolErrors(Stage):
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         obj = frame.view(wire.User)
-        message = obj.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if not isinstance(message, dict) or not isinstance(content, list):
+        found = message_blocks(obj)
+        if found is None:
             return None
+        message, content = found
         blocks, texts = self._blocks(content, ctx)
         if _none_failed(blocks, content, texts):
             return None

@@ -529,3 +529,13 @@ def test_a_cbc_clients_answer_is_kept_in_its_own_shape(tmp_path: Path) -> None:
     assert sc.client == "cbc"
     [perm] = [s.permission for s in sc.steps if s.permission is not None]
     assert perm == {"allowed": False, "reason": "no", "interrupt": True}
+
+
+def test_the_documented_example_is_what_the_converter_writes() -> None:
+    """docs/commands.md shows a converted scenario: it is the converter's own output."""
+    doc = (REPO / "docs" / "commands.md").read_text(encoding="utf-8")
+    start = doc.index("```toml\n# Converted by `ccbridge scenario from-capture`") + len("```toml\n")
+    shown = doc[start : doc.index("```", start)]
+    name = "permission-deny.cbc-raw.jsonl"
+    cap, n = from_capture.read(TWINS / name)
+    assert shown == from_capture.convert(cap, source=name, n_lines=n).text()

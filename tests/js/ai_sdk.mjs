@@ -25,21 +25,7 @@ import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { generateText, streamText } from "ai";
 import { claudeCode } from "ai-sdk-provider-claude-code";
-
-function parseArgs(argv = process.argv.slice(2)) {
-  const out = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (!a.startsWith("--")) throw new Error(`unexpected argument ${a}`);
-    const key = a.slice(2);
-    if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) out[key] = argv[++i];
-    else out[key] = true;
-  }
-  if (!out.cli) throw new Error("--cli <executable> is required");
-  out.cwd ??= process.cwd();
-  out.timeout = Number(out.timeout ?? 60);
-  return out;
-}
+import { parseArgs } from "./ts_sdk_common.mjs";
 
 function version(pkg) {
   const require = createRequire(import.meta.url);

@@ -23,7 +23,7 @@ export function parseArgs(argv = process.argv.slice(2)) {
     if (i + 1 < argv.length && !argv[i + 1].startsWith("--")) out[key] = argv[++i];
     else out[key] = true;
   }
-  if (!out.cli) throw new Error("--cli <path to claude-on-cbc> is required");
+  if (!out.cli) throw new Error("--cli <the CLI: claude-on-cbc or claude> is required");
   out.cwd ??= process.cwd();
   out.timeout = Number(out.timeout ?? 60);
   return out;
