@@ -26,10 +26,12 @@ Cases (the stand-in model's rules below):
   title) and ``session/load`` replays it, and a prompt after the load reaches the model
   with the earlier turn (the CLI resumed it).
 
-Through the bridge (2026-12-05) the rejected write fails (cbc writes no tool_result for
-the denied call: the call stays ``pending``; cbc tells the model nothing of the rejection)
-and so does the Bash output (cbc's ``Command: ...`` text); list/load pass with the
-drop-in's Claude session store (docs/session-store.md). tests/bridge/data/acp/ holds the
+Through the bridge every case passes: the rejected write ends ``failed`` (cbc writes no
+tool_result for a call denied with ``interrupt: true``; rule ``interrupted-turn`` writes
+Claude's), the Bash output is the bare output (rule ``bash-output``), list/load work with
+the drop-in's Claude session store (docs/session-store.md). Two things no rule reaches
+are asserted as cbc's: what cbc tells its model of the rejection, and its PostToolUse
+input without the output. tests/bridge/data/acp/ holds the
 recordings of the rejected write and the allowed Bash call on both CLIs, and what differs
 (its README). Marked ``real_backend``; skipped with a reason without node, the adapter, or
 the CLI.

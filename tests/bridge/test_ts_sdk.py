@@ -652,6 +652,8 @@ PERM_PROMPT = "TRIGGER_PERM_BASH"
 PERM_COMMAND = "touch perm-probe.txt"  # what the stand-in model asks to run
 UPDATED_COMMAND = "touch perm-updated.txt"  # what the callback allows instead
 DENY_MESSAGE = "denied by the ts-sdk probe"
+#: Claude's tool result for a Bash call that printed nothing (rule bash-output)
+BASH_NO_OUTPUT = "(Bash completed with no output)"
 
 
 @pytest.mark.real_backend
@@ -696,12 +698,12 @@ def test_can_use_tool_real_cbc(decision: str) -> None:
     [result] = results if len(results) == 1 else [None]
     denials = run["results"][-1].get("permission_denials") or []
     if decision == "allow":
-        if result is None or result["is_error"] or "perm-updated.txt" not in result["text"]:
+        # (the files say which command ran; the result is Claude's for a silent command)
+        if result is None or result["is_error"] or result["text"] != BASH_NO_OUTPUT:
             problems.append(
                 (
                     "permission-reply",
-                    f"the allowed tool did not run the "
-                    f"updatedInput: tool result {json.dumps(result)}",
+                    f"the allowed tool did not end as Claude's: tool result {json.dumps(result)}",
                 )
             )
         if files != ["perm-updated.txt"]:
