@@ -240,6 +240,11 @@ class ControlState:
     #: (the turn ends there: Claude rejects the call and stops); [interrupted-turn] ends
     #: that turn as interrupted when cbc wrote no tool_result for it, and forgets them
     denying_interrupts: dict[str, None] = attrs.Factory(dict)
+    #: [max-turns] when cbc went on to ask the model again (a ``system/init``) in a turn the
+    #: rule stopped: cbc ends that turn by itself a little later ("Interrupted by user",
+    #: a result: dropped), and a line it reads before then is lost; None when no such end
+    #: is due. [user-line] holds the client's lines meanwhile (at most ``leftover_wait``).
+    leftover_due: float | None = None
     #: [user-line] uuids (None when absent) of user lines sent upstream whose turn has not
     #: started; [control-state] pops one at each turn start
     pending_user: deque[str | None] = attrs.Factory(lambda: deque(maxlen=1024))

@@ -141,7 +141,9 @@ class UserLine(Stage):
     server saw the poll's post), ``margin`` (0.02 s) after it in 0 of 150. So after such a
     result (the first cbc writes itself for a client turn, or one of a turn no client line
     started; a turn the bridge ended for cbc, as ``max-turns`` does, does not count: with
-    it counted, 3 of 5 sessions lost the line after the next turn's result) a line that
+    it counted, 3 of 5 sessions lost the line after the next turn's result; what cbc
+    writes of such a turn by itself does, and until it came the line waits, at most
+    ``leftover_wait``: ``ControlState.leftover_due``) a line that
     arrives within ``settle`` seconds of it waits until ``margin`` after cbc answered a
     probe the bridge writes after that result (``get_available_modes``, which changes
     nothing; looked for every ms; the answer is the bridge's own, ``control-reply``
@@ -169,6 +171,7 @@ class UserLine(Stage):
     reads: ClassVar[frozenset[str]] = frozenset(
         {
             "control.backend_results",
+            "control.leftover_due",
             "control.own",
             "control.turn_active",
             "control.turn_from_client",
@@ -205,6 +208,9 @@ class UserLine(Stage):
     #: hold a line written while a turn runs (or another line waits) until the turn's
     #: result, then give cbc one line per turn
     queue: bool = True
+    #: the longest a line waits for cbc to end by itself a turn ``max-turns`` stopped
+    #: while cbc went on with it (real cbc: 0.1-0.26 s after its init)
+    leftover_wait: float = 1.0
     _held: list[Frame] = attrs.field(factory=list, init=False)
     #: the last probe written: (its request id, the time of the result it follows, when
     #: its answer was seen)
@@ -279,7 +285,13 @@ class UserLine(Stage):
     def _waiting(self, ctx: Context) -> bool:
         """Whether a line must wait for cbc now; if so a timer looks again (every ``_POLL``
         until the probe is answered, then ``margin`` after the answer; at the latest
-        ``settle`` after the result)."""
+        ``settle`` after the result). While cbc is still to end a turn ``max-turns`` stopped
+        (``ControlState.leftover_due``) the line waits for that end, at most
+        ``leftover_wait``."""
+        due = ctx.state.control.leftover_due
+        if due is not None and ctx.now < due + self.leftover_wait:
+            ctx.set_timer(self, "settle", min(_POLL, due + self.leftover_wait - ctx.now))
+            return True
         at = self._unready_after(ctx)
         if at is None:
             return False

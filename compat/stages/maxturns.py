@@ -16,6 +16,11 @@ and write Claude's result for the turn (cbc ends an interrupted turn with no res
 late one). cbc's own max-turns result, when it wins that race, passes for ``result-shape``.
 What is left of the turn (an "Interrupted by user" notice, a ``success``), which cbc writes
 when the next line comes or its stdin closes, carries the turn's ``_requestId``: dropped.
+When cbc had gone on to ask the model again as the interrupt came (a ``system/init`` of the
+session after the stop), it writes what is left by itself once that request is aborted
+(0.1-0.26 s later), and a line given to it before then is lost (its drain poll starts after
+that result and takes the line: ``user-line``; real cbc, ``--max-turns 2``: 1 session in
+about 8 lost the line after the stop): ``ControlState.leftover_due`` says so until then.
 """
 
 from __future__ import annotations
@@ -96,8 +101,13 @@ class MaxTurns(Stage):
     """
 
     rule: ClassVar[str] = "max-turns"
-    reads: ClassVar[frozenset[str]] = frozenset({"max_turns", "session_id"})
-    kinds: ClassVar[frozenset[str] | None] = _TURN | {"control_request", "control_response"}
+    reads: ClassVar[frozenset[str]] = frozenset({"control.user_lines", "max_turns", "session_id"})
+    writes: ClassVar[frozenset[str]] = frozenset({"control.leftover_due"})
+    kinds: ClassVar[frozenset[str] | None] = _TURN | {
+        "control_request",
+        "control_response",
+        "system/init",
+    }
 
     #: seconds cbc may take to answer the interrupt before the result is written anyway
     receipt_wait: float = 5.0
@@ -112,6 +122,11 @@ class MaxTurns(Stage):
     _due: bool = attrs.field(default=False, init=False)  # stopped, its result not written
     _replies: dict[str, None] = attrs.field(factory=dict, init=False)  # interrupts unanswered
     _stopped: dict[str, None] = attrs.field(factory=dict, init=False)  # stopped _requestIds
+    #: the last stopped turn's leftover is still to come (cbc wrote no result for it yet)
+    _open_stop: bool = attrs.field(default=False, init=False)
+    #: the client lines given to cbc when it was stopped (an init after another line is
+    #: that line's turn)
+    _lines: int = attrs.field(default=0, init=False)
     _sent: int = attrs.field(default=0, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -124,6 +139,8 @@ class MaxTurns(Stage):
             return self._reply(frame, ctx)
         if t == "control_request":
             return self._prompt(obj, ctx)
+        if t == "system":
+            return self._looping(obj, ctx)
         if self._due:
             return self._stopping(obj, ctx)
         return self._counting(frame, obj, limit, ctx)
@@ -133,6 +150,8 @@ class MaxTurns(Stage):
         t = obj.get("type")
         if t in _LATE and _main_thread(obj) and _request_of(frame) in self._stopped:
             ctx.count(self.rule, "dropped-late")  # what is left of a stopped turn
+            if t == "result":
+                self._left(ctx)
             return ()
         if t == "result":
             self._reset()
@@ -188,11 +207,27 @@ class MaxTurns(Stage):
         self._usage = {}
         self._request = None
 
+    def _looping(self, obj: dict[str, Any], ctx: Context) -> Output:
+        """cbc's init in a turn it was told to stop: it asked the model again, and ends
+        the turn by itself once that request is aborted."""
+        control = ctx.state.control
+        if not self._open_stop or control.user_lines != self._lines:
+            return None
+        if obj.get("session_id") == ctx.state.session_id and control.leftover_due is None:
+            control.leftover_due = ctx.now
+        return None
+
+    def _left(self, ctx: Context) -> None:
+        """What was left of the stopped turn came: cbc takes lines again."""
+        self._open_stop = False
+        ctx.state.control.leftover_due = None
+
     # -- stopping -------------------------------------------------------------------------
     def _halt(self, ctx: Context, why: str) -> None:
         self._sent += 1
         rid = self._stop = f"ccbridge-max-turns-{self._sent}"
-        self._due = True
+        self._due = self._open_stop = True
+        self._lines = ctx.state.control.user_lines
         remember(self._replies, rid, None, cap=64)
         if self._request is not None:
             remember(self._stopped, str(self._request), None, cap=64)
@@ -205,6 +240,7 @@ class MaxTurns(Stage):
 
     def _stopping(self, obj: dict[str, Any], ctx: Context) -> Output:
         if obj.get("type") == "result":
+            self._left(ctx)  # (the turn's own end: nothing is left of it)
             if not _is_cbc_max_turns(obj):
                 return (self._end(ctx),)
             self._due = False  # cbc stopped by itself: result-shape converts its result

@@ -274,3 +274,72 @@ def ck_success(rid: str) -> dict[str, Any]:
         "type": "control_response",
         "response": {"subtype": "success", "request_id": rid, "response": {}},
     }
+
+
+def _stopped_turn_frames(request_id: str) -> list[dict[str, Any]]:
+    """cbc's tool call and its denied result, of one ``_requestId`` (cbc's id of a turn)."""
+    return [{**f, "_requestId": request_id} for f in tool_call("c1")]
+
+
+def _leftover(request_id: str) -> list[dict[str, Any]]:
+    """What cbc writes of a turn ``max-turns`` stopped once it is aborted."""
+    notice = {**answer("Interrupted by user"), "_requestId": request_id}
+    return [notice, {**result("r-left"), "_requestId": request_id}]
+
+
+def test_a_line_waits_while_cbc_is_still_to_end_a_turn_it_went_on_with() -> None:
+    """cbc had asked the model again when ``max-turns`` stopped it (its init after the
+    stop): it ends that turn by itself a little later, and a line given to it before
+    then is lost (real cbc, ``--max-turns 2``: about 1 session in 8). The line waits for
+    that end (dropped), then for cbc's readiness after it, its first result."""
+    eng = engine()
+    eng.state.max_turns = 1
+    call, denied = _stopped_turn_frames("req-1")
+    left = _leftover("req-1")
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", user("one", "u-1")),
+            (1.0, "backend", init()),
+            (1.01, "backend", call),
+            (1.02, "backend", denied),
+            (1.021, "backend", init()),  # cbc goes on
+            (1.03, "backend", ck_success("ccbridge-max-turns-1")),
+            (1.031, "client", user("two", "u-2")),
+            (1.13, "backend", left[0]),
+            (1.131, "backend", left[1]),
+            (1.133, "backend", probe_reply("ccbridge-ready-1")),
+        ],
+    )
+    advance(eng, run, 2.0)
+    results = [f["subtype"] for f in run.frames() if f.get("type") == "result"]
+    assert results == ["error_max_turns"]  # (cbc's leftover is dropped)
+    assert not [f for f in run.frames() if "Interrupted by user" in str(f)]
+    lines = [x for x in sent(run) if "interrupt" not in x[1]]
+    assert lines == [
+        (0.0, "one"),
+        (1.132, "get_available_modes ccbridge-ready-1"),  # at the next look after that end
+        (1.154, "two"),  # margin after the answer, seen at the next look
+    ]
+    assert eng.state.control.leftover_due is None
+
+
+def test_a_line_waits_for_that_end_at_most_leftover_wait() -> None:
+    eng = engine()
+    eng.state.max_turns = 1
+    call, denied = _stopped_turn_frames("req-1")
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "client", user("one", "u-1")),
+            (1.0, "backend", init()),
+            (1.01, "backend", call),
+            (1.02, "backend", denied),
+            (1.021, "backend", init()),
+            (1.03, "backend", ck_success("ccbridge-max-turns-1")),
+            (1.031, "client", user("two", "u-2")),
+        ],
+    )
+    advance(eng, run, 3.0)
+    lines = [x for x in sent(run) if "interrupt" not in x[1]]
+    assert lines == [(0.0, "one"), (2.021, "two")]  # leftover_wait (1 s) after cbc's init
