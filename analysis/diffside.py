@@ -16,7 +16,8 @@ Masking, in two passes over the side's frames (``masked_frames``):
      ``{CWD}``, its slug forms (``-home-u-wd``) -> ``{CWD_SLUG}``, HOME (the header's env,
      and the prefix of Claude's ``memory_paths.auto``) -> ``{HOME}``, ``/tmp/<dir>`` ->
      ``{TMP}``; known ids anywhere (``Task ID: <task#1>``); then any uuid, ISO timestamp,
-     ``msg_``/``toolu_``/``req_``/``call_``/``wf_`` id or long hex run.
+     ``msg_``/``toolu_``/``req_``/``call_``/``wf_`` id or long hex run. A streamed tool
+     input (``input_json_delta`` pieces) is compared as the JSON text its pieces build.
 
 Splitting (``load_side``): a turn is the frames up to and including a ``result``; task
 frames (``task_*`` with a ``task_id``) leave the turns for one lifecycle per task, and so
@@ -211,9 +212,57 @@ def _objects(capture: Capture) -> list[Obj]:
 
 def masked_frames(capture: Capture, keep_model: bool = False) -> list[Any]:
     """The client view of ``capture``, parsed and masked (the values ``diff`` compares)."""
-    objs = _objects(capture)
+    objs = _whole_inputs(_objects(capture))
     masker = _Masker(objs, capture.header, keep_model)
     return [masker.mask(o) for o in objs]
+
+
+#: a streamed tool input's piece: ``stream_event`` ``content_block_delta`` ``input_json_delta``
+_PIECE = ("content_block_delta", "input_json_delta")
+
+
+def _piece_key(o: Obj) -> tuple[Any, Any] | None:
+    """(thread, block index) of a streamed tool input's piece; None for any other frame."""
+    event = o.get("event") if o.get("type") == "stream_event" else None
+    if not isinstance(event, dict):
+        return None
+    delta = event.get("delta")
+    if not isinstance(delta, dict) or (event.get("type"), delta.get("type")) != _PIECE:
+        return None
+    if not isinstance(delta.get("partial_json"), str):
+        return None
+    return o.get("parent_tool_use_id"), event.get("index")
+
+
+def _whole_inputs(objs: list[Obj]) -> list[Obj]:
+    """``objs`` with each streamed tool input compared as the JSON text its pieces build:
+    the first piece of a block carries the whole, the others ``""`` (where the API cuts
+    the pieces is its own; a path cut in two could not be masked)."""
+    runs: list[list[int]] = []
+    open_: dict[tuple[Any, Any], list[int]] = {}
+    for i, o in enumerate(objs):
+        key = _piece_key(o)
+        if key is not None:
+            open_.setdefault(key, []).append(i)
+        elif o.get("type") == "stream_event" and _event_type(o) == "message_start":
+            thread = o.get("parent_tool_use_id")  # (a new message: its blocks are new)
+            runs += [open_.pop(k) for k in list(open_) if k[0] == thread]
+    out = list(objs)
+    for pieces in [*runs, *open_.values()]:
+        whole = "".join(objs[i]["event"]["delta"]["partial_json"] for i in pieces)
+        for n, i in enumerate(pieces):
+            out[i] = _with_piece(objs[i], whole if n == 0 else "")
+    return out
+
+
+def _event_type(o: Obj) -> Any:
+    event = o.get("event")
+    return event.get("type") if isinstance(event, dict) else None
+
+
+def _with_piece(o: Obj, text: str) -> Obj:
+    event = o["event"]
+    return {**o, "event": {**event, "delta": {**event["delta"], "partial_json": text}}}
 
 
 # -- turns and task lifecycles ----------------------------------------------------------
@@ -262,7 +311,7 @@ def _signature(o: dict[str, Any]) -> str:
 
 
 def load_side(capture: Capture, keep_model: bool = False) -> Side:
-    raw = _objects(capture)
+    raw = _whole_inputs(_objects(capture))
     masker = _Masker(raw, capture.header, keep_model)
     turns: list[list[Frame]] = [[]]
     tasks: dict[str, Task] = {}

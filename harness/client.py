@@ -32,6 +32,7 @@ import trio
 from compat import capture
 from compat.frames import dict_at
 from compat.framing import Line, LineSplitter, Oversize, Partial
+from harness.answers import Answers
 from harness.brain import Request
 from harness.scenario import Condition, Scenario, Step
 
@@ -207,6 +208,8 @@ class Client:
         self.base_frames = len(rec.frames)
         self.finished = False
         self.stdin_closed = False
+        self.answers = Answers(scenario.answers)
+        self._writing = trio.Lock()  # (the steps and the answers write stdin)
 
     # -- waiting ------------------------------------------------------------------------
     def _find(self, cond: Condition) -> dict[str, Any] | None:
@@ -244,14 +247,50 @@ class Client:
     # -- writing ------------------------------------------------------------------------
     async def write(self, obj: Any) -> None:
         data = obj if isinstance(obj, bytes) else orjson.dumps(obj)
-        self.rec.add(self.rec.in_kind, data)
-        await self.stdin.send_all(data + b"\n")
+        async with self._writing:
+            if self.stdin_closed:
+                raise trio.ClosedResourceError("stdin is closed")
+            self.rec.add(self.rec.in_kind, data)
+            await self.stdin.send_all(data + b"\n")
 
     async def close_stdin(self) -> None:
-        if not self.stdin_closed:
-            self.stdin_closed = True
-            await self.stdin.aclose()
-            self.rec.note("stdin closed")
+        async with self._writing:
+            if not self.stdin_closed:
+                self.stdin_closed = True
+                await self.stdin.aclose()
+                self.rec.note("stdin closed")
+
+    # -- the CLI's own requests -------------------------------------------------------
+    async def answer_requests(self) -> None:
+        """Answer each control request of the CLI other than ``can_use_tool`` that one of
+        the scenario's ``answers`` fits, as it comes (``harness.answers``), while stdin is
+        open."""
+        if not self.scenario.answers:
+            return
+        seen = self.base_frames
+        try:
+            while not self.stdin_closed:
+                changed = self.rec.changed
+                frames, seen = self.rec.frames[seen:], len(self.rec.frames)
+                for frame in frames:
+                    await self._answer(frame)
+                await changed.wait()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
+    async def _answer(self, frame: dict[str, Any]) -> None:
+        request = frame.get("request")
+        rid = frame.get("request_id")
+        if frame.get("type") != "control_request" or not isinstance(request, dict):
+            return
+        if request.get("subtype") == "can_use_tool" or not isinstance(rid, str):
+            return
+        answer = self.answers.pick(request)
+        if answer is None:
+            return
+        if answer.delay:
+            await trio.sleep(answer.delay)
+        await self.write(answer.reply(rid, request))
 
     # -- the script ---------------------------------------------------------------------
     async def run_steps(self) -> None:

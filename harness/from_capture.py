@@ -38,7 +38,7 @@ from compat import capture
 from compat.capture import Capture, Record
 from compat.redact import redact_argv, redact_obj, redact_text
 from harness import toml_write
-from harness.from_capture_client import ClientWalk
+from harness.from_capture_client import ClientWalk, answers_once
 from harness.from_capture_files import (
     Differing,
     FilesError,
@@ -329,6 +329,8 @@ def _doc(
         doc["files"] = files
     doc["model"] = {"rules": model_rules}
     doc["steps"] = ses.client.steps
+    if ses.client.answers:
+        doc["answers"] = answers_once(ses.client.answers)
     return doc
 
 

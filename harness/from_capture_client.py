@@ -26,6 +26,8 @@ import attrs
 import orjson
 
 from compat.frames import dict_at, str_at
+from compat.taskkit import remember
+from harness.answers import MISSING, at
 from harness.scenario import Condition
 
 NOISE = frozenset(
@@ -91,6 +93,11 @@ class ClientWalk:
     last_action: float = 0.0
     closed: bool = False
     requests: dict[str, dict[str, Any]] = attrs.field(factory=dict)  # can_use_tool by id
+    #: the CLI's other control requests by id (hook callbacks, SDK MCP messages), with
+    #: when they came
+    asked: dict[str, tuple[float, dict[str, Any]]] = attrs.field(factory=dict)
+    #: the client's answers to them, as the scenario's ``[[answers]]``
+    answers: list[dict[str, Any]] = attrs.field(factory=list)
     notes: list[str] = attrs.field(factory=list)
 
     # -- what the client read -----------------------------------------------------------
@@ -98,9 +105,12 @@ class ClientWalk:
         self.view.append((t, frame, raw))
         req = dict_at(frame, "request")
         rid = str_at(frame, "request_id")
-        if frame.get("type") == "control_request" and req and req.get("subtype") == "can_use_tool":
-            if rid is not None:
-                self.requests[rid] = req
+        if frame.get("type") != "control_request" or not req or rid is None:
+            return
+        if req.get("subtype") == "can_use_tool":
+            self.requests[rid] = req
+        else:
+            remember(self.asked, rid, (t, req), cap=4096)
 
     def _anchor(self) -> int | None:
         """The index in ``view`` of the last frame worth waiting for."""
@@ -177,8 +187,8 @@ class ClientWalk:
             extra = sorted(k for k, v in request.items() if k not in _PLAIN_INIT and v)
             self.notes.append(
                 f"the client's initialize ({', '.join(extra) or 'not its first line'}) is sent "
-                "as recorded; control requests the CLI sends for it (hook callbacks, SDK MCP "
-                "servers) are not answered"
+                "as recorded; the control requests the CLI sends for it (hook callbacks, SDK "
+                "MCP servers) get the recorded answers (`[[answers]]`)"
             )
             self._raw(t, orjson.dumps(frame))
             return
@@ -240,12 +250,19 @@ class ClientWalk:
     def _answer(self, t: float, frame: dict[str, Any]) -> None:
         resp = dict_at(frame, "response") or {}
         rid = str_at(resp, "request_id")
+        if rid is not None and rid in self.asked:
+            asked_at, asked = self.asked.pop(rid)
+            entry = scripted_answer(asked, resp)
+            if t - asked_at >= 0.001:
+                entry["delay"] = round(min(t - asked_at, self.max_delay), 3)
+            self.answers.append(entry)
+            return
         request = self.requests.get(rid) if rid is not None else None
         answer = dict_at(resp, "response")
         if request is None or answer is None or resp.get("subtype") != "success":
             self.notes.append(
-                "an answer to a control request of the CLI other than can_use_tool "
-                f"(request_id {rid}) is left out: its id cannot be known in advance"
+                f"an answer to a control request the recording does not show (request_id "
+                f"{rid}) is left out"
             )
             return
         self.steps.append({**self._wait(t), "permission": permission(answer, request)})
@@ -279,3 +296,47 @@ def permission(answer: dict[str, Any], request: dict[str, Any]) -> dict[str, Any
     if out.get("updatedInput") == request.get("input"):
         out.pop("updatedInput", None)
     return out
+
+
+#: what tells one of the CLI's requests from another of its subtype (dotted paths)
+_MATCH = {
+    "hook_callback": ("callback_id",),
+    "mcp_message": ("server_name", "message.method", "message.params.name"),
+}
+
+
+def scripted_answer(request: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
+    """The client's answer to one of the CLI's requests as an ``[[answers]]`` entry: it
+    fits requests of that subtype with the same ``_MATCH`` fields; an MCP reply's JSON-RPC
+    id is the request's (``${message.id}``). Each answers once (``times``);
+    ``answers_once`` lets the last of its kind answer again."""
+    sub = str(request.get("subtype"))
+    match = {p: v for p in _MATCH.get(sub, ()) if (v := at(request, p)) is not MISSING}
+    entry: dict[str, Any] = {"subtype": sub}
+    if match:
+        entry["match"] = match
+    if resp.get("subtype") == "error":
+        entry["error"] = str(resp.get("error") or "")
+    else:
+        body = dict_at(resp, "response") or {}
+        mcp = dict_at(body, "mcp_response")
+        msg_id = at(request, "message.id")
+        if mcp is not None and msg_id is not MISSING and mcp.get("id") == msg_id:
+            body = {**body, "mcp_response": {**mcp, "id": "${message.id}"}}
+        entry["response"] = body
+    entry["times"] = 1
+    return entry
+
+
+def answers_once(answers: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``answers`` with the last of each kind (subtype and match) answering any number of
+    times: a replay that asks once more than the recording still gets an answer."""
+    last = {_kind(a): i for i, a in enumerate(answers)}
+    ends = set(last.values())
+    return [
+        {k: v for k, v in a.items() if k != "times" or i not in ends} for i, a in enumerate(answers)
+    ]
+
+
+def _kind(answer: dict[str, Any]) -> bytes:
+    return orjson.dumps([answer["subtype"], answer.get("match")], option=orjson.OPT_SORT_KEYS)

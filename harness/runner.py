@@ -509,6 +509,7 @@ async def _drive(
             with trio.move_on_at(trio.current_time() + limit) as cs:
                 async with trio.open_nursery() as inner:
                     inner.start_soon(client.run_steps)
+                    inner.start_soon(client.answer_requests)
                     await proc.wait()
                     inner.cancel_scope.cancel()
             if cs.cancelled_caught:

@@ -51,6 +51,9 @@ their strings are replaced. ``[resume]`` (``args``, ``backend_args``, ``keep_std
 ``[[resume.steps]]``) is a second run after the first exits, on the same HOME and working
 directory, with ``--resume <the first session_id the client read>``; its conditions count
 from its own start, and both runs go into one capture (two ``exit`` records).
+``[[answers]]`` (``subtype``, ``match``, ``response`` or ``error``, ``times``) answer the
+control requests the CLI sends the client other than ``can_use_tool``, as an SDK answers
+its hook callbacks and in-process MCP servers (``harness.answers``), whenever they come.
 ``[replay]`` (``source``, ``[[replay.differs]]`` with ``tool``, ``input``, ``reason``) is
 what ``ccbridge scenario from-capture`` says of a recording it converted: the calls whose
 results the replay cannot reproduce; the runner ignores it, ``ccbridge ab`` reads it.
@@ -66,6 +69,7 @@ import attrs
 import cattrs
 from cattrs.v import format_exception
 
+from harness.answers import Answer
 from harness.brain import ModelScript, Rule
 
 BACKENDS = ("claude", "cbc")
@@ -222,6 +226,9 @@ class Scenario:
     #: the dialect the client speaks (``claude`` or ``cbc``: a Claude SDK's or a cbc SDK's
     #: control requests and permission answers); default: the served client's
     client: str | None = None
+    #: the client's answers to the CLI's control requests other than ``can_use_tool``
+    #: (hook callbacks, SDK MCP servers: ``harness.answers``)
+    answers: tuple[Answer, ...] = ()
 
     def __attrs_post_init__(self) -> None:
         if self.client not in (None, *BACKENDS):

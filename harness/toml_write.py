@@ -109,6 +109,7 @@ def value(v: Any) -> str:
 #: keys whose table values are written inline wherever they appear
 INLINE = {
     "after",
+    "match",
     "control",
     "permission",
     "input",
