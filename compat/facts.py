@@ -87,17 +87,24 @@ SHARED: dict[str, frozenset[str]] = {
     # clears it when it sends it after all; control-reply clears it when cbc answers it
     "control.prompt_interrupt": frozenset({"interrupt-request", "control-reply"}),
     # calls whose tool_result Claude marks (tool_result_meta): denied by the client's answer
-    # (permission-reply) or by a rule it added (permission-routing), withdrawn by an
-    # interrupt (permission-cancel); permission-routing marks the result and forgets them
+    # (permission-reply), by a rule it added (permission-routing) or by its PreToolUse hook
+    # (hook-reply), withdrawn by an interrupt (permission-cancel); permission-routing marks
+    # the result and forgets them
     "control.denied_uses": frozenset(
-        {"permission-reply", "permission-cancel", "permission-routing"}
+        {"permission-reply", "permission-cancel", "permission-routing", "hook-reply"}
     ),
+    # calls the client's PreToolUse hook denied (hook-reply); hook-deny words their
+    # tool_result and forgets them
+    "control.hook_denials": frozenset({"hook-reply", "hook-deny"}),
     # calls the client denied with interrupt: true (permission-reply); interrupted-turn ends
     # their turn as Claude does and forgets them
     "control.denying_interrupts": frozenset({"permission-reply", "interrupted-turn"}),
-    # the turn's denials: permission-routing's (a rule it added, the client's deny), and
-    # permission-cancel's (a prompt an interrupt withdrew)
-    "control.permission_denials": frozenset({"permission-routing", "permission-cancel"}),
+    # the turn's denials: permission-routing's (a rule it added, the client's deny),
+    # permission-cancel's (a prompt an interrupt withdrew), hook-reply's (the client's
+    # PreToolUse hook)
+    "control.permission_denials": frozenset(
+        {"permission-routing", "permission-cancel", "hook-reply"}
+    ),
     # a workflow's script and parsed meta, looked up once by whichever of workflow-name and
     # workflow-prompt needs them first (compat.taskkit.resolve_workflow)
     "task.script": frozenset({"workflow-name", "workflow-prompt"}),

@@ -49,6 +49,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "max-turns",
             "init-once",
             "tool-errors",  # before private-fields: reads the _meta it strips
+            "hook-deny",  # a call a client's PreToolUse hook denied: the hook's reason
             "bash-output",  # a successful Bash call's output; a failed one is tool-errors'
             "private-fields",
             "vocabulary",
@@ -63,6 +64,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # only the init the client sees
             "init-shape",
             "tool-parent",
+            "tool-input",  # a tool call's input with its schema's defaults, as Claude's
             # cbc's failed model requests and refusals as Claude's (errors.py): before
             # command-lifecycle, which cancels the line of an api_error turn
             "api-error",

@@ -7,8 +7,8 @@ this object, never through each other, so each stays testable alone: a test buil
 
 Memory stays bounded by the caps whatever the stream's length, and a remembered tool call
 keeps only the input fields some rule reads (``TOOL_INPUT_KEYS``: an Agent call's
-description/prompt/subagent_type, a Workflow call's script/scriptPath, what a
-DeferExecuteTool call wraps), not e.g. a Write call's file contents.
+description/prompt/subagent_type, a Workflow call's script/scriptPath, a Bash command,
+what a DeferExecuteTool call wraps), not e.g. a Write call's file contents.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ MAX_FINISHED = 256
 MAX_OWN = 1024
 MAX_TASKS = 16_384  # (as many as the task rules' registries: compat.taskkit.MAX_LIVE_TASKS)
 #: the tool-call input fields rules read (compat.taskkit.starting_call / resolve_workflow,
-#: task-correlation, workflow-prompt); ``params`` (DeferExecuteTool) is trimmed the same way
+#: task-correlation, workflow-prompt; bash-output: a Bash ``command``, which Claude's
+#: noOutputExpected is read from); ``params`` (DeferExecuteTool) is trimmed the same way
 TOOL_INPUT_KEYS = frozenset(
     {"description", "prompt", "subagent_type", "script", "scriptPath", "toolName", "params"}
+    | {"command"}
 )
 
 
@@ -276,10 +278,14 @@ class ControlState:
     prompt_interrupt: str | None = None
     #: [unsupported-control, control-reply] the model of the last successful set_model
     set_model: str | None = None
-    #: [hook-once] the request ids of the ``hook_callback`` requests forwarded to the client
-    hook_requests: dict[str, None] = attrs.Factory(dict)
+    #: [hook-once] the ``hook_callback`` requests forwarded to the client, by request id:
+    #: the call a ``PreToolUse`` asks about (its decision may deny it), else None
+    hook_requests: dict[str, PermissionRequest | None] = attrs.Factory(dict)
     #: [hook-reply] the client's answer (its ``response`` object) to each of them
     hook_answers: dict[str, dict[str, Any]] = attrs.Factory(dict)
+    #: [hook-reply] calls a client's ``PreToolUse`` hook denied: tool_use_id -> its reason;
+    #: [hook-deny] words their tool_result as Claude does, and forgets them
+    hook_denials: dict[str, str] = attrs.Factory(dict)
     #: [sdk-mcp] cbc's ``mcp_message`` requests to the client's in-process MCP servers:
     #: request id -> (server, JSON-RPC method, the tool_use_id of a ``tools/call`` or "")
     sdk_mcp_calls: dict[str, tuple[str, str, str]] = attrs.Factory(dict)

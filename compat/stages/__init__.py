@@ -18,6 +18,7 @@ from compat.stages import (  # noqa: F401
     session,
     shape,
     tasks,
+    tool_input,
     turns,
     winddown,
     workflow,

@@ -13,18 +13,23 @@ as the call's output (Zed's ACP adapter: ``rawOutput``; the AI SDK provider's
 
 A failed call (an exit code other than 0, a signal, ``is_error``) is ``tool-errors``'; a
 background call's result (``Status: Running in background…``) is not laid out so and
-passes. ``noOutputExpected`` is Claude's guess from the command (``touch`` expects none,
-``echo`` some); the bridge says true when the call printed nothing.
+passes. ``noOutputExpected`` is Claude's guess from the command, made as Claude makes it
+(read in 2.1.220's binary): true when every command of the line (split at ``&&``, ``||``,
+``;``, ``|`` and newlines) starts with one of ``_SILENT`` (``touch``, ``mkdir``, ``cd``…),
+whatever the call printed (twins file-tool-errors: a ``printf … >`` that printed nothing
+is false).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any, ClassVar
 
 import attrs
 
 from compat import wire
 from compat.frames import Frame
+from compat.session import ToolUse
 from compat.stage import Context, Output, Stage, register
 from compat.stages.hygiene import bash_layout, message_blocks
 
@@ -60,14 +65,31 @@ def _text(content: Any) -> str | None:
     return None
 
 
-def _record(out: str, err: str) -> dict[str, Any]:
+#: the programs Claude expects no output from (2.1.220: a command line of them alone)
+_SILENT = frozenset(
+    {"mv", "cp", "rm", "mkdir", "rmdir", "chmod", "chown", "chgrp", "touch", "ln", "cd"}
+    | {"export", "unset", "wait"}
+)
+_SEPARATORS = re.compile(r"&&|\|\||[;|\n]")
+
+
+def no_output_expected(command: Any) -> bool:
+    """Claude's guess: every command of the line is one of ``_SILENT``."""
+    if not isinstance(command, str):
+        return False
+    words = [part.split(maxsplit=1)[:1] for part in _SEPARATORS.split(command)]
+    firsts = [w[0] for w in words if w]
+    return bool(firsts) and all(w in _SILENT for w in firsts)
+
+
+def _record(out: str, err: str, command: Any) -> dict[str, Any]:
     """Claude's ``tool_use_result`` for a Bash call."""
     return {
         "stdout": out,
         "stderr": err,
         "interrupted": False,
         "isImage": False,
-        "noOutputExpected": not (out or err),
+        "noOutputExpected": no_output_expected(command),
     }
 
 
@@ -101,23 +123,24 @@ class BashOutput(Stage):
     def _block(self, block: Any, records: list[dict[str, Any]], ctx: Context) -> Any:
         """The block, a successful Bash call's result in Claude's words (its output
         record added to ``records``)."""
-        if not self._bash_result(block, ctx):
+        use = self._bash_call(block, ctx)
+        if use is None:
             return block
         text = _text(block.get("content"))
         streams = claude_output(text) if text is not None else None
         if streams is None:
             return block
         out, err = streams
-        records.append(_record(out, err))
+        records.append(_record(out, err, use.input.get("command")))
         return {**block, "content": "\n".join(s for s in (out, err) if s) or NO_OUTPUT}
 
     @staticmethod
-    def _bash_result(block: Any, ctx: Context) -> bool:
-        """A tool result, not failed, of a call the model made to Bash."""
+    def _bash_call(block: Any, ctx: Context) -> ToolUse | None:
+        """The call to Bash a tool result (not failed) answers, or None."""
         if not isinstance(block, dict) or block.get("type") != "tool_result":
-            return False
+            return None
         if block.get("is_error") is True:
-            return False
+            return None
         use_id = block.get("tool_use_id")
         use = ctx.state.tool_uses.get(use_id) if isinstance(use_id, str) else None
-        return use is not None and use.name == "Bash"
+        return use if use is not None and use.name == "Bash" else None

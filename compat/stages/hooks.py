@@ -14,6 +14,15 @@ answers a repeat itself with the client's answer to the first — the decision t
 already made — counted as ``answered-repeat``. A repeat that comes before the client
 answered the first is forwarded (nothing to answer it with). Requests without a
 ``tool_use_id`` (UserPromptSubmit, Stop, …) pass.
+
+``hook-deny`` (down): a call the client's ``PreToolUse`` hook denied
+(``hookSpecificOutput.permissionDecision: "deny"``, or the older ``decision: "block"``)
+ends as Claude ends it (``scenarios/sdk-hooks``, both CLIs): its tool_result is the
+hook's reason (cbc: ``Error: <reason>``), marked ``tool_result_meta``
+``permission-rule``, and the turn's ``result.permission_denials`` lists it (cbc: none).
+``hook-reply`` notes the denial (``ControlState.hook_denials``, ``denied_uses``,
+``permission_denials``); ``permission-routing`` marks the tool_result and
+``result-shape`` lists the call, as for a denied ``can_use_tool``.
 """
 
 from __future__ import annotations
@@ -23,8 +32,11 @@ from typing import Any, ClassVar
 import attrs
 
 from compat import controlkit as ck
+from compat import wire
 from compat.frames import Frame
+from compat.session import PermissionRequest
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.permissions import record_denial
 from compat.taskkit import remember
 
 #: the most hook requests remembered (a long session asks a few per tool call)
@@ -65,7 +77,7 @@ class HookOnce(Stage):
         first = self._asked.get(key)
         if first is None:
             remember(self._asked, key, rid, cap=_MAX)
-            remember(ctx.state.control.hook_requests, rid, None, cap=_MAX)
+            remember(ctx.state.control.hook_requests, rid, _call(rid, request), cap=_MAX)
             return None
         answer = ctx.state.control.hook_answers.get(first)
         if answer is None:
@@ -73,6 +85,30 @@ class HookOnce(Stage):
         ctx.emit("up", Frame.from_obj(_again(rid, answer)), self.rule)
         ctx.count(self.rule, "answered-repeat")
         return ()
+
+
+def _call(rid: str, request: dict[str, Any]) -> PermissionRequest | None:
+    """The call a ``PreToolUse`` request asks about (None for another event)."""
+    data = request.get("input")
+    if not isinstance(data, dict) or data.get("hook_event_name") != "PreToolUse":
+        return None
+    tool, use, inp = data.get("tool_name"), data.get("tool_use_id"), data.get("tool_input")
+    return PermissionRequest(
+        rid, tool if isinstance(tool, str) else "", use, inp if isinstance(inp, dict) else {}
+    )
+
+
+def _denied(answer: dict[str, Any]) -> str | None:
+    """The reason of a hook answer that denies the call (None: it does not)."""
+    body = ck.body_of(answer)
+    out = body.get("hookSpecificOutput")
+    if isinstance(out, dict) and out.get("permissionDecision") == "deny":
+        reason = out.get("permissionDecisionReason")
+    elif body.get("decision") == "block":
+        reason = body.get("reason")
+    else:
+        return None
+    return reason if isinstance(reason, str) and reason else "Blocked by hook"
 
 
 def _again(rid: str, answer: dict[str, Any]) -> dict[str, Any]:
@@ -86,13 +122,80 @@ class HookReply(Stage):
     """Keep the client's answers to the hook requests `hook-once` forwarded."""
 
     rule: ClassVar[str] = "hook-reply"
-    reads: ClassVar[frozenset[str]] = frozenset({"control.hook_requests"})
-    writes: ClassVar[frozenset[str]] = frozenset({"control.hook_answers"})
+    reads: ClassVar[frozenset[str]] = frozenset({"control.client_turns", "control.hook_requests"})
+    writes: ClassVar[frozenset[str]] = frozenset(
+        {
+            "control.denied_uses",
+            "control.hook_answers",
+            "control.hook_denials",
+            "control.permission_denials",
+        }
+    )
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         rid, _, response = ck.response_of(frame.obj)
-        if rid is not None and rid in ctx.state.control.hook_requests:
-            remember(ctx.state.control.hook_answers, rid, dict(response), cap=_MAX)
+        control = ctx.state.control
+        if rid is None or rid not in control.hook_requests:
+            return None
+        remember(control.hook_answers, rid, dict(response), cap=_MAX)
+        call, reason = control.hook_requests[rid], _denied(response)
+        if call is not None and call.tool_use_id and reason is not None:
+            record_denial(control, call)
+            remember(control.denied_uses, call.tool_use_id, "permission-rule", cap=_MAX)
+            remember(control.hook_denials, call.tool_use_id, reason, cap=_MAX)
+            ctx.count(self.rule, "denied-by-hook")
         return None
+
+
+#: cbc's words before a hook's reason in the tool_result of the call it denied
+_CBC_PREFIX = "Error: "
+
+
+@register
+@attrs.define
+class HookDeny(Stage):
+    """The tool_result of a call the client's PreToolUse hook denied is the hook's reason,
+    as Claude writes it (cbc: ``Error: <reason>``)."""
+
+    rule: ClassVar[str] = "hook-deny"
+    reads: ClassVar[frozenset[str]] = frozenset()
+    writes: ClassVar[frozenset[str]] = frozenset({"control.hook_denials"})
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"user"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        denials = ctx.state.control.hook_denials
+        if not denials:
+            return None
+        obj = frame.view(wire.User)
+        message = obj.get("message")
+        if obj.get("parent_tool_use_id") is not None or not isinstance(message, dict):
+            return None
+        content = message.get("content")
+        if not isinstance(content, list):
+            return None
+        new = [_worded(b, denials) for b in content]
+        if all(n is b for n, b in zip(new, content, strict=True)):
+            return None
+        return (frame.replace({**obj, "message": {**message, "content": new}}),)
+
+
+def _worded(block: Any, denials: dict[str, str]) -> Any:
+    """A tool_result block of a hook-denied call with the hook's reason as its content."""
+    if not isinstance(block, dict) or block.get("type") != "tool_result":
+        return block
+    reason = denials.pop(str(block.get("tool_use_id")), None)
+    if reason is None or _text(block.get("content")) not in (reason, _CBC_PREFIX + reason):
+        return block
+    return {**block, "content": reason}
+
+
+def _text(content: Any) -> str | None:
+    """A tool_result's text: its string, or its one text block's."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
+        text = content[0].get("text")
+        return text if isinstance(text, str) else None
+    return None

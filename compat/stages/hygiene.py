@@ -165,9 +165,12 @@ def bash_layout(text: str) -> tuple[str, str, str, str] | None:
     text is the tool's output (a command the model wrote), and that regex backtracks
     (2.6 s on 44 KB of repeated ``\n\nStderr: ``). The exit code and signal are the last two
     lines; stdout ends at the first stderr marker after the first stdout marker, stderr at
-    the newline (or blank line) before the exit code."""
+    the newline (or blank line) before the exit code. What a client's PostToolUse hook
+    added for the model (cbc appends ``<system-reminder data-role="tool-hint">…`` after
+    the signal line; Claude gives the model that context apart) is not the output."""
     if not text.startswith(_COMMAND):
         return None
+    text = _without_hints(text)
     status = _exit_and_signal(text)
     if status is None:
         return None
@@ -176,6 +179,18 @@ def bash_layout(text: str) -> tuple[str, str, str, str] | None:
     if streams is None:
         return None
     return streams[0], streams[1], code, sig
+
+
+#: how cbc appends a hook's context for the model to a tool's result text
+_HINT = '\n<system-reminder data-role="tool-hint">'
+_HINT_END = "</system-reminder>"
+
+
+def _without_hints(text: str) -> str:
+    """``text`` without the hook contexts cbc appended to it."""
+    while text.endswith(_HINT_END) and (cut := text.rfind(_HINT)) >= 0:
+        text = text[:cut]
+    return text
 
 
 def _exit_and_signal(text: str) -> tuple[int, str, str] | None:
@@ -224,6 +239,13 @@ _NO_FILE = "File does not exist."
 _CWD_NOTE = "Note: your current working directory is "
 _READ_TOOLS = frozenset({"Read", "Edit", "Write", "NotebookEdit", "MultiEdit"})
 _TOOL_USE_ERROR = re.compile(r"<tool_use_error>(?P<text>.*)</tool_use_error>", re.DOTALL)
+#: an Edit whose old_string is not in the file: cbc adds advice for the model (in Chinese)
+#: and quotes the string; Claude writes its sentence and the string, wrapped (twins
+#: file-tool-errors)
+_NOT_FOUND = "String to replace not found in file."
+_CBC_NOT_FOUND = re.compile(
+    r'(?:Error: )?String to replace not found in file\.[^\n]*\nString: "(?P<s>.*)"', re.DOTALL
+)
 
 
 def _failed(block: dict[str, Any]) -> bool:
@@ -269,13 +291,17 @@ def claude_error_text(text: str) -> str:
     """Claude's text for a failed tool call, from cbc's: a Bash that exited non-zero is
     ``Exit code N`` then its stdout and stderr (each without its trailing newline; empty
     ones left out); cbc's ``<tool_use_error>…</tool_use_error>`` wrapper is removed; the
-    rejection of an interrupted call is Claude's constant. A Bash ended by a signal keeps
+    rejection of an interrupted call is Claude's constant; an Edit's string not found is
+    Claude's sentence and the string, in Claude's wrapper. A Bash ended by a signal keeps
     cbc's text: Claude writes a status its own shell made up, which cbc's wire lacks.
     (``ToolErrors`` adds Claude's ``Note: your current working directory is …`` to a
     file tool's ``File does not exist.``.)"""
     bash = bash_layout(text)
     if bash is not None:
         return _bash_error_text(text, bash)
+    not_found = _CBC_NOT_FOUND.fullmatch(text.strip())
+    if not_found is not None:
+        return f"<tool_use_error>{_NOT_FOUND}\nString: {not_found['s']}</tool_use_error>"
     wrapped = _TOOL_USE_ERROR.fullmatch(text.strip())
     if wrapped is not None:
         return wrapped["text"]
@@ -296,9 +322,12 @@ def _bash_error_text(text: str, bash: tuple[str, str, str, str]) -> str:
 
 
 def _tool_use_result(text: str) -> str:
-    """A failed call's ``tool_use_result`` as Claude writes it, from its text."""
+    """A failed call's ``tool_use_result`` as Claude writes it, from its text (a
+    ``<tool_use_error>`` wrapper left out)."""
     if text == REJECTED:
         return "User rejected tool use"
+    wrapped = _TOOL_USE_ERROR.fullmatch(text)
+    text = wrapped["text"] if wrapped is not None else text
     return text if text.startswith("Error: ") else f"Error: {text}"
 
 

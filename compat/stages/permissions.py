@@ -77,7 +77,7 @@ _Update = Callable[["PermissionReply", dict[str, Any], Context], bool]
 _MAX_DENIED = 256
 
 
-def _record_denial(control: ControlState, prompt: PermissionRequest) -> None:
+def record_denial(control: ControlState, prompt: PermissionRequest) -> None:
     """A call the session denied, listed for the turn's ``result.permission_denials``."""
     control.permission_denials.append(
         {
@@ -211,7 +211,7 @@ class PermissionRouting(Stage):
     def _deny(self, prompt: PermissionRequest, ctx: Context) -> Output:
         """Claude's own denial of a tool it was not allowed to ask the client about."""
         reason = claude_denial(prompt.tool_name, prompt.input)
-        _record_denial(ctx.state.control, prompt)
+        record_denial(ctx.state.control, prompt)
         self._answer(prompt, _denial(reason, False), ctx)
         ctx.log(
             self.rule,
@@ -256,7 +256,7 @@ class PermissionRouting(Stage):
         and its tool_result to be marked ``permission-rule``."""
         reply = _denial(rule_denial(rule, prompt.tool_name, prompt.input), False)
         control = ctx.state.control
-        _record_denial(control, prompt)
+        record_denial(control, prompt)
         if prompt.tool_use_id:
             remember(control.denied_uses, prompt.tool_use_id, "permission-rule", cap=_MAX_DENIED)
         return reply
@@ -705,4 +705,4 @@ def _withdraw(control: ControlState, req: PermissionRequest) -> None:
     # the marked rejection, and the mark is forgotten at the result.)
     if req.tool_use_id:
         remember(control.denied_uses, req.tool_use_id, "user-rejected", cap=_MAX_DENIED)
-    _record_denial(control, req)
+    record_denial(control, req)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from compat.stages.bash_output import NO_OUTPUT, claude_output
+from compat.stages.bash_output import NO_OUTPUT, claude_output, no_output_expected
 
 from .test_fields import bridged, claude
 
@@ -73,3 +73,22 @@ def test_any_output_comes_back_whole(out: str, err: str) -> None:
     ambiguous = "\nStderr: " in out or "(empty)" in (out.rstrip("\n"), err.rstrip("\n"))
     assume(not ambiguous)
     assert got == (out.rstrip("\n"), err.rstrip("\n"))
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("touch a", True),
+        ("mkdir -p d && cd d && touch x", True),
+        ("rm -f a; mv b c\ncp d e", True),
+        ("touch a && echo done", False),
+        ("printf 'x\\n' > a.txt && printf 'y' > b.txt", False),  # (twins file-tool-errors)
+        ("FOO=1 touch a", False),  # Claude reads the first word as written
+        ("", False),
+        (None, False),
+    ],
+)
+def test_no_output_is_expected_of_a_line_of_silent_commands_only(
+    command: object, expected: bool
+) -> None:
+    assert no_output_expected(command) is expected

@@ -89,3 +89,44 @@ def test_a_repeat_before_the_first_answer_is_forwarded() -> None:
     events = [(t, "backend", _line(f)) for t, f in cbc]
     run = drive(eng, events)  # (the client never answers)
     assert len(_hooks(run.frames())) == 3
+
+
+TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
+
+
+def _denied_session() -> tuple[Run, list[dict[str, Any]]]:
+    """``scenarios/sdk-hooks`` through the profile: cbc's lines and the client's (its
+    PreToolUse hook denies ``echo forbidden``), and what Claude wrote in the same run."""
+    cbc = _records(TWINS / "sdk-hooks.cbc-raw.jsonl", "stdout")
+    client = _records(TWINS / "sdk-hooks.cbc-raw.jsonl", "stdin")
+    events = [(t, "backend", _line(f)) for t, f in cbc]
+    events += [(t, "client", _line(f)) for t, f in client]
+    claude = [f for _, f in _records(TWINS / "sdk-hooks.claude.jsonl", "stdout")]
+    return drive(full(), sorted(events, key=lambda e: e[0])), claude
+
+
+def test_a_call_the_clients_hook_denied_ends_as_on_claude() -> None:
+    """The denied call's tool_result is the hook's reason (cbc: ``Error: <reason>``),
+    marked ``permission-rule``, and the result lists the call in ``permission_denials``,
+    as Claude's; the allowed call's output is Claude's, the hook's context for the model
+    left out of it."""
+    run, claude = _denied_session()
+    out = run.frames()
+    users = [f for f in out if f.get("type") == "user"]
+    want = [f for f in claude if f.get("type") == "user"]
+    got_denied, want_denied = users[0], want[0]
+    block = got_denied["message"]["content"][0]
+    assert block["content"] == want_denied["message"]["content"][0]["content"]
+    assert block["content"] == "denied by the SDK hook"
+    assert [m["non_execution_kind"] for m in got_denied["tool_result_meta"]] == ["permission-rule"]
+    assert users[1]["message"]["content"][0]["content"] == "allowed"
+    assert users[1]["tool_use_result"]["stdout"] == "allowed"
+    [result] = [f for f in out if f.get("type") == "result"]
+    [claude_result] = [f for f in claude if f.get("type") == "result"]
+    strip = [
+        {k: v for k, v in d.items() if k != "tool_use_id"} for d in result["permission_denials"]
+    ]
+    assert strip == [
+        {k: v for k, v in d.items() if k != "tool_use_id"}
+        for d in claude_result["permission_denials"]
+    ]

@@ -25,12 +25,13 @@ def test_stage_order_matches_the_profile_lists() -> None:
     up, down = build("cbc-to-claude")
     assert [s.rule for s in down] == list(PROFILES["cbc-to-claude"]["down"])
     assert [s.rule for s in up] == list(PROFILES["cbc-to-claude"]["up"])
-    assert [s.rule for s in down][:8] == [
+    assert [s.rule for s in down][:9] == [
         "session",
         "foreign-init",
         "max-turns",
         "init-once",
         "tool-errors",
+        "hook-deny",
         "bash-output",
         "private-fields",
         "vocabulary",

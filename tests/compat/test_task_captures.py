@@ -320,12 +320,13 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:8] == (
+    assert down[:9] == (
         "session",
         "foreign-init",
         "max-turns",
         "init-once",
         "tool-errors",
+        "hook-deny",
         "bash-output",
         "private-fields",
         "vocabulary",

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compat.stages.hygiene import bash_layout, claude_error_text
+from compat.stages.hygiene import _tool_use_result, bash_layout, claude_error_text
 from compat.stages.turns import REJECTED
 
 from .helpers import engine_for, frames_out, line, stage_on
@@ -223,3 +223,22 @@ def test_a_long_bash_output_full_of_markers_is_read_at_once() -> None:
     out, err, code, sig = bash_layout(text) or ("", "", "", "")
     assert (out, code, sig) == ("", "1", "none")
     assert err.count("Stderr: ") == 199_999
+
+
+def test_an_edits_string_not_found_is_claudes_sentence_and_the_string() -> None:
+    """cbc adds advice for its model (in Chinese) and quotes the string; Claude writes its
+    sentence, the string, in its ``<tool_use_error>`` wrapper, and the same without the
+    wrapper as ``tool_use_result`` (twins file-tool-errors)."""
+    cbc = (
+        "Error: String to replace not found in file. "
+        "\u5f53\u524d\u6587\u4ef6\u5185\u5bb9\u4e0e old_string \u4e0d\u4e00\u81f4.\n"
+        'String: "not-in-the-file"'
+    )
+    text = claude_error_text(cbc)
+    assert text == (
+        "<tool_use_error>String to replace not found in file.\n"
+        "String: not-in-the-file</tool_use_error>"
+    )
+    assert _tool_use_result(text) == (
+        "Error: String to replace not found in file.\nString: not-in-the-file"
+    )
