@@ -79,12 +79,13 @@ def _signature(text: str) -> str:
 
 
 def _with_middle(events: list[bytes], is_delta: list[bool]) -> Iterator[bytes]:
-    """The events, with ``MIDDLE`` after the first half (rounded up) of the deltas."""
+    """The events, with ``MIDDLE`` after the first half (rounded down) of the deltas: a
+    one-delta reply is cut before its content, a reply with none after its first event."""
     n = sum(is_delta)
-    half, seen = (n + 1) // 2, 0
-    placed = n == 0
-    for ev, delta in zip(events, is_delta, strict=True):
-        if not placed and delta and seen == half:
+    half, seen = n // 2, 0
+    placed = False
+    for i, (ev, delta) in enumerate(zip(events, is_delta, strict=True)):
+        if not placed and (delta and seen == half or n == 0 and i == 1):
             yield MIDDLE
             placed = True
         yield ev

@@ -1,13 +1,15 @@
 """A recording replayed on the CLI that made it reproduces it: every Claude capture of the
-repository's twins (``captures/twins/*.claude.jsonl``) made a scenario (``ccbridge scenario
-from-capture``) and run on the real Claude Code 2.1.220, every raw cbc capture
+repository's twins (``captures/twins/*.claude.jsonl``) and every session the suite's
+SDK-driven clients recorded on Claude (``SDK_RECORDINGS``: their hook callbacks and
+in-process MCP server answered as recorded, ``[[answers]]``) made a scenario (``ccbridge
+scenario from-capture``) and run on the real Claude Code 2.1.220, every raw cbc capture
 (``*.cbc-raw.jsonl``) on the real cbc 2.163.0; what the client read is the same, up to ids,
 timestamps, durations, costs and paths (the semantic diff's masks).
 
 Differences in the result of a call the scenario lists as reading what the recording does
 not carry (``[replay] differs``: a file) are the replay's, as ``ccbridge ab`` counts them;
 the turn a background task's end falls in is its timing (its frames are compared); raw
-cbc's varying copies of its ``system/init`` are its own.
+cbc's varying copies of its ``system/init`` are its own (its first is compared).
 The sessions a replay cannot reproduce are listed in ``NOT_REPRODUCED`` with the reason;
 the test fails when one of them starts to reproduce (the list must shrink with the
 converter), and when any other differs. Two CLIs at a time (``ab``'s job runner).
@@ -15,6 +17,7 @@ converter), and when any other differs. Two CLIs at a time (``ab``'s job runner)
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -31,6 +34,11 @@ from harness.scenario import loads
 
 REPO = Path(__file__).resolve().parents[2]
 TWINS = REPO / "captures" / "twins"
+#: sessions recorded through real SDK-driven clients by the suite's tests, on Claude
+#: (``tests/bridge/data/<client>/<case>/claude.ndjson``: Zed's ACP adapter on the
+#: TypeScript SDK; their ``cbc-raw.ndjson`` is the bridge's side of cbc, with the bridge's
+#: own requests in it: not a client's session)
+SDK_RECORDINGS = REPO / "tests" / "bridge" / "data"
 ROLES = {"claude": "claude", "cbc": "cbc-raw"}
 
 #: why a replay cannot give the session: what the recording does not carry
@@ -53,10 +61,10 @@ NOT_REPRODUCED: dict[tuple[str, str], str] = {
     "tool call that reached --max-turns is not in the recording",
     ("claude", "resume-session"): _RESUME,
     ("claude", "thinking-partial"): _TIMING + "two parallel Bash calls end in either order",
+    ("claude", "acp-bash-allowed"): _TIMING + "Claude answers the client's set_model and "
+    "sends the SDK's MCP server its next message in either order",
     ("claude", "bg-agent-frames"): _TIMING + "a background agent's frames and the main "
     "thread's interleave as they happen to come",
-    ("claude", "stream-cut"): "the converter: a stream cut and retried is replayed as a cut "
-    "with no reply for the retry",
     ("cbc", "eof-with-bg-work"): _WORKFLOW,
     ("cbc", "interrupt-idle-workflow"): _WORKFLOW,
     ("cbc", "interrupt-midturn-workflow"): _WORKFLOW,
@@ -80,14 +88,29 @@ NOT_REPRODUCED: dict[tuple[str, str], str] = {
     "its own on some runs",
     ("cbc", "thinking-partial"): _VARIES + "the answer after a thinking block is an assistant "
     "frame of its own on some runs",
+    ("cbc", "rejected-calls"): "cbc writes no tool_use frame for a call to a tool it does not "
+    "have (disallowed Bash, NoSuchTool): the recording does not carry the model's call, so "
+    "the replay's model answers with text and the turn ends success, not "
+    "error_during_execution",
+    ("cbc", "todo-tools"): "cbc writes no tool_use frame for a call to a tool it does not "
+    "have (TodoWrite): the recording does not carry the model's call, so the replay's model "
+    "answers with text and the turn ends success, not error_during_execution",
 }
 
 
-def _jobs(backend: str, tmp: Path) -> list[ab_cmd.Job]:
+def _recordings(backend: str) -> list[tuple[str, Path]]:
+    """(name, recording) of every session to replay on ``backend``: the twins, and the
+    sessions the SDK-driven clients of the suite recorded (``SDK_RECORDINGS``)."""
     role = ROLES[backend]
+    twins = [(p.name.removesuffix(f".{role}.jsonl"), p) for p in TWINS.glob(f"*.{role}.jsonl")]
+    found = SDK_RECORDINGS.glob("*/*/claude.ndjson") if backend == "claude" else ()
+    sdk = [(f"{p.parent.parent.name}-{p.parent.name}", p) for p in found]
+    return sorted(twins) + sorted(sdk)
+
+
+def _jobs(backend: str, tmp: Path) -> list[ab_cmd.Job]:
     jobs = []
-    for original in sorted(TWINS.glob(f"*.{role}.jsonl")):
-        name = original.name.removesuffix(f".{role}.jsonl")
+    for name, original in _recordings(backend):
         cap, n = from_capture.read(original)
         conv = from_capture.convert(cap, source=original.name, name=name, n_lines=n)
         path = tmp / f"{name}.toml"
@@ -103,23 +126,37 @@ def _differs(job: ab_cmd.Job, o: ab_cmd.Outcome) -> str | None:
     """What keeps the run from reproducing its recording, or None."""
     if not o.ok:
         return f"no run: {o.error}"
-    a = capture.parse(job.path.read_bytes().splitlines(keepends=True))
-    b = capture.parse(job.out.read_bytes().splitlines(keepends=True))
+    keep = _first_init if job.side.spec == "cbc" else list
+    a = capture.parse(keep(job.path.read_bytes().splitlines(keepends=True)))
+    b = capture.parse(keep(job.out.read_bytes().splitlines(keepends=True)))
     d = semantic.diff(a, b)
     replay = job.scenario.replay
     caused = replay_caused(d, replay.differs) if replay is not None else frozenset()
     caused |= _task_turns(d)
-    if job.side.spec == "cbc":
-        caused |= _init_copies(d)
     if len(caused) == len(d.differences):
         return None  # (the same session but for what the replay cannot give: files)
     return semantic.format_text(d)
 
 
-#: a whole ``system/init`` frame on one side only: cbc writes a varying number of copies of
-#: its init (of the session's and of a sub-agent's) from run to run (the bridge's
-#: ``init-once`` keeps one a turn); a raw cbc run is not told apart by them
-_INIT_COPY = re.compile(r"/ system/init( \(other session\))?( #\d+)?$")
+#: cbc writes a varying number of copies of its ``system/init`` (of the session's and of a
+#: sub-agent's), before or after the frames around them, from run to run (the bridge's
+#: ``init-once`` keeps one a turn); a raw cbc run is compared by its first
+_INIT = re.compile(rb'^\{"type":"system","subtype":"init"')
+
+
+def _first_init(lines: list[bytes]) -> list[bytes]:
+    """The capture's records without the backend's system/init frames after the first."""
+    out, seen = [], False
+    for line in lines:
+        rec = json.loads(line)
+        if rec.get("kind") == "stdout" and _INIT.match(rec.get("text", "").encode()):
+            if seen:
+                continue
+            seen = True
+        out.append(line)
+    return out
+
+
 #: the turn a background task's end falls in (its terminal ``task_updated`` and
 #: ``task_notification``): the task ends when it ends, against the turns the client's
 #: lines start; its frames are compared, not that turn
@@ -128,14 +165,6 @@ _TASK_TURN = re.compile(r"/ task_(updated|notification) \(turn\)$")
 
 def _task_turns(d: semantic.DiffResult) -> frozenset[int]:
     return frozenset(i for i, x in enumerate(d.differences) if _TASK_TURN.search(x.path))
-
-
-def _init_copies(d: semantic.DiffResult) -> frozenset[int]:
-    return frozenset(
-        i
-        for i, x in enumerate(d.differences)
-        if x.kind in ("only-a", "only-b") and _INIT_COPY.search(x.path)
-    )
 
 
 @pytest.mark.real_backend
