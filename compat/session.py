@@ -34,10 +34,12 @@ MAX_OWN = 1024
 MAX_TASKS = 16_384  # (as many as the task rules' registries: compat.taskkit.MAX_LIVE_TASKS)
 #: the tool-call input fields rules read (compat.taskkit.starting_call / resolve_workflow,
 #: task-correlation, workflow-prompt; bash-output: a Bash ``command``, which Claude's
-#: noOutputExpected is read from); ``params`` (DeferExecuteTool) is trimmed the same way
+#: noOutputExpected is read from; task-tool-results: what a TaskUpdate changes, for its
+#: updatedFields); ``params`` (DeferExecuteTool) is trimmed the same way
 TOOL_INPUT_KEYS = frozenset(
     {"description", "prompt", "subagent_type", "script", "scriptPath", "toolName", "params"}
     | {"command"}
+    | {"taskId", "subject", "status", "activeForm", "owner", "addBlocks", "addBlockedBy"}
 )
 
 

@@ -17,6 +17,7 @@ from compat.stages import (  # noqa: F401
     permissions,
     session,
     shape,
+    task_tools,
     tasks,
     tool_input,
     turns,

@@ -25,7 +25,7 @@ def test_stage_order_matches_the_profile_lists() -> None:
     up, down = build("cbc-to-claude")
     assert [s.rule for s in down] == list(PROFILES["cbc-to-claude"]["down"])
     assert [s.rule for s in up] == list(PROFILES["cbc-to-claude"]["up"])
-    assert [s.rule for s in down][:9] == [
+    assert [s.rule for s in down][:10] == [
         "session",
         "foreign-init",
         "max-turns",
@@ -33,6 +33,7 @@ def test_stage_order_matches_the_profile_lists() -> None:
         "tool-errors",
         "hook-deny",
         "bash-output",
+        "task-tool-results",
         "private-fields",
         "vocabulary",
     ]

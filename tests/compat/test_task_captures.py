@@ -320,7 +320,7 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:9] == (
+    assert down[:10] == (
         "session",
         "foreign-init",
         "max-turns",
@@ -328,6 +328,7 @@ def test_task_rules_order_in_the_profile() -> None:
         "tool-errors",
         "hook-deny",
         "bash-output",
+        "task-tool-results",
         "private-fields",
         "vocabulary",
     )
