@@ -52,6 +52,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "hook-deny",  # a call a client's PreToolUse hook denied: the hook's reason
             "bash-output",  # a successful Bash call's output; a failed one is tool-errors'
             "task-tool-results",  # before private-fields: reads the _meta.rawResponse it cuts
+            "file-tool-results",  # Read/Write/Edit: Claude's file record, from the wire
             "private-fields",
             "vocabulary",
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields

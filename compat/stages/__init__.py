@@ -7,6 +7,7 @@ from compat.stages import (  # noqa: F401
     control,
     errors,
     fields,
+    file_tools,
     hooks,
     hygiene,
     init,

@@ -320,7 +320,7 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:10] == (
+    assert down[:11] == (
         "session",
         "foreign-init",
         "max-turns",
@@ -329,6 +329,7 @@ def test_task_rules_order_in_the_profile() -> None:
         "hook-deny",
         "bash-output",
         "task-tool-results",
+        "file-tool-results",
         "private-fields",
         "vocabulary",
     )
