@@ -62,6 +62,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # results, as Claude's (compat/stages/control.py)
             "sdk-mcp",
             "hook-once",  # cbc's repeated PreToolUse for one call, answered as first answered
+            "hook-input",  # a hook request's input as Claude's: prompt id, a Stop's answer
             # session shapes (compat/stages/shape.py): init-shape after init-once touches
             # only the init the client sees
             "init-shape",

@@ -8,6 +8,7 @@ from compat.stages import (  # noqa: F401
     errors,
     fields,
     file_tools,
+    hook_input,
     hooks,
     hygiene,
     init,

@@ -130,3 +130,20 @@ def test_a_call_the_clients_hook_denied_ends_as_on_claude() -> None:
         {k: v for k, v in d.items() if k != "tool_use_id"}
         for d in claude_result["permission_denials"]
     ]
+
+
+def test_hook_requests_carry_claudes_prompt_id_own_ids_and_a_stops_answer() -> None:
+    """One prompt id on every hook of the prompt's turn, a fresh tool_use_id on a request
+    about no tool call, a Stop's last answer, crons and (no) background tasks, as in
+    Claude's run of the same scenario."""
+    run, claude = _denied_session()
+    got = [f["request"] for f in run.frames() if f.get("type") == "control_request"]
+    want = [f["request"] for f in claude if f.get("type") == "control_request"]
+    assert [r["input"]["hook_event_name"] for r in got] == [
+        r["input"]["hook_event_name"] for r in want
+    ]
+    assert len({r["input"]["prompt_id"] for r in got}) == 1
+    assert all(isinstance(r.get("tool_use_id"), str) for r in got)
+    stop, claude_stop = got[-1]["input"], want[-1]["input"]
+    for key in ("last_assistant_message", "background_tasks", "session_crons"):
+        assert stop[key] == claude_stop[key]
