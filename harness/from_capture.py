@@ -189,6 +189,11 @@ class Session:
     kind: str  # the backend: claude, cbc, unknown
 
 
+def _raw_cbc(kind: str, s: Sides) -> bool:
+    """The client read cbc's own stdout (and so its init copies, in varying number)."""
+    return kind == "cbc" and s.view == "stdout" and s.client_in == "stdin"
+
+
 def read_session(
     cap: Capture, source: str, max_delay: float, n_lines: int, notes: list[str]
 ) -> Session:
@@ -203,7 +208,8 @@ def read_session(
         raise FromCaptureError(
             f"{source}: a capture with no client side (no line the client wrote)"
         )
-    client = ClientWalk(headless=headless, max_delay=max_delay)
+    kind = backend_kind(cap, frames)
+    client = ClientWalk(headless=headless, max_delay=max_delay, raw_cbc=_raw_cbc(kind, s))
     model = ModelWalk(max_delay)
     walk(records, s, client, model, notes)
     if headless:
@@ -217,7 +223,7 @@ def read_session(
         )
         if not client.closed:
             client.wait_for_last()
-    return Session(client, model, args, headless, backend_kind(cap, frames))
+    return Session(client, model, args, headless, kind)
 
 
 def convert(

@@ -85,6 +85,9 @@ def condition(frame: dict[str, Any]) -> dict[str, Any]:
 class ClientWalk:
     headless: bool = False
     max_delay: float = 30.0
+    #: the client read cbc's own stdout: cbc writes copies of its ``system/init`` in a
+    #: number and at places that vary from run to run, so no step waits for one
+    raw_cbc: bool = False
     #: every frame the client read: (time, frame, raw line)
     view: list[tuple[float, dict[str, Any], bytes]] = attrs.field(factory=list)
     steps: list[dict[str, Any]] = attrs.field(factory=list)
@@ -115,7 +118,8 @@ class ClientWalk:
     def _anchor(self) -> int | None:
         """The index in ``view`` of the last frame worth waiting for."""
         for i in range(len(self.view) - 1, -1, -1):
-            if not is_noise(self.view[i][1]):
+            frame = self.view[i][1]
+            if not is_noise(frame) and not (self.raw_cbc and frame.get("subtype") == "init"):
                 return i
         return None
 
