@@ -107,15 +107,6 @@ RULE_IDS = frozenset(
         "framing",
         "frame-fields",
         "redact",
-        # not written yet: a hook request's input as Claude's (transcript_path to the
-        # session store's transcript, prompt_id, a Stop's last_assistant_message,
-        # background_tasks, session_crons, the request's own tool_use_id)
-        "hook-input",
-        # not written yet: the structured tool_use_result of the Task tools from cbc's
-        # _meta.rawResponse, and of the file tools (Read, Write, Edit) from what the
-        # session's wire holds
-        "task-tool-results",
-        "file-tool-results",
     }
 )
 REASONS = ("missing_rule", "cbc", "design", "timing", "checker")

@@ -40,11 +40,9 @@ def test_the_differences_in_a_listed_calls_result_are_the_replays() -> None:
     result = diff(a, b)
     caused = replay_caused(result, [READ_NOTES])
     paths = {result.differences[i].path for i in caused}
-    # the Read's result (its tool_result, its tool_use_result), not the Bash call's
-    assert paths == {
-        "turn 1 / user #1 / message.content[0].content",
-        "turn 1 / user #1 / tool_use_result",
-    }
+    # the Read's result (its tool_result's text: its tool_use_result is Claude's record,
+    # file-tool-results), not the Bash call's
+    assert paths == {"turn 1 / user #1 / message.content[0].content"}
     assert replay_caused(result, []) == frozenset()
     other = Differs("Read", {"file_path": "{CWD}/other.txt"})
     assert replay_caused(result, [other]) == frozenset()
@@ -56,22 +54,19 @@ def test_the_verdict_opens_the_text_and_json_reports_and_counts_the_replay_apart
     pair = _pair((READ_NOTES,))
     assert pair.replayed
     assert pair.result is not None
-    assert pair.differences == len(pair.result.differences) - 2
+    assert pair.differences == len(pair.result.differences) - 1
     text = ab_report.report_text([pair])
     first = text.splitlines()[0]
     assert first.startswith("verdict: the client would see ")
     assert f"{pair.differences} differences" in first
-    assert "2 more come from the replay" in first
+    assert "1 more comes from the replay" in first
     assert "from the replay (" in text
     doc = json.loads(ab_report.report_json([pair], tmp_path))
     assert doc["verdict"] == first
     [s] = doc["scenarios"]
-    assert s["from_replay"] == [
-        "turn 1 / user #1 / message.content[0].content",
-        "turn 1 / user #1 / tool_use_result",
-    ]
+    assert s["from_replay"] == ["turn 1 / user #1 / message.content[0].content"]
     assert s["same_session"] is False
-    assert "+ 2 from the replay" in ab_report.summary_line(pair)
+    assert "+ 1 from the replay" in ab_report.summary_line(pair)
 
 
 def test_a_pair_whose_only_differences_are_the_replays_is_the_same_session(
@@ -91,7 +86,7 @@ def test_a_pair_whose_only_differences_are_the_replays_is_the_same_session(
     assert only.same
     assert ab_report.exit_status([only]) == ab_report.EXIT_SAME
     line = ab_report.verdict([only])
-    assert line.startswith("verdict: the client would see the same session (2 more come")
+    assert line.startswith("verdict: the client would see the same session (1 more comes")
     assert ab_report.exit_status([pair]) == ab_report.EXIT_DIFFERENT
 
 
@@ -107,13 +102,13 @@ def test_the_html_report_gives_the_replays_differences_their_reason() -> None:
     a = load_capture(str(TWINS / "parallel-tools.claude.jsonl"))
     b = load_capture(str(TWINS / "parallel-tools.cbc-bridged.jsonl"))
     rep = report_html.build(a, b, ("A", "B"), differs=[READ_NOTES])
-    assert len(rep.replayed) == 2
+    assert len(rep.replayed) == 1
     line, tone = report_html.verdict(rep)
-    assert "2 more from the replay" in line
+    assert "1 more from the replay" in line
     assert tone == "differ"
     page = report_html.render_report(rep)
     rows = [r for r in page.split('<tr class="d ')[1:] if "cat-replay" in r.split("</tr>")[0]]
-    assert len(rows) == 2
+    assert len(rows) == 1
 
 
 def test_from_capture_lists_the_calls_in_the_scenarios_replay_table() -> None:
