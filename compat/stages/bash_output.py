@@ -31,7 +31,7 @@ from compat import wire
 from compat.frames import Frame
 from compat.session import ToolUse
 from compat.stage import Context, Output, Stage, register
-from compat.stages.hygiene import bash_layout, message_blocks
+from compat.stages.hygiene import bash_layout, message_blocks, one_text
 
 #: Claude's text for a Bash call that printed nothing
 NO_OUTPUT = "(Bash completed with no output)"
@@ -53,16 +53,6 @@ def claude_output(text: str) -> tuple[str, str] | None:
     if code.strip() != "0" or signal.strip() not in ("(none)", ""):
         return None
     return _stream(out), _stream(err)
-
-
-def _text(content: Any) -> str | None:
-    """A tool result's content as one text: a string, or a single text block."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
-        block = content[0]
-        return block.get("text") if block.get("type") == "text" else None
-    return None
 
 
 #: the programs Claude expects no output from (2.1.220: a command line of them alone)
@@ -126,7 +116,7 @@ class BashOutput(Stage):
         use = self._bash_call(block, ctx)
         if use is None:
             return block
-        text = _text(block.get("content"))
+        text = one_text(block.get("content"))
         streams = claude_output(text) if text is not None else None
         if streams is None:
             return block

@@ -31,7 +31,7 @@ import attrs
 from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
-from compat.stages.hygiene import message_blocks
+from compat.stages.hygiene import message_blocks, one_text
 from compat.taskkit import remember
 
 #: the calls whose results get a record, and those that change no file
@@ -87,15 +87,6 @@ def read_content(text: str) -> str | None:
     return "\n".join(out)
 
 
-def _text(content: Any) -> str | None:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
-        text = content[0].get("text")
-        return text if isinstance(text, str) else None
-    return None
-
-
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -146,7 +137,7 @@ class FileToolResults(Stage):
             if call is None or call[0] not in _HARMLESS:
                 self._files.clear()
             return None
-        text = _text(block.get("content"))
+        text = one_text(block.get("content"))
         path = _str(call[1].get("file_path"))
         if block.get("is_error") is True or text is None or path is None:
             return None

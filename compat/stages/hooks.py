@@ -36,6 +36,7 @@ from compat import wire
 from compat.frames import Frame
 from compat.session import PermissionRequest
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.hygiene import one_text
 from compat.stages.permissions import record_denial
 from compat.taskkit import remember
 
@@ -186,16 +187,6 @@ def _worded(block: Any, denials: dict[str, str]) -> Any:
     if not isinstance(block, dict) or block.get("type") != "tool_result":
         return block
     reason = denials.pop(str(block.get("tool_use_id")), None)
-    if reason is None or _text(block.get("content")) not in (reason, _CBC_PREFIX + reason):
+    if reason is None or one_text(block.get("content")) not in (reason, _CBC_PREFIX + reason):
         return block
     return {**block, "content": reason}
-
-
-def _text(content: Any) -> str | None:
-    """A tool_result's text: its string, or its one text block's."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
-        text = content[0].get("text")
-        return text if isinstance(text, str) else None
-    return None

@@ -248,6 +248,17 @@ _CBC_NOT_FOUND = re.compile(
 )
 
 
+def one_text(content: Any) -> str | None:
+    """A tool result's content as one text: a string, or a single text block's text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
+        block = content[0]
+        text = block.get("text") if block.get("type") == "text" else None
+        return text if isinstance(text, str) else None
+    return None
+
+
 def _failed(block: dict[str, Any]) -> bool:
     """cbc says the call failed: on the block, or only in its private ``_meta.rawResponse``
     (a Bash exit status other than 0, a signal, ``is_error``)."""

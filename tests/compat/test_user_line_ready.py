@@ -287,15 +287,12 @@ def _leftover(request_id: str) -> list[dict[str, Any]]:
     return [notice, {**result("r-left"), "_requestId": request_id}]
 
 
-def test_a_line_waits_while_cbc_is_still_to_end_a_turn_it_went_on_with() -> None:
-    """cbc had asked the model again when ``max-turns`` stopped it (its init after the
-    stop): it ends that turn by itself a little later, and a line given to it before
-    then is lost (real cbc, ``--max-turns 2``: about 1 session in 8). The line waits for
-    that end (dropped), then for cbc's readiness after it, its first result."""
+def _went_on(after: list[tuple[float, str, Any]]) -> tuple[Engine, Run]:
+    """A first turn max-turns stopped as cbc went on (its init after the stop), the
+    client's next line right after, then ``after``."""
     eng = engine()
     eng.state.max_turns = 1
     call, denied = _stopped_turn_frames("req-1")
-    left = _leftover("req-1")
     run = replay(
         eng,
         extra=[
@@ -306,10 +303,24 @@ def test_a_line_waits_while_cbc_is_still_to_end_a_turn_it_went_on_with() -> None
             (1.021, "backend", init()),  # cbc goes on
             (1.03, "backend", ck_success("ccbridge-max-turns-1")),
             (1.031, "client", user("two", "u-2")),
+            *after,
+        ],
+    )
+    return eng, run
+
+
+def test_a_line_waits_while_cbc_is_still_to_end_a_turn_it_went_on_with() -> None:
+    """cbc had asked the model again when ``max-turns`` stopped it (its init after the
+    stop): it ends that turn by itself a little later, and a line given to it before
+    then is lost (real cbc, ``--max-turns 2``: about 1 session in 8). The line waits for
+    that end (dropped), then for cbc's readiness after it, its first result."""
+    left = _leftover("req-1")
+    eng, run = _went_on(
+        [
             (1.13, "backend", left[0]),
             (1.131, "backend", left[1]),
             (1.133, "backend", probe_reply("ccbridge-ready-1")),
-        ],
+        ]
     )
     advance(eng, run, 2.0)
     results = [f["subtype"] for f in run.frames() if f.get("type") == "result"]
@@ -325,21 +336,7 @@ def test_a_line_waits_while_cbc_is_still_to_end_a_turn_it_went_on_with() -> None
 
 
 def test_a_line_waits_for_that_end_at_most_leftover_wait() -> None:
-    eng = engine()
-    eng.state.max_turns = 1
-    call, denied = _stopped_turn_frames("req-1")
-    run = replay(
-        eng,
-        extra=[
-            (0.0, "client", user("one", "u-1")),
-            (1.0, "backend", init()),
-            (1.01, "backend", call),
-            (1.02, "backend", denied),
-            (1.021, "backend", init()),
-            (1.03, "backend", ck_success("ccbridge-max-turns-1")),
-            (1.031, "client", user("two", "u-2")),
-        ],
-    )
+    eng, run = _went_on([])
     advance(eng, run, 3.0)
     lines = [x for x in sent(run) if "interrupt" not in x[1]]
     assert lines == [(0.0, "one"), (2.021, "two")]  # leftover_wait (1 s) after cbc's init
