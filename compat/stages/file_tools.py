@@ -87,6 +87,17 @@ def read_content(text: str) -> str | None:
     return "\n".join(out)
 
 
+def _kept(name: str, given: Any) -> dict[str, Any]:
+    """What is kept of a call's input until its result: a file call's, without a content
+    of more than ``_MAX_SIZE`` (no record then, and the file is forgotten)."""
+    if name not in _FILE_TOOLS or not isinstance(given, dict):
+        return {}
+    content = given.get("content")
+    if isinstance(content, str) and len(content) > _MAX_SIZE:
+        return {k: v for k, v in given.items() if k != "content"}
+    return given
+
+
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
@@ -125,9 +136,8 @@ class FileToolResults(Stage):
         content = message.get("content") if isinstance(message, dict) else None
         for b in content if isinstance(content, list) else []:
             if isinstance(b, dict) and b.get("type") == "tool_use" and isinstance(b.get("id"), str):
-                given = b.get("input")
-                entry = (str(b.get("name")), given if isinstance(given, dict) else {})
-                remember(self._calls, b["id"], entry, cap=_MAX_CALLS)
+                name = str(b.get("name"))
+                remember(self._calls, b["id"], (name, _kept(name, b.get("input"))), cap=_MAX_CALLS)
 
     def _result(self, block: dict[str, Any]) -> dict[str, Any] | None:
         """The record of a file call's result (None: none); a call of another tool that

@@ -95,7 +95,10 @@ def _call(rid: str, request: dict[str, Any]) -> PermissionRequest | None:
         return None
     tool, use, inp = data.get("tool_name"), data.get("tool_use_id"), data.get("tool_input")
     return PermissionRequest(
-        rid, tool if isinstance(tool, str) else "", use, inp if isinstance(inp, dict) else {}
+        rid,
+        tool if isinstance(tool, str) else "",
+        use if isinstance(use, str) else None,
+        inp if isinstance(inp, dict) else {},
     )
 
 

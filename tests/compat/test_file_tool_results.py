@@ -76,6 +76,16 @@ def test_a_bash_call_in_between_makes_the_rule_forget_what_the_file_held() -> No
     assert _record(pb, _result("e", "Successfully edited file: /w/a")) is None
 
 
+def test_a_write_too_large_to_keep_gets_no_record_and_the_file_is_forgotten() -> None:
+    pb = Playbook("file-tool-results")
+    pb.frame(_call("w", "Write", file_path="/w/a", content="x\n"))
+    pb.frame(_result("w", "Successfully created and wrote to new file: /w/a"))
+    pb.frame(_call("big", "Write", file_path="/w/a", content="y" * (2 << 20)))
+    assert _record(pb, _result("big", "Successfully overwrote file: /w/a")) is None
+    pb.frame(_call("e", "Edit", file_path="/w/a", old_string="y", new_string="z"))
+    assert _record(pb, _result("e", "Successfully edited file: /w/a")) is None
+
+
 @pytest.mark.parametrize(
     "text",
     ["   1\u2192a\n   3\u2192c", "line one\nline two", "   1\u2192a\n   2", ""],
