@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from bridge.config import Settings
     from bridge.headless import HeadlessIO
     from bridge.transcripts import StoreSpec
+    from compat.rulespec import RuleSettings
 
 EXIT_NO_BACKEND = Exit.NOT_FOUND
 
@@ -156,6 +157,19 @@ def _store_spec(settings: Settings, env: Mapping[str, str]) -> StoreSpec | None:
     return store_spec(env, settings.target, settings.log, settings.log_level)
 
 
+def _transcripts(settings: Settings, env: Mapping[str, str]) -> RuleSettings:
+    """The rules' settings plus ``hook-input.transcripts``, the directory the session store
+    writes this session's transcript to, so that a hook is told Claude's transcript path;
+    as they are when the store is off or the option is set."""
+    own = settings.rules.get("hook-input", {})
+    if not settings.session_store or "transcripts" in own:
+        return settings.rules
+    from bridge.transcripts import project_slug, projects_dir
+
+    where = os.path.join(projects_dir(env), project_slug(os.getcwd()))
+    return {**settings.rules, "hook-input": {**own, "transcripts": where}}
+
+
 class _LateIO:
     """A stream-json client's ``HeadlessIO`` with the session store, made once the backend
     runs (``bridge.headless`` is not imported before the spawn on this path): what
@@ -217,6 +231,7 @@ def _run(client_argv: list[str], env: dict[str, str]) -> int:
         if status is not None:
             return status
         prepared = headless is not None
+        settings.rules = _transcripts(settings, env)
     backend, tried = backends.lookup("cbc", env=env, explicit=settings.backend)
     if backend is None:
         from bridge.log import Logger

@@ -13,9 +13,12 @@ in what the bridge can give from the session's wire:
   has no cron tools: ``[]``) and ``background_tasks`` (``[]`` when no background task runs;
   left out otherwise: the bridge does not know Claude's shape of a running one).
 
-Left as cbc writes them: ``transcript_path`` (cbc's own transcript), PostToolUse's
-``tool_response`` (cbc's exit record: the output comes after the hook), and Claude's
-``effort`` and ``duration_ms`` (cbc has neither).
+- ``transcript_path``: Claude's transcript of the session, when the drop-in writes Claude's
+  session store (option ``transcripts``, the store's project directory, which
+  ``claude-on-cbc`` sets: ``<dir>/<session_id>.jsonl``); cbc's own transcript otherwise.
+
+Left as cbc writes them: PostToolUse's ``tool_response`` (cbc's exit record: the output
+comes after the hook), and Claude's ``effort`` and ``duration_ms`` (cbc has neither).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import attrs
 
 from compat import controlkit as ck
 from compat import wire
+from compat.claude_store import is_uuid
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 
@@ -56,6 +60,10 @@ class HookInput(Stage):
     reads_earlier: ClassVar[frozenset[str]] = frozenset({"tasks"})
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "assistant", "result"})
 
+    #: the session store's project directory (``$CLAUDE_CONFIG_DIR/projects/<slug>``) the
+    #: drop-in writes Claude's transcripts to; empty: a hook is given cbc's transcript
+    transcripts: str = ""
+
     _prompt: str | None = attrs.field(default=None, init=False)  # the turn's prompt id
     _last: str | None = attrs.field(default=None, init=False)  # the turn's last answer
 
@@ -81,6 +89,8 @@ class HookInput(Stage):
         data.setdefault("prompt_id", self._prompt)
         if data.get("hook_event_name") == "Stop":
             self._stop(data, ctx)
+        if self.transcripts and is_uuid(data.get("session_id")):
+            data["transcript_path"] = f"{self.transcripts}/{data['session_id']}.jsonl"
         if not isinstance(request.get("tool_use_id"), str):
             request["tool_use_id"] = ctx.env.new_uuid()
         return {**request, "input": data}

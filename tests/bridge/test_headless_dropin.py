@@ -45,17 +45,18 @@ def probe(name: str, backend: str = "claude-2.1.220") -> dict[str, Any]:
     return out
 
 
-def dropin(
+def dropin_process(
     tmp_path: Path,
-    args: list[str],
     stream: str = "arg-stream-json-verbose",
-    stdin: bytes | None = b"",
     env: dict[str, str] | None = None,
-) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any] | None]:
+    text: str | None = None,
+) -> tuple[list[str], dict[str, str], Path]:
+    """The drop-in's command line, environment and the fake's log path: the fake cbc
+    answers its first line with ``text`` (default: the probe ``stream`` cbc wrote)."""
     fake, log = tmp_path / "fake_cbc.py", tmp_path / "fake.json"
     fake.write_text(FAKE_CBC)
     data = tmp_path / "stream.jsonl"
-    data.write_text(probe(stream, "cbc-2.163.0")["stdout"])
+    data.write_text(probe(stream, "cbc-2.163.0")["stdout"] if text is None else text)
     e = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -63,13 +64,20 @@ def dropin(
         "CCBRIDGE_BACKEND": shlex.join([sys.executable, str(fake), str(log), str(data)]),
         **(env or {}),
     }
+    argv = [sys.executable, "-c", "import sys; from bridge.dropin import main; sys.exit(main())"]
+    return argv, e, log
+
+
+def dropin(
+    tmp_path: Path,
+    args: list[str],
+    stream: str = "arg-stream-json-verbose",
+    stdin: bytes | None = b"",
+    env: dict[str, str] | None = None,
+) -> tuple[subprocess.CompletedProcess[bytes], dict[str, Any] | None]:
+    argv, e, log = dropin_process(tmp_path, stream, env)
     done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from bridge.dropin import main; sys.exit(main())",
-            *args,
-        ],
+        [*argv, *args],
         input=stdin,
         capture_output=True,
         env=e,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from bridge.transcripts import project_slug
 
-from .test_headless_dropin import dropin
+from .test_headless_dropin import dropin, dropin_process, probe
 
 #: the session id of the fake's stream (``test_headless_dropin.FAKE_CBC``)
 SID = "11111111-2222-3333-4444-555555555555"
@@ -107,3 +108,55 @@ def test_a_store_that_cannot_be_written_is_one_warning(tmp_path: Path) -> None:
     lines = [line for line in done.stderr.decode().splitlines() if "session store" in line]
     assert len(lines) == 1, done.stderr
     assert "Traceback" not in done.stderr.decode()
+
+
+def _hook_stream() -> str:
+    """The fake's stream with a PreToolUse hook request after its init, as cbc asks an
+    SDK's hook, naming cbc's own transcript."""
+    lines = probe("arg-stream-json-verbose", "cbc-2.163.0")["stdout"].splitlines(keepends=True)
+    hook = {
+        "type": "control_request",
+        "request_id": "hook_1",
+        "request": {
+            "subtype": "hook_callback",
+            "callback_id": "hook_0",
+            "tool_use_id": "call_1",
+            "input": {
+                "hook_event_name": "PreToolUse",
+                "session_id": "<session-1>",
+                "transcript_path": "/home/u/.codebuddy/projects/x/<session-1>.jsonl",
+                "cwd": "/w",
+                "tool_name": "Bash",
+                "tool_input": {"command": "true"},
+                "tool_use_id": "call_1",
+            },
+        },
+    }
+    return "".join([lines[0], json.dumps(hook) + "\n", *lines[1:]])
+
+
+@pytest.mark.parametrize("store", ["on", "off"])
+def test_a_hook_is_told_the_transcript_the_store_writes(tmp_path: Path, store: str) -> None:
+    """A hook request names the session's file in Claude's store (the file the drop-in
+    writes), as Claude names its own; with the store off, cbc's transcript."""
+    argv, env, _ = dropin_process(
+        tmp_path, env={"CCBRIDGE_SESSION_STORE": store}, text=_hook_stream()
+    )
+    with subprocess.Popen(
+        [*argv, *STREAM_JSON], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=tmp_path
+    ) as p:
+        assert p.stdin is not None
+        assert p.stdout is not None
+        p.stdin.write(USER)
+        p.stdin.flush()
+        frames = iter(map(json.loads, p.stdout))
+        hook = next(f for f in frames if f.get("type") == "control_request")
+        p.stdin.close()
+        p.stdout.read()
+    assert p.returncode == 0
+    path = hook["request"]["input"]["transcript_path"]
+    if store == "on":
+        assert path == str(store_file(tmp_path))
+        assert store_file(tmp_path).exists()
+    else:
+        assert path == f"/home/u/.codebuddy/projects/x/{SID}.jsonl"

@@ -147,3 +147,25 @@ def test_hook_requests_carry_claudes_prompt_id_own_ids_and_a_stops_answer() -> N
     stop, claude_stop = got[-1]["input"], want[-1]["input"]
     for key in ("last_assistant_message", "background_tasks", "session_crons"):
         assert stop[key] == claude_stop[key]
+
+
+def test_a_hook_is_told_claudes_transcript_when_the_store_is_written() -> None:
+    """With ``hook-input.transcripts`` (the drop-in sets it to the session store's project
+    directory) every hook request names Claude's transcript of the session, as Claude's
+    run does (``<projects>/<slug>/<session>.jsonl``); without it, cbc's own."""
+    raw = TWINS / "sdk-hooks.cbc-raw.jsonl"
+    events = [(t, "backend", _line(f)) for t, f in _records(raw, "stdout")]
+    events += [(t, "client", _line(f)) for t, f in _records(raw, "stdin")]
+    events.sort(key=lambda e: e[0])
+    where = "/home/u/.claude/projects/-work-p"
+    told = _hooks(drive(full([f"hook-input.transcripts={where}"]), events).frames())
+    plain = _hooks(drive(full(), events).frames())
+    sessions = {r["request"]["input"]["session_id"] for r in told}
+    assert told
+    assert len(sessions) == 1
+    assert {r["request"]["input"]["transcript_path"] for r in told} == {
+        f"{where}/{sessions.pop()}.jsonl"
+    }
+    claude = _hooks([f for _, f in _records(TWINS / "sdk-hooks.claude.jsonl", "stdout")])
+    assert all("/.claude/projects/" in r["request"]["input"]["transcript_path"] for r in claude)
+    assert all("/.claude/" not in r["request"]["input"]["transcript_path"] for r in plain)
