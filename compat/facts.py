@@ -116,6 +116,9 @@ SHARED: dict[str, frozenset[str]] = {
     # rev-requests marks an interrupt; the turn's end clears it (rev-interrupted-turn, or
     # rev-interrupt-reply when Claude was idle)
     "rev.interrupted": frozenset({"rev-requests", "rev-interrupted-turn", "rev-interrupt-reply"}),
+    # rev-permission-reply notes a deny with interrupt: true; rev-denied-interrupt ends the
+    # turn as cbc does and forgets it
+    "rev.denied_interrupts": frozenset({"rev-permission-reply", "rev-denied-interrupt"}),
     # rev-track registers an open can_use_tool; its answer or cancel forgets it
     "rev.permission_inputs": frozenset({"rev-track", "rev-permission-reply", "rev-cancel-request"}),
     # rev-track registers a running agent; rev-agent-summary forgets it at its end

@@ -55,6 +55,14 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "file-tool-results",  # Read/Write/Edit: Claude's file record, from the wire
             "private-fields",
             "vocabulary",
+            # leaving plan mode said by a status frame (plan.py): after vocabulary, which
+            # drops cbc's own status-null frames
+            "plan-exit-status",
+            # a foreground sub-agent's prompt frame, and its answer only in the Agent
+            # call's result (subagents.py): before frame-fields, which stamps and names
+            # the prompt frame as every frame of the agent
+            "subagent-prompt",
+            "subagent-answer",
             # Claude's timestamp (cbc's __timestamp, read from the wire line private-fields
             # cut), context_management; compat/stages/fields.py
             "frame-fields",
@@ -117,6 +125,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # move alone replays every capture to the output and counts it had 8th)
             "stream-events",
             "result-shape",
+            # a result's usage is the turn's own (usage.py): after result-shape, which
+            # drops cbc's max-turns notice (no model call of the turn)
+            "turn-usage",
             "eof-wind-down",
             "progress-final",
             "terminal-guarantee",
@@ -150,10 +161,16 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "rev-vocabulary",
             "rev-command-lifecycle",
             "rev-background-agent",
+            # a foreground agent as cbc shows it (reverse_agents.py): before rev-agent-summary,
+            # which words an agent task's end (a foreground agent has none on cbc)
+            "rev-foreground-agent",
             "rev-agent-summary",
             "rev-task-words",
             "rev-task-type",
             "rev-task-status",
+            # a deny with interrupt: true ends the turn as cbc ends it (reverse_denials.py):
+            # before the rules that give an interrupt's marker and result cbc's shape
+            "rev-denied-interrupt",
             "rev-interrupt-marker",
             "rev-tool-result",
             "rev-interrupted-turn",

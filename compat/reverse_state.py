@@ -36,6 +36,9 @@ class ReverseState:
     interrupted: bool = False
     #: a turn runs (from Claude's system/init to its result; written by rev-track)
     in_turn: bool = False
+    #: calls the cbc client denied with ``interrupt: true`` (their tool_use ids, ``*`` when
+    #: the answer named none) [rev-permission-reply, rev-denied-interrupt]
+    denied_interrupts: dict[str, None] = attrs.Factory(dict)
     #: open can_use_tool requests: request_id -> the tool input [rev-track]
     permission_inputs: dict[str, dict[str, Any]] = attrs.Factory(dict)
     #: Claude's initialize reply body, as Claude sent it [rev-track]

@@ -37,7 +37,16 @@ MAX_TASKS = 16_384  # (as many as the task rules' registries: compat.taskkit.MAX
 #: noOutputExpected is read from; task-tool-results: what a TaskUpdate changes, for its
 #: updatedFields); ``params`` (DeferExecuteTool) is trimmed the same way
 TOOL_INPUT_KEYS = frozenset(
-    {"description", "prompt", "subagent_type", "script", "scriptPath", "toolName", "params"}
+    {
+        "description",
+        "prompt",
+        "subagent_type",
+        "run_in_background",
+        "script",
+        "scriptPath",
+        "toolName",
+        "params",
+    }
     | {"command"}
     | {"taskId", "subject", "status", "activeForm", "owner", "addBlocks", "addBlockedBy"}
 )

@@ -25,7 +25,9 @@
   agent's when it ends while a turn runs, ``tests/bridge/data/cbc-variants/
   bg-agent-ends-in-a-turn``), so they are added from the call ``session`` remembered
   (``DeferExecuteTool`` unwrapped); a frame whose call is unknown or not an agent's, or
-  whose call named no such field, is left without it.
+  whose call named no such field, is left without it. A sub-agent's tool result has no
+  ``tool_use_result`` on Claude (twins subagent-foreground, bg-agent-frames: the record is
+  the main thread's), so the one a rule above wrote for it is dropped.
 
 - One frame per content block: Claude writes each content block of a model message as an
   ``assistant`` frame of its own as the block ends (twins ``*.claude.jsonl``; several
@@ -143,20 +145,33 @@ class FrameFields(Stage):
     def _user(
         self, frame: Frame, message: wire.Message, changed: dict[str, Any], ctx: Context
     ) -> Output:
-        """``is_error: false`` dropped from the tool_results Claude writes without it."""
+        """``is_error: false`` dropped from the tool_results Claude writes without it; a
+        sub-agent's tool result without ``tool_use_result``."""
         content = message.get("content")
+        drop = _record_of_a_sub_agent(frame.view(wire.User))
         if not isinstance(content, list):
-            return _with(frame, changed)
+            return _with(frame, changed, drop)
         blocks = [_block(b, ctx) for b in content]
         if any(b is not o for b, o in zip(blocks, content, strict=True)):
             ctx.count(self.rule, "agent-is-error-dropped")
             changed["message"] = {**message, "content": blocks}
-        return _with(frame, changed)
+        return _with(frame, changed, drop)
 
 
-def _with(frame: Frame, changed: dict[str, Any]) -> Output:
-    """``frame`` with the fields ``changed``, or None when none changed."""
-    return (frame.replace({**frame.obj, **changed}),) if changed else None
+def _record_of_a_sub_agent(obj: wire.User) -> tuple[str, ...]:
+    """``("tool_use_result",)`` on a sub-agent's tool result that has one (the rules that
+    write Claude's records write them on every result)."""
+    sub = obj.get("parent_tool_use_id") is not None
+    return ("tool_use_result",) if sub and "tool_use_result" in obj else ()
+
+
+def _with(frame: Frame, changed: dict[str, Any], drop: tuple[str, ...] = ()) -> Output:
+    """``frame`` with the fields ``changed`` and without those in ``drop``, or None when
+    nothing changed."""
+    if not changed and not drop:
+        return None
+    obj = {k: v for k, v in frame.obj.items() if k not in drop}
+    return (frame.replace({**obj, **changed}),)
 
 
 def _timestamp(frame: Frame, ctx: Context) -> dict[str, Any]:

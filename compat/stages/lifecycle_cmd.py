@@ -69,11 +69,18 @@ class CommandLifecycle(Stage):
 
     rule: ClassVar[str] = "command-lifecycle"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"control.interrupts", "control.pending_user", "control.turn_active", "session_id"}
+        {
+            "control.denying_interrupts",
+            "control.interrupts",
+            "control.pending_user",
+            "control.turn_active",
+            "session_id",
+        }
     )
     writes: ClassVar[frozenset[str]] = frozenset({"control.unsent_queued"})
+    #: (``denying_interrupts``: the turn's, before interrupted-turn ends the turn on them)
     reads_earlier: ClassVar[frozenset[str]] = frozenset(
-        {"control.pending_user", "control.turn_active"}
+        {"control.denying_interrupts", "control.pending_user", "control.turn_active"}
     )
     kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT | {"control_response"}
 
@@ -192,10 +199,18 @@ def _ending(obj: wire.TurnResult, interrupted: bool, ctx: Context) -> tuple[str,
     """How the line's lifecycle ends, and whether the turn's result names the line: an
     interrupted turn is ``cancelled`` and its result names no line (but under a target
     that says so, 2.1.332: ``compat.target``); another is ``completed``, its result names
-    the line, but Claude's error_max_turns names none (twins max-turns)."""
-    if interrupted or _aborted(obj):
+    the line, but Claude's error_max_turns names none (twins max-turns). A turn a call
+    the client denied with ``interrupt: true`` ended is interrupted (twins
+    permission-deny-interrupt: ``interrupted-turn`` rewrites its result later)."""
+    if interrupted or _aborted(obj) or _denied_interrupt(obj, ctx):
         return "cancelled", target_of(ctx).interrupted_result_names_line
     return "completed", not _ends_at_max_turns(obj)
+
+
+def _denied_interrupt(obj: wire.TurnResult, ctx: Context) -> bool:
+    """The client denied a call of this turn with ``interrupt: true`` and cbc ended it in
+    error (``Permission denied for tool(s): …``)."""
+    return bool(ctx.state.control.denying_interrupts) and obj.get("is_error") is True
 
 
 def _aborted(obj: wire.TurnResult) -> bool:

@@ -40,6 +40,7 @@ from compat.stages.permissions_rules import (
     rule_text,
     rule_verdict,
 )
+from compat.stages.plan import EXIT_PLAN
 from compat.taskkit import remember
 
 __all__ = [
@@ -359,7 +360,9 @@ class PermissionReply(Stage):
     its reason kept; a client error reply becomes a deny, and the denied call's id is noted
     (``ControlState.denied_uses``; with ``interrupt: true`` also ``denying_interrupts``:
     ``interrupted-turn`` ends the turn as Claude does). An allow's ``updatedPermissions``
-    are applied (``_apply``): rules kept for ``permission-routing``, a mode sent to cbc.
+    are applied (``_apply``): rules kept for ``permission-routing``, a mode sent to cbc. A
+    plain denial of ``ExitPlanMode``, after which cbc stalls, is sent with ``interrupt: true``
+    (option ``plan_deny_interrupts``): the turn ends instead of hanging.
     """
 
     rule: ClassVar[str] = "permission-reply"
@@ -375,6 +378,9 @@ class PermissionReply(Stage):
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
+    #: a plain denial of ``ExitPlanMode`` is sent to cbc with ``interrupt: true``
+    #: (``_plan_denial``)
+    plan_deny_interrupts: bool = True
     _own: int = attrs.field(default=0, init=False)  # set_permission_mode requests sent
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
@@ -390,8 +396,23 @@ class PermissionReply(Stage):
             return None  # already cbc's shape
         resp = cast("wire.ControlResponseBody", response)
         reply = _TRANSLATIONS[shape](self, _Answer(resp, body, pending, ctx))
+        self._plan_denial(reply, pending, ctx)
         _note_call(reply, pending, ctx)
         return (frame.replace(ck.success(rid, reply)),)
+
+    def _plan_denial(
+        self, reply: dict[str, Any], pending: PermissionRequest | None, ctx: Context
+    ) -> None:
+        """cbc 2.163.0 stalls after a plain denial of ``ExitPlanMode``: no model request, no
+        result, the next line never answered (twins plan-mode-denied); denied with
+        ``interrupt: true`` it ends the turn and answers the next line. So such a denial is
+        sent with it, and the turn ends as Claude ends a denial that interrupts."""
+        if not self.plan_deny_interrupts or pending is None or pending.tool_name != EXIT_PLAN:
+            return
+        if reply.get("allowed") is False and reply.get("interrupt") is not True:
+            reply["interrupt"] = True
+            ctx.count(self.rule, "plan-denial-interrupts")
+            ctx.log(self.rule, "ExitPlanMode denied: sent to cbc with interrupt: true", "info")
 
     def _from_error(self, a: _Answer) -> dict[str, Any]:
         """A client's error reply: a deny, the error its reason."""

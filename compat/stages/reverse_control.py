@@ -307,7 +307,7 @@ class ReversePermissionReply(Stage):
     """
 
     rule: ClassVar[str] = "rev-permission-reply"
-    writes: ClassVar[frozenset[str]] = frozenset({"rev.permission_inputs"})
+    writes: ClassVar[frozenset[str]] = frozenset({"rev.denied_interrupts", "rev.permission_inputs"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
 
@@ -324,6 +324,9 @@ class ReversePermissionReply(Stage):
             reply: dict[str, Any] = {"behavior": "deny", "message": str(message or "")}
         elif "allowed" in body and "behavior" not in body:
             reply = _claude_permission(body, original)
+            if reply.get("interrupt") is True:
+                use = body.get("tool_use_id")
+                rstate.remember(rs.denied_interrupts, use if isinstance(use, str) else "*", None)
         else:
             return None
         return (frame.replace(ck.success(rid, reply)),)

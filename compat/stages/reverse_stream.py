@@ -170,23 +170,26 @@ class ReverseInterruptMarker(Stage):
         if obj.get("parent_tool_use_id") is not None or marker_text(obj) is None:
             return None
         uid = str_at(obj, "uuid") or ctx.env.new_uuid()
-        new: dict[str, Any] = {
-            "type": "assistant",
-            "uuid": uid,
-            "session_id": obj.get("session_id"),
-            "message": {
-                "id": uid,
-                "content": [{"type": "text", "text": CBC_INTERRUPTED}],
-                "model": ctx.state.model or "",
-                "role": "assistant",
-                "stop_reason": None,
-                "stop_sequence": None,
-                "type": "message",
-                "usage": {"input_tokens": 0, "output_tokens": 0},
-            },
-            "parent_tool_use_id": None,
-        }
-        return (frame.replace(new),)
+        usage = {"input_tokens": 0, "output_tokens": 0}
+        new = cbc_text_frame(uid, uid, obj.get("session_id"), CBC_INTERRUPTED, ctx, usage)
+        return (frame.replace({**new, "parent_tool_use_id": None}),)
+
+
+def cbc_text_frame(
+    uid: str, mid: str, session: Any, text: str, ctx: Context, usage: dict[str, Any]
+) -> dict[str, Any]:
+    """An assistant frame of one text in cbc's shape (a message cbc writes of its own)."""
+    message = {
+        "id": mid,
+        "content": [{"type": "text", "text": text}],
+        "model": ctx.state.model or "",
+        "role": "assistant",
+        "stop_reason": None,
+        "stop_sequence": None,
+        "type": "message",
+        "usage": usage,
+    }
+    return {"type": "assistant", "uuid": uid, "session_id": session, "message": message}
 
 
 @register

@@ -117,6 +117,7 @@ class _Ending(NamedTuple):
     running: list[str]  # main-thread calls with no tool_result
     stop_reason: str | None  # the last main-thread message's
     marked: bool  # the marker came already
+    denied: bool  # ended by a call the client denied with ``interrupt: true``
 
 
 def _aborted(reason: Any) -> bool:
@@ -150,24 +151,26 @@ def _final_stop_reason(obj: wire.Result, tooly: bool, last: str | None) -> str |
     return last if given is None else given
 
 
-def _errors(obj: wire.Result, stop_reason: str | None) -> list[Any]:
-    """The result's errors (not a ``success``'s), else Claude's diagnostic line."""
-    errors = obj.get("errors") if obj.get("subtype") != "success" else None
+def _errors(obj: wire.Result, stop_reason: str | None, denied: bool) -> list[Any]:
+    """The result's errors (not a ``success``'s, nor cbc's ``Permission denied for
+    tool(s): …`` of a turn a denial with ``interrupt: true`` ended: twins
+    permission-deny-interrupt), else Claude's diagnostic line."""
+    errors = obj.get("errors") if obj.get("subtype") != "success" and not denied else None
     if isinstance(errors, list) and errors:
         return errors
     sr = "null" if stop_reason is None else str(stop_reason)
     return [f"[ede_diagnostic] result_type=user last_content_type=n/a stop_reason={sr}"]
 
 
-def _error_result(obj: wire.Result, tooly: bool, aborted: bool, last: str | None) -> dict[str, Any]:
+def _error_result(obj: wire.Result, tooly: bool, aborted: bool, turn: _Ending) -> dict[str, Any]:
     """The result rewritten as Claude's ``error_during_execution``."""
     new: dict[str, Any] = {k: v for k, v in obj.items() if k != "result"}
     new["subtype"] = "error_during_execution"
     new["is_error"] = True
     if not aborted:
         new["terminal_reason"] = "aborted_tools" if tooly else "aborted_streaming"
-    new["stop_reason"] = _final_stop_reason(obj, tooly, last)
-    new["errors"] = _errors(obj, new["stop_reason"])
+    new["stop_reason"] = _final_stop_reason(obj, tooly, turn.stop_reason)
+    new["errors"] = _errors(obj, new["stop_reason"], turn.denied)
     return new
 
 
@@ -306,6 +309,7 @@ class InterruptedTurn(Stage):
             list(self._running),
             self._stop_reason,
             self._marked,
+            bool(denied),
         )
         self._active = self._interrupted = self._tool_turn = self._marked = False
         self._running.clear()
@@ -324,7 +328,7 @@ class InterruptedTurn(Stage):
         out = [self._reject(ctx, use) for use in turn.running]
         if not turn.marked:
             out.append(Frame.synth(_marker(ctx, tooly), self.rule))
-        new = _error_result(obj, tooly, aborted, turn.stop_reason)
+        new = _error_result(obj, tooly, aborted, turn)
         ctx.log(
             self.rule,
             f"interrupted turn rewritten ({new['terminal_reason']}, "

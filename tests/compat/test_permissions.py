@@ -143,6 +143,37 @@ def test_claudes_deny_becomes_cbcs() -> None:
     assert run.frames("backend") == [client_answer(DENY)]  # cbc's own deny, field for field
 
 
+@pytest.mark.parametrize(
+    ("tool", "rules", "interrupts"),
+    [
+        ("ExitPlanMode", [], True),
+        ("ExitPlanMode", ["permission-reply.plan_deny_interrupts=false"], False),
+        ("Bash", [], False),
+    ],
+)
+def test_a_plain_denial_of_exit_plan_mode_interrupts(
+    tool: str, rules: list[str], interrupts: bool
+) -> None:
+    """cbc stalls after a plain denial of ExitPlanMode (twins plan-mode-denied: no model
+    request, no result, the next line never answered); denied with interrupt: true it ends
+    the turn and goes on, so that is what it is told, and the turn ends as a denial that
+    interrupts does (``denying_interrupts``)."""
+    req = can_use_tool(DENY)
+    req["request"] = {**req["request"], "tool_name": tool}
+    rid = req["request_id"]
+    eng = engine(stdio=True, rules=rules)
+    run = replay(
+        eng,
+        extra=[
+            (0.0, "backend", req),
+            (0.1, "client", answer(rid, {"behavior": "deny", "message": "no"})),
+        ],
+    )
+    [sent] = run.frames("backend")
+    assert sent["response"]["response"].get("interrupt", False) is interrupts
+    assert bool(eng.state.control.denying_interrupts) is interrupts
+
+
 def test_the_legacy_sdks_answers_become_cbcs_with_the_reason_as_given() -> None:
     """claude-code-sdk 0.0.25 answers ``{allow: false, reason}`` / ``{allow: true, input?}``
     (its query.py); before this rule knew the shape, the reason became "Permission
