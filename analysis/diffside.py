@@ -16,7 +16,9 @@ Masking, in two passes over the side's frames (``masked_frames``):
      ``{CWD}``, its slug forms (``-home-u-wd``) -> ``{CWD_SLUG}``, HOME (the header's env,
      and the prefix of Claude's ``memory_paths.auto``) -> ``{HOME}``, ``/tmp/<dir>`` ->
      ``{TMP}``; known ids anywhere (``Task ID: <task#1>``); then any uuid, ISO timestamp,
-     ``msg_``/``toolu_``/``req_``/``call_``/``wf_`` id or long hex run. A streamed tool
+     ``msg_``/``toolu_``/``req_``/``call_``/``wf_`` id or long hex run, and the numbers of
+     an agent's usage Claude writes in a text (``duration_ms: <n>``, ``subagent_tokens:
+     <n>`` in an Agent call's result). A streamed tool
      input (``input_json_delta`` pieces) is compared as the JSON text its pieces build.
 
 Splitting (``load_side``): a turn is the frames up to and including a ``result``; task
@@ -62,6 +64,8 @@ _MS_KEY = re.compile(r"(^|_)ms$|Ms$|^duration")
 _TOKEN_KEY = re.compile(r"(?i)tokens?$")
 _TMP = re.compile(r"(?<![\w./-])/(?:private/)?tmp/[^/\s\"'`]+")
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}\b")
+#: the numbers of Claude's agent usage in an Agent call's result text (``<usage>…</usage>``)
+_USAGE_TEXT = re.compile(r"\b(duration_ms|subagent_tokens): \d+")
 _ISO = re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:?\d\d)?")
 _RUN_ID = re.compile(
     r"\b(?:msg|toolu|req|call|srvtoolu)_(?:mock_)?[A-Za-z0-9]{12,}\b"
@@ -159,6 +163,7 @@ class _Masker:
             s = self.id_re.sub(lambda m: self.ids[m.group()], s)
         s = _UUID.sub("<uuid>", s)
         s = _ISO.sub("<timestamp>", s)
+        s = _USAGE_TEXT.sub(r"\1: <n>", s)
         return _RUN_ID.sub("<id>", s)
 
 

@@ -8,7 +8,8 @@ CLI, against the stand-in model.
   backend's executable, the stream-json base flags and what the runner adds itself left
   out; ``--resume``/``--continue`` too), the environment variables that shape the session
   (no credential, no URL, nothing the runner sets), ``initialize``, each line and the EOF,
-  each step waiting for the frame the client had read before it.
+  each step waiting for the frame the client had read before it; a scenario run's
+  resumed second run (its ``[resume]``) as ``[resume]`` again.
 - The model's side (``harness.from_capture_model``): each reply the recording shows, in
   order, per thread, with its stop reason; failed requests and cut streams.
 - What a capture cannot hold: the files the session's tools read. The comment at the top
@@ -51,6 +52,7 @@ from harness.from_capture_launch import (
     client_args,
     client_dialect,
     launch_argv,
+    launch_argv_of,
     places,
     scrubbed,
     session_env,
@@ -125,14 +127,19 @@ def sides(cap: Capture) -> Sides:
     return Sides(client_in, view, "stdout" if "stdout" in kinds else view, backend_in)
 
 
+#: the note a scenario run writes before the second run of its ``[resume]``
+RESUME_NOTE = "resume: second run: "
+
+
 def walk(
     records: list[Record], s: Sides, client: ClientWalk, model: ModelWalk, notes: list[str]
-) -> None:
+) -> int | None:
+    """Feed one run's records to the walks; the index of the note that starts a resumed
+    second run (``RESUME_NOTE``), if one does."""
     eof_seen = False
-    for r in records:
-        if r.kind == "note" and r.text.startswith("resume: second run"):
-            notes.append("the resumed second run of the recorded scenario is left out")
-            return
+    for i, r in enumerate(records):
+        if r.kind == "note" and r.text.startswith(RESUME_NOTE):
+            return i
         if r.partial and r.kind in (s.client_in, s.view, s.backend):
             notes.append(f"line {r.lineno}: a partial {r.kind} line (no newline) is left out")
             continue
@@ -148,6 +155,7 @@ def walk(
         if r.kind == "note" and r.text.strip() == "stdin closed" and not eof_seen:
             eof_seen = True
             client.close(r.t)
+    return None
 
 
 def _backend_line(
@@ -179,6 +187,16 @@ def printed_output(model: ModelWalk, t: float) -> None:
 
 # -- the scenario ---------------------------------------------------------------------------
 @attrs.define
+class Resumed:
+    """The second run of a recorded scenario's ``[resume]``: its client's walk, and its
+    args when they are not the first run's (``--resume <id>`` left out: the runner adds
+    it)."""
+
+    client: ClientWalk
+    args: list[str] | None
+
+
+@attrs.define
 class Session:
     """A capture walked: the client's walk, the model's, and what the launch says."""
 
@@ -187,6 +205,7 @@ class Session:
     args: list[str]
     headless: bool
     kind: str  # the backend: claude, cbc, unknown
+    resume: Resumed | None = None
 
 
 def _raw_cbc(kind: str, s: Sides) -> bool:
@@ -211,19 +230,50 @@ def read_session(
     kind = backend_kind(cap, frames)
     client = ClientWalk(headless=headless, max_delay=max_delay, raw_cbc=_raw_cbc(kind, s))
     model = ModelWalk(max_delay)
-    walk(records, s, client, model, notes)
+    at = walk(records, s, client, model, notes)
+    resume = None
+    if at is not None:
+        resume = _resumed(records, at, s, client, model, args, notes)
     if headless:
         printed_output(model, max((r.t for r in records), default=0.0))
     if cap.cut:
-        last = cap.records[-1]
-        notes.append(
-            f"the capture was cut: its last line (line {n_lines or last.lineno + 1}) is "
-            f"incomplete and left out; the scenario ends with the last whole record "
-            f"(t={last.t:.1f}s)"
-        )
-        if not client.closed:
-            client.wait_for_last()
-    return Session(client, model, args, headless, kind)
+        _cut(cap, n_lines, resume.client if resume else client, notes)
+    return Session(client, model, args, headless, kind, resume)
+
+
+def _cut(cap: Capture, n_lines: int, client: ClientWalk, notes: list[str]) -> None:
+    """A capture whose last line is incomplete: said, and its last run's client waits
+    for the last frame recorded instead of closing its input early."""
+    last = cap.records[-1]
+    notes.append(
+        f"the capture was cut: its last line (line {n_lines or last.lineno + 1}) is "
+        f"incomplete and left out; the scenario ends with the last whole record "
+        f"(t={last.t:.1f}s)"
+    )
+    if not client.closed:
+        client.wait_for_last()
+
+
+def _resumed(
+    records: list[Record],
+    at: int,
+    s: Sides,
+    first: ClientWalk,
+    model: ModelWalk,
+    args: list[str],
+    notes: list[str],
+) -> Resumed:
+    """The second run, from the note at ``records[at]`` on: its own client walk (its
+    conditions count from its start), the model's walk going on."""
+    note = records[at]
+    client = ClientWalk(headless=first.headless, max_delay=first.max_delay, raw_cbc=first.raw_cbc)
+    client.last_action = note.t
+    again = walk(records[at + 1 :], s, client, model, notes)
+    if again is not None:
+        notes.append("a third run of the recorded scenario is left out")
+    argv = launch_argv_of(note.text.removeprefix(RESUME_NOTE))
+    own, _ = client_args(argv, [])
+    return Resumed(client, None if own == args else own)
 
 
 def convert(
@@ -260,9 +310,8 @@ def convert(
     red["replay"], _ = redact_obj(_replay(source, found))
     differ = [d["reason"] for d in red["replay"].get("differs", [])]
     comments = _comments(cap, source, ses, n_red, differ, notes)
-    return Converted(
-        red, tuple(comments), tuple(notes), len(red["model"]["rules"]), len(red["steps"])
-    )
+    n_steps = len(red["steps"]) + len(red.get("resume", {}).get("steps", []))
+    return Converted(red, tuple(comments), tuple(notes), len(red["model"]["rules"]), n_steps)
 
 
 def _replay(source: str, found: list[Differing]) -> dict[str, Any]:
@@ -335,9 +384,22 @@ def _doc(
         doc["files"] = files
     doc["model"] = {"rules": model_rules}
     doc["steps"] = ses.client.steps
-    if ses.client.answers:
-        doc["answers"] = answers_once(ses.client.answers)
+    answers = ses.client.answers + (ses.resume.client.answers if ses.resume else [])
+    if answers:
+        doc["answers"] = answers_once(answers)
+    if ses.resume is not None:
+        doc["resume"] = _resume_doc(ses.resume)
     return doc
+
+
+def _resume_doc(resume: Resumed) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if resume.args is not None:
+        out["args"] = resume.args
+    if not resume.client.closed:
+        out["keep_stdin_open"] = True
+    out["steps"] = resume.client.steps
+    return out
 
 
 def _name(source: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from typing import Any
 
 import attrs
@@ -62,7 +63,20 @@ def launch_argv(cap: Capture) -> list[str] | None:
         argv = meta.get("args") if isinstance(meta.get("args"), list) else meta.get("argv")
     if not isinstance(argv, list):
         return None
-    argv = [str(a) for a in argv]
+    return _client_part([str(a) for a in argv])
+
+
+def launch_argv_of(command: str) -> list[str]:
+    """The client's part of a command line written as one shell-quoted string (the note
+    of a scenario's resumed run)."""
+    try:
+        return _client_part(shlex.split(command))
+    except ValueError:
+        return []
+
+
+def _client_part(argv: list[str]) -> list[str]:
+    """A launch line without the bridge's own words and the CLI's executable."""
     if "--" in argv and ("bridge" in argv[:4] or os.path.basename(argv[0]) == "ccbridge"):
         argv = argv[argv.index("--") + 1 :]  # the bridge's: the client's flags after --
     i = 0

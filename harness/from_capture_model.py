@@ -74,6 +74,22 @@ def _only_text(msg: dict[str, Any]) -> str | None:
     return None
 
 
+#: the tools that run a sub-agent
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+
+
+def agent_answer(record: Any, content: Any) -> str | None:
+    """A completed agent's answer: its record's ``content`` text (Claude's), else the
+    result's first text; None for a launch (``async_launched``) or no text."""
+    if isinstance(record, dict):
+        if record.get("status") != "completed":
+            return None
+        content = record.get("content", content)
+    first = content[0] if isinstance(content, list) and content else content
+    text = first.get("text") if isinstance(first, dict) else first
+    return text if isinstance(text, str) and text else None
+
+
 @attrs.define
 class Call:
     id: str
@@ -245,9 +261,30 @@ class ModelWalk:
             if isinstance(block, dict) and block.get("type") == "tool_result":
                 self.results[str(block.get("tool_use_id"))] = bool(block.get("is_error"))
                 found = True
+                self._agent_answer(t, frame, block)
         if found and frame.get("parent_tool_use_id") is None:
             self.fed = True
             self.awaiting = True
+
+    def _agent_answer(self, t: float, frame: dict[str, Any], block: dict[str, Any]) -> None:
+        """A foreground agent's last reply, which Claude writes only in the Agent call's
+        result (no frame of its own): when the agent's last reply seen made calls, its
+        answer is the result's (``tool_use_result.content``, else its first text)."""
+        use = str(block.get("tool_use_id"))
+        call = self.calls.get(use)
+        if call is None or call.tool not in AGENT_TOOLS:
+            return
+        last = next((i for i in reversed(self.items) if i.thread == use), None)
+        if last is None or not last.calls:
+            return  # (no reply of the agent seen, or its last one was its answer)
+        text = agent_answer(frame.get("tool_use_result"), block.get("content"))
+        if text is None:
+            return
+        item = Item("reply", use, texts=[text])
+        since = self.last_t.get(use)
+        if since is not None and t - since >= MIN_DELAY and self.max_delay > 0:
+            item.delay = round(min(t - since, self.max_delay), 1)
+        self.items.append(item)
 
     def _claude_notice(self, msg: dict[str, Any]) -> None:
         """Claude's own message: a refusal, a failed request (``API Error: 500 …``)."""

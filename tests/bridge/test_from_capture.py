@@ -157,6 +157,49 @@ def test_the_client_side() -> None:
     assert [s.line for s in headless.steps if s.line] == ["diff --git a/x b/x", "+new line"]
 
 
+@pytest.mark.parametrize("role", ["claude", "cbc-raw", "cbc-bridged"])
+def test_a_resumed_second_run_becomes_the_scenarios_resume(role: str) -> None:
+    """A recording of a scenario's two runs (the second with ``--resume``): the first
+    run's steps, then ``[resume]`` with the second's, waiting from its own start; the
+    model's replies of both runs in order."""
+    sc = scenario_of(TWINS / f"resume-session.{role}.jsonl")
+    assert [s.user for s in sc.steps if s.user] == ["remember BLUE"]
+    assert sc.resume is not None
+    assert sc.resume.args is None  # the first run's, --resume added by the runner
+    assert [s.action for s in sc.resume.steps] == ["user", "close_stdin"]
+    assert sc.resume.steps[0].user == "what did I say"
+    assert sc.resume.steps[0].after is None
+    assert sc.resume.steps[1].after is not None
+    assert sc.resume.steps[1].after.type == "result"
+    assert [r.when for r in sc.model.rules] == ["remember BLUE", "what did I say"]
+    assert sc.model.rules[1].text == "you said BLUE"
+
+
+def test_a_resumed_run_with_its_own_args_keeps_them(tmp_path: Path) -> None:
+    data = (TWINS / "resume-session.claude.jsonl").read_bytes()
+    note = b"--verbose --resume "
+    assert data.count(note) == 1
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(data.replace(note, b"--verbose --model haiku --resume "))
+    sc = scenario_of(path)
+    assert sc.resume is not None
+    assert sc.resume.args == ("--model", "haiku")
+
+
+def test_a_foreground_agents_last_reply_comes_from_the_calls_result() -> None:
+    """Claude writes no frame for a foreground agent's last reply (its answer is the Agent
+    call's result): the scenario answers the agent's last request with it; cbc writes the
+    frame, which is read as it is, once."""
+    for role in ("claude", "cbc-raw"):
+        sc = scenario_of(TWINS / f"subagent-foreground.{role}.jsonl")
+        sub = [r for r in sc.model.rules if r.agent == "sub"]
+        assert [r.text for r in sub] == [
+            None,
+            "sub-agent report: the echo printed from-fg-subagent",
+        ]
+        assert sub[0].tool == "Bash"
+
+
 def test_reference_transcripts_of_both_clis() -> None:
     claude = scenario_of(
         REFERENCE

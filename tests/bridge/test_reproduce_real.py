@@ -45,7 +45,10 @@ ROLES = {"claude": "claude", "cbc": "cbc-raw"}
 _WORKFLOW = "the workflow script the session ran is a file the recording does not carry"
 _MCP = "the MCP server the session called is not in the recording"
 _HOOKS = "the hook scripts (a --settings file) are not in the recording"
-_RESUME = "a recording of two runs (the second with --resume): the scenario replays the first"
+_IDS = "the model's calls name an id the recorded session made (a task id), which the replay's "
+"session makes anew"
+_PLAN_FILE = "the plan file's name is made of random words on each run: the recorded Write names "
+"the recorded one, which the replay's plan mode does not allow"
 #: ... or what differs from run to run of the same session (such an entry may reproduce)
 _TIMING = "timing: "
 _VARIES = "cbc varies: "
@@ -59,7 +62,11 @@ NOT_REPRODUCED: dict[tuple[str, str], str] = {
     ("claude", "hooks-pre-tool-use"): _HOOKS,
     ("claude", "headless-max-turns"): "-p --output-format json prints the result only: the "
     "tool call that reached --max-turns is not in the recording",
-    ("claude", "resume-session"): _RESUME,
+    ("claude", "bg-shell-kill"): _IDS,
+    ("claude", "plan-mode"): _PLAN_FILE,
+    ("claude", "plan-mode-denied"): _PLAN_FILE,
+    ("claude", "slash-commands"): "the model's compaction summary (/compact) is not on Claude's "
+    "stdout: the replay's model answers the compaction request with its default",
     ("claude", "thinking-partial"): _TIMING + "two parallel Bash calls end in either order",
     ("claude", "acp-bash-allowed"): _TIMING + "Claude answers the client's set_model and "
     "sends the SDK's MCP server its next message in either order",
@@ -73,7 +80,11 @@ NOT_REPRODUCED: dict[tuple[str, str], str] = {
     ("cbc", "workflow-by-path"): _WORKFLOW,
     ("cbc", "mcp-tool"): _MCP,
     ("cbc", "hooks-pre-tool-use"): _HOOKS,
-    ("cbc", "resume-session"): _RESUME,
+    ("cbc", "bg-shell-kill"): _IDS,
+    ("cbc", "plan-mode"): _PLAN_FILE,
+    ("cbc", "plan-mode-denied"): _PLAN_FILE,
+    ("cbc", "slash-commands"): "cbc's compaction request (/compact) does not carry the line's "
+    "words the recorded reply is matched by: the replay's model answers it with its default",
     ("cbc", "headless-max-turns"): "the converter reads a -p json run's final answer only: "
     "the tool call in cbc's array of messages is not replayed",
     ("cbc", "headless-json"): "cbc's -p --output-format json is pretty-printed: the diff reads "

@@ -242,6 +242,17 @@ def test_masking_numbers_ids_and_hides_clocks_costs_tokens_and_paths() -> None:
     assert frames[0]["cwd"] == "{CWD}"
 
 
+def test_an_agents_usage_in_a_result_text_is_masked_and_its_tool_count_kept() -> None:
+    """Claude's Agent result ends with the agent's usage as text: its tokens and duration
+    are run by run, like the fields they mirror; its tool count is the session's."""
+    text = "agentId: a1\n<usage>subagent_tokens: 15\ntool_uses: 1\nduration_ms: 141</usage>"
+    user = {"type": "user", "message": {"content": [{"type": "text", "text": text}]}}
+    [*_, masked] = masked_frames(dump([init(), user]))
+    assert masked["message"]["content"][0]["text"] == (
+        "agentId: a1\n<usage>subagent_tokens: <n>\ntool_uses: 1\nduration_ms: <n></usage>"
+    )
+
+
 def test_masking_keeps_models_on_request_and_marks_an_init_whose_uuid_is_the_session() -> None:
     cap = dump([{**init(), "uuid": SID}, assistant({"type": "text", "text": "x"})])
     assert masked_frames(cap, keep_model=True)[1]["message"]["model"] == "claude-opus-5"
