@@ -412,7 +412,12 @@ class PermissionReply(Stage):
         if reply.get("allowed") is False and reply.get("interrupt") is not True:
             reply["interrupt"] = True
             ctx.count(self.rule, "plan-denial-interrupts")
-            ctx.log(self.rule, "ExitPlanMode denied: sent to cbc with interrupt: true", "info")
+            ctx.log(
+                self.rule,
+                "ExitPlanMode denied: cbc stalls after a plain denial, so it was told to "
+                "interrupt; the turn ends and the model does not read the denial's message",
+                "warning",
+            )
 
     def _from_error(self, a: _Answer) -> dict[str, Any]:
         """A client's error reply: a deny, the error its reason."""
