@@ -277,8 +277,10 @@ class ResultShape(Stage):
     ``terminal_reason`` is kept; a plain success gets ``completed`` and ``stop_reason`` is
     filled from the last main-thread assistant message, as Claude always sends both.
     ``permission_denials`` gains the denials ``permission-routing`` recorded
-    (``ControlState.permission_denials``) that cbc's own list lacks. Claude 2.1.220 also
-    writes (twins ``*.claude.jsonl``) ``fast_mode_state: "off"`` and
+    (``ControlState.permission_denials``) that cbc's own list lacks, and loses those an
+    earlier result listed: cbc lists every denial of the session, Claude the turn's (twins
+    permission-deny-interrupt, plan-mode-denied: the next turn's result repeats it).
+    Claude 2.1.220 also writes (twins ``*.claude.jsonl``) ``fast_mode_state: "off"`` and
     ``fast_mode_disabled_reason: "sdk_opt_in_required"`` on every result
     (``RESULT_FEATURES``; cbc has no fast mode) and ``api_error_status: null`` on a plain
     success (not on ``error_*`` results; an API error's status is unknown here, so an
@@ -574,11 +576,14 @@ class ResultShape(Stage):
         return "tool_use" if self._tool_call else "end_turn"
 
     def _denials(self, listed: Any, ctx: Context) -> list[Any]:
-        out = list(listed) if isinstance(listed, list) else []
+        """The turn's denials: cbc's own list without those an earlier result reported
+        (cbc's list holds the session's), then the ones the bridge recorded."""
+        given = list(listed) if isinstance(listed, list) else []
+        out = [d for d in given if self._first_report(_tool_use_id(d), d)]
         recorded = ctx.state.control.permission_denials
         if not recorded:
             return out
-        known = {_tool_use_id(d) for d in out if isinstance(d, dict)}
+        known = {_tool_use_id(d) for d in given if isinstance(d, dict)}
         for d in list(recorded):
             use = _tool_use_id(d)
             if self._first_report(use, d) and use not in known:

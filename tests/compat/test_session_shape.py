@@ -224,6 +224,25 @@ def test_permission_denials_recorded_by_permission_routing_are_added_once() -> N
     assert isinstance(control.permission_denials, deque)
 
 
+def test_a_denial_cbc_lists_again_in_a_later_result_is_the_earlier_turns() -> None:
+    """cbc lists every denial of the session on each result (twins
+    permission-deny-interrupt: the second turn's result repeats the first's Bash); Claude
+    lists the turn's."""
+    eng = engine("result-shape")
+    first = {"tool_name": "Bash", "tool_use_id": "t1", "tool_input": {"command": "x"}}
+    second = {"tool_name": "Write", "tool_use_id": "t2", "tool_input": {"file_path": "/a"}}
+    results = out(
+        eng.feed(
+            "backend",
+            line(cbc_result(permission_denials=[first]))
+            + line(cbc_result(permission_denials=[first, second]))
+            + line(cbc_result(permission_denials=[first, second])),
+            0.0,
+        )
+    )
+    assert [r["permission_denials"] for r in results] == [[first], [second], []]
+
+
 # -- tool-parent -----------------------------------------------------------------------------
 
 
