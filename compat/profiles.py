@@ -53,6 +53,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "bash-output",  # a successful Bash call's output; a failed one is tool-errors'
             "task-tool-results",  # before private-fields: reads the _meta.rawResponse it cuts
             "file-tool-results",  # Read/Write/Edit: Claude's file record, from the wire
+            # ExitPlanMode's plan in its call, prompt and record (plan.py): before
+            # private-fields, which cuts the result's _meta.rawResponse it reads
+            "exit-plan-mode",
             "private-fields",
             "vocabulary",
             # leaving plan mode said by a status frame (plan.py): after vocabulary, which

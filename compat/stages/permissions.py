@@ -40,7 +40,7 @@ from compat.stages.permissions_rules import (
     rule_text,
     rule_verdict,
 )
-from compat.stages.plan import EXIT_PLAN
+from compat.stages.plan import EXIT_PLAN, PLAN_KEYS
 from compat.taskkit import remember
 
 __all__ = [
@@ -592,9 +592,13 @@ def _reason(value: Any) -> str:
 
 
 def _allowed(given: Any, pending: PermissionRequest | None) -> dict[str, Any]:
-    """cbc's allow, with the input the client gave, else the prompt's as asked."""
+    """cbc's allow, with the input the client gave, else the prompt's as asked;
+    ``ExitPlanMode``'s without the plan ``exit-plan-mode`` showed the client (cbc's schema
+    takes no key)."""
     if not isinstance(given, dict):
         given = pending.input if pending is not None else {}
+    if pending is not None and pending.tool_name == EXIT_PLAN:
+        given = {k: v for k, v in given.items() if k not in PLAN_KEYS}
     return {"allowed": True, "updatedInput": given}
 
 

@@ -174,6 +174,25 @@ def test_a_plain_denial_of_exit_plan_mode_interrupts(
     assert bool(eng.state.control.denying_interrupts) is interrupts
 
 
+def test_an_exit_plan_mode_allow_gives_cbc_back_the_input_it_asked_with() -> None:
+    """The client was shown the plan in ExitPlanMode's input (exit-plan-mode) and allows it
+    with that input, as the SDKs do; cbc's schema takes no key: it gets its own ``{}``."""
+    req = can_use_tool(DENY)
+    req["request"] = {**req["request"], "tool_name": "ExitPlanMode", "input": {}}
+    rid = req["request_id"]
+    shown = {"plan": "# Plan", "planFilePath": "/h/.codebuddy/plans/p.md"}
+    run = replay(
+        engine(stdio=True),
+        extra=[
+            (0.0, "backend", req),
+            (0.1, "client", answer(rid, {"behavior": "allow", "updatedInput": shown})),
+        ],
+    )
+    [sent] = run.frames("backend")
+    assert sent["response"]["response"]["allowed"] is True
+    assert sent["response"]["response"]["updatedInput"] == {}
+
+
 def test_the_legacy_sdks_answers_become_cbcs_with_the_reason_as_given() -> None:
     """claude-code-sdk 0.0.25 answers ``{allow: false, reason}`` / ``{allow: true, input?}``
     (its query.py); before this rule knew the shape, the reason became "Permission

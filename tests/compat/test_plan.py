@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from compat.engine import Write
 from compat.playbook import Count, Out, Playbook
 from compat.session import ToolUse
 
@@ -72,3 +73,80 @@ def test_the_twins_say_it_where_claude_does() -> None:
             if json.loads(line).get("kind") == "stdout"
         ]
         assert _modes(got) == _modes(claude) == want, name
+
+
+# -- exit-plan-mode ----------------------------------------------------------------------------
+
+PLAN_PATH = "/home/u/.codebuddy/plans/brave-plan-x1.md"
+
+
+def _call(name: str, cid: str, **inp: Any) -> dict[str, Any]:
+    return {
+        "type": "assistant",
+        "parent_tool_use_id": None,
+        "message": {"content": [{"type": "tool_use", "id": cid, "name": name, "input": inp}]},
+    }
+
+
+def _prompt(**inp: Any) -> dict[str, Any]:
+    request = {"subtype": "can_use_tool", "tool_name": "ExitPlanMode", "input": inp}
+    return {
+        "type": "control_request",
+        "request_id": "p1",
+        "request": {**request, "tool_use_id": "e1"},
+    }
+
+
+def _exits() -> Playbook:
+    return Playbook(
+        "exit-plan-mode", facts={"tool_uses": {"e1": ToolUse("e1", "ExitPlanMode", {})}}
+    )
+
+
+def test_the_plan_the_session_wrote_is_in_the_prompt_the_call_and_the_record() -> None:
+    pb = _exits()
+    pb.frame(_call("Write", "w1", file_path=PLAN_PATH, content="# Plan\n\n1. a\n"))
+    pb.frame(_call("Edit", "w2", file_path=PLAN_PATH, old_string="1. a", new_string="1. b"))
+    want = {"plan": "# Plan\n\n1. b\n", "planFilePath": PLAN_PATH}
+    [prompt] = [r.frame for r in pb.frame(_prompt()) if isinstance(r, Out)]
+    assert prompt["request"]["input"] == want
+    assert prompt["request"]["requires_user_interaction"] is True
+    [call] = [r.frame for r in pb.frame(_call("ExitPlanMode", "e1")) if isinstance(r, Out)]
+    assert call["message"]["content"][0]["input"] == want
+    meta = {"rawResponse": {"planFilePath": PLAN_PATH, "plan": "# Plan\n\n1. b\n"}}
+    block = {"type": "tool_result", "tool_use_id": "e1", "content": "ok", "_meta": meta}
+    result = {"type": "user", "parent_tool_use_id": None, "message": {"content": [block]}}
+    [got] = [r.frame for r in pb.frame(result) if isinstance(r, Out)]
+    assert got["tool_use_result"] == {
+        "plan": "# Plan\n\n1. b\n",
+        "isAgent": False,
+        "filePath": PLAN_PATH,
+    }
+
+
+def test_no_plan_written_leaves_the_input_and_other_writes_are_not_plans() -> None:
+    pb = _exits()
+    pb.frame(_call("Write", "w1", file_path="/w/notes.md", content="x"))
+    [prompt] = [r.frame for r in pb.frame(_prompt()) if isinstance(r, Out)]
+    assert prompt["request"]["input"] == {}
+    assert prompt["request"]["requires_user_interaction"] is True
+    assert pb.frame(_call("ExitPlanMode", "e2")) == [Out(_call("ExitPlanMode", "e2"))]
+
+
+def test_cbc_is_given_back_the_input_it_asked_with() -> None:
+    """cbc's ExitPlanMode takes no key (additionalProperties: false): the allow the client
+    sends with the input it was shown goes to cbc without the plan."""
+    eng = full()
+    eng.state.stdio_permissions = True
+    events = _twin_events(TWINS / "plan-mode.cbc-bridged.jsonl")
+    run = drive(eng, events)
+    sent = [
+        json.loads(x)
+        for _, c in run.commands
+        if isinstance(c, Write) and c.side == "backend"
+        for x in c.data.splitlines()
+        if b'"allowed":true' in x
+    ]
+    assert sent[0]["response"]["response"]["updatedInput"] == {}
+    shown = [f for f in run.frames() if f.get("type") == "control_request"]
+    assert set(shown[0]["request"]["input"]) == {"plan", "planFilePath"}

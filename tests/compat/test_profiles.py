@@ -35,8 +35,8 @@ def test_stage_order_matches_the_profile_lists() -> None:
         "bash-output",
         "task-tool-results",
         "file-tool-results",
+        "exit-plan-mode",
         "private-fields",
-        "vocabulary",
     ]
     assert build("identity") == ([], [])
 

@@ -330,8 +330,8 @@ def test_task_rules_order_in_the_profile() -> None:
         "bash-output",
         "task-tool-results",
         "file-tool-results",
+        "exit-plan-mode",
         "private-fields",
-        "vocabulary",
     )
     task = [
         r
