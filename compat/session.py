@@ -34,8 +34,9 @@ MAX_OWN = 1024
 MAX_TASKS = 16_384  # (as many as the task rules' registries: compat.taskkit.MAX_LIVE_TASKS)
 #: the tool-call input fields rules read (compat.taskkit.starting_call / resolve_workflow,
 #: task-correlation, workflow-prompt; bash-output: a Bash ``command``, which Claude's
-#: noOutputExpected is read from; task-tool-results: what a TaskUpdate changes, for its
-#: updatedFields); ``params`` (DeferExecuteTool) is trimmed the same way
+#: noOutputExpected is read from, and its ``timeout`` (a backgrounded call's record);
+#: task-tool-results: what a TaskUpdate changes, for its updatedFields); ``params``
+#: (DeferExecuteTool) is trimmed the same way
 TOOL_INPUT_KEYS = frozenset(
     {
         "description",
@@ -47,7 +48,7 @@ TOOL_INPUT_KEYS = frozenset(
         "toolName",
         "params",
     }
-    | {"command"}
+    | {"command", "timeout"}
     | {"taskId", "subject", "status", "activeForm", "owner", "addBlocks", "addBlockedBy"}
 )
 

@@ -11,9 +11,13 @@ max-turns, permission-allow, thinking-partial; 17 calls of 17). Editors show tha
 as the call's output (Zed's ACP adapter: ``rawOutput``; the AI SDK provider's
 ``tool-result``), so through the bridge they showed cbc's report.
 
-A failed call (an exit code other than 0, a signal, ``is_error``) is ``tool-errors``'; a
-background call's result (``Status: Running in background…``) is not laid out so and
-passes. ``noOutputExpected`` is Claude's guess from the command, made as Claude makes it
+A failed call (an exit code other than 0, a signal, ``is_error``) is ``tool-errors``'. A
+call that runs in the background (``run_in_background``, or moved there when it outlived
+its own ``timeout``) keeps cbc's text (``Status: Running in background with task_id: X``,
+the model reads it) and gets Claude's record of it: the empty output record with
+``backgroundTaskId`` and, when moved (``Reason: Auto-backgrounded after hitting foreground
+timeout``), ``timedOutAfterMs``, the call's timeout (twins bg-bash, bg-shell-kill,
+shell-timeout). ``noOutputExpected`` is Claude's guess from the command, made as Claude makes it
 (read in 2.1.220's binary): true when every command of the line (split at ``&&``, ``||``,
 ``;``, ``|`` and newlines) starts with one of ``_SILENT`` (``touch``, ``mkdir``, ``cd``…),
 whatever the call printed (twins file-tool-errors: a ``printf … >`` that printed nothing
@@ -83,6 +87,24 @@ def _record(out: str, err: str, command: Any) -> dict[str, Any]:
     }
 
 
+#: cbc's report of a call that runs in the background, and of one it moved there
+_BACKGROUND = re.compile(r"^Status: Running in background with task_id: (\S+)$", re.MULTILINE)
+_MOVED = "Auto-backgrounded after hitting foreground timeout"
+
+
+def _background(text: str, use: ToolUse) -> dict[str, Any] | None:
+    """Claude's record of a call running in the background, from cbc's report (None: not
+    such a report)."""
+    found = _BACKGROUND.search(text)
+    if found is None:
+        return None
+    record = {**_record("", "", use.input.get("command")), "backgroundTaskId": found.group(1)}
+    timeout = use.input.get("timeout")
+    if _MOVED in text and type(timeout) is int:
+        record["timedOutAfterMs"] = timeout
+    return record
+
+
 @register
 @attrs.define
 class BashOutput(Stage):
@@ -119,6 +141,9 @@ class BashOutput(Stage):
         text = one_text(block.get("content"))
         streams = claude_output(text) if text is not None else None
         if streams is None:
+            moved = _background(text, use) if text is not None else None
+            if moved is not None:
+                records.append(moved)
             return block
         out, err = streams
         records.append(_record(out, err, use.input.get("command")))

@@ -48,6 +48,33 @@ def test_a_failed_call_is_left_to_tool_errors() -> None:
     assert is_error is True
 
 
+def _record_keys(record: Any) -> Any:
+    """A background record with its task id made a placeholder (each CLI names its own)."""
+    if not isinstance(record, dict) or "backgroundTaskId" not in record:
+        return record
+    return {**record, "backgroundTaskId": "<task>"}
+
+
+@pytest.mark.parametrize("scenario", ["bg-bash", "shell-timeout", "bg-shell-kill"])
+def test_a_call_run_in_the_background_has_claudes_record_and_cbcs_text(scenario: str) -> None:
+    """Launched in the background, or moved there past its own timeout: Claude's record
+    (``backgroundTaskId``, the task the client's task frames name; ``timedOutAfterMs``),
+    cbc's words for the model."""
+    frames, _ = bridged(scenario)
+    got = [
+        r for _, _, r in _bash_results(frames) if isinstance(r, dict) and "backgroundTaskId" in r
+    ]
+    want = [
+        r
+        for _, _, r in _bash_results(claude(scenario))
+        if isinstance(r, dict) and "backgroundTaskId" in r
+    ]
+    assert [_record_keys(r) for r in got] == [_record_keys(r) for r in want]
+    assert len(got) == 1
+    started = [f["task_id"] for f in frames if f.get("subtype") == "task_started"]
+    assert got[0]["backgroundTaskId"] in started
+
+
 def report(out: str, err: str, code: str = "0", signal: str = "(none)") -> str:
     o = f"{out}\n" if out else "(empty)"
     e = f"{err}\n" if err else "(empty)"
