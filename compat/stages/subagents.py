@@ -109,12 +109,9 @@ def _result_call(obj: wire.Assistant | wire.User, pending: dict[str, str]) -> st
     if obj.get("type") != "user":
         return None
     for b in _blocks(obj):
-        if (
-            isinstance(b, dict)
-            and b.get("type") == "tool_result"
-            and b.get("tool_use_id") in pending
-        ):
-            return str(b["tool_use_id"])
+        use = b.get("tool_use_id") if isinstance(b, dict) else None
+        if isinstance(use, str) and use in pending and b.get("type") == "tool_result":
+            return use
     return None
 
 

@@ -214,3 +214,43 @@ def test_the_twins_sub_agent_frames_are_claudes() -> None:
     subs = [f for f in got if f.get("type") == "user" and f.get("parent_tool_use_id")]
     assert len(subs) == 2
     assert not [f for f in subs if "tool_use_result" in f]
+
+
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+        max_leaves=10,
+    )
+)
+def test_any_content_passes_the_new_rules_without_error(content: Any) -> None:
+    """A frame of any content (ids of any JSON type) is taken, never raised on."""
+    for rule in (
+        "subagent-prompt",
+        "subagent-answer",
+        "turn-usage",
+        "exit-plan-mode",
+        "plan-exit-status",
+        "rev-foreground-agent",
+        "rev-denied-interrupt",
+    ):
+        pb = Playbook(rule)
+        pb.frame(_assistant(_agent_call("c1", "p")))
+        odd = {"type": "tool_result", "tool_use_id": content, "content": content}
+        for frame in (
+            {"type": "user", "parent_tool_use_id": None, "message": {"content": [odd]}},
+            {"type": "user", "parent_tool_use_id": None, "message": {"content": content}},
+            {"type": "user", "parent_tool_use_id": None, "message": {"content": [content]}},
+            {"type": "assistant", "parent_tool_use_id": "c1", "message": {"content": content}},
+            {"type": "assistant", "parent_tool_use_id": None, "message": {"content": [odd]}},
+            {"type": "system", "subtype": "task_started", "task_id": "t", "tool_use_id": content},
+            {"type": "control_request", "request_id": "r", "request": content},
+            {
+                "type": "result",
+                "subtype": "success",
+                "usage": content,
+                "permission_denials": content,
+            },
+        ):
+            pb.frame(frame)
+        pb.backend_exit(0)
