@@ -33,6 +33,16 @@ class Run:
     def frames(self) -> list[dict[str, Any]]:
         return [f for _, f in self.out]
 
+    def to_backend(self) -> list[dict[str, Any]]:
+        """The frames the engine wrote to the backend (its stdin), in order."""
+        return [
+            json.loads(x)
+            for _, c in self.commands
+            if isinstance(c, Write) and c.side == "backend"
+            for x in c.data.splitlines()
+            if x.strip()
+        ]
+
     def kinds(self) -> list[tuple[float, str]]:
         return [
             (t, type(c).__name__)

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from compat.capture import parse
-from compat.engine import Write
 
 from .session_support import Run, drive, full
 
@@ -29,15 +28,6 @@ def _hooks(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for f in frames
         if f.get("type") == "control_request" and f["request"].get("subtype") == "hook_callback"
     ]
-
-
-def _to_cbc(run: Run) -> list[dict[str, Any]]:
-    """What the engine wrote to cbc."""
-    out = []
-    for _, c in run.commands:
-        if isinstance(c, Write) and c.side == "backend":
-            out += [json.loads(x) for x in c.data.splitlines() if x.strip()]
-    return out
 
 
 def _line(frame: dict[str, Any]) -> bytes:
@@ -74,7 +64,7 @@ def test_cbc_gets_an_answer_to_each_request_the_repeat_the_clients_first() -> No
     first, repeat, _post = (h["request_id"] for h in _hooks(cbc))
     answers = {
         f["response"]["request_id"]: f["response"]
-        for f in _to_cbc(run)
+        for f in run.to_backend()
         if f.get("type") == "control_response"
     }
     assert {first, repeat} <= set(answers)

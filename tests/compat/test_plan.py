@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from compat.engine import Write
 from compat.playbook import Count, Out, Playbook
 from compat.session import ToolUse
 
@@ -140,13 +139,7 @@ def test_cbc_is_given_back_the_input_it_asked_with() -> None:
     eng.state.stdio_permissions = True
     events = _twin_events(TWINS / "plan-mode.cbc-bridged.jsonl")
     run = drive(eng, events)
-    sent = [
-        json.loads(x)
-        for _, c in run.commands
-        if isinstance(c, Write) and c.side == "backend"
-        for x in c.data.splitlines()
-        if b'"allowed":true' in x
-    ]
+    sent = [f for f in run.to_backend() if f.get("response", {}).get("response", {}).get("allowed")]
     assert sent[0]["response"]["response"]["updatedInput"] == {}
     shown = [f for f in run.frames() if f.get("type") == "control_request"]
     assert set(shown[0]["request"]["input"]) == {"plan", "planFilePath"}

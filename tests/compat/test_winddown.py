@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from compat.engine import CloseBackendInput, TerminateBackend, Write
+from compat.engine import CloseBackendInput, TerminateBackend
 
 from .session_support import Run, advance, drive, full, line, take
 from .tasks_support import (
@@ -392,7 +392,6 @@ def test_no_wind_down_before_the_eof() -> None:
 def test_requests_the_client_can_no_longer_answer_are_answered_after_the_eof() -> None:
     """``mockoai_can-use-tool-pending-then-eof``: cbc itself rejects a pending prompt when
     its stdin closes; the bridge keeps that stdin open, so it answers in the client's stead."""
-    import json as _json
 
     from compat.stages.turns import REJECTED
 
@@ -414,13 +413,7 @@ def test_requests_the_client_can_no_longer_answer_are_answered_after_the_eof() -
         *turn(3.0, request("perm-2", "can_use_tool"), request("hook-1", "hook_callback")),
     ]
     run = drive(eng, events)
-    up = [
-        _json.loads(x)
-        for t, c in run.commands
-        if isinstance(c, Write) and c.side == "backend"
-        for x in c.data.splitlines()
-        if b"control_response" in x
-    ]
+    up = [f for f in run.to_backend() if f.get("type") == "control_response"]
     answers = {r["response"]["request_id"]: r["response"] for r in up}
     assert answers["perm-1"]["response"] == {
         "allowed": False,
