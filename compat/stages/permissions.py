@@ -148,7 +148,10 @@ class PermissionRouting(Stage):
     and WebSearch a rule for the tool. None where the bridge cannot tell what Claude
     would suggest: compound Bash commands, quotes, expansions and globs, ``sed``,
     ``rm -r``, flagged ``mv``/``cp``, reads outside the working directory (Claude: a Read
-    rule), an unknown working directory for a path, other tools.
+    rule), an unknown working directory for a path, other tools. In plan mode (the
+    session's mode as its last ``system/init`` or ``system/status`` said it) a file edit
+    is asked about because of the mode, as Claude says: ``decision_reason_type`` ``mode``
+    and no suggestions (twins plan-mode-denied).
     """
 
     rule: ClassVar[str] = "permission-routing"
@@ -167,8 +170,14 @@ class PermissionRouting(Stage):
     )
     modes: ClassVar[tuple[str, ...]] = ("auto", "forward", "deny")
     #: can_use_tool requests, and tool results (``user``) of calls the client denied; a
-    #: turn's result forgets the calls an interrupt withdrew
-    kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request", "user", "result"})
+    #: turn's result forgets the calls an interrupt withdrew; the session's permission
+    #: mode from each ``system/init`` and ``system/status`` that says it
+    kinds: ClassVar[frozenset[str] | None] = frozenset(
+        {"control_request", "user", "result", "system/init", "system/status"}
+    )
+
+    #: the session's permission mode, as its last init or status frame said it
+    _mode: str = attrs.field(default="default", init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         kind = frame.kind()
@@ -176,6 +185,9 @@ class PermissionRouting(Stage):
             return self._tool_result(frame, ctx)
         if kind is not None and kind[0] == "result":
             _forget_withdrawn(ctx.state.control.denied_uses)
+            return None
+        if kind is not None and kind[0] == "system":
+            self._mode = _mode_of(frame, self._mode)
             return None
         return self._prompt(frame, ctx)
 
@@ -203,7 +215,7 @@ class PermissionRouting(Stage):
     ) -> Output:
         """The prompt to the client, remembered by its request id, with Claude's fields."""
         remember(ctx.state.control.permissions, prompt.request_id, prompt, cap=256)
-        fuller = with_claude_fields(cast("dict[str, Any]", body), ctx.state.cwd)
+        fuller = with_claude_fields(cast("dict[str, Any]", body), ctx.state.cwd, self._mode)
         if fuller is None:
             return None
         ctx.count(self.rule, "claude-fields")
@@ -292,6 +304,13 @@ class PermissionRouting(Stage):
         for m in meta:
             denied.pop(m["id"], None)
         return (frame.replace(_with_meta(obj, meta)),)
+
+
+def _mode_of(frame: Frame, mode: str) -> str:
+    """The permission mode an init or status frame says (``mode`` when it says none)."""
+    family = wire.SystemInit if frame.key() == "system/init" else wire.SystemStatus
+    said = frame.view(family).get("permissionMode")
+    return said if isinstance(said, str) and said else mode
 
 
 def _prompt_of(rid: str, body: wire.CanUseTool) -> PermissionRequest:

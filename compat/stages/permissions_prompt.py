@@ -63,6 +63,9 @@ _OUTSIDE = {
     "decision_reason": "Path is outside allowed working directories",
     "decision_reason_type": "workingDir",
 }
+#: and for a file edit in plan mode (its "Cannot write to … while in plan mode": the mode
+#: asks, no rule could allow it, so no suggestion; twins plan-mode-denied)
+_PLAN_MODE = {"decision_reason_type": "mode"}
 #: Claude's order of a can_use_tool request's fields
 _PROMPT_ORDER = (
     "subtype",
@@ -353,13 +356,16 @@ def _suggestion_fields(tool: str, inp: dict[str, Any], cwd: str | None) -> dict[
     return fields(tool, inp, cwd) if fields is not None else {}
 
 
-def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]:
+def claude_prompt_fields(
+    tool: str, inp: Any, cwd: str | None, mode: str = "default"
+) -> dict[str, Any]:
     """What Claude Code 2.1.220's ``can_use_tool`` carries besides the tool, input and
     tool_use_id (its ``createCanUseTool``): ``display_name``, ``description``,
     ``permission_suggestions`` and ``blocked_path`` (or, for a Bash command no path check
-    asks about, ``decision_reason`` "This command requires approval", type ``other``), for
-    a prompt in the default permission mode; only the fields the bridge can tell the way
-    Claude would (see ``permission-routing``)."""
+    asks about, ``decision_reason`` "This command requires approval", type ``other``);
+    only the fields the bridge can tell the way Claude would (see ``permission-routing``).
+    In plan ``mode`` a file edit is asked about because of the mode: ``decision_reason_type``
+    ``mode`` and no suggestions."""
     if not tool:
         return {}
     out: dict[str, Any] = {"display_name": ck.tool_display_name(tool)}
@@ -368,16 +374,20 @@ def claude_prompt_fields(tool: str, inp: Any, cwd: str | None) -> dict[str, Any]
     description = _description(tool, inp, cwd)
     if description:
         out["description"] = description
+    if mode == "plan" and tool in WRITE_TOOLS:
+        return out | _PLAN_MODE
     return out | _suggestion_fields(tool, inp, cwd)
 
 
-def with_claude_fields(body: dict[str, Any], cwd: str | None) -> dict[str, Any] | None:
+def with_claude_fields(
+    body: dict[str, Any], cwd: str | None, mode: str = "default"
+) -> dict[str, Any] | None:
     """cbc's ``can_use_tool`` body with Claude's fields it lacks added in Claude's order
     (a field cbc sent is kept as sent); None when nothing is added."""
     tool = body.get("tool_name")
     if not isinstance(tool, str):
         return None
-    fields = claude_prompt_fields(tool, body.get("input"), cwd)
+    fields = claude_prompt_fields(tool, body.get("input"), cwd, mode)
     add = {k: v for k, v in fields.items() if k not in body}
     return _in_prompt_order({**body, **add}) if add else None
 

@@ -74,6 +74,60 @@ def test_the_twins_say_it_where_claude_does() -> None:
         assert _modes(got) == _modes(claude) == want, name
 
 
+_REASON = ("permission_suggestions", "decision_reason", "decision_reason_type")
+
+
+def _write_prompts(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The reason fields of each Write prompt."""
+    return [
+        {k: f["request"][k] for k in _REASON if k in f["request"]}
+        for f in frames
+        if f.get("type") == "control_request" and f["request"].get("tool_name") == "Write"
+    ]
+
+
+def test_a_prompt_in_plan_mode_is_asked_because_of_the_mode() -> None:
+    """permission-routing follows the session's mode: a Write asked in plan mode (the
+    denied plan) carries Claude's ``decision_reason_type: mode`` and no suggestions; one
+    asked after an allowed exit the default mode's ``acceptEdits`` suggestion."""
+    for name in ("plan-mode", "plan-mode-denied"):
+        eng = full()
+        eng.state.stdio_permissions = True
+        got = drive(eng, _twin_events(TWINS / f"{name}.cbc-bridged.jsonl")).frames()
+        claude = [
+            json.loads(json.loads(line)["text"])
+            for line in (TWINS / f"{name}.claude.jsonl").read_text().splitlines()[1:]
+            if json.loads(line).get("kind") == "stdout"
+        ]
+        assert _write_prompts(got) == _write_prompts(claude), name
+        assert len(_write_prompts(got)) == 1, name
+
+
+def test_the_mode_a_status_frame_says_is_followed() -> None:
+    pb = Playbook("permission-routing", facts={"stdio_permissions": True, "cwd": "/w"})
+    pb.frame({"type": "system", "subtype": "init", "permissionMode": "plan"})
+    ask = {
+        "type": "control_request",
+        "request_id": "r1",
+        "request": {
+            "subtype": "can_use_tool",
+            "tool_name": "Edit",
+            "input": {"file_path": "/w/a", "old_string": "x", "new_string": "y"},
+            "tool_use_id": "t1",
+        },
+    }
+    [planned] = [r.frame for r in pb.frame(ask) if isinstance(r, Out)]
+    assert planned["request"]["decision_reason_type"] == "mode"
+    assert "permission_suggestions" not in planned["request"]
+    pb.frame({"type": "system", "subtype": "status", "status": None, "permissionMode": "default"})
+    [default] = [r.frame for r in pb.frame({**ask, "request_id": "r2"}) if isinstance(r, Out)]
+    assert "decision_reason_type" not in default["request"]
+    assert default["request"]["permission_suggestions"][0]["mode"] == "acceptEdits"
+    pb.frame({"type": "system", "subtype": "status", "status": "requesting"})  # no mode: kept
+    [still] = [r.frame for r in pb.frame({**ask, "request_id": "r3"}) if isinstance(r, Out)]
+    assert "decision_reason_type" not in still["request"]
+
+
 # -- exit-plan-mode ----------------------------------------------------------------------------
 
 PLAN_PATH = "/home/u/.codebuddy/plans/brave-plan-x1.md"
