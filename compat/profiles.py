@@ -53,6 +53,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "bash-output",  # a successful Bash call's output; a failed one is tool-errors'
             "task-tool-results",  # before private-fields: reads the _meta.rawResponse it cuts
             "file-tool-results",  # Read/Write/Edit: Claude's file record, from the wire
+            # a foreground Agent call's record (agent_tasks.py): before subagent-answer,
+            # which drops the agent's last frame (its usage is the record's)
+            "agent-tool-result",
             # ExitPlanMode's plan in its call, prompt and record (plan.py): before
             # private-fields, which cuts the result's _meta.rawResponse it reads
             "exit-plan-mode",
@@ -136,6 +139,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "terminal-guarantee",
             "late-progress",
             "tasks-snapshot",
+            # a foreground agent's task frames (agent_tasks.py): after tasks-snapshot (Claude
+            # writes no snapshot for a foreground agent), before task-fields, which fills them
+            "agent-task-frames",
             "task-fields",
             # U+2028/U+2029 escaped, as Claude writes them (hygiene.py): last, on bytes
             "line-separators",

@@ -87,6 +87,7 @@ KEY_ORDER: dict[str, tuple[str, ...]] = {
         "task_id",
         "tool_use_id",
         "description",
+        "subagent_type",  # (a foreground agent's: twins subagent-foreground)
         "usage",
         "last_tool_name",
         "summary",

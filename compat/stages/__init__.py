@@ -2,6 +2,7 @@
 
 from compat.stage import REGISTRY
 from compat.stages import (  # noqa: F401
+    agent_tasks,
     bash_output,
     callorder,
     control,

@@ -320,7 +320,7 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:11] == (
+    assert down[:12] == (
         "session",
         "foreign-init",
         "max-turns",
@@ -330,6 +330,7 @@ def test_task_rules_order_in_the_profile() -> None:
         "bash-output",
         "task-tool-results",
         "file-tool-results",
+        "agent-tool-result",
         "exit-plan-mode",
         "private-fields",
     )
