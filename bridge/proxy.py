@@ -43,6 +43,7 @@ def build_engine(
     env = Env(
         new_uuid=Uuid4(),
         read_script=script_reader(cwd or os.getcwd(), script_roots),
+        path_exists=os.path.exists,
         epoch_ms=epoch_ms if epoch_ms is not None else _epoch_ms_now(),
         target_version=target,
     )

@@ -62,8 +62,9 @@ LAUNCH = frozenset(
 #: queues and registries written by more than one rule, each with a role: fact -> the
 #: rules that write it (any other writer is an error)
 SHARED: dict[str, frozenset[str]] = {
-    # user-line queues the lines it sends; control-state pops one at each turn start
-    "control.pending_user": frozenset({"user-line", "control-state"}),
+    # user-line queues the lines it sends; control-state pops one at each turn start;
+    # local-slash-commands pops the line of a command it answers itself
+    "control.pending_user": frozenset({"user-line", "control-state", "local-slash-commands"}),
     # user-line queues lines read before the session id; command-lifecycle drains them
     "control.unsent_queued": frozenset({"user-line", "command-lifecycle"}),
     # unsupported-control and interrupt-request register what they forward (a setter, an

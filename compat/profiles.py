@@ -32,6 +32,10 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         "up": (
             "stdin-vocabulary",
             "user-line",
+            # a slash command Claude answers itself (/cost, /help, an unknown one), answered
+            # so in its turn, never sent (slash.py): right after user-line, which gives it
+            # each line in its turn
+            "local-slash-commands",
             "permission-reply",
             "hook-reply",  # keeps the client's hook answers (hook-once answers repeats)
             "sdk-mcp-reply",  # keeps what the client's in-process MCP servers answered
@@ -39,6 +43,8 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "resume-replay",
             "interrupt-request",
             "unsupported-control",
+            # notes the /compact lines as cbc gets them, for compact-command (compact.py)
+            "compact-line",
         ),
         "down": (
             "session",
@@ -134,6 +140,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # a result's usage is the turn's own (usage.py): after result-shape, which
             # drops cbc's max-turns notice (no model call of the turn)
             "turn-usage",
+            # a /compact line's turn as Claude's (compact.py): after the rules that shape a
+            # result, so it writes Claude's compaction result as the client sees it
+            "compact-command",
             "eof-wind-down",
             "progress-final",
             "terminal-guarantee",

@@ -266,6 +266,9 @@ class ControlState:
     #: command_lifecycle "queued" [command-lifecycle] sends at the next turn start
     unsent_queued: deque[str] = attrs.Factory(lambda: deque(maxlen=1024))
     user_lines: int = 0  # [user-line] user lines sent upstream
+    #: [compact-line] the numbers (1 for the first) of the user lines given to cbc that are
+    #: ``/compact``; [compact-command] maps the client turn of that number (``client_turns``)
+    compact_lines: deque[int] = attrs.Factory(lambda: deque(maxlen=64))
     #: [user-line] client user lines written while a turn runs or another line waits,
     #: not yet given to cbc (their uuids are in ``pending_user`` too); [interrupt-request]
     #: takes them back for ``cancel_queued``. Items are ``compat.frames.Frame``.
@@ -282,7 +285,10 @@ class ControlState:
     #: ``max-turns`` and ``interrupted-turn`` do): cbc's drain poll starts after the first
     backend_results: int = 0
     mcp_servers: list[Any] = attrs.Factory(list)  # from the last system/init
-    last_result: dict[str, Any] | None = None  # usage/modelUsage of the last result
+    last_result: dict[str, Any] | None = None  # usage/modelUsage/cost of the last result
+    #: [control-state] the last ``system/init`` of the session as the client saw it
+    #: ([local-slash-commands] writes a copy of it for a command it answers)
+    last_init: dict[str, Any] | None = None
     default_model: str | None = None  # [initialize-reply] cbc's currentModelId
     #: [interrupt-request] the request id of an interrupt that ended open permission
     #: prompts (cbc then ends the turn before it answers the interrupt); [control-reply]

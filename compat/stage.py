@@ -52,6 +52,9 @@ class Env:
     epoch_ms: int = 0
     #: the Claude Code version the stream is made to look like
     target_version: str = TARGET_CLAUDE_VERSION
+    #: does this path exist on this machine (a link followed, as Claude's ``stat``)? A slash
+    #: line whose ``/<name>`` does is a path to Claude, not a command (``local-slash-commands``)
+    path_exists: Callable[[str], bool] = lambda path: False
 
 
 class Host(Protocol):

@@ -226,6 +226,15 @@ class TurnResult(Result, total=False):
     user_message_uuid: str
 
 
+class CompactBoundary(_Frame, total=False):
+    """``system/compact_boundary``: what a compaction summarized (``compact_metadata``:
+    trigger, pre_tokens, post_tokens, cumulative_dropped_tokens, duration_ms, and the
+    preserved messages when any are kept) and the last message before it."""
+
+    compact_metadata: dict[str, Any]
+    logical_parent_uuid: str
+
+
 class StatusFrame(_Frame, total=False):
     """``system/status`` (and the other ``system`` frames that carry a status or an error)."""
 
@@ -452,6 +461,7 @@ FAMILIES: dict[Any, frozenset[str]] = {
     StatusFrame: ANY,  # (a system frame, or another type's: its ``status`` is looked at)
     SystemInit: frozenset({"system/init"}),
     SystemStatus: frozenset({"system/status"}),
+    CompactBoundary: frozenset({"system/compact_boundary"}),
     Result: frozenset({"result"}),
     TurnResult: frozenset({"result"}),
     TaskStarted: frozenset({"system/task_started"}),

@@ -758,12 +758,13 @@ class ControlState(Stage):
 
     rule: ClassVar[str] = "control-state"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"control.line_waker", "control.queued_lines", "session_id"}
+        {"control.compact_lines", "control.line_waker", "control.queued_lines", "session_id"}
     )
     writes: ClassVar[frozenset[str]] = frozenset(
         {
             "control.backend_results",
             "control.client_turns",
+            "control.last_init",
             "control.last_result",
             "control.mcp_servers",
             "control.pending_user",
@@ -800,13 +801,22 @@ def _start_turn(control: ControlFacts) -> None:
 
 
 def _keep_servers(control: ControlFacts, frame: Frame, ctx: Context) -> None:
-    """The session's init: its ``mcp_servers``."""
+    """The session's init (kept: ``local-slash-commands`` copies it, ``compact-command``
+    gives its tools to a compaction's init): its ``mcp_servers``. Not a ``/compact`` line's
+    init: cbc's lists its compaction agent's tools (``["Read"]``) and no server."""
     obj = cast("wire.SystemInit", frame.obj)
-    if obj.get("session_id") != ctx.state.session_id:
+    if obj.get("session_id") != ctx.state.session_id or _compacting(control):
         return
+    if obj.get("subtype") == "init":
+        control.last_init = frame.obj
     servers = obj.get("mcp_servers")
     if isinstance(servers, list):
         control.mcp_servers = servers
+
+
+def _compacting(control: ControlFacts) -> bool:
+    """The running turn is a ``/compact`` line's (``compact-line`` noted its number)."""
+    return control.turn_from_client and control.client_turns in control.compact_lines
 
 
 def _end_turn(control: ControlFacts, frame: Frame, ctx: Context) -> None:
@@ -819,6 +829,8 @@ def _end_turn(control: ControlFacts, frame: Frame, ctx: Context) -> None:
     control.last_result = {
         "usage": result.get("usage"),
         "modelUsage": result.get("modelUsage"),
+        "total_cost_usd": result.get("total_cost_usd"),  # (and the API time: /cost)
+        "duration_api_ms": result.get("duration_api_ms"),
     }
     if control.queued_lines and isinstance(control.line_waker, Stage):
         ctx.set_timer(control.line_waker, "turn-end", 0.0)

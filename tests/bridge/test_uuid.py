@@ -4,6 +4,7 @@ UUIDs, as ``str(uuid.uuid4())`` writes them."""
 from __future__ import annotations
 
 import uuid
+from pathlib import Path
 
 from bridge.proxy import Uuid4, build_engine
 
@@ -25,3 +26,14 @@ def test_ids_are_distinct_version_4_uuids_in_canonical_form() -> None:
 def test_the_engine_is_given_them() -> None:
     eng = build_engine("cbc-to-claude", epoch_ms=0)
     assert type(eng.ctx.env.new_uuid) is Uuid4
+
+
+def test_the_engine_can_tell_a_path_on_this_machine(tmp_path: Path) -> None:
+    """``local-slash-commands`` takes ``/<name>`` for a path, not a command, when it exists
+    (Claude's check is a ``stat``: a link is followed, a dangling one is no path)."""
+    env = build_engine("cbc-to-claude", epoch_ms=0).ctx.env
+    (tmp_path / "link").symlink_to(tmp_path / "nowhere")
+    assert env.path_exists(str(tmp_path))
+    assert not env.path_exists(str(tmp_path / "link"))
+    (tmp_path / "nowhere").mkdir()
+    assert env.path_exists(str(tmp_path / "link"))

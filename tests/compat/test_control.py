@@ -60,6 +60,7 @@ def test_control_rules_order_in_the_profile() -> None:
     assert prof["up"] == (
         "stdin-vocabulary",
         "user-line",
+        "local-slash-commands",
         "permission-reply",
         "hook-reply",
         "sdk-mcp-reply",
@@ -67,6 +68,7 @@ def test_control_rules_order_in_the_profile() -> None:
         "resume-replay",
         "interrupt-request",
         "unsupported-control",
+        "compact-line",
     )
     down = list(prof["down"])
     control = [

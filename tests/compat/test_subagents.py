@@ -233,6 +233,9 @@ def test_any_content_passes_the_new_rules_without_error(content: Any) -> None:
         "plan-exit-status",
         "rev-foreground-agent",
         "rev-denied-interrupt",
+        "compact-line",
+        "compact-command",
+        "local-slash-commands",
     ):
         pb = Playbook(rule)
         pb.frame(_assistant(_agent_call("c1", "p")))
