@@ -600,6 +600,9 @@ def test_committed_twins_are_fully_explained_and_in_the_docs() -> None:
         assert f"| `{r.scenario}` |" in block
     # the page links the details beside the twins, relative to docs/
     assert "(../captures/twins/CONFORMANCE.md)" in block
+    # and the README's table says how many scenarios there are, none left unexplained
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"| `cbc-to-claude` | {len(rows)} | 0 |" in readme
 
 
 def test_a_cbc_variant_run_is_explained_by_its_behaviour_entry() -> None:

@@ -147,3 +147,5 @@ def test_reverse_twins_are_equivalent_but_for_explained_and_in_the_docs() -> Non
     block = page[page.index(start) : page.index(end)]
     for r in rows:
         assert f"| `{r.scenario}` |" in block
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert f"| `claude-to-cbc` | {len(rows)} | 0 |" in readme
