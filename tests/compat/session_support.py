@@ -143,5 +143,19 @@ def full(rules: Sequence[str] = ()) -> Engine:
     return Engine(up, down, det_env(), strict=True)
 
 
+def line_turn(frames: list[dict[str, Any]], line: str) -> list[dict[str, Any]]:
+    """The client frames of a user line's turn: from its ``command_lifecycle`` ``started``
+    to the frame after the turn's result (its ``completed``)."""
+    start = next(
+        i
+        for i, f in enumerate(frames)
+        if f.get("type") == "command_lifecycle"
+        and f["state"] == "started"
+        and f["command_uuid"] == line
+    )
+    end = next(i for i in range(start, len(frames)) if frames[i].get("type") == "result")
+    return frames[start : end + 2]
+
+
 def line(obj: Any) -> bytes:
     return json.dumps(obj, separators=(",", ":")).encode() + b"\n"

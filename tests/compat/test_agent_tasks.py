@@ -184,8 +184,7 @@ def test_a_foreground_agent_is_a_local_agent_task_as_claude_writes_it() -> None:
     work = _assistant(_use("t1", "Bash", description="List files"), _use("t2", "Read"), parent="c1")
     p1, p2, frame = _outs(pb.frame(work, at=1.5))
     assert frame == work
-    # (Claude's keys; Claude writes subagent_type after description, compat.taskkit.ordered
-    # puts the keys it does not order before uuid)
+    # (Claude's keys; task-fields, after this rule, puts them in Claude's order)
     assert [set(p) for p in (p1, p2)] == [
         {
             "type",

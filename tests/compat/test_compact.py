@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from compat.playbook import Count, Hold, Out, Playbook, outs
 from compat.stages.compact import COMPACTED, CONTINUE, PREAMBLE, format_summary
 
-from .session_support import drive, full
+from .session_support import drive, full, line_turn
 
 TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
 SID = "s1"
@@ -219,19 +219,8 @@ def test_the_twins_compaction_through_the_profile_is_claudes() -> None:
         if r.get("kind") == "stdout"
     ]
 
-    def turn(frames: list[dict[str, Any]], line: str) -> list[dict[str, Any]]:
-        start = next(
-            i
-            for i, f in enumerate(frames)
-            if f.get("type") == "command_lifecycle"
-            and f["state"] == "started"
-            and f["command_uuid"] == line
-        )
-        end = next(i for i in range(start, len(frames)) if frames[i].get("type") == "result")
-        return frames[start : end + 2]
-
     compact = lines["/compact"]
-    mine, theirs = turn(got, compact), turn(claude, compact)
+    mine, theirs = line_turn(got, compact), line_turn(claude, compact)
     replayed = [f for f in theirs if f["type"] == "assistant"]  # the kept local answers
     assert [_kind(f) for f in mine] == [_kind(f) for f in theirs if f not in replayed]
     users = [f["message"]["content"] for f in mine if f["type"] == "user"]
@@ -248,11 +237,11 @@ def test_the_twins_compaction_through_the_profile_is_claudes() -> None:
     # a command answered after it copies the session's init, not the compaction agent's
     inits = [f["tools"] for f in got if f.get("subtype") == "init"]
     assert ["Read"] not in inits
-    assert [f["tools"] for f in turn(got, lines["/help"]) if f.get("subtype") == "init"] == [
+    assert [f["tools"] for f in line_turn(got, lines["/help"]) if f.get("subtype") == "init"] == [
         inits[0]
     ]
     # the next line's turn is an ordinary one
-    after = turn(got, lines["after the commands"])
+    after = line_turn(got, lines["after the commands"])
     assert [f["message"]["content"][0]["text"] for f in after if f["type"] == "assistant"] == ["ok"]
 
 

@@ -61,16 +61,22 @@ def _modes(frames: list[dict[str, Any]]) -> list[Any]:
     ]
 
 
+def _twins(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(the bridged twin through the profile, a client asking for prompts; Claude's)."""
+    eng = full()
+    eng.state.stdio_permissions = True
+    got = drive(eng, _twin_events(TWINS / f"{name}.cbc-bridged.jsonl")).frames()
+    claude = [
+        json.loads(json.loads(line)["text"])
+        for line in (TWINS / f"{name}.claude.jsonl").read_text().splitlines()[1:]
+        if json.loads(line).get("kind") == "stdout"
+    ]
+    return got, claude
+
+
 def test_the_twins_say_it_where_claude_does() -> None:
     for name, want in (("plan-mode", ["default"]), ("plan-mode-denied", [])):
-        eng = full()
-        eng.state.stdio_permissions = True
-        got = drive(eng, _twin_events(TWINS / f"{name}.cbc-bridged.jsonl")).frames()
-        claude = [
-            json.loads(json.loads(line)["text"])
-            for line in (TWINS / f"{name}.claude.jsonl").read_text().splitlines()[1:]
-            if json.loads(line).get("kind") == "stdout"
-        ]
+        got, claude = _twins(name)
         assert _modes(got) == _modes(claude) == want, name
 
 
@@ -91,14 +97,7 @@ def test_a_prompt_in_plan_mode_is_asked_because_of_the_mode() -> None:
     denied plan) carries Claude's ``decision_reason_type: mode`` and no suggestions; one
     asked after an allowed exit the default mode's ``acceptEdits`` suggestion."""
     for name in ("plan-mode", "plan-mode-denied"):
-        eng = full()
-        eng.state.stdio_permissions = True
-        got = drive(eng, _twin_events(TWINS / f"{name}.cbc-bridged.jsonl")).frames()
-        claude = [
-            json.loads(json.loads(line)["text"])
-            for line in (TWINS / f"{name}.claude.jsonl").read_text().splitlines()[1:]
-            if json.loads(line).get("kind") == "stdout"
-        ]
+        got, claude = _twins(name)
         assert _write_prompts(got) == _write_prompts(claude), name
         assert len(_write_prompts(got)) == 1, name
 

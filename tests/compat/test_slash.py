@@ -22,7 +22,7 @@ from compat.stages.slash_text import (
     usage_output,
 )
 
-from .session_support import drive, full
+from .session_support import drive, full, line_turn
 
 TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
 SID = "s-1"
@@ -273,15 +273,7 @@ def _cbc_events() -> list[tuple[float, str, bytes]]:
 
 def _turn(frames: list[dict[str, Any]], line: str) -> list[tuple[str, Any]]:
     """The client frames of the command's turn: (type, state/subtype)."""
-    start = next(
-        i
-        for i, f in enumerate(frames)
-        if f.get("type") == "command_lifecycle"
-        and f["state"] == "started"
-        and f["command_uuid"] == line
-    )
-    end = next(i for i in range(start, len(frames)) if frames[i].get("type") == "result")
-    return [(f["type"], f.get("state") or f.get("subtype")) for f in frames[start : end + 2]]
+    return [(f["type"], f.get("state") or f.get("subtype")) for f in line_turn(frames, line)]
 
 
 def test_the_twins_commands_are_answered_as_claude_answers_them() -> None:
