@@ -58,6 +58,9 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "hook-deny",  # a call a client's PreToolUse hook denied: the hook's reason
             "bash-output",  # a successful Bash call's output; a failed one is tool-errors'
             "task-tool-results",  # before private-fields: reads the _meta.rawResponse it cuts
+            # TaskOutput/TaskStop: Claude's record from cbc's text and the task facts an
+            # earlier frame left (task_output.py)
+            "task-output-records",
             "file-tool-results",  # Read/Write/Edit: Claude's file record, from the wire
             # a foreground Agent call's record (agent_tasks.py): before subagent-answer,
             # which drops the agent's last frame (its usage is the record's)

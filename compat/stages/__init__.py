@@ -26,6 +26,7 @@ from compat.stages import (  # noqa: F401
     shape,
     slash,
     subagents,
+    task_output,
     task_tools,
     tasks,
     tool_input,

@@ -25,7 +25,7 @@ def test_stage_order_matches_the_profile_lists() -> None:
     up, down = build("cbc-to-claude")
     assert [s.rule for s in down] == list(PROFILES["cbc-to-claude"]["down"])
     assert [s.rule for s in up] == list(PROFILES["cbc-to-claude"]["up"])
-    assert [s.rule for s in down][:12] == [
+    assert [s.rule for s in down][:13] == [
         "session",
         "foreign-init",
         "max-turns",
@@ -34,6 +34,7 @@ def test_stage_order_matches_the_profile_lists() -> None:
         "hook-deny",
         "bash-output",
         "task-tool-results",
+        "task-output-records",
         "file-tool-results",
         "agent-tool-result",
         "exit-plan-mode",

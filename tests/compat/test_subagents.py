@@ -236,6 +236,7 @@ def test_any_content_passes_the_new_rules_without_error(content: Any) -> None:
         "compact-line",
         "compact-command",
         "local-slash-commands",
+        "task-output-records",
     ):
         pb = Playbook(rule)
         pb.frame(_assistant(_agent_call("c1", "p")))

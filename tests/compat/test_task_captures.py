@@ -320,7 +320,7 @@ def test_task_rules_order_in_the_profile() -> None:
     from compat.profiles import PROFILES
 
     down = PROFILES["cbc-to-claude"]["down"]
-    assert down[:12] == (
+    assert down[:13] == (
         "session",
         "foreign-init",
         "max-turns",
@@ -329,6 +329,7 @@ def test_task_rules_order_in_the_profile() -> None:
         "hook-deny",
         "bash-output",
         "task-tool-results",
+        "task-output-records",
         "file-tool-results",
         "agent-tool-result",
         "exit-plan-mode",
