@@ -132,10 +132,12 @@ def _claude_records() -> list[Any]:
 
 def test_the_twins_records_are_claudes_but_for_the_task_id() -> None:
     """The bridged twin's TaskOutput and TaskStop results carry Claude's records; only the
-    task id (cbc's ``sipeiN``, Claude's ``bat0t3phc``) differs."""
+    task id (cbc's, Claude's: each named by its launch record) differs."""
     run = drive(full(), _twin_events(TWINS / "bg-shell-kill.cbc-bridged.jsonl"))
     got = [f["tool_use_result"] for f in run.frames() if "tool_use_result" in f]
-    want = json.loads(json.dumps(_claude_records()).replace("bat0t3phc", "sipeiN"))
+    claude = _claude_records()
+    ids = (claude[0]["backgroundTaskId"], got[0]["backgroundTaskId"])
+    want = json.loads(json.dumps(claude).replace(*ids))
     assert len(got) == 3  # the Bash launch's (bash-output), TaskOutput's, TaskStop's
     assert got == want
     texts = [
@@ -144,8 +146,8 @@ def test_the_twins_records_are_claudes_but_for_the_task_id() -> None:
         if f.get("type") == "user" and "tool_use_result" in f
         for b in f["message"]["content"]
     ]
-    assert texts[1][0]["text"].startswith("Shell ID: sipeiN\n")  # cbc's text, kept
-    assert texts[2][0]["text"].startswith('Cleanup completed for task "sipeiN"')
+    assert texts[1][0]["text"].startswith(f"Shell ID: {ids[1]}\n")  # cbc's text, kept
+    assert texts[2][0]["text"].startswith(f'Cleanup completed for task "{ids[1]}"')
 
 
 # -- TaskOutput -----------------------------------------------------------------------------
