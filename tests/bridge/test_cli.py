@@ -159,3 +159,14 @@ def test_the_rule_reference_in_docs_is_what_the_code_says() -> None:
     for rule in REGISTRY:
         assert f"### `{rule}`" in text
     assert "`close_wait` = `0.2`: seconds an idle cbc gets" in text  # the option's #: note
+
+
+def test_the_rules_at_a_glance_name_every_rule_of_the_profile() -> None:
+    """docs/rules-overview.md is written by hand: a rule added to ``cbc-to-claude`` gets
+    its line there too."""
+    from compat.profiles import PROFILES
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "rules-overview.md").read_text()
+    profile = PROFILES["cbc-to-claude"]
+    missing = [r for r in (*profile["up"], *profile["down"]) if f"| `{r}`" not in page]
+    assert not missing, f"docs/rules-overview.md has no line for {missing}"
