@@ -52,3 +52,15 @@ def written(commands: Iterable[object], side: str = "client") -> bytes:
 
 def frames_out(commands: Iterable[object], side: str = "client") -> list[dict[str, Any]]:
     return [json.loads(x) for x in written(commands, side).splitlines() if x.strip()]
+
+
+def json_values(text: int = 6, leaves: int = 10) -> Any:
+    """A hypothesis strategy for any JSON value (what a peer may put where a rule expects a
+    shape): scalars, lists and objects of them, nested."""
+    from hypothesis import strategies as st
+
+    return st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=text),
+        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+        max_leaves=leaves,
+    )

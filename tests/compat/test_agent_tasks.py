@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given
-from hypothesis import strategies as st
 
 from compat.playbook import Count, Out, Playbook
 from compat.stages.agent_tasks import task_id
 
+from .helpers import json_values
 from .session_support import drive, full, line
 
 TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
@@ -299,13 +299,7 @@ def test_background_agents_nested_calls_and_agents_the_cli_reports_are_left_alon
     assert pb.counts == {}
 
 
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=4),
-        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
-        max_leaves=10,
-    )
-)
+@given(json_values(text=4))
 def test_any_content_is_taken_without_error(content: Any) -> None:
     """A frame of any content (ids and inputs of any JSON type) is taken, never raised on."""
     for rule in ("agent-tool-result", "agent-task-frames"):

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from hypothesis import given
-from hypothesis import strategies as st
 
 from compat.playbook import Count, Hold, Out, Playbook, outs
 from compat.stages.compact import COMPACTED, CONTINUE, PREAMBLE, format_summary
 
+from .helpers import json_values
 from .session_support import drive, full, line_turn
 
 TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
@@ -249,13 +249,7 @@ def _kind(f: dict[str, Any]) -> tuple[Any, ...]:
     return (f.get("type"), f.get("subtype"), f.get("state"), f.get("status"))
 
 
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=12),
-        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
-        max_leaves=10,
-    )
-)
+@given(json_values(text=12))
 def test_any_content_is_taken_without_error(content: Any) -> None:
     pb = _compacting()
     for frame in (

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from compat.playbook import Count, Hold, Out, Playbook, Timer
 from compat.session import ToolUse
 
+from .helpers import json_values
 from .session_support import drive, full
 
 TWINS = Path(__file__).resolve().parents[2] / "captures" / "twins"
@@ -216,13 +217,7 @@ def test_the_twins_sub_agent_frames_are_claudes() -> None:
     assert not [f for f in subs if "tool_use_result" in f]
 
 
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=4),
-        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
-        max_leaves=10,
-    )
-)
+@given(json_values(text=4))
 def test_any_content_passes_the_new_rules_without_error(content: Any) -> None:
     """A frame of any content (ids of any JSON type) is taken, never raised on."""
     for rule in (

@@ -15,6 +15,7 @@ from compat.playbook import Count, Out, Playbook
 from compat.session import TaskInfo, ToolUse
 from compat.stages.task_output import Read, follow, parse_read, parse_stop
 
+from .helpers import json_values
 from .session_support import drive, full
 from .test_deny_interrupt import _twin_events
 
@@ -335,13 +336,7 @@ def test_the_other_tools_results_pass() -> None:
     assert Count("task-record") not in pb.frame(_result("unseen", _stop_text("s1")))
 
 
-@given(
-    st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text(max_size=6),
-        lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
-        max_leaves=10,
-    )
-)
+@given(json_values(text=6))
 def test_any_content_is_taken_without_error(content: Any) -> None:
     pb = _playbook("s1")
     for use_id, name in (("o", "TaskOutput"), ("k", "TaskStop")):
