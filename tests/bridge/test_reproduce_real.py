@@ -74,6 +74,9 @@ NOT_REPRODUCED: dict[tuple[str, str], str] = {
     "message: Claude writes their launch results in either order",
     ("claude", "bg-agent-frames"): _TIMING + "a background agent's frames and the main "
     "thread's interleave as they happen to come",
+    ("claude", "bg-agent"): _TIMING + "a background agent's reply and the main thread's "
+    "answer come in either order (a CI replay wrote the answer first, the recording the "
+    "agent's reply)",
     ("cbc", "eof-with-bg-work"): _WORKFLOW,
     ("cbc", "interrupt-idle-workflow"): _WORKFLOW,
     ("cbc", "interrupt-midturn-workflow"): _WORKFLOW,
