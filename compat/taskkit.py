@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from compat import wire
 from compat.frames import Frame
 from compat.jsmeta import MetaError, meta_summary, parse_meta
 from compat.vocabulary import TASK_TYPES
@@ -212,6 +213,28 @@ def remember(d: dict[str, Any], key: str, value: Any, cap: int = MAX_LIVE_TASKS)
 
 
 # -- the tool call that started a task ------------------------------------------------
+
+
+def foreground_calls(obj: wire.Assistant) -> list[tuple[str, dict[str, Any]]]:
+    """(call id, input) of the foreground Agent calls of a main-thread frame (an Agent call
+    not run in the background: ``subagent-prompt``, ``agent-tool-result``,
+    ``agent-task-frames`` follow its agent)."""
+    if obj.get("parent_tool_use_id") is not None:
+        return []
+    out = []
+    for b in wire.blocks(obj):
+        if not isinstance(b, dict) or b.get("type") != "tool_use":
+            continue
+        cid, name, inp = b.get("id"), b.get("name"), b.get("input")
+        if not (isinstance(cid, str) and cid and isinstance(name, str)):
+            continue
+        if (
+            name in AGENT_TOOLS
+            and isinstance(inp, dict)
+            and inp.get("run_in_background") is not True
+        ):
+            out.append((cid, inp))
+    return out
 
 
 def starting_call(state: SessionState, tool_use_id: Any) -> tuple[str, dict[str, Any]] | None:

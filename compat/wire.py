@@ -243,6 +243,14 @@ class StatusFrame(_Frame, total=False):
     message: Any
 
 
+def blocks(obj: Mapping[str, Any]) -> list[Any]:
+    """A message frame's content blocks: its ``message.content`` when that is a list, else
+    ``[]`` (a string content, no message, a peer's odd shape). The blocks are as sent."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    return content if isinstance(content, list) else []
+
+
 def plain(obj: Mapping[str, object]) -> dict[str, Any]:
     """A typed frame as the plain dict ``Frame.replace``/``Frame.synth`` take (no copy)."""
     return cast(dict[str, Any], obj)

@@ -53,7 +53,7 @@ from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.shape import ZERO_USAGE
 from compat.stages.usage import COUNTS
-from compat.taskkit import AGENT_TOOLS, claude_summary, remember, system_frame
+from compat.taskkit import claude_summary, foreground_calls, remember, system_frame
 
 #: foreground agents followed at once (the oldest forgotten past this)
 _MAX = 256
@@ -78,31 +78,11 @@ _STATS = ("readCount", "searchCount", "bashCount", "editFileCount")
 
 def _blocks(obj: wire.Assistant | wire.User) -> list[dict[str, Any]]:
     """The frame's content blocks that are objects."""
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+    return [b for b in wire.blocks(obj) if isinstance(b, dict)]
 
 
 def _calls(obj: wire.Assistant) -> list[dict[str, Any]]:
     return [b for b in _blocks(obj) if b.get("type") == "tool_use"]
-
-
-def foreground_calls(obj: wire.Assistant) -> list[tuple[str, dict[str, Any]]]:
-    """(call id, input) of the foreground Agent calls of a main-thread frame."""
-    if obj.get("parent_tool_use_id") is not None:
-        return []
-    out = []
-    for b in _calls(obj):
-        cid, name, inp = b.get("id"), b.get("name"), b.get("input")
-        if not (isinstance(cid, str) and cid and isinstance(name, str)):
-            continue
-        if name in AGENT_TOOLS and isinstance(inp, dict) and not _background(inp):
-            out.append((cid, inp))
-    return out
-
-
-def _background(inp: dict[str, Any]) -> bool:
-    return inp.get("run_in_background") is True
 
 
 def results(obj: wire.User) -> list[tuple[str, dict[str, Any]]]:
@@ -464,4 +444,4 @@ class AgentTaskFrames(Stage):
         return self._stop_all(ctx) or None
 
 
-__all__ = ["AgentTaskFrames", "AgentToolResult", "answer_of", "foreground_calls", "task_id"]
+__all__ = ["AgentTaskFrames", "AgentToolResult", "answer_of", "task_id"]

@@ -59,6 +59,7 @@ import attrs
 from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Direction, Output, Stage, register
+from compat.stages.slash_text import line_text
 from compat.stages.turns import iso_ms
 from compat.stages.usage import COUNTS
 
@@ -89,19 +90,10 @@ _TURN_KINDS = frozenset(
 
 
 def is_compact_line(obj: wire.User) -> bool:
-    """A user line that is the ``/compact`` command (string content, or one text block)."""
-    text = _line_text(obj.get("message"))
+    """A user line that is the ``/compact`` command (its input as Claude reads a line:
+    ``slash_text.line_text``)."""
+    text = line_text(obj)
     return text is not None and _COMMAND.fullmatch(text.strip()) is not None
-
-
-def _line_text(message: Any) -> str | None:
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list) and len(content) == 1 and isinstance(content[0], dict):
-        text = content[0].get("text")
-        return text if content[0].get("type") == "text" and isinstance(text, str) else None
-    return None
 
 
 def format_summary(answer: str) -> str | None:

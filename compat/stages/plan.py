@@ -106,12 +106,6 @@ def _edited(text: str, inp: dict[str, Any]) -> str:
     return text.replace(old, new) if inp.get("replace_all") is True else text.replace(old, new, 1)
 
 
-def _blocks(obj: Any) -> list[Any]:
-    message = obj.get("message") if isinstance(obj, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, list) else []
-
-
 def _record(block: Any) -> dict[str, Any] | None:
     """Claude's record of an ``ExitPlanMode`` result, from cbc's ``_meta.rawResponse``."""
     meta = block.get("_meta") if isinstance(block, dict) else None
@@ -153,7 +147,7 @@ class ExitPlanModeInput(Stage):
         if obj.get("parent_tool_use_id") is not None:
             return None
         blocks, changed = [], False
-        for b in _blocks(obj):
+        for b in wire.blocks(obj):
             self._note_write(b)
             filled = self._filled(b.get("input")) if _is_call(b, EXIT_PLAN) else None
             blocks.append({**b, "input": filled} if filled is not None else b)
@@ -189,7 +183,7 @@ class ExitPlanModeInput(Stage):
         obj = frame.view(wire.User)
         if obj.get("parent_tool_use_id") is not None or "tool_use_result" in obj:
             return None
-        for b in _blocks(obj):
+        for b in wire.blocks(obj):
             call = starting_call(ctx.state, b.get("tool_use_id")) if isinstance(b, dict) else None
             record = _record(b) if call is not None and call[0] == EXIT_PLAN else None
             if record is not None and not b.get("is_error"):

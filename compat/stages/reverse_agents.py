@@ -46,19 +46,13 @@ _NO_USAGE = {
 }
 
 
-def _blocks(obj: Any) -> list[Any]:
-    message = obj.get("message") if isinstance(obj, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, list) else []
-
-
 def _foreground_calls(obj: wire.Assistant) -> list[str]:
     """The ids of the main-thread Agent calls made with ``run_in_background: false``."""
     if obj.get("parent_tool_use_id") is not None:
         return []
     return [
         b["id"]
-        for b in _blocks(obj)
+        for b in wire.blocks(obj)
         if isinstance(b, dict)
         and b.get("type") == "tool_use"
         and isinstance(b.get("name"), str)
@@ -70,14 +64,14 @@ def _foreground_calls(obj: wire.Assistant) -> list[str]:
 
 
 def _texts_only(obj: Any) -> bool:
-    blocks = _blocks(obj)
+    blocks = wire.blocks(obj)
     return bool(blocks) and all(isinstance(b, dict) and b.get("type") == "text" for b in blocks)
 
 
 def _answer(obj: wire.User, calls: dict[str, bool | None]) -> tuple[str, str] | None:
     """(call, the agent's answer) when ``obj`` is the result of a foreground call."""
     record = obj.get("tool_use_result")
-    for b in _blocks(obj):
+    for b in wire.blocks(obj):
         use = b.get("tool_use_id") if isinstance(b, dict) else None
         if isinstance(use, str) and use in calls and b.get("type") == "tool_result":
             text = _record_text(record) or _first_text(b.get("content"))

@@ -15,7 +15,7 @@ by their tools (no ``result``, ``terminal_reason`` or ``modelUsage``, as on cbc'
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 
@@ -33,16 +33,10 @@ _MAX = 256
 _NOT_ON_CBCS = frozenset({"result", "terminal_reason", "modelUsage"})
 
 
-def _blocks(obj: Any) -> list[Any]:
-    message = obj.get("message") if isinstance(obj, dict) else None
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, list) else []
-
-
 def _rejected(obj: wire.User, denied: dict[str, None]) -> list[str]:
     """The ids of the denied calls whose rejected ``tool_result`` ``obj`` holds (all its
     blocks such results), else none."""
-    blocks = _blocks(obj)
+    blocks = wire.blocks(obj)
     ids = [
         b.get("tool_use_id")
         for b in blocks
@@ -92,7 +86,7 @@ class ReverseDeniedInterrupt(Stage):
     def _calls(self, obj: wire.Assistant) -> None:
         if obj.get("parent_tool_use_id") is not None:
             return
-        for b in _blocks(obj):
+        for b in wire.blocks(obj):
             if isinstance(b, dict) and b.get("type") == "tool_use":
                 cid, name = b.get("id"), b.get("name")
                 if isinstance(cid, str) and isinstance(name, str):

@@ -60,6 +60,7 @@ from compat.stages.slash_text import (
     USAGE,
     command_name,
     context_output,
+    line_text,
     number,
     unknown_text,
     usage_output,
@@ -96,21 +97,6 @@ _ZERO_RESULT_USAGE = {
     "iterations": [],
     "speed": "standard",
 }
-
-
-def line_text(obj: wire.User) -> str | None:
-    """The input of a user line: its string content, or the last of its text blocks (all
-    must be text); None for anything else."""
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list) or not content:
-        return None
-    if not all(isinstance(b, dict) and b.get("type") == "text" for b in content):
-        return None
-    text = content[-1].get("text")
-    return text if isinstance(text, str) else None
 
 
 # -- the rule ------------------------------------------------------------------------------

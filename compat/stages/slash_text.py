@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from compat import wire
+
 #: the commands Claude 2.1.220 lists in ``-p`` mode (its initialize reply, twins
 #: slash-commands), with their aliases, in its order (the order of its suggestions)
 CLAUDE_COMMANDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -72,6 +74,21 @@ UNAVAILABLE = frozenset(
 USAGE = frozenset({"usage", "cost", "stats"})
 #: a command name Claude takes (``r0o``)
 _NAME = re.compile(r"[a-zA-Z0-9:_-]+")
+
+
+def line_text(obj: wire.User) -> str | None:
+    """The input of a user line: its string content, or the last of its text blocks (all
+    must be text); None for anything else."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list) or not content:
+        return None
+    if not all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return None
+    text = content[-1].get("text")
+    return text if isinstance(text, str) else None
 
 
 def command_name(text: str, exists: Callable[[str], bool] = lambda path: False) -> str | None:
@@ -234,6 +251,7 @@ __all__ = [
     "cost_text",
     "duration_text",
     "edit_distance",
+    "line_text",
     "number",
     "suggestion",
     "unknown_text",

@@ -27,7 +27,7 @@ frames, and Claude writes its last reply as a frame.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import attrs
 
@@ -35,31 +35,17 @@ from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
 from compat.stages.hygiene import one_text
-from compat.taskkit import AGENT_TOOLS, remember, starting_call
-
-
-def _blocks(obj: wire.Assistant | wire.User) -> list[Any]:
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, list) else []
+from compat.taskkit import AGENT_TOOLS, foreground_calls, remember, starting_call
 
 
 def _foreground_prompts(obj: wire.Assistant) -> list[tuple[str, str]]:
     """(call id, prompt) of the foreground agent calls in a main-thread frame."""
-    if obj.get("parent_tool_use_id") is not None:
-        return []
-    out = []
-    for b in _blocks(obj):
-        if not isinstance(b, dict) or b.get("type") != "tool_use":
-            continue
-        inp, name = b.get("input"), b.get("name")
-        if not isinstance(name, str) or name not in AGENT_TOOLS or not isinstance(inp, dict):
-            continue
-        prompt, cid = inp.get("prompt"), b.get("id")
-        if inp.get("run_in_background") is not True and isinstance(prompt, str):
-            if isinstance(cid, str) and cid:
-                out.append((cid, prompt))
-    return out
+    return [
+        (cid, p)
+        for cid, inp in foreground_calls(obj)
+        for p in [inp.get("prompt")]
+        if isinstance(p, str)
+    ]
 
 
 @register
@@ -108,7 +94,7 @@ def _result_call(obj: wire.Assistant | wire.User, pending: dict[str, str]) -> st
     no frame of its own)."""
     if obj.get("type") != "user":
         return None
-    for b in _blocks(obj):
+    for b in wire.blocks(obj):
         use = b.get("tool_use_id") if isinstance(b, dict) else None
         if isinstance(use, str) and use in pending and b.get("type") == "tool_result":
             return use
@@ -116,7 +102,7 @@ def _result_call(obj: wire.Assistant | wire.User, pending: dict[str, str]) -> st
 
 
 def _is_text_user(obj: wire.Assistant | wire.User) -> bool:
-    blocks = _blocks(obj)
+    blocks = wire.blocks(obj)
     return (
         obj.get("type") == "user"
         and bool(blocks)
@@ -126,7 +112,7 @@ def _is_text_user(obj: wire.Assistant | wire.User) -> bool:
 
 def _answer_text(obj: wire.Assistant) -> str | None:
     """The text of a sub-agent's frame that holds text only (None otherwise)."""
-    blocks = _blocks(obj)
+    blocks = wire.blocks(obj)
     if obj.get("parent_tool_use_id") is None or not blocks:
         return None
     if not all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
@@ -139,7 +125,7 @@ def _result_of(obj: wire.User, call: str) -> str | None:
     """The text of the main-thread ``tool_result`` of ``call`` in ``obj``, if it is one."""
     if obj.get("parent_tool_use_id") is not None:
         return None
-    for b in _blocks(obj):
+    for b in wire.blocks(obj):
         if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == call:
             content = b.get("content")
             first = content[:1] if isinstance(content, list) else content

@@ -51,7 +51,7 @@ from compat import wire
 from compat.frames import Frame
 from compat.session import SessionState, TaskInfo
 from compat.stage import Context, Output, Stage, register
-from compat.stages.hygiene import message_blocks, one_text
+from compat.stages.hygiene import one_text
 from compat.taskkit import claude_type, remember, starting_call
 
 #: the most calls and reader/task outputs remembered
@@ -299,18 +299,14 @@ def stop_record(state: SessionState, text: str) -> dict[str, Any] | None:
 
 
 def _results(obj: wire.User) -> list[dict[str, Any]]:
-    found = message_blocks(obj)
-    blocks = found[1] if found is not None else []
-    return [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_result"]
+    return [b for b in wire.blocks(obj) if isinstance(b, dict) and b.get("type") == "tool_result"]
 
 
 def _task_calls(obj: wire.Assistant) -> list[tuple[str, str, dict[str, Any]]]:
     """(id, tool, input) of the message's calls of TaskOutput and TaskStop (a
     ``DeferExecuteTool`` call unwrapped)."""
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
     out = []
-    for block in content if isinstance(content, list) else []:
+    for block in wire.blocks(obj):
         call = _call(block)
         if call is not None:
             out.append(call)

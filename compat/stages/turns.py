@@ -80,15 +80,9 @@ def user_frame(ctx: Context, content: list[dict[str, Any]], **extra: Any) -> dic
     }
 
 
-def _blocks(obj: wire.Assistant | wire.User) -> list[Any]:
-    message = obj.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    return content if isinstance(content, list) else []
-
-
 def _typed(obj: wire.Assistant | wire.User, kind: str) -> list[dict[str, Any]]:
     """The content blocks of ``kind`` (``tool_use``, ``tool_result``...)."""
-    return [b for b in _blocks(obj) if isinstance(b, dict) and b.get("type") == kind]
+    return [b for b in wire.blocks(obj) if isinstance(b, dict) and b.get("type") == kind]
 
 
 def _tool_use_ids(obj: wire.Assistant) -> list[str]:
@@ -102,7 +96,8 @@ def _tool_result_ids(obj: wire.User) -> list[str | None]:
 def _has_marker(obj: wire.User) -> bool:
     """The backend wrote Claude's interrupt marker itself (either form)."""
     return any(
-        isinstance(b, dict) and str(b.get("text", "")).startswith(MARK[:-1]) for b in _blocks(obj)
+        isinstance(b, dict) and str(b.get("text", "")).startswith(MARK[:-1])
+        for b in wire.blocks(obj)
     )
 
 
@@ -434,7 +429,7 @@ class FinalAnswer(Stage):
         message = obj.get("message")
         if isinstance(message, dict):
             self._last = (message.get("id"), message.get("model"), message.get("usage"))
-        for block in _blocks(obj):
+        for block in wire.blocks(obj):
             if isinstance(block, dict):
                 self._block(block)
 
