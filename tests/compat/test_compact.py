@@ -88,10 +88,13 @@ def test_compact_line_notes_compact_lines_by_their_number() -> None:
         [{"type": "text", "text": "/compact"}],
         [{"type": "image"}],
         None,
+        # text blocks: the last is the input, as Claude (and local-slash-commands) read it
+        [{"type": "text", "text": "context"}, {"type": "text", "text": "/compact"}],
+        [{"type": "text", "text": "/compact"}, {"type": "image"}],
     ):
         pb.frame(_line(content))
-    assert list(pb.state.control.compact_lines) == [2, 3, 5]
-    assert pb.counts == {"compact": 3}
+    assert list(pb.state.control.compact_lines) == [2, 3, 5, 8]
+    assert pb.counts == {"compact": 4}
 
 
 def test_a_compaction_turn_is_claudes() -> None:
