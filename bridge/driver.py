@@ -36,11 +36,12 @@ session starts, the kill timers included, runs in the session's nursery.
 
 from __future__ import annotations
 
+import enum
 import math
 import os
 import signal
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -64,6 +65,15 @@ TREE_GRACE = 1.0
 EXIT_CLIENT_GONE = Exit.CLIENT_GONE
 
 _CLOSE = None  # sentinel on a writer channel: close that side
+
+
+class _Mark(enum.Enum):
+    """A sentinel on the client's writer channel, after the bytes written before it."""
+
+    SETTLED = "settled"  # the session settled (``CloseBackendInput.settled``)
+
+
+_Chunk = bytes | _Mark | None
 
 
 #: the capture note written when the bridge closes the backend's stdin (``ccbridge replay``
@@ -224,8 +234,12 @@ class Session:
         recorder: Recorder | None = None,
         stderr: Callable[[bytes], None] | None = None,
         backend: BackendFactory | None = None,
+        on_settled: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.config = config
+        #: called in the client's writer, after every byte written before it, when the
+        #: session settled (``CloseBackendInput.settled``): a headless run prints then
+        self._on_settled = on_settled
         self.engine = engine
         self.client_in = client_in
         self.client_out = client_out
@@ -233,10 +247,10 @@ class Session:
         self.recorder = recorder
         self._stderr = stderr or _write_stderr
         self._wake = trio.Event()
-        self._send: dict[Side, trio.MemorySendChannel[bytes | None]] = {}
-        self._recv: dict[Side, trio.MemoryReceiveChannel[bytes | None]] = {}
+        self._send: dict[Side, trio.MemorySendChannel[_Chunk]] = {}
+        self._recv: dict[Side, trio.MemoryReceiveChannel[_Chunk]] = {}
         for side in ("client", "backend"):
-            s, r = trio.open_memory_channel[bytes | None](WRITE_QUEUE)
+            s, r = trio.open_memory_channel[_Chunk](WRITE_QUEUE)
             self._send[side] = s
             self._recv[side] = r
         self._make_backend: BackendFactory = backend or (
@@ -361,47 +375,54 @@ class Session:
     async def _writer(self, side: Side) -> None:
         recv = self._recv[side]
         async for chunk in recv:
-            if side == "client":
-                if chunk is None:
-                    break
-                if self._client_gone:
-                    continue
-                try:
-                    await self.client_out.send_all(chunk)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    self._client_gone = True
-                    self.log.error(
-                        "the client stopped reading (its stdout pipe closed); "
-                        "terminating the backend"
-                    )
-                    self._terminate("the client stopped reading")
-                    continue
-                if self.recorder:
-                    self.recorder.data("client_out", chunk)
-            else:
-                assert self.proc is not None
-                if chunk is None:
-                    await self._close_backend_stdin()
-                    # now, not when the close was queued, the backend's time to exit starts
-                    self._last_active = trio.current_time()
-                    await self._dispatch(self.engine.input_closed(self._last_active))
-                    continue
-                try:
-                    await self.proc.stdin.send_all(chunk)
-                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                    lost = chunk.count(b"\n") or 1
-                    self._undelivered += lost
-                    self.engine.stats.count("framing", "undelivered-up", lost)
-                    self.log.warning(
-                        f"the backend's stdin is closed; {lost} line(s) "
-                        "from the client could not be delivered"
-                    )
-                    continue
-                self._last_active = trio.current_time()
-                if self.recorder:
-                    self.recorder.data("stdin", chunk)
+            if side == "backend":
+                await self._to_backend(chunk)
+            elif chunk is None:
+                break
+            elif not self._client_gone:
+                await self._to_client(chunk)
         if side == "client":
             self._client_writer_done.set()
+
+    async def _to_client(self, chunk: bytes | _Mark) -> None:
+        try:
+            if chunk is _Mark.SETTLED:
+                await self._settled()
+                return
+            await self.client_out.send_all(chunk)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            self._client_gone = True
+            self.log.error(
+                "the client stopped reading (its stdout pipe closed); terminating the backend"
+            )
+            self._terminate("the client stopped reading")
+            return
+        if self.recorder:
+            self.recorder.data("client_out", chunk)
+
+    async def _to_backend(self, chunk: _Chunk) -> None:
+        assert self.proc is not None
+        assert chunk is not _Mark.SETTLED  # (only the client side gets one)
+        if chunk is None:
+            await self._close_backend_stdin()
+            # now, not when the close was queued, the backend's time to exit starts
+            self._last_active = trio.current_time()
+            await self._dispatch(self.engine.input_closed(self._last_active))
+            return
+        try:
+            await self.proc.stdin.send_all(chunk)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            lost = chunk.count(b"\n") or 1
+            self._undelivered += lost
+            self.engine.stats.count("framing", "undelivered-up", lost)
+            self.log.warning(
+                f"the backend's stdin is closed; {lost} line(s) "
+                "from the client could not be delivered"
+            )
+            return
+        self._last_active = trio.current_time()
+        if self.recorder:
+            self.recorder.data("stdin", chunk)
 
     async def _timers(self) -> None:
         while True:
@@ -491,6 +512,7 @@ class Session:
 
     # -- helpers ---------------------------------------------------------------------
     async def _dispatch(self, commands: list[Command]) -> None:
+        settled = False
         for cmd in commands:
             if type(cmd) is Write:
                 await self._send[cmd.side].send(cmd.data)
@@ -498,6 +520,7 @@ class Session:
                 self.log.log(cmd.level, cmd.rule, cmd.message)
             elif type(cmd) is CloseBackendInput:
                 self._input_closed = True
+                settled = cmd.settled
                 await self._send["backend"].send(_CLOSE)
                 self._watch(trio.current_time())
             elif type(cmd) is TerminateBackend:
@@ -506,7 +529,13 @@ class Session:
                     if self.recorder:
                         self.recorder.note(f"terminate: {cmd.reason}")
                     self._terminate(cmd.reason)
+        if settled and self._on_settled is not None:  # (after this event's writes)
+            await self._send["client"].send(_Mark.SETTLED)
         self._wake.set()
+
+    async def _settled(self) -> None:
+        if self._on_settled is not None:
+            await self._on_settled()
 
     async def _close_backend_stdin(self) -> None:
         assert self.proc is not None

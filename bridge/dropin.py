@@ -190,6 +190,10 @@ class _LateIO:
         self.io.launched = self.launched
         return self.io.wrap(client_in, client_out)
 
+    async def settled(self) -> None:
+        if self.io is not None:
+            await self.io.settled()
+
     def finish(self, status: int) -> int:
         return status if self.io is None else self.io.finish(status)
 

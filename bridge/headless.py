@@ -5,8 +5,9 @@
 error). ``HeadlessIO.wrap`` replaces the client's streams for the session: the client side
 the engine reads is the prompt as one stream-json user line, then EOF (so the rules see a
 client that wrote one line and closed stdin); the client side the engine writes goes
-through the ``Renderer``, which passes stream-json on and keeps the rest for ``finish``,
-which prints what Claude prints at the end and gives Claude's exit status.
+through the ``Renderer``, which passes stream-json on and keeps the rest: printed when
+the session settles (its last result written, nothing can follow: ``settled``, where Claude
+prints and exits) or else by ``finish``, which gives Claude's exit status.
 
 The drop-in's session store (``bridge.session_store``) is fed here too, in every mode: what
 the client wrote (or the prompt line) and the stream-json the engine writes to it, before
@@ -42,6 +43,7 @@ from compat.text import clip, escape
 if TYPE_CHECKING:  # trio loads after the backend is spawned (bridge.headless_streams)
     import trio
 
+    from bridge.headless_streams import RenderingStream
     from bridge.session_store import SessionStore
     from bridge.transcripts import StoreSpec
 
@@ -108,6 +110,7 @@ class HeadlessIO:
         #: looked for settings (``said_failure``): set by the drop-in once it knows
         self.program = "claude-on-cbc"
         self.launched = ""
+        self._rendering: RenderingStream | None = None
 
     def wrap(
         self, client_in: trio.abc.ReceiveStream, client_out: trio.abc.SendStream
@@ -124,7 +127,14 @@ class HeadlessIO:
         tap = store.frame_data if store is not None else None
         if self.mode.passthrough:
             return client_in, client_out if tap is None else TapSend(client_out, tap)
-        return client_in, RenderingStream(self.renderer, client_out, tap)
+        self._rendering = RenderingStream(self.renderer, client_out, tap)
+        return client_in, self._rendering
+
+    async def settled(self) -> None:
+        """The session settled (``Session(on_settled=...)``): Claude's output is printed
+        now, as Claude prints it before it exits, not once cbc has exited."""
+        if self._rendering is not None:
+            await self._rendering.settle()
 
     def _open_store(self) -> SessionStore | None:
         if self.store_spec is None:
@@ -135,7 +145,8 @@ class HeadlessIO:
         return self.store
 
     def finish(self, status: int) -> int:
-        """Print what Claude prints at the end; Claude's status, unless the session ended
+        """Print what Claude prints at the end (what ``settled`` did not print already);
+        Claude's status, unless the session ended
         for a reason of the bridge's own (no backend, a signal, a closed stdout). The
         session store is closed first (what it still held written)."""
         if self.store is not None:
@@ -144,7 +155,8 @@ class HeadlessIO:
             return status
         done = self.renderer.finish()
         reason = self.said_failure()
-        if reason and done.stdout[-1:] not in (b"", b"\n") and _tty(self._fds[0]):
+        shown = done.stdout or self.renderer.printed
+        if reason and shown[-1:] not in (b"", b"\n") and _tty(self._fds[0]):
             reason = "\n" + reason  # (Claude's "Execution error" has no newline)
         stderr = done.stderr + reason.encode("utf-8", "replace")
         for fd, data in zip(self._fds, (done.stdout, stderr), strict=True):

@@ -60,7 +60,13 @@ class RenderingStream(_Forwarding):
         chunk = bytes(data)
         if self.tap is not None:
             self.tap(chunk)
-        out = self.renderer.feed(chunk)
+        await self._write(self.renderer.feed(chunk))
+
+    async def settle(self) -> None:
+        """The session settled: what Claude prints, written now (``Renderer.settle``)."""
+        await self._write(self.renderer.settle())
+
+    async def _write(self, out: bytes) -> None:
         if out:
             await self.inner.send_all(out)
         else:

@@ -151,7 +151,16 @@ async def serve_stdio(
         print_stats=plan.stats,
         own_process=True,
     )
-    session = Session(config, engine, session_in, session_out, log, recorder, backend=backend)
+    session = Session(
+        config,
+        engine,
+        session_in,
+        session_out,
+        log,
+        recorder,
+        backend=backend,
+        on_settled=None if headless is None else headless.settled,
+    )
     try:
         status = await session.run()
         return status if headless is None else headless.finish(status)

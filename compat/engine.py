@@ -54,7 +54,12 @@ class Write:
 
 @attrs.frozen
 class CloseBackendInput:
-    pass
+    """Close the backend's stdin. ``settled``: every stage that held the client's EOF let
+    it go because the session is over as Claude would end it (its last result written,
+    nothing running, nothing that can follow): what a headless client prints at the end
+    is known once this event's writes are done (``bridge.headless``)."""
+
+    settled: bool = False
 
 
 @attrs.frozen
@@ -115,6 +120,8 @@ class Engine:
         self.backend_status: int | None = None
         #: ids of the defers_eof stages still holding the client's EOF
         self._eof_holds: set[int] = set()
+        #: per release of the client's EOF by such a stage: it said the session settled
+        self._released: list[bool] = []
         self._closed = False
         self._terminated = False
         #: the reason a stage gave when it asked for the backend's end
@@ -270,8 +277,9 @@ class Engine:
     def _deferring(self) -> list[tuple[Pipeline, Stage]]:
         return [(p, s) for p in self.pipelines.values() for s in p.stages if s.defers_eof]
 
-    def release_eof(self, stage: Stage) -> None:
+    def release_eof(self, stage: Stage, settled: bool = False) -> None:
         self._eof_holds.discard(id(stage))
+        self._released.append(settled)
         if "client" in self._eof and not self._eof_holds:
             self._close()
 
@@ -279,7 +287,8 @@ class Engine:
         if not self._closed:
             self._closed = True
             self._flush_pending()
-            self._out.append(CloseBackendInput())
+            settled = bool(self._released) and all(self._released)
+            self._out.append(CloseBackendInput(settled))
 
     def terminate(self, stage: Stage, reason: str) -> None:
         if not self._terminated and self.backend_status is None:

@@ -239,6 +239,11 @@ class Renderer:
     ``feed`` returns the bytes to write now (the stream itself in ``stream-json`` mode,
     nothing otherwise); ``finish`` the rest and the exit status. Only the last message is
     kept, except for ``json --verbose``, which prints them all (as Claude keeps them all).
+
+    ``settle``: the session settled (its last result is written and nothing can follow:
+    ``CloseBackendInput.settled``), where Claude prints its output and exits; what it
+    prints is given then, what cbc still writes (it may, until it exits) is not read, and
+    ``finish`` prints nothing more, its status the settled one.
     """
 
     def __init__(self, mode: Mode) -> None:
@@ -252,9 +257,12 @@ class Renderer:
         self._last_text: str | None = None
         self._prior_text: str | None = None
         self._partial_for_result: str | None = None
+        self._settled: Rendered | None = None
         self.lines = 0  # lines read, for tests and statistics
 
     def feed(self, data: bytes) -> bytes:
+        if self._settled is not None:
+            return data if self.mode.output == "stream-json" else b""
         buf = self._partial + data
         *lines, self._partial = buf.split(b"\n")
         for line in lines:
@@ -323,10 +331,28 @@ class Renderer:
         words = [e for e in errors if isinstance(e, str) and e.strip()]
         return "; ".join(words) or None
 
+    def settle(self) -> bytes:
+        """What Claude prints, now that the session settled (nothing for ``stream-json``,
+        whose stream is already out)."""
+        if self._settled is not None or self.mode.output == "stream-json":
+            return b""
+        self._settled = self._render()
+        return self._settled.stdout
+
+    @property
+    def printed(self) -> bytes:
+        """What ``settle`` gave (``b""``: not settled)."""
+        return self._settled.stdout if self._settled is not None else b""
+
     def finish(self) -> Rendered:
+        if self._settled is not None:
+            return self._settled._replace(stdout=b"")
         if self._partial:
             self._line(self._partial)
             self._partial = b""
+        return self._render()
+
+    def _render(self) -> Rendered:
         last = self._last
         result = last if last is not None and last.get("type") == "result" else None
         status = EXIT_ERROR if result is not None and result.get("is_error") else 0

@@ -279,11 +279,11 @@ class Playbook:
         self._mine.holding = True
         self._records.append(Hold())
 
-    def release_eof(self, stage: Stage) -> None:
+    def release_eof(self, stage: Stage, settled: bool = False) -> None:
         self._deferring = False
         if "client" in self._eof and not self.closed:
             self.closed = True
-            self._records.append(CloseBackendInput())
+            self._records.append(CloseBackendInput(settled))
 
     def terminate(self, stage: Stage, reason: str) -> None:
         if self.terminated is None and "exit" not in self._eof:

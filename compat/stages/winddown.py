@@ -30,7 +30,8 @@ So this stage holds the client's EOF (``defers_eof``): cbc's stdin stays open wh
 3. background agents and workflows run, and for ``settle`` seconds after cbc's last frame
    when that was a task's end (its notification starts a turn a moment later); after a
    ``result`` with nothing running, nothing can follow, and the close is immediate, as
-   Claude exits at once there.
+   Claude exits at once there. That close says the session ``settled``
+   (``CloseBackendInput.settled``): a ``-p`` run prints its text then, not at cbc's exit.
 
 The client can no longer answer cbc's requests, so from the EOF on they are answered here
 (Claude's requests fail with "Stream closed" once its input is gone): a ``can_use_tool``
@@ -319,7 +320,9 @@ class EofWindDown(Stage):
         for key in ("shells", "settle", "idle", "ceiling"):
             ctx.cancel_timer(self, key)
         ctx.log(self.rule, f"closing the backend's stdin ({why})", "debug")
-        ctx.close_backend_input(self)
+        # after a result with nothing running, nothing can follow: Claude would print its
+        # output and exit here (a -p run's text need not wait for cbc's exit)
+        ctx.close_backend_input(self, settled=self._after_result and not forced)
 
     def on_backend_input_closed(self, ctx: Context) -> Output:
         self._input_closed = True

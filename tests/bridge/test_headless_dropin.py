@@ -20,9 +20,10 @@ DATA = Path(__file__).resolve().parent / "data/headless"
 REPO = Path(__file__).resolve().parents[2]
 
 #: a cbc stand-in: records its argv and stdin lines, writes STREAM after the first line
-#: (placeholders of the probe masking resolved), exits 0 at stdin EOF
+#: (placeholders of the probe masking resolved), exits 0 at stdin EOF (after writing the
+#: file ``FAKE_LATE`` names, if set: what a cbc writes after its stdin closed)
 FAKE_CBC = r"""
-import json, sys
+import json, os, sys
 log, stream = sys.argv[1], sys.argv[2]
 lines = []
 def save():
@@ -37,6 +38,9 @@ for line in sys.stdin:
             data = f.read().replace("<session-1>", "11111111-2222-3333-4444-555555555555")
         sys.stdout.write(data.replace("<uuid>", "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"))
         sys.stdout.flush()
+if os.environ.get("FAKE_LATE"):
+    with open(os.environ["FAKE_LATE"]) as f:
+        sys.stdout.write(f.read())
 """
 
 
@@ -128,6 +132,36 @@ def test_json_output_is_the_result_frame(tmp_path: Path) -> None:
     # every key Claude writes except its API timing figures, which cbc does not measure
     missing = set(claude) - set(got)
     assert missing <= {"ttft_ms", "ttft_stream_ms", "time_to_request_ms"}, missing
+
+
+def _late_result(tmp_path: Path) -> dict[str, str]:
+    """``FAKE_LATE``: a result the fake writes after its stdin closed."""
+    stream = probe("arg-stream-json-verbose", "cbc-2.163.0")["stdout"]
+    result = json.loads(next(x for x in stream.splitlines() if '"type":"result"' in x))
+    result["result"] = "written after its stdin closed"
+    late = tmp_path / "late.jsonl"
+    late.write_text(json.dumps(result) + "\n")
+    return {"FAKE_LATE": str(late)}
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
+def test_output_is_the_settled_sessions(tmp_path: Path, output: str) -> None:
+    """The text (or result) is printed when the session settles (its result written,
+    nothing running: Claude prints and exits there), not when cbc exits: what cbc writes
+    after its stdin was closed is not the run's answer."""
+    env = _late_result(tmp_path)
+    done, _ = dropin(tmp_path, ["-p", "hello", "--output-format", output], env=env)
+    assert done.returncode == 0, done.stderr
+    if output == "text":
+        assert done.stdout == probe("arg-text")["stdout"].encode()
+    else:
+        assert json.loads(done.stdout)["result"] == "ok"
+    # a stream-json run loses none of it: the late result reaches the client too
+    done, _ = dropin(
+        tmp_path, ["-p", "hello", "--output-format", "stream-json", "--verbose"], env=env
+    )
+    results = [json.loads(x) for x in done.stdout.splitlines() if b'"type":"result"' in x]
+    assert [r["result"] for r in results] == ["ok", "written after its stdin closed"]
 
 
 def test_stream_json_verbose_passes_the_stream(tmp_path: Path) -> None:

@@ -383,3 +383,96 @@ async def test_a_backend_silent_after_writing_is_terminated_a_grace_after_its_la
     assert status == 143
     assert [sig for _, sig in b.signals] == [signal.SIGTERM]
     assert b.signals[0][0] == pytest.approx(1.1)
+
+
+class _Seen(trio.abc.SendStream):
+    """The client's stdout: what was written, in order, with the settled mark."""
+
+    def __init__(self) -> None:
+        self.events: list[bytes | str] = []
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self.events.append(bytes(data))
+        await trio.lowlevel.checkpoint()
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+async def test_the_session_settles_after_the_result_is_written_before_cbc_exits(
+    autojump_clock: object,
+) -> None:
+    """At the last result with nothing running the driver calls ``on_settled`` (a -p run
+    prints there, as Claude does before it exits): after the result's bytes reached the
+    client, while cbc still lingers (its SIGTERM comes close_wait later); once only."""
+    engine = Engine(*build("cbc-to-claude", parse_rule_settings(FAST)), det_env())
+    seen = _Seen()
+    calls: list[tuple[float, int | None]] = []
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    async with trio.open_nursery() as n:
+        b = MemoryBackend(n, cbc_like(False, False), on_signal={signal.SIGTERM: 0})
+
+        async def settled() -> None:
+            calls.append((trio.current_time(), b.returncode))
+            seen.events.append("settled")
+
+        s = Session(
+            SessionConfig([], eof_grace=30.0),
+            engine,
+            in_recv,
+            seen,
+            Logger(io.StringIO()),
+            stderr=lambda _: None,
+            backend=b,
+            on_settled=settled,
+        )
+        await in_send.send_all(USER)
+        await in_send.aclose()
+        status = await s.run()
+    assert status == 0
+    assert len(calls) == 1
+    assert calls[0][0] == pytest.approx(0.2)  # at the result, while cbc lives (SIGTERM at 0.5)
+    assert calls[0][1] is None
+    assert seen.events[-1] == "settled"
+    written = b"".join(e for e in seen.events if isinstance(e, bytes))
+    assert json.loads(written.splitlines()[-1])["type"] == "result"
+
+
+async def test_a_session_closed_by_the_ceiling_never_settles(autojump_clock: object) -> None:
+    engine = Engine(
+        *build("cbc-to-claude", parse_rule_settings([*FAST, "eof-wind-down.ceiling=1"])),
+        det_env(),
+    )
+    calls: list[float] = []
+    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
+    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
+
+    async def settled() -> None:
+        calls.append(trio.current_time())
+
+    async with trio.open_nursery() as n:
+        b = MemoryBackend(n, cbc_like(False, True), on_signal={signal.SIGTERM: 0})
+        s = Session(
+            SessionConfig([], eof_grace=30.0),
+            engine,
+            in_recv,
+            out_send,
+            Logger(io.StringIO()),
+            stderr=lambda _: None,
+            backend=b,
+            on_settled=settled,
+        )
+        n.start_soon(_discard, out_recv)
+        await in_send.send_all(USER)
+        await in_send.aclose()
+        assert await s.run() == 0
+        await out_send.aclose()
+    assert calls == []  # the workflow still ran: the output waits for cbc's exit
+
+
+async def _discard(stream: trio.abc.ReceiveStream) -> None:
+    while await stream.receive_some(65536):
+        pass

@@ -161,6 +161,28 @@ def test_stream_json_passes_through_and_partial_events_are_not_messages() -> Non
     assert is_message({"type": "system", "subtype": "init"})
 
 
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+def test_settle_prints_then_and_nothing_after_it_counts(fmt: str) -> None:
+    """``settle`` (the session settled: Claude prints and exits) gives the output at
+    once; what cbc writes later is not read, ``finish`` prints nothing more and keeps the
+    settled status. A stream-json run has nothing to print: its stream passes on."""
+    first = b'{"type":"result","subtype":"success","is_error":false,"result":"fine"}\n'
+    late = b'{"type":"result","subtype":"success","is_error":true,"result":"late"}\n'
+    r = Renderer(mode_of(["-p", "x", "--output-format", fmt, "--verbose"]))
+    passed = r.feed(first)
+    printed = r.settle()
+    assert r.settle() == b""  # once
+    passed += r.feed(late)
+    done = r.finish()
+    if fmt == "stream-json":
+        assert (passed, printed, r.printed) == (first + late, b"", b"")
+        assert done.status == 1  # the last result's, as without settling
+    else:
+        assert passed == b""
+        assert printed == r.printed == (b"fine\n" if fmt == "text" else b"[" + first[:-1] + b"]\n")
+        assert (done.stdout, done.status) == (b"", 0)
+
+
 def test_max_turns_error_result() -> None:
     stream = probe("stream-max-turns")["stdout"].encode()
     _, out, _, status = render(mode_of(["-p", "x", "--max-turns", "1"]), stream)

@@ -53,11 +53,17 @@ def at(run: Run, kind: type) -> list[float]:
     return [round(t, 6) for t, c in run.commands if isinstance(c, kind)]
 
 
+def settled(run: Run) -> list[bool]:
+    """Per close of cbc's stdin: did the session settle there (a -p run prints then)?"""
+    return [c.settled for _, c in run.commands if isinstance(c, CloseBackendInput)]
+
+
 def test_immediate_eof_closes_at_once_and_exits_0() -> None:
     """``claude-2.1.220/immediate-eof_no-frames_exit0``."""
     eng = full()
     run = drive(eng, [(0.5, "eof", b"")], until=0.5)
     assert at(run, CloseBackendInput) == [0.5]
+    assert settled(run) == [False]  # no result: what a -p run prints waits for the exit
     run = drive(eng, [(0.7, "exit", b"0")], run=run)
     assert at(run, TerminateBackend) == []
     assert eng.exit_status() == 0
@@ -70,6 +76,7 @@ def test_eof_after_the_last_result_closes_at_once_and_terminates_an_idle_cbc() -
     eng = full()
     run = drive(eng, [*first_turn(1.0), (1.5, "eof", b"")], until=100)
     assert at(run, CloseBackendInput) == [1.5]  # nothing can follow a result: no settle
+    assert settled(run) == [True]  # Claude would print and exit here
     assert at(run, TerminateBackend) == [1.7]  # + close_wait 0.2
     drive(eng, [(5.1, "exit", b"143")], run=run)
     assert eng.exit_status() == 0  # cbc exits on SIGTERM; Claude's status
@@ -88,6 +95,7 @@ def test_eof_during_a_turn_lets_it_finish_and_exits_1_after_an_error() -> None:
     run = drive(eng, events[-1:], run=run, until=4.5)
     assert run.frames()[-1]["type"] == "result"
     assert at(run, CloseBackendInput) == [4.0]  # at its result
+    assert settled(run) == [True]
     run = drive(eng, [(6.0, "exit", b"0")], run=run, until=6.0)
     assert eng.exit_status() == 1
 
@@ -161,6 +169,7 @@ def test_background_shells_get_5s_then_are_killed_like_claude() -> None:
     assert note["summary"] == "Slow background sleep"  # Claude: a stopped task's description
     assert note["output_file"] == ""
     assert at(run, CloseBackendInput) == [6.923]
+    assert settled(run) == [True]  # the last result stands: the shells were Claude's kills
     assert at(run, TerminateBackend) == [7.123]
     # cbc's own report of the shell, later, is not shown (terminal-guarantee)
     late = drive(eng, turn(9.0, updated("bx1", "completed"), notification("bx1", "completed")))
@@ -189,6 +198,27 @@ def test_a_shell_that_ends_within_the_grace_is_not_killed() -> None:
         for f in run.frames()
     )
     assert at(run, CloseBackendInput) == [4.05]  # at the notification's turn's result
+
+
+def test_a_task_that_ends_last_leaves_the_session_unsettled() -> None:
+    """An agent ends after the last result and no turn follows within ``settle``: the
+    close comes, but the session did not settle on a result (the notification may still
+    start a turn cbc writes later): a -p run prints only at cbc's exit."""
+    eng = full()
+    events = [
+        *turn(
+            1.0,
+            init(),
+            tool_use("a1", "Agent", {"prompt": "p", "run_in_background": True}),
+            started("ag1", "Agent", "research", "a1"),
+            result(),
+        ),
+        (2.0, "eof", b""),
+        *turn(5.0, updated("ag1", "completed"), notification("ag1", "completed")),
+    ]
+    run = drive(eng, events, until=100)
+    assert at(run, CloseBackendInput) == [6.01]  # settle (1 s) after the notification
+    assert settled(run) == [False]
 
 
 def test_agents_are_waited_for_and_the_turn_their_notification_starts_runs() -> None:
@@ -302,6 +332,7 @@ def test_a_workflow_that_never_ends_is_bounded_by_the_ceiling(
     ]
     run = drive(eng, events, until=10_000)
     assert at(run, CloseBackendInput) == [2.0 + ceiling]
+    assert settled(run) == [False]  # forced: the workflow still runs
     assert at(run, TerminateBackend) == [round(2.0 + ceiling + 0.2, 6)]
     run = drive(eng, [(2.0 + ceiling + 3.5, "exit", b"143")], run=run)
     ends = [f for f in run.frames() if f.get("task_id") == "wf1"]
