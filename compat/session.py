@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import itertools
 from collections import OrderedDict, deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from compat.states import Phased, transitions
+
+if TYPE_CHECKING:
+    from compat.taskkit import LiveTask
 
 #: tool calls remembered for correlation (task-correlation, workflow-name); oldest dropped.
 #: A task's starting call is looked up when the task starts, a few frames after the call.
@@ -125,6 +128,10 @@ class TaskInfo:
     source_resolved: bool = False
     # [terminal-guarantee] the lifecycle as forwarded past that rule (``phase``)
     _phase: TaskPhase = attrs.field(default=TaskPhase.NEW, alias="phase")
+    #: [terminal-guarantee] the task as its forwarded ``task_started`` showed it (Claude's
+    #: type, description, call): what a rule that ends the task itself says of it
+    #: (``compat.taskkit.LiveTask``; None until shown)
+    shown: LiveTask | None = None
     status: str = "running"  # last status forwarded (Claude vocabulary)
     end_time: int | None = None
     last_progress: dict[str, Any] | None = None  # [progress-final] last task_progress
@@ -402,6 +409,11 @@ class SessionState:
 
     def open_tasks(self) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.started and not t.notified]
+
+    def running_tasks(self) -> list[TaskInfo]:
+        """The open tasks not ended yet (phase ``RUNNING``), in the order they started."""
+        tasks = self.tasks
+        return [t for i in self._open if (t := tasks[i]).phase is TaskPhase.RUNNING]
 
     def has_open_task(self) -> bool:
         """``open_tasks()`` is not empty (a rule asks it per frame between turns, when the

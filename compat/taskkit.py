@@ -159,7 +159,17 @@ class LiveTask:
     tool_use_id: str | None
 
     @classmethod
-    def of(cls, obj: dict[str, Any]) -> LiveTask:
+    def shown(cls, started: Mapping[str, Any], tool_use_id: str | None) -> LiveTask:
+        """A ``task_started`` as the client sees it (``TaskInfo.shown``): Claude's task
+        type, the call it names, else ``tool_use_id`` (``TaskInfo.tool_use_id``)."""
+        task = cls.of(started)
+        task.task_type = claude_type(task.task_type)
+        if task.tool_use_id is None:
+            task.tool_use_id = tool_use_id
+        return task
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> LiveTask:
         d, use = obj.get("description"), obj.get("tool_use_id")
         return cls(
             obj.get("task_type"),

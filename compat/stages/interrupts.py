@@ -25,10 +25,7 @@ from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT
 from compat.taskkit import (
     TASK_FRAMES,
-    TERMINAL,
     LiveTask,
-    claude_type,
-    patch_status,
     remember,
     stop_frames,
     task_id_of,
@@ -318,15 +315,8 @@ def _session_not_found(resp: wire.ControlResponseBody) -> str | None:
 
 def _killed(task: LiveTask) -> bool:
     """An interrupt kills the task (an agent or a workflow; shells keep running)."""
-    ttype = claude_type(task.task_type)
+    ttype = task.task_type  # (``TaskInfo.shown``: Claude's type, or what cbc wrote)
     return isinstance(ttype, str) and ttype in KILLS
-
-
-def _task_ended(kind: str, obj: dict[str, Any]) -> bool:
-    """The frame reports its task's end."""
-    return kind == "system/task_notification" or (
-        kind == "system/task_updated" and patch_status(obj) in TERMINAL
-    )
 
 
 @register
@@ -362,10 +352,16 @@ class InterruptTerminal(Stage):
             "control.turn_from_client",
             "control.turns",
             "session_id",
+            "task.phase",
+            "task.shown",
+            "task.task_id",
             "task.tool_use_id",
             "tasks",
         }
     )
+    #: the running tasks an interrupt ends: terminal-guarantee's, later (a receipt is no
+    #: task frame: every start before it is in the phase already)
+    reads_earlier: ClassVar[frozenset[str]] = frozenset({"task.phase", "task.shown"})
     modes: ClassVar[tuple[str, ...]] = ("drop-auto-turn", "keep")
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"control_response", "control_request", *TASK_FRAMES, *TURN_CONTENT, *_TURN_EXTRA}
@@ -373,7 +369,6 @@ class InterruptTerminal(Stage):
 
     #: seconds after an interrupt during which a turn nobody asked for is cbc's own
     window: float = 90.0
-    _live: dict[str, LiveTask] = attrs.field(factory=OrderedDict, init=False)
     _ended: dict[str, None] = attrs.field(factory=OrderedDict, init=False)  # by an interrupt
     #: started by a dropped turn
     _hidden: dict[str, None] = attrs.field(factory=OrderedDict, init=False)
@@ -420,12 +415,12 @@ class InterruptTerminal(Stage):
         reports it; they are followed no more."""
         out: list[Frame] = []
         end = ctx.wall_ms()
-        for tid, task in list(self._live.items()):
-            if not _killed(task):
+        for info in ctx.state.running_tasks():
+            task = info.shown
+            if task is None or not _killed(task):
                 continue
-            del self._live[tid]
-            remember(self._ended, tid, None)
-            out += stop_frames(ctx, self.rule, tid, task, end)
+            remember(self._ended, info.task_id, None)
+            out += stop_frames(ctx, self.rule, info.task_id, task, end)
         return out
 
     # -- task frames ------------------------------------------------------------------
@@ -443,22 +438,17 @@ class InterruptTerminal(Stage):
                 return None  # late progress: the late-progress rule's business
             ctx.count(self.rule, "late-duplicate")
             return ()  # cbc's own report of what the bridge already ended
-        if _task_ended(kind, obj):
-            self._live.pop(tid, None)
         if kind == "system/task_notification" and self._armed:
             return self._notified(frame, ctx)
         return None
 
     def _started(self, tid: str, obj: dict[str, Any], ctx: Context) -> Output:
-        """A task starts: hidden when the turn that starts it is dropped, else followed
-        (for the next interrupt to end)."""
+        """A task starts: hidden when the turn that starts it is dropped (else the next
+        interrupt ends it, if it still runs: ``TaskInfo.phase``)."""
         if self._turn == "drop" and self._current(ctx, ""):
             remember(self._hidden, tid, None)
             ctx.count(self.rule, "hidden-task")
             return ()
-        if remember(self._live, tid, LiveTask.of(obj)):
-            ctx.count(self.rule, "forgotten")  # an interrupt will not end it
-            ctx.log(self.rule, "too many live tasks: the oldest is forgotten", "warning")
         return None
 
     def _notified(self, frame: Frame, ctx: Context) -> Output:

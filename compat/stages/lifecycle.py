@@ -3,7 +3,8 @@ start ends exactly once, and nothing follows its end (PROTOCOL.md §1-2, seed 00
 
 Strategy: these stages come after every rule that holds or drops lifecycle frames
 (``task-noise``, ``progress-final``), so what they see is what the client will see.
-``terminal-guarantee`` alone writes a task's phase (``TaskInfo.phase/status/end_time``);
+``terminal-guarantee`` alone writes a task's phase (``TaskInfo.phase/status/end_time``,
+and ``shown``: the start as forwarded, what a rule that ends a task itself says of it);
 the other two keep their own per-task records. All three read and build task frames with
 ``compat.taskkit``.
 """
@@ -24,8 +25,8 @@ from compat.taskkit import (
     NOTIFICATION_OF,
     PATCH_OF,
     TERMINAL,
+    LiveTask,
     claude_summary,
-    claude_type,
     patch_status,
     remember,
     system_frame,
@@ -45,9 +46,7 @@ _LIFECYCLE = frozenset({"system/task_started", "system/task_updated", "system/ta
 
 @attrs.define
 class _Open:
-    task_type: Any
-    description: str
-    tool_use_id: str | None
+    shown: LiveTask  # the shared ``TaskInfo.shown``
     status: str | None = None  # Claude patch status once terminal
     end_time: int | None = None
 
@@ -58,7 +57,7 @@ class TerminalGuarantee(Stage):
     """Exactly one `task_notification` per started task, even if the backend dies.
 
     The one place that decides which frames end a task, and the writer of
-    ``TaskInfo.phase/status/end_time`` (``compat.session.TaskPhase``). A terminal
+    ``TaskInfo.phase/status/end_time/shown`` (``compat.session.TaskPhase``). A terminal
     ``task_updated`` arms a ``grace`` timer; when it fires with no notification, one is
     synthesized. A notification without a terminal update gets one synthesized before it
     (Claude always sends the pair). Second terminal updates and second notifications are
@@ -73,7 +72,7 @@ class TerminalGuarantee(Stage):
         {"session_id", "task.task_id", "task.tool_use_id", "tasks"}
     )
     writes: ClassVar[frozenset[str]] = frozenset(
-        {"finished", "task.end_time", "task.phase", "task.status"}
+        {"finished", "task.end_time", "task.phase", "task.shown", "task.status"}
     )
     kinds: ClassVar[frozenset[str] | None] = _LIFECYCLE
 
@@ -96,7 +95,7 @@ class TerminalGuarantee(Stage):
             return ()
         task = self._open.get(tid)
         if task is not None:
-            _seen_started(info)  # the client saw it start
+            _seen_started(info, task)  # the client saw it start
         if st == "task_updated":
             return self._updated(frame.view(TaskUpdated), tid, task, info, ctx)
         return self._notified(frame, frame.view(TaskNotification), tid, task, info, ctx)
@@ -106,7 +105,8 @@ class TerminalGuarantee(Stage):
         if tid in self._open or tid in self._done:
             ctx.log(self.rule, f"task {tid}: second task_started dropped", "debug")
             return ()
-        self._open[tid] = _open_task(obj, info)
+        task = self._open[tid] = _Open(LiveTask.shown(obj, info.tool_use_id))
+        info.shown = task.shown
         info.start()
         return None
 
@@ -174,11 +174,12 @@ class TerminalGuarantee(Stage):
     def _notification(self, ctx: Context, tid: str, task: _Open) -> Frame:
         status = NOTIFICATION_OF.get(task.status or "killed", "stopped")
         fields: TaskNotification = {"task_id": tid}
-        if task.tool_use_id:
-            fields["tool_use_id"] = task.tool_use_id
+        shown = task.shown
+        if shown.tool_use_id:
+            fields["tool_use_id"] = shown.tool_use_id
         fields["status"] = status
         fields["output_file"] = ""
-        fields["summary"] = claude_summary(task.task_type, status, task.description)
+        fields["summary"] = claude_summary(shown.task_type, status, shown.description)
         remember(self._done, tid, None)
         info = ctx.state.task(tid)
         ctx.state.finished(info)
@@ -215,27 +216,17 @@ class TerminalGuarantee(Stage):
         end = ctx.wall_ms()
         task.status, task.end_time = "killed", end
         info = ctx.state.task(tid)
-        _seen_started(info)  # forgotten by the session (MAX_TASKS), started here
+        _seen_started(info, task)  # forgotten by the session (MAX_TASKS), started here
         info.end("killed", end)
         return self._update(ctx, tid, "killed", end)
 
 
-def _seen_started(info: TaskInfo) -> None:
+def _seen_started(info: TaskInfo, task: _Open) -> None:
     """A task the client saw start has its phase started, though the session forgot it
     (past ``MAX_TASKS``)."""
     if info.phase is TaskPhase.NEW:
+        info.shown = task.shown
         info.start()
-
-
-def _open_task(started: TaskStarted, info: TaskInfo) -> _Open:
-    """What a started task's notification will say of it."""
-    d = started.get("description")
-    use = started.get("tool_use_id")
-    return _Open(
-        claude_type(started.get("task_type")),
-        d if isinstance(d, str) else "",
-        use if isinstance(use, str) else info.tool_use_id,
-    )
 
 
 def _notified_end(obj: TaskNotification, info: TaskInfo, ctx: Context) -> tuple[str, int]:

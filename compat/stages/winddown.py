@@ -33,6 +33,11 @@ So this stage holds the client's EOF (``defers_eof``): cbc's stdin stays open wh
    Claude exits at once there. That close says the session ``settled``
    (``CloseBackendInput.settled``): a ``-p`` run prints its text then, not at cbc's exit.
 
+Which tasks run is the shared task phase (``TaskInfo.phase`` and ``shown``, written by
+``terminal-guarantee``), with what the frame being passed does to it applied here
+(``_Change``: it reaches that rule after this one), so the notification that ends the last
+task is seen as that end at once.
+
 The client can no longer answer cbc's requests, so from the EOF on they are answered here
 (Claude's requests fail with "Stream closed" once its input is gone): a ``can_use_tool``
 forwarded before the EOF and still open (``ControlState.permissions``), or arriving after
@@ -56,14 +61,15 @@ wind-down).
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from typing import Any, ClassVar, cast
+from collections.abc import Mapping
+from typing import Any, ClassVar, NamedTuple, cast
 
 import attrs
 
 from compat import wire
 from compat.exits import Exit
 from compat.frames import Frame
+from compat.session import TaskPhase
 from compat.stage import Context, Output, Stage, register
 from compat.stages.shape import ZERO_USAGE
 from compat.stages.turns import REJECTED
@@ -72,9 +78,7 @@ from compat.taskkit import (
     TASK_FRAMES,
     TERMINAL,
     LiveTask,
-    claude_type,
     patch_status,
-    remember,
     stop_frames,
     task_id_of,
 )
@@ -115,6 +119,34 @@ _TURN = frozenset(
 SHELL = "local_bash"
 
 
+class _Change(NamedTuple):
+    """What a task frame this stage passes (or its own kills) does to the running tasks,
+    before ``terminal-guarantee`` (later in the pipeline) writes it into their phase."""
+
+    started: Mapping[str, LiveTask] = {}
+    ended: frozenset[str] = frozenset()
+
+
+def _change(obj: dict[str, Any], kind: str, ctx: Context) -> _Change | None:
+    """A task frame's change: a start the client has not seen yet (a task the bridge
+    ended already stays ended), or an end (a terminal update or the notification)."""
+    tid = task_id_of(obj)
+    if tid is None:
+        return None
+    if kind == "system/task_started":
+        info = ctx.state.tasks.get(tid)
+        if info is None:
+            return _Change(started={tid: LiveTask.shown(obj, None)})
+        if info.phase is not TaskPhase.NEW:
+            return None  # (terminal-guarantee drops a second start)
+        return _Change(started={tid: LiveTask.shown(obj, info.tool_use_id)})
+    if kind == "system/task_notification" or (
+        kind == "system/task_updated" and patch_status(obj) in TERMINAL
+    ):
+        return _Change(ended=frozenset({tid}))
+    return None
+
+
 @register
 @attrs.define
 class EofWindDown(Stage):
@@ -123,9 +155,19 @@ class EofWindDown(Stage):
 
     rule: ClassVar[str] = "eof-wind-down"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"control.pending_user", "control.permissions", "session_id", "task.phase", "tasks"}
+        {
+            "control.pending_user",
+            "control.permissions",
+            "session_id",
+            "task.phase",
+            "task.shown",
+            "task.task_id",
+            "task.tool_use_id",
+            "tasks",
+        }
     )
-    reads_earlier: ClassVar[frozenset[str]] = frozenset({"task.phase"})
+    #: (terminal-guarantee, later, writes them: the frame being passed is ``_Change``)
+    reads_earlier: ClassVar[frozenset[str]] = frozenset({"task.phase", "task.shown"})
     defers_eof: ClassVar[bool] = True
     kinds: ClassVar[frozenset[str] | None] = frozenset(
         {"result", "control_request", *_TURN, *TASK_FRAMES}
@@ -158,8 +200,6 @@ class EofWindDown(Stage):
     #: cbc's stdin is closed (the I/O side said so); the close was forced by the ceiling
     _input_closed: bool = attrs.field(default=False, init=False)
     _forced: bool = attrs.field(default=False, init=False)
-    _tasks: dict[str, LiveTask] = attrs.field(factory=OrderedDict, init=False)  # open, as seen here
-    _killed: dict[str, None] = attrs.field(factory=dict, init=False)
     _shell_timer: bool = attrs.field(default=False, init=False)
     _idle_timer: bool = attrs.field(default=False, init=False)
     _ignore_pending: bool = attrs.field(default=False, init=False)
@@ -175,23 +215,24 @@ class EofWindDown(Stage):
             return self._request(frame, ctx) if self._eof else None
         self._last_frame = ctx.now
         self._after_result = kind == "result"
+        change = None
         if kind in TASK_FRAMES:
-            self._task(frame.obj, kind)
+            change = _change(frame.obj, kind, ctx)
         elif kind == "result":
             self._active = False
             self._last_error = frame.view(wire.Result).get("is_error") is True
             self._folded = self._pending_lines(ctx) > 0
         else:
             self._active = True
-        return self._after_frame(ctx)
+        return self._after_frame(ctx, change)
 
-    def _after_frame(self, ctx: Context) -> Output:
+    def _after_frame(self, ctx: Context, change: _Change | None) -> Output:
         """What every frame from cbc does to the wind-down (its state already updated)."""
         if self._phase is Phase.CLOSING:
             # cbc still writes after its stdin was closed: every frame reaches the client,
             # and an idle cbc's time to exit starts over from it
             ctx.count(self.rule, "passed-after-close")
-            self._arm_terminate(ctx)
+            self._arm_terminate(ctx, change)
             return None
         if self._eof:
             if self._idle_timer:
@@ -200,22 +241,8 @@ class EofWindDown(Stage):
                     ctx.cancel_timer(self, "idle")
                 else:
                     ctx.set_timer(self, "idle", self.idle_wait)  # cbc is alive: start over
-            self._check(ctx)
+            self._check(ctx, change)
         return None
-
-    def _task(self, obj: dict[str, Any], kind: str) -> None:
-        tid = task_id_of(obj)
-        if tid is None:
-            return
-        if kind == "system/task_started":
-            if tid not in self._killed:
-                task = LiveTask.of(obj)
-                task.task_type = claude_type(task.task_type)
-                remember(self._tasks, tid, task)
-        elif kind == "system/task_notification" or (
-            kind == "system/task_updated" and patch_status(obj) in TERMINAL
-        ):
-            self._tasks.pop(tid, None)
 
     def _request(self, frame: Frame, ctx: Context) -> Output:
         """A request from cbc after the client's EOF: nobody can answer it but us."""
@@ -242,14 +269,15 @@ class EofWindDown(Stage):
             "debug",
         )
 
-    def _open(self, ctx: Context) -> dict[str, LiveTask]:
-        """Tasks still running: started, not ended here, not notified by a later rule
-        (terminal-guarantee's synthesized notifications never pass this stage)."""
-        for tid in list(self._tasks):
-            info = ctx.state.tasks.get(tid)
-            if info is not None and info.notified:
-                del self._tasks[tid]
-        return self._tasks
+    def _open(self, ctx: Context, change: _Change | None = None) -> dict[str, LiveTask]:
+        """Tasks still running (terminal-guarantee's ``TaskPhase.RUNNING``), with what the
+        frame being passed does to them (``change``: it reaches that rule after this one)."""
+        tasks = {t.task_id: t.shown for t in ctx.state.running_tasks() if t.shown is not None}
+        if change is not None:
+            tasks.update(change.started)
+            for tid in change.ended:
+                tasks.pop(tid, None)
+        return tasks
 
     def _pending_lines(self, ctx: Context) -> int:
         if self._ignore_pending:
@@ -276,7 +304,7 @@ class EofWindDown(Stage):
         self._check(ctx)
         return None
 
-    def _check(self, ctx: Context) -> None:
+    def _check(self, ctx: Context, change: _Change | None = None) -> None:
         if self._phase is not Phase.WAITING:
             return
         if self._active:
@@ -291,7 +319,7 @@ class EofWindDown(Stage):
                 self._idle_timer = True
                 ctx.set_timer(self, "idle", self.idle_wait)
             return
-        tasks = self._open(ctx)
+        tasks = self._open(ctx, change)
         shells = [tid for tid, t in tasks.items() if t.task_type == SHELL]
         if len(shells) < len(tasks):  # agents/workflows first, and their notification turns
             self._stop_shell_grace(ctx)
@@ -329,7 +357,7 @@ class EofWindDown(Stage):
         self._arm_terminate(ctx)
         return None
 
-    def _arm_terminate(self, ctx: Context) -> None:
+    def _arm_terminate(self, ctx: Context, change: _Change | None = None) -> None:
         """Once cbc's stdin is closed: an idle cbc (its last frame a result, no turn, no
         task running) is terminated ``close_wait`` seconds after its last frame, as Claude
         exits at once there; at the ceiling, ``close_wait`` after the close whatever runs
@@ -342,7 +370,7 @@ class EofWindDown(Stage):
                 self._terminate_armed = True
                 ctx.set_timer(self, "terminate", max(0.0, self.close_wait))
             return
-        if self._active or not self._after_result or self._open(ctx):
+        if self._active or not self._after_result or self._open(ctx, change):
             self._terminate_armed = False
             ctx.cancel_timer(self, "terminate")
             return
@@ -380,20 +408,19 @@ class EofWindDown(Stage):
                 "warning",
             )
         out: list[Frame] = []
+        change = None
         if key == "shells":
             self._shell_timer = False
-            out = self._kill_shells(ctx)
-        self._check(ctx)
+            out, change = self._kill_shells(ctx)
+        self._check(ctx, change)
         return out or None
 
-    def _kill_shells(self, ctx: Context) -> list[Frame]:
+    def _kill_shells(self, ctx: Context) -> tuple[list[Frame], _Change]:
+        """The end of every running shell (their frames, and that change to the tasks)."""
         out: list[Frame] = []
         end = ctx.wall_ms()
-        for tid, task in list(self._open(ctx).items()):
-            if task.task_type != SHELL:
-                continue
-            del self._tasks[tid]
-            remember(self._killed, tid, None, cap=1024)
+        shells = {t: s for t, s in self._open(ctx).items() if s.task_type == SHELL}
+        for tid, task in shells.items():
             out += stop_frames(ctx, self.rule, tid, task, end)
         if out:
             ctx.log(
@@ -402,7 +429,7 @@ class EofWindDown(Stage):
                 f"{self.shell_grace:g}s after the session went idle (client EOF)",
                 "info",
             )
-        return out
+        return out, _Change(ended=frozenset(shells))
 
     # -- the end ----------------------------------------------------------------------
     def on_backend_exit(self, status: int, ctx: Context) -> Output:

@@ -250,14 +250,13 @@ def test_many_live_tasks_are_taken_at_once() -> None:
 
 #: the registries that keep up to MAX_LIVE_TASKS (16,384) entries, by stage class
 _BIG_REGISTRIES = {
-    "InterruptTerminal": ("_live", "_ended", "_hidden"),
+    "InterruptTerminal": ("_ended", "_hidden"),
     "TerminalGuarantee": ("_done",),
     "LateProgress": ("_notified",),
     "TasksSnapshot": ("_live", "_owed"),
     "TaskCorrelation": ("_from_results", "_claimed"),
     "TaskNoise": ("_started", "_paused"),
     "TaskFields": ("_seen", "_usage"),
-    "EofWindDown": ("_tasks",),
 }
 
 

@@ -14,6 +14,9 @@ from typing import Any
 import pytest
 
 from compat.engine import CloseBackendInput, TerminateBackend
+from compat.playbook import Out, Playbook, Timer
+from compat.session import Interrupt
+from compat.taskkit import LiveTask
 
 from .session_support import Run, advance, drive, full, line, take
 from .tasks_support import (
@@ -460,3 +463,68 @@ def test_requests_the_client_can_no_longer_answer_are_answered_after_the_eof() -
     # the client saw the first prompt (before its EOF), not the later ones
     asked = [f["request_id"] for f in run.frames() if f["type"] == "control_request"]
     assert asked == ["perm-1"]
+
+
+# -- the running tasks are the shared task phase (one rule alone: Playbook) -------------------
+
+
+def _running(pb: Playbook, tid: str, task_type: str) -> None:
+    """``tid`` runs as terminal-guarantee (not in a one-rule playbook) would have left it."""
+    info = pb.state.task(tid)
+    info.shown = LiveTask(task_type, f"{task_type} {tid}", f"u-{tid}")
+    info.start()
+
+
+def _closes(records: list[Any]) -> list[bool]:
+    return [r.settled for r in records if isinstance(r, CloseBackendInput)]
+
+
+def test_the_wind_down_waits_for_the_tasks_the_shared_phase_says_run() -> None:
+    """No task frame passes the rule: the running shell is terminal-guarantee's fact; its
+    grace, its kill from what the client was shown of it, then the settled close."""
+    pb = Playbook("eof-wind-down", facts={"session_id": SID})
+    _running(pb, "sh1", "local_bash")
+    pb.frame(result(), at=1.0)
+    assert _closes(pb.client_eof(at=1.5)) == []  # a shell runs: its 5 s grace
+    fired = pb.timer()
+    kills = [r.frame for r in fired if isinstance(r, Out)]
+    assert tags(kills) == ["task_updated:killed", "task_notification:stopped"]
+    assert kills[1]["tool_use_id"] == "u-sh1"
+    assert kills[1]["summary"] == "local_bash sh1"  # the description the client was shown
+    assert _closes(fired) == [True]  # the kill is applied at once, though no rule wrote it
+
+
+def test_the_frame_that_ends_the_last_task_counts_before_the_phase_says_so() -> None:
+    """The notification of the last running agent passes the rule before terminal-guarantee
+    writes the phase: the wind-down counts it ended (settle 1 s, then the close), it does
+    not wait for the ceiling."""
+    pb = Playbook("eof-wind-down", facts={"session_id": SID})
+    _running(pb, "ag1", "local_agent")
+    pb.frame(result(), at=1.0)
+    assert _closes(pb.client_eof(at=1.5)) == []
+    # the phase still says running (terminal-guarantee comes later): the frame counts
+    assert Timer("settle", 6.0) in pb.frame(updated("ag1", "completed"), at=5.0)
+    pb.state.task("ag1").end("completed", EPOCH_MS + 5000)  # what terminal-guarantee writes
+    assert _closes(pb.advance(6.0)) == [False]  # settle after the task's end; no result last
+
+
+def test_an_interrupt_ends_the_agents_the_shared_phase_says_run() -> None:
+    """interrupt-terminal ends the running agents and workflows (not the shells) that
+    terminal-guarantee's phase lists, with what the client was shown of them."""
+    pb = Playbook("interrupt-terminal", facts={"session_id": SID})
+    _running(pb, "ag1", "local_agent")
+    _running(pb, "sh1", "local_bash")
+    _running(pb, "wf1", "local_workflow")
+    pb.state.task("wf1").end("completed", EPOCH_MS)  # ended already: not ended again
+    pb.state.control.interrupts["i1"] = Interrupt("i1")
+    receipt = {
+        "type": "control_response",
+        "response": {"subtype": "success", "request_id": "i1", "response": {}},
+    }
+    out = [r.frame for r in pb.frame(receipt, at=2.0) if isinstance(r, Out)]
+    assert [(f.get("task_id"), f.get("subtype")) for f in out[:-1]] == [
+        ("ag1", "task_updated"),
+        ("ag1", "task_notification"),
+    ]
+    assert out[1]["tool_use_id"] == "u-ag1"
+    assert out[-1] == receipt
