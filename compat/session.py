@@ -286,6 +286,10 @@ class ControlState:
     # [control-state] turns as the client sees them (after init-once)
     turn_active: bool = False
     turn_from_client: bool = False  # the running/last turn consumed a client user line
+    #: [control-state] an interrupt's receipt (``turns.is_interrupt_receipt``) arrived while
+    #: the running/last turn ran; cleared when the next turn starts, not at its result;
+    #: [command-lifecycle] reads it at that result, before control-state ends the turn
+    turn_interrupted: bool = False
     turns: int = 0  # turns started
     client_turns: int = 0  # of which started by a client user line
     #: of which cbc ended with a result of its own (not one a rule wrote for it, as

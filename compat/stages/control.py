@@ -37,7 +37,7 @@ from compat.stages.control_usage import DEFAULT_WINDOW as DEFAULT_WINDOW
 from compat.stages.control_usage import context_usage
 from compat.stages.control_usage import grid_rows as grid_rows
 from compat.stages.lifecycle_cmd import lifecycle
-from compat.stages.turns import TURN_CONTENT
+from compat.stages.turns import TURN_CONTENT, is_interrupt_receipt
 from compat.taskkit import remember
 from compat.text import clip
 
@@ -752,13 +752,21 @@ class ControlState(Stage):
 
     Not a PROTOCOL.md rule, and always on. It runs after ``init-once`` (one init per turn) and
     keeps the turn boundaries as the client sees them (a turn start takes one pending user
-    line: ``turn_from_client``), the ``mcp_servers`` of the last init, the usage of the last
-    result.
+    line: ``turn_from_client``), whether an interrupt's receipt came while the turn ran
+    (``turn_interrupted``: kept past the turn's result until the next turn starts, for
+    ``command-lifecycle``, which ends the turn's line just before this rule), the
+    ``mcp_servers`` of the last init, the usage of the last result.
     """
 
     rule: ClassVar[str] = "control-state"
     reads: ClassVar[frozenset[str]] = frozenset(
-        {"control.compact_lines", "control.line_waker", "control.queued_lines", "session_id"}
+        {
+            "control.compact_lines",
+            "control.interrupts",
+            "control.line_waker",
+            "control.queued_lines",
+            "session_id",
+        }
     )
     writes: ClassVar[frozenset[str]] = frozenset(
         {
@@ -770,14 +778,18 @@ class ControlState(Stage):
             "control.pending_user",
             "control.turn_active",
             "control.turn_from_client",
+            "control.turn_interrupted",
             "control.turns",
         }
     )
-    kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT
+    kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT | {"control_response"}
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         control = ctx.state.control
         t, _ = frame.kind() or (None, None)
+        if t == "control_response":
+            _receipt(control, frame, ctx)
+            return None
         if control.turn_active and t not in ("system", "result"):
             return None  # inside a turn: nothing to keep
         if not control.turn_active:
@@ -789,10 +801,17 @@ class ControlState(Stage):
         return None
 
 
+def _receipt(control: ControlFacts, frame: Frame, ctx: Context) -> None:
+    """A control response: an interrupt's receipt while the turn runs interrupted it."""
+    if control.turn_active and not control.turn_interrupted:
+        control.turn_interrupted = is_interrupt_receipt(frame.obj, ctx)
+
+
 def _start_turn(control: ControlFacts) -> None:
-    """A turn starts (as the client sees it); it is the client's when a user line is
-    pending, which it takes."""
+    """A turn starts (as the client sees it), not interrupted (yet); it is the client's when a
+    user line is pending, which it takes."""
     control.turn_active = True
+    control.turn_interrupted = False
     control.turns += 1
     control.turn_from_client = bool(control.pending_user)
     if control.turn_from_client:

@@ -81,6 +81,15 @@ class InitOnce(Stage):
     ``task_notification`` (at most ``open_wait`` s later, and at once when the turn's
     content or a prompt comes first). A client's turn starts at the status as before (its
     interrupt may come before any model output).
+
+    Whether an interrupt's receipt came (``interrupted``) is the rule's own view, not
+    ``ControlState.turn_interrupted`` (control-state's, which ``command-lifecycle``
+    reads): it needs a receipt since the last ``result`` cbc wrote, in
+    cbc's order, and above all one while no turn runs (an idle interrupt, after which cbc
+    starts a turn of its own). The fact counts only receipts while control-state's turn
+    runs, clears at the next turn start rather than at a result, and is written after
+    ``control-reply``, which holds a result until its interrupt's receipt (the receipt
+    reaches control-state first), and after this rule.
     """
 
     rule: ClassVar[str] = "init-once"

@@ -17,16 +17,16 @@ uuid in ``ControlState.unsent_queued`` before that (cbc tells the id only in its
 init per turn), sends the waiting ``queued`` frames and ``started`` at a turn start, reading
 the uuid ``control-state`` is about to take from ``ControlState.pending_user``, and at the
 turn's ``result`` adds ``user_message_uuid`` and sends ``completed`` after it. Inside a
-turn only its result, an interrupt's receipt and (below) its first answer matter.
+turn only its result and (below) its first answer matter.
 
 An interrupted line: Claude ends its lifecycle with ``cancelled``, not ``completed``, and
 its ``result`` (``error_during_execution``, ``aborted_*``) carries no
 ``user_message_uuid`` (``claude-2.1.220/mockapi_interrupt-during-foreground-bash_aborted-
 tools``, ``…_permission-prompt-stdio_interrupt_…``, ``dummykey_interrupt-midturn_…``;
 twins ``interrupt-midturn-workflow.claude.jsonl``; 2.1.332 adds it). A turn counts as
-interrupted by ``interrupted-turn``'s criterion, read here on cbc's frames since that rule
-runs later: the receipt of an interrupt arrives while the line's turn runs
-(``compat.stages.turns.is_interrupt_receipt``), or its result says ``aborted_*``.
+interrupted when the receipt of an interrupt arrived while it ran
+(``ControlState.turn_interrupted``: ``control-state`` keeps it, and it still holds at the
+result here, before ``control-state`` ends the turn), or its result says ``aborted_*``.
 
 Under a target that names the line on its first answer (2.1.332, ``Target.line_answer_keys``)
 the first main-thread ``assistant`` frame of the line's turn (after ``frame-fields``' split:
@@ -45,7 +45,7 @@ import attrs
 from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
-from compat.stages.turns import TURN_CONTENT, is_interrupt_receipt
+from compat.stages.turns import TURN_CONTENT
 from compat.target import target_of, values
 
 
@@ -71,48 +71,43 @@ class CommandLifecycle(Stage):
     reads: ClassVar[frozenset[str]] = frozenset(
         {
             "control.denying_interrupts",
-            "control.interrupts",
             "control.pending_user",
             "control.turn_active",
+            "control.turn_interrupted",
             "session_id",
         }
     )
     writes: ClassVar[frozenset[str]] = frozenset({"control.unsent_queued"})
-    #: (``denying_interrupts``: the turn's, before interrupted-turn ends the turn on them)
+    #: (``denying_interrupts``: the turn's, before interrupted-turn ends the turn on them;
+    #: ``turn_interrupted``: the running turn's, before control-state ends it)
     reads_earlier: ClassVar[frozenset[str]] = frozenset(
-        {"control.denying_interrupts", "control.pending_user", "control.turn_active"}
+        {
+            "control.denying_interrupts",
+            "control.pending_user",
+            "control.turn_active",
+            "control.turn_interrupted",
+        }
     )
-    kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT | {"control_response"}
+    kinds: ClassVar[frozenset[str] | None] = TURN_CONTENT
 
     #: the uuid of the line the running turn answers (None: no line, or one without uuid)
     _current: str | None = attrs.field(default=None, init=False)
-    #: an interrupt's receipt arrived while that line's turn ran
-    _interrupted: bool = attrs.field(default=False, init=False)
     #: the running line's first answer still to name (``Target.line_answer_keys``)
     _unnamed: bool = attrs.field(default=False, init=False)
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
         t = frame.key()
         active = ctx.state.control.turn_active
-        if active and t not in ("result", "control_response"):
+        if active and t != "result":
             # inside the turn: only its first answer matters
             return self._name_line(frame, ctx) if t == "assistant" else None
         obj = frame.view(wire.Envelope)
-        if t == "control_response":
-            self._receipt(obj, active, ctx)
-            return None
         sid = _session_id(obj, ctx)
         # not active: this frame starts a turn (control-state counts it)
         out = [] if active else self._start(ctx, sid)
         if t == "result":
-            return self._result(frame, frame.view(wire.TurnResult), out, ctx, sid)
+            return self._result(frame, frame.view(wire.TurnResult), out, active, ctx, sid)
         return _after(out, self._first_frame(frame, t, ctx))
-
-    def _receipt(self, obj: wire.Envelope, active: bool, ctx: Context) -> None:
-        """A control response: the receipt of an interrupt while the line's turn runs marks
-        the turn interrupted."""
-        if active and self._current is not None and not self._interrupted:
-            self._interrupted = is_interrupt_receipt(obj, ctx)
 
     def _first_frame(self, frame: Frame, t: object, ctx: Context) -> Frame:
         """A turn's first frame; an assistant frame (no init before it) names the line."""
@@ -131,14 +126,22 @@ class CommandLifecycle(Stage):
         return out
 
     def _result(
-        self, frame: Frame, obj: wire.TurnResult, out: list[Frame], ctx: Context, sid: str
+        self,
+        frame: Frame,
+        obj: wire.TurnResult,
+        out: list[Frame],
+        active: bool,
+        ctx: Context,
+        sid: str,
     ) -> Output:
-        """The turn's ``result``: the running line's lifecycle ends (``_end``)."""
+        """The turn's ``result``: the running line's lifecycle ends (``_end``), interrupted
+        when an interrupt's receipt came while it ran (``turn_interrupted``; a result that
+        starts its turn had none: the fact is still the last turn's)."""
         line, self._current = self._current, None
         self._unnamed = False
-        interrupted, self._interrupted = self._interrupted, False
         if line is None:
             return _after(out, frame)
+        interrupted = active and ctx.state.control.turn_interrupted
         return self._end(frame, obj, line, interrupted, out, ctx, sid)
 
     def _end(

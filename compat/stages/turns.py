@@ -206,6 +206,16 @@ class InterruptedTurn(Stage):
     ``keep-output`` forwards it), except cbc's own rejected tool_result for a call that was
     running. At the result: the missing rejections, the marker, the rewritten result. A
     tool_result cbc sends later for a call already rejected is dropped.
+
+    Whether the receipt came while the turn ran is judged here, on the turn as this rule
+    sees it, not read from ``ControlState.turn_interrupted`` (``control-state``'s, which
+    ``command-lifecycle`` reads): a turn opens here at any frame of it (``TURN_KINDS``: a
+    ``system/status``, an ``api_retry``, which control-state does not count as a turn
+    start: the receipt may come before the turn's init, cbc-2.117.0
+    ``nomodel_controls-after-session``), and cbc's late tool_result for a call already
+    rejected opens none here (it is dropped) where control-state, before the rules that
+    drop it, starts a turn on it: an idle interrupt after that would end the next line's
+    turn.
     """
 
     rule: ClassVar[str] = "interrupted-turn"
