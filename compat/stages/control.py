@@ -234,7 +234,7 @@ class UserLine(Stage):
     def _pending(self, frame: Frame, ctx: Context) -> None:
         """A client turn is pending: the line's uuid (None without one) queued, and
         Claude's ``queued`` echo for it."""
-        obj = cast("wire.User", frame.obj)
+        obj = frame.view(wire.User)
         uuid = obj.get("uuid") if isinstance(obj, dict) else None
         control = ctx.state.control
         control.user_lines += 1
@@ -412,7 +412,7 @@ class UnsupportedControl(Stage):
     def _cancel(self, frame: Frame, ctx: Context) -> Output:
         """The client gave up on a request: no reply, no timer; cbc has nothing to cancel
         on the client's behalf."""
-        rid = cast("wire.CancelRequest", frame.obj).get("request_id")
+        rid = frame.view(wire.CancelRequest).get("request_id")
         req = ctx.state.control.requests.get(rid) if isinstance(rid, str) else None
         if req is not None and not req.answered:
             req.answered = True
@@ -619,7 +619,7 @@ class ControlReply(Stage):
         if (
             control.deferred
             and ctx.state.session_id is not None
-            and (cast("wire.Envelope", frame.obj).get("session_id") == ctx.state.session_id)
+            and (frame.view(wire.Envelope).get("session_id") == ctx.state.session_id)
         ):
             self._send_deferred(ctx)
         return None
@@ -823,7 +823,7 @@ def _keep_servers(control: ControlFacts, frame: Frame, ctx: Context) -> None:
     """The session's init (kept: ``local-slash-commands`` copies it, ``compact-command``
     gives its tools to a compaction's init): its ``mcp_servers``. Not a ``/compact`` line's
     init: cbc's lists its compaction agent's tools (``["Read"]``) and no server."""
-    obj = cast("wire.SystemInit", frame.obj)
+    obj = frame.view(wire.SystemInit)
     if obj.get("session_id") != ctx.state.session_id or _compacting(control):
         return
     if obj.get("subtype") == "init":
@@ -844,7 +844,7 @@ def _end_turn(control: ControlFacts, frame: Frame, ctx: Context) -> None:
     control.turn_active = False
     if control.turn_from_client and frame.synthesized_by is None:
         control.backend_results += 1
-    result = cast("wire.Result", frame.obj)
+    result = frame.view(wire.Result)
     control.last_result = {
         "usage": result.get("usage"),
         "modelUsage": result.get("modelUsage"),

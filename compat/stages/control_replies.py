@@ -62,7 +62,7 @@ def without_deny_errors(frame: Frame) -> Frame:
     """A result without the ``errors`` cbc writes for the bridge's own deny + interrupt
     (``Permission denied for tool(s): X``: the client denied nothing; ``interrupted-turn``
     writes Claude's)."""
-    obj = cast("wire.Result", frame.obj)
+    obj = frame.view(wire.Result)
     errors = obj.get("errors")
     if not isinstance(errors, list) or not errors or not all(_deny_error(e) for e in errors):
         return frame

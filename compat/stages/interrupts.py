@@ -158,7 +158,7 @@ class InterruptRequest(Stage):
             ctx.log(self.rule, f"interrupt fields cbc does not know dropped: {extra}", "debug")
         if new == body:
             return frame
-        return frame.replace({**cast("wire.ControlRequest", frame.obj), "request": new})
+        return frame.replace({**frame.view(wire.ControlRequest), "request": new})
 
     def on_timer(self, key: str, ctx: Context) -> Output:
         control = ctx.state.control
@@ -241,7 +241,7 @@ class InterruptRequest(Stage):
 
 def _uuid_of(line: Frame) -> str | None:
     """A user line's uuid, when it has one."""
-    obj = cast("wire.User", line.obj)
+    obj = line.view(wire.User)
     uuid = obj.get("uuid") if isinstance(obj, dict) else None
     return uuid if isinstance(uuid, str) and uuid else None
 

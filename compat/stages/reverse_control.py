@@ -395,7 +395,7 @@ class ReverseTrack(Stage):
     )
 
     def on_frame(self, frame: Frame, ctx: Context) -> Output:
-        obj = cast("wire.Envelope", frame.obj)
+        obj = frame.view(wire.Envelope)
         state = ctx.state
         t = obj.get("type")
         sid = str_at(obj, "session_id")

@@ -45,7 +45,7 @@ of a command), and Claude's count of code changes (always 0 lines).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import attrs
 
@@ -297,7 +297,7 @@ class LocalSlashCommands(Stage):
 
 
 def _uuid(frame: Frame) -> str | None:
-    uuid = cast("wire.User", frame.obj).get("uuid")
+    uuid = frame.view(wire.User).get("uuid")
     return uuid if isinstance(uuid, str) and uuid else None
 
 

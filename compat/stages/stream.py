@@ -199,7 +199,7 @@ class StreamEvents(Stage):
     def _parts(frame: Frame) -> tuple[wire.StreamEvent, dict[str, Any]]:
         """A ``stream_event`` frame's object and its event (an object: ``on_frame`` saw it),
         for a rewrite."""
-        obj = cast("wire.StreamEvent", frame.obj)
+        obj = frame.view(wire.StreamEvent)
         return obj, obj["event"]
 
     def _event(self, frame: Frame, event: dict[str, Any], key: str | None, ctx: Context) -> Output:
