@@ -37,6 +37,12 @@ TASK_FRAMES = frozenset(
     }
 )
 
+#: the facts a rule reads to know the running tasks and what the client was shown of
+#: them (``SessionState.running_tasks``, ``TaskInfo.shown``: terminal-guarantee's)
+RUNNING_TASK_FACTS = frozenset(
+    {"task.phase", "task.shown", "task.task_id", "task.tool_use_id", "tasks"}
+)
+
 #: patch statuses that end a task (``cancelled`` is cbc's internal word for ``killed``)
 TERMINAL = frozenset({"completed", "failed", "killed", "cancelled"})
 #: patch status -> notification status (Claude: completed|failed|stopped)

@@ -24,6 +24,7 @@ from compat.stage import Context, Direction, Output, Stage, register
 from compat.stages.lifecycle_cmd import lifecycle
 from compat.stages.turns import TURN_CONTENT
 from compat.taskkit import (
+    RUNNING_TASK_FACTS,
     TASK_FRAMES,
     LiveTask,
     remember,
@@ -352,11 +353,7 @@ class InterruptTerminal(Stage):
             "control.turn_from_client",
             "control.turns",
             "session_id",
-            "task.phase",
-            "task.shown",
-            "task.task_id",
-            "task.tool_use_id",
-            "tasks",
+            *RUNNING_TASK_FACTS,
         }
     )
     #: the running tasks an interrupt ends: terminal-guarantee's, later (a receipt is no

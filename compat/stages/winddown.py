@@ -75,6 +75,7 @@ from compat.stages.shape import ZERO_USAGE
 from compat.stages.turns import REJECTED
 from compat.states import Phased, transitions
 from compat.taskkit import (
+    RUNNING_TASK_FACTS,
     TASK_FRAMES,
     TERMINAL,
     LiveTask,
@@ -154,18 +155,11 @@ class EofWindDown(Stage):
     (bounded), then close cbc's stdin, terminate it, exit 0/1 like Claude."""
 
     rule: ClassVar[str] = "eof-wind-down"
-    reads: ClassVar[frozenset[str]] = frozenset(
-        {
-            "control.pending_user",
-            "control.permissions",
-            "session_id",
-            "task.phase",
-            "task.shown",
-            "task.task_id",
-            "task.tool_use_id",
-            "tasks",
-        }
-    )
+    reads: ClassVar[frozenset[str]] = RUNNING_TASK_FACTS | {
+        "control.pending_user",
+        "control.permissions",
+        "session_id",
+    }
     #: (terminal-guarantee, later, writes them: the frame being passed is ``_Change``)
     reads_earlier: ClassVar[frozenset[str]] = frozenset({"task.phase", "task.shown"})
     defers_eof: ClassVar[bool] = True

@@ -402,18 +402,15 @@ class _Seen(trio.abc.SendStream):
         await trio.lowlevel.checkpoint()
 
 
-async def test_the_session_settles_after_the_result_is_written_before_cbc_exits(
-    autojump_clock: object,
-) -> None:
-    """At the last result with nothing running the driver calls ``on_settled`` (a -p run
-    prints there, as Claude does before it exits): after the result's bytes reached the
-    client, while cbc still lingers (its SIGTERM comes close_wait later); once only."""
-    engine = Engine(*build("cbc-to-claude", parse_rule_settings(FAST)), det_env())
+async def settling(workflow: bool, rules: list[str]) -> tuple[int, _Seen, list[Any]]:
+    """A session over ``cbc_like`` whose ``on_settled`` notes when it came (trio time, cbc's
+    status then: None while it runs) among what the client was written."""
+    engine = Engine(*build("cbc-to-claude", parse_rule_settings(rules)), det_env())
     seen = _Seen()
     calls: list[tuple[float, int | None]] = []
     in_send, in_recv = trio.testing.memory_stream_one_way_pair()
     async with trio.open_nursery() as n:
-        b = MemoryBackend(n, cbc_like(False, False), on_signal={signal.SIGTERM: 0})
+        b = MemoryBackend(n, cbc_like(False, workflow), on_signal={signal.SIGTERM: 0})
 
         async def settled() -> None:
             calls.append((trio.current_time(), b.returncode))
@@ -432,6 +429,16 @@ async def test_the_session_settles_after_the_result_is_written_before_cbc_exits(
         await in_send.send_all(USER)
         await in_send.aclose()
         status = await s.run()
+    return status, seen, calls
+
+
+async def test_the_session_settles_after_the_result_is_written_before_cbc_exits(
+    autojump_clock: object,
+) -> None:
+    """At the last result with nothing running the driver calls ``on_settled`` (a -p run
+    prints there, as Claude does before it exits): after the result's bytes reached the
+    client, while cbc still lingers (its SIGTERM comes close_wait later); once only."""
+    status, seen, calls = await settling(False, FAST)
     assert status == 0
     assert len(calls) == 1
     assert calls[0][0] == pytest.approx(0.2)  # at the result, while cbc lives (SIGTERM at 0.5)
@@ -442,37 +449,6 @@ async def test_the_session_settles_after_the_result_is_written_before_cbc_exits(
 
 
 async def test_a_session_closed_by_the_ceiling_never_settles(autojump_clock: object) -> None:
-    engine = Engine(
-        *build("cbc-to-claude", parse_rule_settings([*FAST, "eof-wind-down.ceiling=1"])),
-        det_env(),
-    )
-    calls: list[float] = []
-    in_send, in_recv = trio.testing.memory_stream_one_way_pair()
-    out_send, out_recv = trio.testing.memory_stream_one_way_pair()
-
-    async def settled() -> None:
-        calls.append(trio.current_time())
-
-    async with trio.open_nursery() as n:
-        b = MemoryBackend(n, cbc_like(False, True), on_signal={signal.SIGTERM: 0})
-        s = Session(
-            SessionConfig([], eof_grace=30.0),
-            engine,
-            in_recv,
-            out_send,
-            Logger(io.StringIO()),
-            stderr=lambda _: None,
-            backend=b,
-            on_settled=settled,
-        )
-        n.start_soon(_discard, out_recv)
-        await in_send.send_all(USER)
-        await in_send.aclose()
-        assert await s.run() == 0
-        await out_send.aclose()
+    status, _, calls = await settling(True, [*FAST, "eof-wind-down.ceiling=1"])
+    assert status == 0
     assert calls == []  # the workflow still ran: the output waits for cbc's exit
-
-
-async def _discard(stream: trio.abc.ReceiveStream) -> None:
-    while await stream.receive_some(65536):
-        pass

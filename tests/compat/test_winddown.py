@@ -203,19 +203,24 @@ def test_a_shell_that_ends_within_the_grace_is_not_killed() -> None:
     assert at(run, CloseBackendInput) == [4.05]  # at the notification's turn's result
 
 
+def agent_turn(t: float = 1.0) -> list[tuple[float, str, bytes]]:
+    """A turn that starts a background agent (``ag1``) and ends."""
+    return turn(
+        t,
+        init(),
+        tool_use("a1", "Agent", {"prompt": "p", "run_in_background": True}),
+        started("ag1", "Agent", "research", "a1"),
+        result(),
+    )
+
+
 def test_a_task_that_ends_last_leaves_the_session_unsettled() -> None:
     """An agent ends after the last result and no turn follows within ``settle``: the
     close comes, but the session did not settle on a result (the notification may still
     start a turn cbc writes later): a -p run prints only at cbc's exit."""
     eng = full()
     events = [
-        *turn(
-            1.0,
-            init(),
-            tool_use("a1", "Agent", {"prompt": "p", "run_in_background": True}),
-            started("ag1", "Agent", "research", "a1"),
-            result(),
-        ),
+        *agent_turn(),
         (2.0, "eof", b""),
         *turn(5.0, updated("ag1", "completed"), notification("ag1", "completed")),
     ]
@@ -227,13 +232,7 @@ def test_a_task_that_ends_last_leaves_the_session_unsettled() -> None:
 def test_agents_are_waited_for_and_the_turn_their_notification_starts_runs() -> None:
     eng = full()
     events = [
-        *turn(
-            1.0,
-            init(),
-            tool_use("a1", "Agent", {"prompt": "p", "run_in_background": True}),
-            started("ag1", "Agent", "research", "a1"),
-            result(),
-        ),
+        *agent_turn(),
         (2.0, "eof", b""),
         # cbc starts the follow-up turn itself: status first, init held by init-once
         *turn(
