@@ -251,6 +251,12 @@ def blocks(obj: Mapping[str, Any]) -> list[Any]:
     return content if isinstance(content, list) else []
 
 
+def blocks_of(obj: Mapping[str, Any], kind: str) -> list[dict[str, Any]]:
+    """The content blocks (``blocks``) that are objects of ``type`` ``kind``
+    (``"tool_use"``, ``"tool_result"``...)."""
+    return [b for b in blocks(obj) if isinstance(b, dict) and b.get("type") == kind]
+
+
 def plain(obj: Mapping[str, object]) -> dict[str, Any]:
     """A typed frame as the plain dict ``Frame.replace``/``Frame.synth`` take (no copy)."""
     return cast(dict[str, Any], obj)

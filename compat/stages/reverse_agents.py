@@ -52,10 +52,8 @@ def _foreground_calls(obj: wire.Assistant) -> list[str]:
         return []
     return [
         b["id"]
-        for b in wire.blocks(obj)
-        if isinstance(b, dict)
-        and b.get("type") == "tool_use"
-        and isinstance(b.get("name"), str)
+        for b in wire.blocks_of(obj, "tool_use")
+        if isinstance(b.get("name"), str)
         and b["name"] in AGENT_TOOLS
         and isinstance(b.get("id"), str)
         and isinstance(b.get("input"), dict)

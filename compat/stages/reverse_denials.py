@@ -86,11 +86,10 @@ class ReverseDeniedInterrupt(Stage):
     def _calls(self, obj: wire.Assistant) -> None:
         if obj.get("parent_tool_use_id") is not None:
             return
-        for b in wire.blocks(obj):
-            if isinstance(b, dict) and b.get("type") == "tool_use":
-                cid, name = b.get("id"), b.get("name")
-                if isinstance(cid, str) and isinstance(name, str):
-                    remember(self._names, cid, name, cap=_MAX)
+        for b in wire.blocks_of(obj, "tool_use"):
+            cid, name = b.get("id"), b.get("name")
+            if isinstance(cid, str) and isinstance(name, str):
+                remember(self._names, cid, name, cap=_MAX)
 
     def _result(self, frame: Frame, ctx: Context) -> Output:
         rstate.of(ctx.state).denied_interrupts.clear()  # (the turn's own)

@@ -94,9 +94,9 @@ def _result_call(obj: wire.Assistant | wire.User, pending: dict[str, str]) -> st
     no frame of its own)."""
     if obj.get("type") != "user":
         return None
-    for b in wire.blocks(obj):
-        use = b.get("tool_use_id") if isinstance(b, dict) else None
-        if isinstance(use, str) and use in pending and b.get("type") == "tool_result":
+    for b in wire.blocks_of(obj, "tool_result"):
+        use = b.get("tool_use_id")
+        if isinstance(use, str) and use in pending:
             return use
     return None
 
@@ -125,8 +125,8 @@ def _result_of(obj: wire.User, call: str) -> str | None:
     """The text of the main-thread ``tool_result`` of ``call`` in ``obj``, if it is one."""
     if obj.get("parent_tool_use_id") is not None:
         return None
-    for b in wire.blocks(obj):
-        if isinstance(b, dict) and b.get("type") == "tool_result" and b.get("tool_use_id") == call:
+    for b in wire.blocks_of(obj, "tool_result"):
+        if b.get("tool_use_id") == call:
             content = b.get("content")
             first = content[:1] if isinstance(content, list) else content
             return one_text(first)

@@ -298,10 +298,6 @@ def stop_record(state: SessionState, text: str) -> dict[str, Any] | None:
 # -- the rule -----------------------------------------------------------------------------
 
 
-def _results(obj: wire.User) -> list[dict[str, Any]]:
-    return [b for b in wire.blocks(obj) if isinstance(b, dict) and b.get("type") == "tool_result"]
-
-
 def _task_calls(obj: wire.Assistant) -> list[tuple[str, str, dict[str, Any]]]:
     """(id, tool, input) of the message's calls of TaskOutput and TaskStop (a
     ``DeferExecuteTool`` call unwrapped)."""
@@ -355,7 +351,7 @@ class TaskOutputRecords(Stage):
                 remember(self._calls, use_id, (name, inp), cap=_MAX_CALLS)
             return None
         obj = frame.view(wire.User)
-        results = _results(obj)
+        results = wire.blocks_of(obj, "tool_result")
         records = [self._record(b, obj.get("parent_tool_use_id"), ctx) for b in results]
         if len(records) != 1 or records[0] is None or "tool_use_result" in obj:
             return None

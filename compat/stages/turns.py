@@ -80,17 +80,12 @@ def user_frame(ctx: Context, content: list[dict[str, Any]], **extra: Any) -> dic
     }
 
 
-def _typed(obj: wire.Assistant | wire.User, kind: str) -> list[dict[str, Any]]:
-    """The content blocks of ``kind`` (``tool_use``, ``tool_result``...)."""
-    return [b for b in wire.blocks(obj) if isinstance(b, dict) and b.get("type") == kind]
-
-
 def _tool_use_ids(obj: wire.Assistant) -> list[str]:
-    return [b["id"] for b in _typed(obj, "tool_use") if isinstance(b.get("id"), str)]
+    return [b["id"] for b in wire.blocks_of(obj, "tool_use") if isinstance(b.get("id"), str)]
 
 
 def _tool_result_ids(obj: wire.User) -> list[str | None]:
-    return [str_at(b, "tool_use_id") for b in _typed(obj, "tool_result")]
+    return [str_at(b, "tool_use_id") for b in wire.blocks_of(obj, "tool_result")]
 
 
 def _has_marker(obj: wire.User) -> bool:
