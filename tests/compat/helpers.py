@@ -64,3 +64,12 @@ def json_values(text: int = 6, leaves: int = 10) -> Any:
         lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
         max_leaves=leaves,
     )
+
+
+def result_block(use_id: str, text: Any) -> dict[str, Any]:
+    """A ``tool_result`` block whose content is one text block, as cbc writes one."""
+    return {
+        "type": "tool_result",
+        "tool_use_id": use_id,
+        "content": [{"type": "text", "text": text}],
+    }

@@ -15,6 +15,8 @@ from compat.engine import Engine, Log, Write
 from compat.profiles import build, make_stage, parse_rule_settings
 from compat.stage import Env, Stage
 
+from .helpers import result_block
+
 DATA = Path(__file__).resolve().parent / "data"
 SID = "01a226f1-054d-775d-a993-0bab94fddfcb"
 CWD = "/home/user/probe/wd"
@@ -170,14 +172,7 @@ def tool_result(use_id: str, text: str) -> dict[str, Any]:
         "session_id": SID,
         "message": {
             "role": "user",
-            "content": [
-                {
-                    "type": "tool_result",
-                    "tool_use_id": use_id,
-                    "content": [{"type": "text", "text": text}],
-                    "is_error": False,
-                }
-            ],
+            "content": [{**result_block(use_id, text), "is_error": False}],
         },
         "parent_tool_use_id": None,
     }

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from compat.engine import Engine
-from tests.compat.helpers import engine_for, frames_out, line, stage_on
+from tests.compat.helpers import engine_for, frames_out, line, result_block, stage_on
 
 SID = "1e864004-fc81-43c5-a606-429124429112"
 CLAUDE_INFO = {
@@ -66,12 +66,7 @@ def assistant(use_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 def cbc_result(use_id: str, content: list[dict[str, Any]]) -> dict[str, Any]:
     """cbc's tool_result: the content list as JSON in one text block, no is_error."""
-    text = json.dumps(content, separators=(",", ":"))
-    block = {
-        "type": "tool_result",
-        "tool_use_id": use_id,
-        "content": [{"type": "text", "text": text}],
-    }
+    block = result_block(use_id, json.dumps(content, separators=(",", ":")))
     return {
         "type": "user",
         "session_id": SID,

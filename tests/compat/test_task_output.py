@@ -15,7 +15,7 @@ from compat.playbook import Count, Out, Playbook
 from compat.session import TaskInfo, ToolUse
 from compat.stages.task_output import Read, follow, parse_read, parse_stop
 
-from .helpers import json_values
+from .helpers import json_values, result_block
 from .session_support import drive, full
 from .test_deny_interrupt import _twin_events
 
@@ -68,15 +68,10 @@ def _assistant(use_id: str, name: str, inp: dict[str, Any], parent: str | None =
 
 
 def _result(use_id: str, text: Any, parent: str | None = None, **more: Any) -> dict[str, Any]:
-    block = {
-        "type": "tool_result",
-        "tool_use_id": use_id,
-        "content": [{"type": "text", "text": text}],
-    }
     return {
         "type": "user",
         "parent_tool_use_id": parent,
-        "message": {"role": "user", "content": [{**block, **more}]},
+        "message": {"role": "user", "content": [{**result_block(use_id, text), **more}]},
     }
 
 
