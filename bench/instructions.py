@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.cbcstream import DEFAULT_CAPTURES, generate
+from bench.launcher import checkout
 
 ROOT = Path(__file__).resolve().parent.parent
 #: what the child runs (in the tree measured, with that tree on ``sys.path``)
@@ -122,31 +123,11 @@ def main(argv: list[str] | None = None) -> int:
         lines = made["frames"]
         report: dict[str, Any] = {"frames": lines, "tree": engine_cost(ROOT, stream, empty, lines)}
         if args.against:
-            other = Path(d) / "against"
-            subprocess.run(
-                [
-                    "git",
-                    "-C",
-                    str(ROOT),
-                    "worktree",
-                    "add",
-                    "-q",
-                    "--detach",
-                    str(other),
-                    args.against,
-                ],
-                check=True,
-            )
-            try:
+            with checkout(args.against, Path(d) / "against") as other:
                 report["against"] = {
                     "rev": args.against,
                     **engine_cost(other, stream, empty, lines),
                 }
-            finally:
-                subprocess.run(
-                    ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)],
-                    check=False,
-                )
             report["ratio"] = report["tree"]["engine"] / report["against"]["engine"]
         if args.halves:
             report["halves"] = halves(ROOT, stream, empty, Path(d))

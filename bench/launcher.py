@@ -8,9 +8,11 @@ parent's size), so the measured processes must be forked from a small one.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +88,24 @@ class Launcher:
         self.proc.stdin.close()
         self.proc.wait()
         self.proc.stdout.close()
+
+
+@contextlib.contextmanager
+def checkout(rev: str, into: Path) -> Iterator[Path]:
+    """A git revision of this repository checked out at ``into`` (``git worktree``,
+    detached), removed again on the way out: to measure another tree beside this one."""
+    subprocess.run(
+        ["git", "-C", str(REPO), "worktree", "add", "-q", "--detach", str(into), rev], check=True
+    )
+    try:
+        yield into
+    finally:
+        subprocess.run(
+            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(into)], check=False
+        )
+
+
+def in_tree(tree: Path, script: str) -> str:
+    """``script`` (``python -c``'s) with ``tree``'s packages first on ``sys.path``: another
+    revision's bridge run by this Python."""
+    return f"import sys\nsys.path[0:0] = [{str(tree)!r}]\n{script}"

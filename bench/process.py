@@ -14,7 +14,11 @@
    process and the children it waited for, so the bridge's ``cat`` is in its figure:
    ``cat``'s own cost is the ``cat`` row), their ratios to the relay, frames/s, peak RSS.
    The measured processes are forked from a small launcher (``bench.launcher``: Linux
-   carries a parent's peak RSS into its children).
+   carries a parent's peak RSS into its children). ``proof-loop`` is the relay proving each
+   line as the pipeline does: the floor of any pipeline that proves every line.
+   ``--against REV``: REV's bridge modes (a temporary ``git worktree``) in the same rounds,
+   and this tree's ``cbc-to-claude`` modes with the rules REV's profile lacks switched off
+   (the same protocol work); this tree's CPU over REV's, per round.
 2. **Latency.** A backend script writes stamped ``stream_event`` frames (``CLOCK_MONOTONIC``
    ns in the delta text) at 100 and 1,000 frames/s; the client reads the bridge's stdout and
    stamps each line as it reads it. The same stream read straight from the backend's pipe
@@ -32,6 +36,7 @@ the machine may be shared, which is why every figure is a median of interleaved 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
@@ -41,14 +46,23 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from bench.cbcstream import DEFAULT_CAPTURES, generate
-from bench.launcher import REPO, Launcher
+from bench.launcher import REPO, Launcher, checkout, in_tree
 
 RELAY = (
     "import sys\nr, w = sys.stdin.buffer, sys.stdout.buffer\nfor line in r:\n    w.write(line)\n"
+)
+#: the relay that also proves each line as the pipeline does (``compat.frames.wire_kind``):
+#: the least any pipeline that proves every line can cost, in a flat loop with no process
+#: start-up to speak of, no I/O layer and no stage
+PROOF_LOOP = (
+    "import sys\nfrom compat.frames import wire_kind\n"
+    "r, w = sys.stdin.buffer, sys.stdout.buffer\nfor line in r:\n"
+    "    wire_kind(line[:-1])\n    w.write(line)\n"
 )
 #: ``cbc-to-claude``: the client's stdin at EOF from the start (like ``-p``: the whole stream
 #: goes through the wind-down, eof-wind-down reads every line); ``cbc-to-claude-open``: the
@@ -56,7 +70,6 @@ RELAY = (
 #: ``framework-open``: ``cbc-to-claude-open`` with every rule's calls made no-ops
 #: (``bench.throughput.hollow``): the same process, plans, dispatch and parses with no rule
 #: at work, the least a profile with these rules can cost as the pipeline stands
-MODES = ("cat", "relay", "identity", "cbc-to-claude", "cbc-to-claude-open", "framework-open")
 #: ``ccbridge`` with its engine hollowed (``framework-open``); argv: ccbridge's
 HOLLOW = (
     "import sys\nimport bridge.proxy as proxy\nfrom bench.throughput import hollow\n"
@@ -120,70 +133,178 @@ def _pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))] if s else float("nan")
 
 
-def bridge_run(profile: str, backend: list[str]) -> list[str]:
+def bridge_run(profile: str, backend: list[str], switches: Sequence[str] = ()) -> list[str]:
     """``ccbridge run``: the backend through ``sh -c`` so the argv cbc-to-claude appends
-    (cbc's options) is ignored, alike for both profiles."""
+    (cbc's options) is ignored, alike for both profiles; ``switches``: ``--rule`` options."""
+    return [*_exe("ccbridge"), *run_args(profile, backend, switches)]
+
+
+def run_args(profile: str, backend: list[str], switches: Sequence[str] = ()) -> list[str]:
+    """``ccbridge``'s arguments for ``bridge_run``."""
     script = shlex.join(backend)
-    return [
-        *_exe("ccbridge"),
-        "run",
-        "--profile",
-        profile,
-        "--backend",
-        shlex.join(["sh", "-c", f"exec {script}", "sh"]),
-    ]
+    wrapped = shlex.join(["sh", "-c", f"exec {script}", "sh"])
+    return ["run", "--profile", profile, *switches, "--backend", wrapped]
 
 
 # -- 1. throughput -------------------------------------------------------------------------
-def throughput(d: Path, frames: int, runs: int, seed: int, captures: Path) -> dict[str, Any]:
+class Mode(NamedTuple):
+    """One command of the throughput part: its argv, whether it reads the stream on stdin
+    (``cat FILE`` feeds it) or runs ``cat FILE`` as its backend, whether the client's stdin
+    is held open (``-open``), and whether its output must be the stream byte for byte (no
+    rule at work)."""
+
+    argv: list[str]
+    feed: bool = False
+    hold: bool = False
+    verbatim: bool = False
+
+
+#: the bridge modes (``bridge_modes``), each measured for this tree and for ``--against``'s
+BRIDGE_MODES = ("identity", "cbc-to-claude", "cbc-to-claude-open", "framework-open")
+#: what ``--against`` adds: this tree's profile with the rules the other revision's lacks
+#: switched off (the same protocol work as that revision's)
+SAME_RULES = ("cbc-to-claude", "cbc-to-claude-open")
+#: the rule ids of profile ``cbc-to-claude``, as JSON (run in the tree asked about)
+RULES_OF = (
+    "import json\nfrom compat.profiles import PROFILES\n"
+    "print(json.dumps([r for d in PROFILES['cbc-to-claude'].values() for r in d]))\n"
+)
+MAIN = "import sys\nfrom bridge.cli import main\nsys.exit(main(sys.argv[1:]))\n"
+
+
+def bridge_modes(src: Path, tree: Path | None = None, off: Sequence[str] = ()) -> dict[str, Mode]:
+    """``identity``, ``cbc-to-claude`` (stdin at EOF, and ``-open``) and ``framework-open``
+    with ``cat src`` as the backend: this tree's bridge (``tree`` None), or that of the
+    checkout ``tree``, run by this Python; ``off``: rules switched off."""
+    switches = [a for rule in off for a in ("--rule", f"{rule}=off")]
+    modes: dict[str, Mode] = {}
+    for mode in BRIDGE_MODES:
+        hollow = mode == "framework-open"
+        profile = "cbc-to-claude" if hollow else mode.removesuffix("-open")
+        args = run_args(profile, ["cat", str(src)], switches)
+        hold, verbatim = mode.endswith("-open"), mode in ("identity", "framework-open")
+        modes[mode] = Mode([*_bridge(tree, hollow), *args], hold=hold, verbatim=verbatim)
+    return modes
+
+
+def _bridge(tree: Path | None, hollow: bool) -> list[str]:
+    """How a bridge mode starts ``ccbridge``: this tree's installed script (what a user
+    runs), else this Python with the hollowing script or another tree's packages first."""
+    if tree is None and not hollow:
+        return _exe("ccbridge")
+    script = HOLLOW if hollow else MAIN
+    return [sys.executable, "-c", script if tree is None else in_tree(tree, script)]
+
+
+def rules_of(tree: Path | None) -> list[str]:
+    """The rules of profile ``cbc-to-claude`` in ``tree`` (None: this one)."""
+    script = RULES_OF if tree is None else in_tree(tree, RULES_OF)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"cannot list the rules of {tree}: {done.stderr.strip()[-300:]}")
+    rules: list[str] = json.loads(done.stdout)
+    return rules
+
+
+def modes_of(src: Path, against: tuple[str, Path] | None) -> dict[str, Mode]:
+    """Every command of one round, in order: ``cat``, the relay, the proof loop, this
+    tree's bridge modes; with ``against`` (a revision and its checkout), that tree's bridge
+    modes (``REV: mode``) and this tree's with that tree's rules (``mode, REV's rules``)."""
+    modes = {
+        "cat": Mode(["cat"], feed=True, verbatim=True),
+        "relay": Mode([sys.executable, "-c", RELAY], feed=True, verbatim=True),
+        "proof-loop": Mode([sys.executable, "-c", PROOF_LOOP], feed=True, verbatim=True),
+        **bridge_modes(src),
+    }
+    if against is not None:
+        rev, tree = against
+        theirs = set(rules_of(tree))
+        added = [r for r in rules_of(None) if r not in theirs]
+        modes.update({f"{rev}: {m}": mode for m, mode in bridge_modes(src, tree).items()})
+        same = bridge_modes(src, off=added)
+        modes.update({f"{m}, {rev}'s rules": same[m] for m in SAME_RULES})
+    return modes
+
+
+def throughput(
+    d: Path, frames: int, runs: int, seed: int, captures: Path, against: str | None = None
+) -> dict[str, Any]:
     src = d / "stream.jsonl"
     info = generate(src, frames, seed, captures)
-    launcher = Launcher()
-    got: dict[str, list[dict[str, Any]]] = {m: [] for m in MODES}
-    try:
-        for _ in range(runs):
-            for mode in MODES:  # interleaved: the machine's load hits every mode alike
-                if mode == "cat":
-                    argv, feed = ["cat"], src
-                elif mode == "relay":
-                    argv, feed = [sys.executable, "-c", RELAY], src
-                elif mode == "framework-open":
-                    run = bridge_run("cbc-to-claude", ["cat", str(src)])
-                    argv, feed = [sys.executable, "-c", HOLLOW, *run[run.index("run") :]], None
-                else:
-                    profile = mode.removesuffix("-open")
-                    argv, feed = bridge_run(profile, ["cat", str(src)]), None
-                out = d / f"out-{mode}.jsonl"
-                r = launcher.run(argv, out, feed, _env(), hold=mode.endswith("-open"))
-                if r["status"] != 0:
-                    raise SystemExit(f"{mode}: exit status {r['status']}")
-                same = ("cat", "relay", "identity", "framework-open")  # (no rule at work)
-                if mode in same and out.read_bytes() != src.read_bytes():
-                    raise SystemExit(f"{mode}: the output differs from the stream")
-                r["lines"] = out.read_bytes().count(b"\n")
-                got[mode].append(r)
-    finally:
-        launcher.close()
-    relay_wall = _median([r["took"] for r in got["relay"]])
-    relay_cpu = _median([r["cpu"] for r in got["relay"]])
+    with contextlib.ExitStack() as stack:
+        other = None
+        if against is not None:
+            other = (against, stack.enter_context(checkout(against, d / "against")))
+        modes = modes_of(src, other)
+        got = _rounds(d, src, modes, runs)
     report: dict[str, Any] = {
         "stream": {"frames": info["frames"], "bytes": info["bytes"]},
         "runs": runs,
-        "modes": {},
+        "modes": _rows(got, info["frames"]),
     }
+    if against is not None:
+        report["against"] = {"rev": against, "cpu_ratios": _against(got, against)}
+    return report
+
+
+Runs = dict[str, list[dict[str, Any]]]
+
+
+def _rounds(d: Path, src: Path, modes: dict[str, Mode], runs: int) -> Runs:
+    """``runs`` rounds of every mode, interleaved (the machine's load hits every mode alike)."""
+    launcher = Launcher()
+    got: Runs = {m: [] for m in modes}
+    try:
+        for _ in range(runs):
+            for name, mode in modes.items():
+                out = d / "out.jsonl"
+                r = launcher.run(mode.argv, out, src if mode.feed else None, _env(), mode.hold)
+                if r["status"] != 0:
+                    raise SystemExit(f"{name}: exit status {r['status']}")
+                if mode.verbatim and out.read_bytes() != src.read_bytes():
+                    raise SystemExit(f"{name}: the output differs from the stream")
+                r["lines"] = out.read_bytes().count(b"\n")
+                got[name].append(r)
+    finally:
+        launcher.close()
+    return got
+
+
+def _rows(got: Runs, frames: int) -> dict[str, Any]:
+    """Per mode: medians of wall and CPU time, their ratios to the relay's, frames/s, peak
+    RSS, the lines it wrote."""
+    relay_wall = _median([r["took"] for r in got["relay"]])
+    relay_cpu = _median([r["cpu"] for r in got["relay"]])
+    rows: dict[str, Any] = {}
     for mode, rs in got.items():
         wall = _median([r["took"] for r in rs])
         cpu = _median([r["cpu"] for r in rs])
-        report["modes"][mode] = {
+        rows[mode] = {
             "wall_s": round(wall, 4),
             "cpu_s": round(cpu, 4),
             "wall_ratio": round(wall / relay_wall, 2),
             "cpu_ratio": round(cpu / relay_cpu, 2),
-            "frames_per_s": round(info["frames"] / wall),
+            "frames_per_s": round(frames / wall),
             "peak_rss_mib": round(max(r["rss"] for r in rs) / (1 << 20), 1),
             "lines_out": rs[-1]["lines"],
         }
-    return report
+    return rows
+
+
+def _against(got: Runs, rev: str) -> dict[str, Any]:
+    """Per bridge mode: this tree's CPU over ``rev``'s in each round (both were run in the
+    same round, one after the other), and their median; and the same for this tree with
+    ``rev``'s rules."""
+    pairs = {m: (m, f"{rev}: {m}") for m in BRIDGE_MODES}
+    for m in SAME_RULES:
+        pairs[f"{m}, {rev}'s rules"] = (f"{m}, {rev}'s rules", f"{rev}: {m}")
+    ratios: dict[str, Any] = {}
+    for name, (mine, theirs) in pairs.items():
+        per = [a["cpu"] / b["cpu"] for a, b in zip(got[mine], got[theirs], strict=True)]
+        ratios[name] = {"rounds": [round(x, 3) for x in per], "median": round(_median(per), 3)}
+    return ratios
 
 
 # -- 2. latency ----------------------------------------------------------------------------
@@ -341,13 +462,19 @@ def startup(d: Path, runs: int) -> dict[str, Any]:
 
 
 def measure(
-    frames: int, runs: int, seed: int, captures: Path, seconds: float, parts: set[str]
+    frames: int,
+    runs: int,
+    seed: int,
+    captures: Path,
+    seconds: float,
+    parts: set[str],
+    against: str | None = None,
 ) -> dict[str, Any]:
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="ccb-process-") as tmp:
         d = Path(tmp)
         if "throughput" in parts:
-            report["throughput"] = throughput(d, frames, runs, seed, captures)
+            report["throughput"] = throughput(d, frames, runs, seed, captures, against)
         if "latency" in parts:
             report["latency"] = latency(d, seconds, runs)
         if "startup" in parts:
@@ -362,15 +489,22 @@ def _print(report: dict[str, Any]) -> None:
             f"throughput: {t['stream']['frames']} frames, {t['stream']['bytes']} bytes, "
             f"medians of {t['runs']} interleaved runs"
         )
+        width = max(19, *(len(m) + 2 for m in t["modes"]))
         print(
-            f"  {'mode':<19}{'wall s':>8}{'x relay':>9}{'CPU s':>8}{'x relay':>9}"
+            f"  {'mode':<{width}}{'wall s':>8}{'x relay':>9}{'CPU s':>8}{'x relay':>9}"
             f"{'frames/s':>10}{'RSS MiB':>9}"
         )
         for mode, r in t["modes"].items():
             print(
-                f"  {mode:<19}{r['wall_s']:>8.3f}{r['wall_ratio']:>9.2f}{r['cpu_s']:>8.3f}"
+                f"  {mode:<{width}}{r['wall_s']:>8.3f}{r['wall_ratio']:>9.2f}{r['cpu_s']:>8.3f}"
                 f"{r['cpu_ratio']:>9.2f}{r['frames_per_s']:>10}{r['peak_rss_mib']:>9.1f}"
             )
+        if "against" in t:
+            rev = t["against"]["rev"]
+            print(f"  CPU of this tree over {rev}'s, per round (median):")
+            for mode, r in t["against"]["cpu_ratios"].items():
+                rounds = " ".join(f"{x:.2f}" for x in r["rounds"])
+                print(f"    {mode:<{width}}{rounds}  ({r['median']:.2f})")
     if "latency" in report:
         print("latency (backend write -> client read), ms; added = minus direct's")
         for rate, modes in report["latency"].items():
@@ -409,10 +543,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--only", default="throughput,latency,startup", help="parts to run, comma-separated"
     )
+    ap.add_argument(
+        "--against",
+        metavar="REV",
+        help="throughput: also run REV's bridge (a git worktree), and this tree's with REV's "
+        "rules, in the same rounds; print this tree's CPU over REV's",
+    )
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     parts = {p.strip() for p in args.only.split(",") if p.strip()}
-    report = measure(args.frames, max(1, args.runs), args.seed, args.captures, args.seconds, parts)
+    report = measure(
+        args.frames, max(1, args.runs), args.seed, args.captures, args.seconds, parts, args.against
+    )
     if args.json:
         print(json.dumps(report))
     else:
