@@ -36,8 +36,9 @@ whose lineage is missing from the outputs was dropped.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import cast
 
 from compat.factguard import Guard
@@ -45,9 +46,9 @@ from compat.frames import UNKNOWN, Frame, Kind, wire_kind
 from compat.stage import Context, Direction, Output, Stage
 from compat.stats import Stats
 
-#: one step of a plan: (stage index, stage, triggers to look for or None: the kind is
-#: wanted, the triggers' lead byte: ``_lead``)
-Step = tuple[int, Stage, tuple[bytes, ...] | None, bytes]
+#: one step of a plan: (stage index, stage, its ``on_frame`` (bound once), triggers to look
+#: for or None: the kind is wanted, the triggers' lead byte: ``_lead``)
+Step = tuple[int, Stage, Callable[[Frame, Context], Output], tuple[bytes, ...] | None, bytes]
 #: kinds whose plan is kept (a hostile stream can name any number of kinds: past this,
 #: plans are made per line, not kept)
 MAX_PLANS = 1024
@@ -86,15 +87,20 @@ class Plan:
 
     __slots__ = ("steps", "after")
 
-    def __init__(self, stages: Sequence[Stage], kind: Kind) -> None:
+    def __init__(
+        self,
+        stages: Sequence[Stage],
+        kind: Kind,
+        bind: Callable[[Stage], Callable[[Frame, Context], Output]],
+    ) -> None:
         steps: list[Step] = []
         first = [0] * (len(stages) + 1)
         for i, s in enumerate(stages):
             first[i] = len(steps)
             if s.interested(*kind):
-                steps.append((i, s, None, b""))
+                steps.append((i, s, bind(s), None, b""))
             elif s.triggers:
-                steps.append((i, s, s.triggers, _lead(s.triggers)))
+                steps.append((i, s, bind(s), s.triggers, _lead(s.triggers)))
         first[len(stages)] = len(steps)
         self.steps = tuple(steps)
         #: ``after[i]``: the steps of stages ``i..`` (made once: the frame way goes on from
@@ -115,9 +121,18 @@ class Pipeline:
         self._invalid = [i for i, s in enumerate(self.stages) if s.invalid]
         #: the rules of the plain rewrites of the current run (counted at its end)
         self._rewrites: list[str] = []
-        #: a strict engine's fact guard (``compat.factguard``): every stage call made as
-        #: that stage's, so it may touch only the facts it declares; None outside tests
-        self.guard: Guard | None = None
+        self._guard: Guard | None = None
+
+    @property
+    def guard(self) -> Guard | None:
+        """A strict engine's fact guard (``compat.factguard``): every stage call made as
+        that stage's, so it may touch only the facts it declares; None outside tests."""
+        return self._guard
+
+    @guard.setter
+    def guard(self, guard: Guard | None) -> None:
+        self._guard = guard
+        self._plans.clear()  # (their steps call through the guard or not: ``_bound``)
 
     def index(self, stage: Stage) -> int:
         for i, s in enumerate(self.stages):
@@ -128,10 +143,17 @@ class Pipeline:
     def plan(self, kind: Kind) -> Plan:
         plan = self._plans.get(kind)
         if plan is None:
-            plan = Plan(self.stages, kind)
+            plan = Plan(self.stages, kind, self._bound)
             if len(self._plans) < MAX_PLANS:
                 self._plans[kind] = plan
         return plan
+
+    def _bound(self, stage: Stage) -> Callable[[Frame, Context], Output]:
+        """What a plan's step calls: the stage's ``on_frame`` (bound once), or, in a strict
+        engine, that call made as the stage's for the fact guard (``_call``)."""
+        if self._guard is None:
+            return stage.on_frame
+        return functools.partial(self._call, stage)
 
     def run(self, frames: Sequence[Frame], ctx: Context, start: int = 0) -> list[Frame]:
         """Run ``frames`` through stages ``start..``; return what comes out, in order."""
@@ -177,8 +199,12 @@ class Pipeline:
         """The bytes of what a line became, appended to ``out`` (its invalid lines, to
         ``invalid``)."""
         if len(frames) == 1 and frames[0].raw:  # the common case: one line out
-            out.append(frames[0].raw)
-        elif all(f.raw for f in frames):
+            f = frames[0]
+            out.append(f.raw)
+            if f.invalid:
+                invalid.append(f.raw)
+            return
+        if all(f.raw for f in frames):
             out.extend([f.raw for f in frames])
         else:
             self.encode(frames, ctx, out)
@@ -229,8 +255,7 @@ class Pipeline:
         plan = self._plans.get(kind) or self.plan(kind)
         # (``frame`` is known to be a JSON object: a proved line is, without a parse)
         checked = frame.proven
-        call = self._call if self.guard is not None else None
-        for i, stage, triggers, lead in plan.after[start]:
+        for i, stage, on_frame, triggers, lead in plan.after[start]:
             if triggers is not None and not _triggered(frame.raw, triggers, lead):
                 continue
             if not checked:
@@ -240,12 +265,12 @@ class Pipeline:
                 checked = True
             self.holding = False
             try:  # (``_call`` without the guard, in line: once per rule and line)
-                result = stage.on_frame(frame, ctx) if call is None else call(stage, frame, ctx)
+                result = on_frame(frame, ctx)
             except Exception as exc:
                 self.failed(stage, exc, ctx)
                 continue
-            if result is None:
-                continue
+            if result is None or (len(result) == 1 and result[0] is frame):
+                continue  # passed as it came (nothing to count)
             new = self._after(stage, frame, result)
             if new is not None and new.kind() == kind:
                 # one frame of the same kind: the same plan goes on, from the next stage

@@ -140,6 +140,27 @@ def test_counts_rewrites_syntheses_drops_and_timers_fire_at_exact_times() -> Non
 
 
 @attrs.define
+class Echo(Stage):
+    """Gives back the very frame it was given (the same as passing it)."""
+
+    rule: ClassVar[str] = "test-echo"
+    kinds: ClassVar[frozenset[str] | None] = frozenset({"system/status"})
+
+    def on_frame(self, frame: Frame, ctx: Context) -> Output:
+        return [frame]
+
+
+def test_a_rule_that_gives_back_the_frame_it_was_given_passes_it_uncounted() -> None:
+    later = Later()
+    eng = Engine([], [Echo(), later], det_env(), strict=True)
+    raw = b'{"type":"system", "subtype":"status","n":1.50}\n'
+    cmds = eng.feed("backend", raw, 0.0)
+    assert written(cmds, "client") == raw  # byte for byte: nothing rewrote it
+    assert later.seen == [{"type": "system", "subtype": "status", "n": 1.5}]
+    assert "test-echo" not in eng.statistics()["rules"]
+
+
+@attrs.define
 class Boom(Stage):
     rule: ClassVar[str] = "test-boom"
     kinds: ClassVar[frozenset[str] | None] = None

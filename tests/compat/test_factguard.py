@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from compat.engine import Engine
-from compat.factguard import FactError
+from compat.factguard import FactError, Guard, install
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage
 
@@ -89,3 +89,16 @@ def test_a_production_engine_checks_nothing() -> None:
     eng = _engine(peek, strict=False)
     eng.feed("backend", line({"type": "result", "subtype": "success"}), 0.0)
     assert peek.seen == [None, False]
+
+
+def test_a_guard_given_after_a_kind_was_planned_guards_that_kind_too() -> None:
+    """A plan binds its stages' calls once (through the guard in a strict engine): a guard
+    given to a pipeline later (``compat.playbook`` does) still sees every later call."""
+    eng = _engine(Peek(), strict=False)
+    result = line({"type": "result", "subtype": "success"})
+    eng.feed("backend", result, 0.0)  # planned unguarded
+    guard = Guard()
+    install(eng.state, guard)
+    eng.pipelines["down"].strict, eng.pipelines["down"].guard = True, guard
+    with pytest.raises(FactError, match=r"test-peek reads the fact 'control.turn_active'"):
+        eng.feed("backend", result, 1.0)
