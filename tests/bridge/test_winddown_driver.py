@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import signal
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
@@ -59,6 +60,31 @@ USER = (
 )
 
 
+def wind_down_session(
+    engine: Engine,
+    client: trio.abc.ReceiveStream,
+    out: trio.abc.SendStream,
+    backend: Any = None,
+    *,
+    argv: Sequence[str] = (),
+    eof_grace: float = 30.0,
+    log: io.StringIO | None = None,
+    on_settled: Callable[[], Awaitable[None]] | None = None,
+) -> Session:
+    """A session of these tests: the client on memory streams, the logs to ``log``, the
+    backend's stderr dropped."""
+    return Session(
+        SessionConfig(list(argv), eof_grace=eof_grace),
+        engine,
+        client,
+        out,
+        Logger(log if log is not None else io.StringIO()),
+        stderr=lambda _: None,
+        backend=backend,
+        on_settled=on_settled,
+    )
+
+
 async def run_session(
     error: bool, workflow: bool, rules: list[str]
 ) -> tuple[int, list[dict[str, Any]]]:
@@ -68,14 +94,7 @@ async def run_session(
     out_send, out_recv = trio.testing.memory_stream_one_way_pair()
     got = bytearray()
     argv = [PY, "-c", CBC_LIKE, "error" if error else "ok", "workflow" if workflow else "-"]
-    s = Session(
-        SessionConfig(argv, eof_grace=30.0),
-        engine,
-        in_recv,
-        out_send,
-        Logger(io.StringIO()),
-        stderr=lambda b: None,
-    )
+    s = wind_down_session(engine, in_recv, out_send, argv=argv)
 
     async def drain() -> None:
         while data := await out_recv.receive_some(65536):
@@ -190,15 +209,7 @@ async def memory_session(
 
     async with trio.open_nursery() as n:
         b = MemoryBackend(n, script, on_signal={signal.SIGTERM: 0})
-        s = Session(
-            SessionConfig([], eof_grace=eof_grace),
-            engine,
-            in_recv,
-            out_send,
-            Logger(io.StringIO()),
-            stderr=lambda _: None,
-            backend=b,
-        )
+        s = wind_down_session(engine, in_recv, out_send, b, eof_grace=eof_grace)
         n.start_soon(drain)
         if user:
             await in_send.send_all(user)
@@ -322,14 +333,8 @@ async def identity_session(script: Any, eof_grace: float) -> tuple[int, bytes, M
 
     async with trio.open_nursery() as n:
         b = MemoryBackend(n, script)
-        s = Session(
-            SessionConfig([], eof_grace=eof_grace),
-            engine_for("identity"),
-            in_recv,
-            out_send,
-            Logger(log),
-            stderr=lambda _: None,
-            backend=b,
+        s = wind_down_session(
+            engine_for("identity"), in_recv, out_send, b, eof_grace=eof_grace, log=log
         )
         n.start_soon(drain)
         await in_send.aclose()
@@ -416,16 +421,7 @@ async def settling(workflow: bool, rules: list[str]) -> tuple[int, _Seen, list[A
             calls.append((trio.current_time(), b.returncode))
             seen.events.append("settled")
 
-        s = Session(
-            SessionConfig([], eof_grace=30.0),
-            engine,
-            in_recv,
-            seen,
-            Logger(io.StringIO()),
-            stderr=lambda _: None,
-            backend=b,
-            on_settled=settled,
-        )
+        s = wind_down_session(engine, in_recv, seen, b, on_settled=settled)
         await in_send.send_all(USER)
         await in_send.aclose()
         status = await s.run()
