@@ -386,8 +386,9 @@ class Session:
 
     async def _to_client(self, chunk: bytes | _Mark) -> None:
         try:
-            if chunk is _Mark.SETTLED:
-                await self._settled()
+            if chunk is _Mark.SETTLED:  # (sent only with an ``on_settled`` to call)
+                assert self._on_settled is not None
+                await self._on_settled()
                 return
             await self.client_out.send_all(chunk)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
@@ -532,10 +533,6 @@ class Session:
         if settled and self._on_settled is not None:  # (after this event's writes)
             await self._send["client"].send(_Mark.SETTLED)
         self._wake.set()
-
-    async def _settled(self) -> None:
-        if self._on_settled is not None:
-            await self._on_settled()
 
     async def _close_backend_stdin(self) -> None:
         assert self.proc is not None

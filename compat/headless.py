@@ -261,8 +261,8 @@ class Renderer:
         self.lines = 0  # lines read, for tests and statistics
 
     def feed(self, data: bytes) -> bytes:
-        if self._settled is not None:
-            return data if self.mode.output == "stream-json" else b""
+        if self._settled is not None:  # (never in stream-json: ``settle`` keeps nothing)
+            return b""
         buf = self._partial + data
         *lines, self._partial = buf.split(b"\n")
         for line in lines:
