@@ -3,9 +3,10 @@ command line, and what becomes of it on cbc 2.163.0's.
 
 Sources, all checked: ``claude --help`` of 2.1.197, 2.1.220 and 2.1.332
 (``captures/claude-*/help.txt``); the options the official SDKs emit but ``--help`` hides,
-read from ``claude_agent_sdk/_internal/transport/subprocess_cli.py`` (Python 0.2.189,
-``_build_command``) and ``sdk.mjs`` of ``@anthropic-ai/claude-agent-sdk`` 0.3.220 (the
-2.1.220 twin) and 0.3.332; and ``cbc --help`` (``captures/cbc-2.163.0/help.txt``). cbc is a
+read from ``claude_agent_sdk/_internal/transport/subprocess_cli.py`` (Python 0.2.189 and
+0.2.190, ``_build_command``; 0.2.190 writes nearly every value as ``--flag=value``) and
+``sdk.mjs`` of ``@anthropic-ai/claude-agent-sdk`` 0.3.220 (the 2.1.220 twin) and 0.3.332;
+and ``cbc --help`` (``captures/cbc-2.163.0/help.txt``). cbc is a
 commander program: it exits 1 on any option it does not know (``error: unknown option``),
 so nothing outside this table reaches it unless cbc declares it (``CBC_OPTIONS``).
 

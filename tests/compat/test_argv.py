@@ -9,12 +9,16 @@ in ``tests/bridge/test_real_cbc_argv.py``.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import re
+import textwrap
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from compat.argv import TRANSLATION_TABLE, session_id_of, split_tool_list, translate_to_cbc
 from compat.env import translate_env_to_cbc, winddown_ceiling
@@ -123,9 +127,22 @@ def check_cbc_argv(argv: list[str]) -> dict[str, list[list[str]]]:
 # -- the SDKs' command lines ---------------------------------------------------------------
 
 
+def _options_in_code(function: Any) -> set[str]:
+    """The ``--option`` names a function's code spells in its string literals and f-string
+    heads: its comments and docstring (which may quote a shape like ``--flag=value``) are
+    not code."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue  # a docstring
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            found.update(re.findall(r"^(--[a-z][\w-]*)", node.value))
+    return found
+
+
 def test_the_python_option_sets_use_every_flag_the_sdk_can_emit() -> None:
-    source = inspect.getsource(SubprocessCLITransport._build_command)
-    emitted = set(re.findall(r'"(--[a-z][\w-]*)', source))
+    emitted = _options_in_code(SubprocessCLITransport._build_command)
     used = {
         tok.partition("=")[0] for _, argv in python_argvs() for tok in argv if tok.startswith("--")
     }
@@ -212,8 +229,9 @@ def test_python_everything_in_detail() -> None:
 
 def test_python_none_and_empty_values() -> None:
     argv = dict(python_argvs())["py-none-and-empty"]
-    assert "--system-prompt" in argv
-    assert argv[argv.index("--system-prompt") + 1] == ""
+    # the SDK writes an empty value as two words (up to 0.2.189) or as "--flag=" (since)
+    at = next(i for i, tok in enumerate(argv) if tok.partition("=")[0] == "--system-prompt")
+    assert argv[at] == "--system-prompt=" or argv[at : at + 2] == ["--system-prompt", ""]
     got = check_cbc_argv(translate_to_cbc(argv).argv)
     assert got["--system-prompt"] == [[""]]
     assert got["--tools"] == [[""]]
@@ -278,6 +296,27 @@ def test_flag_value_and_flag_equals_value_are_the_same(form: str) -> None:
     assert got["--allowedTools"] == [["Bash", "Read"]]
     assert got["--setting-sources"] == [["user"]]
     assert tr.dropped == ["--max-budget-usd"]
+
+
+def _seen_by_cbc(argv: list[str]) -> tuple[object, ...]:
+    tr = translate_to_cbc(argv, session_id=SID)
+    got, problems = parse_cbc(tr.argv)
+    return got, problems, tr.warnings, tr.dropped, tr.env, tr.stdio_permissions, tr.prompt
+
+
+_VALUED = [f for f in FLAGS if f.arity != "none" and f.name.startswith("--")]
+
+
+@pytest.mark.parametrize("flag", _VALUED, ids=lambda f: f.name)
+@settings(max_examples=25, deadline=None)
+@given(value=st.text(st.characters(blacklist_categories=["Cs"]), max_size=12))
+def test_every_value_means_the_same_in_either_form(flag: Any, value: str) -> None:
+    """An SDK may write any option as ``--flag value`` or ``--flag=value`` (the Python SDK
+    moved to the second in 0.2.190): cbc must get the same either way. An option whose value
+    is optional binds a following word only when it is not an option."""
+    if flag.arity != "one" and (value.startswith("-") or value == ""):
+        value = "v" + value
+    assert _seen_by_cbc([flag.name, value]) == _seen_by_cbc([f"{flag.name}={value}"])
 
 
 def test_dash_leading_values_stay_bound_to_their_flag() -> None:
