@@ -20,6 +20,25 @@ from compat.flags import (
     Flag,
 )
 
+
+def variadic_words(flag: str, vals: Sequence[str]) -> list[str]:
+    """A variadic option's values as cbc's commander binds them, in order: a run of words
+    after the flag, except a value that begins with "-" (commander would read it as an
+    option), which is one ``flag=value`` word (that form binds exactly one value)."""
+    words: list[str] = []
+    run = False  # the last word written opened or continues a run of plain values
+    for v in vals:
+        if v.startswith("-"):
+            words.append(f"{flag}={v}")
+            run = False
+            continue
+        if not run:
+            words.append(flag)
+            run = True
+        words.append(v)
+    return words
+
+
 #: options that name the session: the client's choice wins over session-pin
 SESSION_FLAGS = frozenset({"--resume", "--continue", "--session-id"})
 _STREAM = "stream-json"
@@ -113,8 +132,7 @@ class Translator:
     # -- writing ----------------------------------------------------------------------
     def emit(self, flag: str, vals: Sequence[str], arity: str) -> None:
         if flag in CBC_VARIADIC:
-            if vals:
-                self.tail += [flag, *vals]
+            self.tail += variadic_words(flag, vals)
             return
         if not vals:
             if flag in ("--print", "--verbose") and flag in self.seen:
