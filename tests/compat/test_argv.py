@@ -325,6 +325,12 @@ def test_dash_leading_values_stay_bound_to_their_flag() -> None:
     assert "--resume=-odd" in tr.argv
     assert "--name=-x" in tr.argv
     check_cbc_argv(tr.argv)
+    # cbc's variadic options too: a dash-leading value is one --flag=value word (that form
+    # binds one value; as a word of its own, --plugin-dir -p would turn on --print)
+    tr = translate_to_cbc(["--add-dir=-a", "--add-dir", "/b", "/c", "--plugin-dir=-p"])
+    got = check_cbc_argv(tr.argv)
+    assert got["--add-dir"] == [["-a"], ["/b", "/c"]]
+    assert got["--plugin-dir"] == [["-p"]]
 
 
 def test_repeated_drops_warn_once_and_the_first_positional_is_the_prompt() -> None:
