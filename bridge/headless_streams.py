@@ -1,5 +1,6 @@
 """The client's streams of a headless session as the engine sees them (``HeadlessIO.wrap``,
-``bridge/headless.py``), and the taps that give the session store a copy of what passes:
+``bridge/headless.py``; ``PrereadStream``: any session's stdin after a read before the
+launch), and the taps that give the session store a copy of what passes:
 apart, because they need trio, which a ``-p`` run imports only once the backend is
 spawned."""
 
@@ -30,6 +31,27 @@ class PromptStream(trio.abc.ReceiveStream):
     async def aclose(self) -> None:
         self._data = b""
         await trio.lowlevel.checkpoint()
+
+
+class PrereadStream(trio.abc.ReceiveStream):
+    """The client's stdin when its first bytes were read before the backend started
+    (``bridge.launch.Plan.preread``): those bytes, then ``inner``'s."""
+
+    def __init__(self, data: bytes, inner: trio.abc.ReceiveStream) -> None:
+        self._data = data
+        self.inner = inner
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        if not self._data:
+            return bytes(await self.inner.receive_some(max_bytes))
+        await trio.lowlevel.checkpoint()
+        n = len(self._data) if max_bytes is None else max_bytes
+        out, self._data = self._data[:n], self._data[n:]
+        return out
+
+    async def aclose(self) -> None:
+        self._data = b""
+        await self.inner.aclose()
 
 
 class _Forwarding(trio.abc.SendStream):

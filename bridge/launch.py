@@ -111,6 +111,11 @@ class Plan(NamedTuple):
     script_roots: tuple[str, ...] = ()
     #: the Claude Code version the rules emulate (``compat.target``)
     target: str = TARGET_CLAUDE_VERSION
+    #: the client's first bytes, read before the backend started (``--await-initialize``:
+    #: its ``initialize``), which the session reads first
+    preread: bytes = b""
+    #: the ``initialize`` fields given to cbc on its command line (``compat.launch_init``)
+    launch_fields: frozenset[str] = frozenset()
 
 
 def plan(
@@ -123,16 +128,21 @@ def plan(
     log: Log,
     *,
     new_session_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    first_line: Callable[[], bytes] | None = None,
     **options: Any,
 ) -> Plan:
     """The launch line and environment: the backend command plus the client's argv,
     translated for cbc under ``cbc-to-claude`` (rules ``argv``, ``session-pin``, ``env``),
     for Claude under ``claude-to-cbc`` (``rev-argv``, ``rev-env``), as is otherwise; the
-    ``eof-wind-down`` ceiling from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``. ``options``:
-    the other fields of ``Plan``."""
+    ``eof-wind-down`` ceiling from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``. A client that
+    awaits initialize: its first line read (``first_line``) and its launch fields added
+    (``_with_initialize``). ``options``: the other fields of ``Plan``."""
     settings = wind_down_ceiling(profile, rulespec.settings(rules), env)
     on = launch_translations(profile, settings)
     forward, reverse = _translate(profile, on, client_argv, new_session_id)
+    preread, fields = b"", frozenset[str]()
+    if first_line is not None and on["argv"] and forward is not None:
+        preread, forward, fields = _with_initialize(forward, client_argv, first_line, log)
     argv = _launch_line(on, backend, client_argv, forward, reverse, log)
     log.debug("launch line: " + " ".join(argv), "argv")
     return Plan(
@@ -146,7 +156,54 @@ def plan(
         forward,
         reverse,
         **options,
+        preread=preread,
+        launch_fields=fields,
     )
+
+
+def _with_initialize(
+    forward: ForwardTranslation,
+    client_argv: Sequence[str],
+    first_line: Callable[[], bytes],
+    log: Log,
+) -> tuple[bytes, ForwardTranslation, frozenset[str]]:
+    """A client that awaits initialize (``compat.launch_init``): its first line read, and
+    when it is an ``initialize``, the client's argv translated again with the options its
+    launch fields make (before the client's own words, the same session pin); returns
+    (the bytes read, the translation, the fields cbc gets)."""
+    from compat import launch_init
+
+    if not launch_init.awaits_initialize(forward.options):
+        return b"", forward, frozenset()
+    preread = first_line()
+    body = launch_init.initialize_body(preread.split(b"\n", 1)[0])
+    words, fields = launch_init.launch_options(body) if body is not None else ([], [])
+    if not words:
+        return preread, forward, frozenset(fields)
+    from compat.argv import translate_to_cbc
+
+    sid = forward.session_id if forward.pinned else None
+    again = translate_to_cbc([*words, *client_argv], session_id=sid, pin=forward.pinned)
+    applied = launch_init.applied(fields, again.dropped)
+    if applied:
+        log.info(f"initialize {', '.join(sorted(applied))}: given to cbc at launch", "argv")
+    return preread, again, applied
+
+
+def read_first_line(fd: int = 0, limit: int | None = None) -> bytes:
+    """The client's bytes up to its first newline, its EOF or ``limit`` bytes (default
+    ``compat.DEFAULT_MAX_LINE``), whichever comes first: read before the backend starts,
+    all of it given to the session first (``Plan.preread``)."""
+    from compat import DEFAULT_MAX_LINE
+
+    limit = limit or DEFAULT_MAX_LINE
+    got = bytearray()
+    while b"\n" not in got and len(got) <= limit:
+        chunk = os.read(fd, 64 * 1024)
+        if not chunk:
+            break
+        got += chunk
+    return bytes(got)
 
 
 def _translate(
@@ -226,8 +283,19 @@ def dropin_session(
     prepared: bool = False,
 ) -> int:
     """A drop-in's session (``claude-on-cbc``, ``cbc-on-claude``): the plan from its
-    settings, the backend spawned at once, then served."""
-    p = plan(source, profile, backend, client_argv, env, settings.rules, early, **options(settings))
+    settings, the backend spawned at once (once the client's initialize is read, when the
+    client awaits initialize), then served."""
+    p = plan(
+        source,
+        profile,
+        backend,
+        client_argv,
+        env,
+        settings.rules,
+        early,
+        first_line=lambda: read_first_line(0, settings.max_line),
+        **options(settings),
+    )
     capture = open_record(p, "CCBRIDGE_RECORD (or record =)")
     return serve(
         start(p.backend_argv, p.backend_env),

@@ -15,6 +15,7 @@ import trio
 from bridge.driver import BackendFactory, Session, SessionConfig
 from bridge.files import script_reader
 from bridge.headless import HeadlessIO
+from bridge.headless_streams import PrereadStream
 from bridge.launch import Plan
 from bridge.log import Logger
 from bridge.recorder import Recorder, open_capture
@@ -84,17 +85,20 @@ def _epoch_ms_now() -> int:
 
 def set_launch_facts(engine: Engine, plan: Plan) -> None:
     """What the rules must know about the launch (``SessionState``): the pid the client is
-    told (``initialize-reply``); under ``cbc-to-claude`` whether the client asked for
-    permission prompts over stdio (``permission-routing``), resumes a session
-    (``resume-replay``) and its ``--max-turns`` (``max-turns``); under ``claude-to-cbc`` the
-    client's launch as the reverse rules read it (``compat.reverse_state``), with the
-    history of a resumed session from Claude's transcript."""
+    told (``initialize-reply``), the ``initialize`` fields cbc got at launch
+    (``initialize-request``, ``initialize-reply``); under ``cbc-to-claude`` whether the
+    client asked for permission prompts over stdio (``permission-routing``), resumes a
+    session (``resume-replay``) and its ``--max-turns`` (``max-turns``); under
+    ``claude-to-cbc`` the client's launch as the reverse rules read it
+    (``compat.reverse_state``), with the history of a resumed session from Claude's
+    transcript."""
     engine.state.pid = os.getpid()
     rev = plan.reverse
     if plan.profile == "claude-to-cbc" and rev is not None:
         cwd = os.getcwd()
         history = claude_history(plan.backend_env, cwd, rev.resume) if rev.resume else None
         reverse_state.launch(engine.state, rev, history, cwd)
+    engine.state.launch_fields = plan.launch_fields
     if plan.profile == "cbc-to-claude" and plan.forward is not None:
         engine.state.stdio_permissions = plan.forward.stdio_permissions
         engine.state.resumes = plan.forward.resumes
@@ -141,8 +145,11 @@ async def serve_stdio(
         log.debug(f"recording to {recorder.path}", "record")
     client_in = trio.lowlevel.FdStream(os.dup(0))
     client_out = trio.lowlevel.FdStream(os.dup(1))
+    first: trio.abc.ReceiveStream = client_in
+    if plan.preread:
+        first = PrereadStream(plan.preread, client_in)
     session_in, session_out = (
-        (client_in, client_out) if headless is None else headless.wrap(client_in, client_out)
+        (first, client_out) if headless is None else headless.wrap(first, client_out)
     )  # a prompt as a user line; text/json rendered
     config = SessionConfig(
         backend_argv=list(plan.backend_argv),

@@ -49,6 +49,7 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         if status is not None:
             return status
     early = launch.DeferredLog()
+    options = _plan_options(args, settings)
     plan = launch.plan(
         "ccbridge run",
         profile,
@@ -57,7 +58,8 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         env,
         rules,
         early,
-        **_plan_options(args, settings),
+        first_line=lambda: launch.read_first_line(0, options["max_line"]),
+        **options,
     )
     capture = launch.open_record(plan, "--record" if args.record else "CCBRIDGE_RECORD")
     started = launch.start(plan.backend_argv, plan.backend_env)

@@ -123,8 +123,19 @@ FLAGS: tuple[Flag, ...] = (
     _(("--setting-sources",), "one", "sources"),
     _(("--managed-settings",), "one", "drop"),
     _(("--managed-settings-in-initialize",), "none", "drop"),
-    _(("--initialize-fields",), "one", "drop"),
-    _(("--await-initialize",), "none", "drop"),
+    _(
+        ("--initialize-fields",),
+        "one",
+        "ignore",
+        note="the initialize's fields are read as --await-initialize says",
+    ),
+    _(
+        ("--await-initialize",),
+        "none",
+        "ignore",
+        note="the bridge reads the client's initialize before it starts cbc, whose command "
+        "line gets the initialize's launch options (mcpServers, settings…)",
+    ),
     _(("--project-config-root",), "one", "drop"),
     _(("--workload",), "one", "drop", note="TS SDK `workload`"),
     _(("--await-claim",), "none", "drop", note="TS SDK"),

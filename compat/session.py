@@ -296,6 +296,9 @@ class ControlState:
     #: ``max-turns`` and ``interrupted-turn`` do): cbc's drain poll starts after the first
     backend_results: int = 0
     mcp_servers: list[Any] = attrs.Factory(list)  # from the last system/init
+    #: [initialize-request] the confirmations of the launch fields the client's initialize
+    #: carried (``compat.launch_init.confirmations``); [initialize-reply] writes them
+    init_applied: dict[str, bool] = attrs.Factory(dict)
     last_result: dict[str, Any] | None = None  # usage/modelUsage/cost of the last result
     #: [control-state] the last ``system/init`` of the session as the client saw it
     #: ([local-slash-commands] writes a copy of it for a command it answers)
@@ -348,6 +351,10 @@ class SessionState:
     max_turns: int | None = None
     #: the pid the client is told in the initialize reply (the bridge's own; 0 unknown)
     pid: int = 0
+    #: a launch fact: the fields of the client's ``initialize`` cbc got on its command line
+    #: (``--await-initialize``, ``compat.launch_init``): ``initialize-request`` removes
+    #: them, ``initialize-reply`` confirms them
+    launch_fields: frozenset[str] = frozenset()
     control: ControlState = attrs.Factory(ControlState)
     #: live tasks forgotten because more than MAX_TASKS were open at once
     forgotten_live: int = 0

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from compat import controlkit as ck
-from compat import wire
+from compat import launch_init, wire
 from compat.frames import Frame, list_at, loads
 from compat.redact import redact_obj, strip_obj
 from compat.session import MAX_OWN
@@ -48,6 +48,7 @@ CLAUDE_ONLY_INITIALIZE_KEYS = frozenset(
     {
         "settings",
         "disallowedTools",
+        "additionalDirectories",
         "mcpServers",
         "managedSettings",
         "plugins",
@@ -138,12 +139,12 @@ def _joined_prompt(blocks: list[Any]) -> str | None:
     return "\n\n".join(b for b in blocks if b != PROMPT_BOUNDARY)
 
 
-def _cbc_options(body: Mapping[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _cbc_options(new: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The Claude-only fields of an initialize (removed from ``new``): the settings cbc's
     ``set_config`` takes, and the names of the fields that carried a value and are dropped."""
     config: dict[str, Any] = {}
     dropped: list[str] = []
-    for key in [k for k in body if k in CLAUDE_ONLY_INITIALIZE_KEYS]:
+    for key in [k for k in new if k in CLAUDE_ONLY_INITIALIZE_KEYS]:
         taken, lost = _option(key, new.pop(key))
         config |= taken
         dropped += lost
@@ -179,12 +180,16 @@ class InitializeRequest(Stage):
     ``appendSystemPrompt`` with a blank line (probed). So the blocks are joined with a blank
     line, the boundary marker left out.
 
-    Options inside the request: newer TypeScript SDKs (0.3.332: ``settingsViaInitialize``,
-    ``disallowedToolsViaInitialize``, ``mcpServersViaInitialize``, with
-    ``--await-initialize``/``--initialize-fields`` on the command line, which ``argv`` drops)
-    send options inside the request instead of as flags: ``settings``, ``disallowedTools``,
-    ``mcpServers``, ``managedSettings``, ``plugins``, ``skills``, ``title``, …
-    (``CLAUDE_ONLY_INITIALIZE_KEYS``). cbc 2.163.0's initialize handler reads only ``hooks``,
+    Options inside the request: newer TypeScript SDKs (0.3.332 when asked, 0.3.337 by
+    default for ``mcpServers``, with ``--await-initialize`` on the command line) send
+    options inside the request instead of as flags: ``settings``, ``disallowedTools``,
+    ``additionalDirectories``, ``mcpServers``, ``managedSettings``, ``plugins``, ``skills``,
+    ``title``, … (``CLAUDE_ONLY_INITIALIZE_KEYS``). Those that are launch options
+    (``compat.launch_init``) cbc got on its command line when the client awaited
+    initialize (the launch fact ``launch_fields``: the bridge read this request before it
+    started cbc); they are removed, said at info, and their confirmations
+    (``mcp_servers_applied``…: true for those, false for the others the request carried)
+    kept for ``initialize-reply``. cbc 2.163.0's initialize handler reads only ``hooks``,
     ``capabilities``, ``sdkMcpServers``, ``systemPrompt``, ``appendSystemPrompt``, ``agents``,
     ``environment`` and ``endpoint`` (read in its binary) and ignores the rest; at run time it
     can change only the settings its ``set_config`` request takes (``CBC_CONFIG_KEYS``:
@@ -199,7 +204,8 @@ class InitializeRequest(Stage):
     """
 
     rule: ClassVar[str] = "initialize-request"
-    writes: ClassVar[frozenset[str]] = frozenset({"control.own"})
+    reads: ClassVar[frozenset[str]] = frozenset({"launch_fields"})
+    writes: ClassVar[frozenset[str]] = frozenset({"control.own", "control.init_applied"})
     direction: ClassVar[Direction] = "up"
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_request"})
 
@@ -212,7 +218,8 @@ class InitializeRequest(Stage):
             return None
         new: dict[str, Any] = dict(request)
         self._join_prompt(new, ctx)
-        config, dropped = _cbc_options(body, new)
+        self._launched(new, ctx)
+        config, dropped = _cbc_options(new)
         extra = self._set_config(config, ctx)
         self._say_dropped(rid, dropped, ctx)
         if new != body:
@@ -233,6 +240,18 @@ class InitializeRequest(Stage):
             return
         new["systemPrompt"] = joined
         ctx.count(self.rule, "system-prompt-joined")
+
+    def _launched(self, new: dict[str, Any], ctx: Context) -> None:
+        """The launch fields (``compat.launch_init``): their confirmations kept for the
+        reply; those cbc got on its command line removed, said at info."""
+        launched = ctx.state.launch_fields
+        ctx.state.control.init_applied = launch_init.confirmations(new, launched)
+        given = [k for k in launch_init.FIELDS if k in new and k in launched]
+        for key in given:
+            del new[key]
+        if given:
+            ctx.count(self.rule, "fields-at-launch", len(given))
+            ctx.log(self.rule, f"initialize {', '.join(given)}: cbc got them at launch")
 
     def _set_config(self, config: dict[str, Any], ctx: Context) -> list[Frame]:
         """The bridge's own ``set_config`` of the initialize's settings cbc can set."""
@@ -321,11 +340,13 @@ class InitializeReply(Stage):
     key of Claude's reply, which names the model in ``system/init``'s ``model`` only (twins
     ``*.claude.jsonl``). Claude's reply ends with the flags of its own features (remote
     control, IDE, fast mode); cbc has none of them, so they are the off/false values Claude
-    writes when they are off (``CLAUDE_ONLY_FLAGS``, twins ``*.claude.jsonl``).
+    writes when they are off (``CLAUDE_ONLY_FLAGS``, twins ``*.claude.jsonl``). The
+    confirmations of the launch fields the request carried (``initialize-request``) are
+    added: a newer SDK ends the session without the one it needs.
     """
 
     rule: ClassVar[str] = "initialize-reply"
-    reads: ClassVar[frozenset[str]] = frozenset({"control.requests", "pid"})
+    reads: ClassVar[frozenset[str]] = frozenset({"control.requests", "pid", "control.init_applied"})
     writes: ClassVar[frozenset[str]] = frozenset({"control.default_model"})
     modes: ClassVar[tuple[str, ...]] = ("redact", "strip")
     kinds: ClassVar[frozenset[str] | None] = frozenset({"control_response"})
@@ -340,6 +361,7 @@ class InitializeReply(Stage):
         if isinstance(current, str) and current:
             ctx.state.control.default_model = current
         out = claude_initialize(body, ctx.state.pid)
+        out.update(ctx.state.control.init_applied)
         outer = _target_keys(out, body, resp, target_of(ctx))
         out = self._scrubbed(out, ctx)
         return (ck.with_response(frame, {**resp, "response": out, **outer}),)

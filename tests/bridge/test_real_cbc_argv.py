@@ -107,7 +107,14 @@ async def test_cbc_accepts_every_translated_sdk_command_line(tmp_path: Path) -> 
     [
         a
         for a in all_argvs()
-        if a[0] in ("py-everything", "py-defaults", "ts-0.3.220-everything", "ts-0.3.332-newer")
+        if a[0]
+        in (
+            "py-everything",
+            "py-defaults",
+            "ts-0.3.220-everything",
+            "ts-0.3.332-newer",
+            "ts-0.3.337-everything",
+        )
     ],
     ids=lambda x: x if isinstance(x, str) else "",
 )

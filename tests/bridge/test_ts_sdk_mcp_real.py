@@ -15,9 +15,12 @@ writes them, the init's server and tools, ``mcpServerStatus()`` (rules ``sdk-mcp
 
 from __future__ import annotations
 
+import json
 import secrets
 import shlex
 import shutil
+import sys
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,7 @@ from bridge.backends import find_backend
 from harness import runner
 from harness.model import ModelScript, ModelServer, Rule
 
+from ..conftest import REPO
 from .test_ts_sdk import REAL_DEADLINE, Run, Sdk, node_or_skip, pythonpath, run_script
 from .test_ts_sdk import sdk as sdk  # noqa: F401  (the fixture: every SDK of package.json)
 
@@ -39,25 +43,41 @@ RULES = (
 )
 
 
-def run_on_real_cbc(sdk: Sdk) -> tuple[Run, list[dict[str, Any]]]:
+#: a stdio MCP server (``harness/mcp_server.py``) as the SDK's ``mcpServers`` entry ``ext``
+EXTERNAL = {
+    "type": "stdio",
+    "command": sys.executable,
+    "args": [str(REPO / "harness" / "mcp_server.py"), "--tool", "ping=pong {args}"],
+}
+EXTERNAL_RULES = (
+    *RULES,
+    Rule(when="the boom failed", tool="mcp__ext__ping", input={"n": 1}),
+)
+
+
+def run_on_real_cbc(
+    sdk: Sdk, rules: tuple[Rule, ...] = RULES, args: Sequence[str] = ()
+) -> tuple[Run, list[dict[str, Any]]]:
     node = node_or_skip(sdk)
     cbc = find_backend("cbc")
     if cbc is None:
         pytest.skip("cbc not installed: run `ccbridge backends install`")
-    return trio.run(_drive, node, cbc, sdk)
+    return trio.run(_drive, node, cbc, sdk, rules, args)
 
 
-async def _drive(node: str, cbc: list[str], sdk: Sdk) -> tuple[Run, list[dict[str, Any]]]:
+async def _drive(
+    node: str, cbc: list[str], sdk: Sdk, rules: tuple[Rule, ...], args: Sequence[str]
+) -> tuple[Run, list[dict[str, Any]]]:
     dirs = runner.make_root()
     mark = secrets.token_hex(8)
-    server = ModelServer(ModelScript(rules=RULES))
+    server = ModelServer(ModelScript(rules=rules))
     try:
         async with trio.open_nursery() as nursery:
             url = await nursery.start(server.serve)
             env = runner.backend_env("cbc", url, dirs, mark)
             env.update(
                 CCBRIDGE_BACKEND=shlex.join(cbc),
-                CCBRIDGE_LOG_LEVEL="warning",
+                CCBRIDGE_LOG_LEVEL="info" if args else "warning",
                 CCBRIDGE_LOG=str(Path(dirs["ROOT"], "bridge.log")),
                 PYTHONPATH=pythonpath(),
             )
@@ -67,7 +87,7 @@ async def _drive(node: str, cbc: list[str], sdk: Sdk) -> tuple[Run, list[dict[st
                         run_script,
                         node,
                         "ts_sdk_mcp.mjs",
-                        [],
+                        list(args),
                         cwd=Path(dirs["CWD"]),
                         env=env,
                         deadline=REAL_DEADLINE,
@@ -143,3 +163,25 @@ def test_sdk_mcp_server_real_cbc(sdk: Sdk) -> None:  # noqa: F811
     seen = [str(e.get("latest", "")) for e in model_log if e.get("agent") != "utility"]
     assert any("echo: hi there" in s for s in seen)  # (as JSON text: cbc's, a known gap)
     assert "sdk-mcp" not in run["bridge_log"], run["bridge_log"]
+
+
+def test_a_stdio_mcp_server_of_the_sdk_reaches_cbc(sdk: Sdk) -> None:  # noqa: F811
+    """An external (stdio) server in ``mcpServers``: TypeScript SDK 0.3.220 puts it on the
+    command line (``--mcp-config``); 0.3.337 sends it inside ``initialize`` with
+    ``--await-initialize`` and ends the session unless the reply says whether it was
+    applied (``mcp_servers_applied``): the bridge read that request before it started cbc
+    and gave cbc the server. Either way cbc starts it: the model's call of its tool is
+    answered by it, and the init lists it connected."""
+    run, _ = run_on_real_cbc(sdk, EXTERNAL_RULES, ["--external", json.dumps(EXTERNAL)])
+    assert run["failures"] == [], run.describe()
+    assert run.returncode == 0, run.describe()
+    assert {"name": "ext", "status": "connected"} in run["init"]["mcp_servers"], run.describe()
+    assert "mcp__ext__ping" in run["init"]["mcp_tools"], run.describe()
+    ping = run["tool_results"][-1]
+    assert "pong" in json.dumps(ping["block"]["content"]), run.describe()
+    [result] = run["results"]
+    assert result["subtype"] == "success", run.describe()
+    log = run["bridge_log"]  # (at info)
+    assert "dropped" not in log, log
+    if "--await-initialize" in log:  # the SDK sent the server inside initialize
+        assert "initialize mcpServers: given to cbc at launch" in log, log

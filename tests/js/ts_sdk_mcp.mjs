@@ -2,7 +2,11 @@
 // with `claude-on-cbc` as the Claude Code executable: the model (the stand-in, scripted by
 // the caller) calls mcp__probe__echo, then the failing mcp__probe__boom.
 //
-//   node ts_sdk_mcp.mjs --cli <claude-on-cbc> --cwd <dir> [--timeout 60]
+//   node ts_sdk_mcp.mjs --cli <claude-on-cbc> --cwd <dir> [--timeout 60] [--external JSON]
+//
+// --external: a stdio MCP server's config ({command, args}), added as server "ext" (its
+// tool mcp__ext__ping allowed): the TypeScript SDK 0.3.337 sends such servers inside
+// initialize (--await-initialize), 0.3.220 on the command line (--mcp-config).
 //
 // A streaming prompt (one user line, held open until the result) so that
 // mcpServerStatus() can be asked after the turn. The summary has what each tool handler
@@ -59,8 +63,10 @@ try {
   const q = query({
     prompt: prompt(),
     options: sdkOptions(args, summary, {
-      mcpServers: { probe },
-      allowedTools: ["mcp__probe__echo", "mcp__probe__boom"],
+      mcpServers: args.external ? { probe, ext: JSON.parse(args.external) } : { probe },
+      allowedTools: [
+        "mcp__probe__echo", "mcp__probe__boom", ...(args.external ? ["mcp__ext__ping"] : []),
+      ],
     }),
   });
   for await (const m of q) {
