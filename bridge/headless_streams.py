@@ -33,21 +33,18 @@ class PromptStream(trio.abc.ReceiveStream):
         await trio.lowlevel.checkpoint()
 
 
-class PrereadStream(trio.abc.ReceiveStream):
+class PrereadStream(PromptStream):
     """The client's stdin when its first bytes were read before the backend started
     (``bridge.launch.Plan.preread``): those bytes, then ``inner``'s."""
 
     def __init__(self, data: bytes, inner: trio.abc.ReceiveStream) -> None:
-        self._data = data
+        super().__init__(data)
         self.inner = inner
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes:
-        if not self._data:
-            return bytes(await self.inner.receive_some(max_bytes))
-        await trio.lowlevel.checkpoint()
-        n = len(self._data) if max_bytes is None else max_bytes
-        out, self._data = self._data[:n], self._data[n:]
-        return out
+        if self._data:
+            return await super().receive_some(max_bytes)
+        return bytes(await self.inner.receive_some(max_bytes))
 
     async def aclose(self) -> None:
         self._data = b""
