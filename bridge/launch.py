@@ -38,6 +38,9 @@ LAUNCH_RULES = ("argv", "env", "session-pin", "rev-argv", "rev-env")
 #: ``compat.profiles.PROFILES``'s names (a test checks the copy), for ``ccbridge run
 #: --profile`` before the stages are imported
 PROFILE_NAMES = ("cbc-to-claude", "claude-to-cbc", "identity")
+#: the option of a client whose first line is read before the launch (``bridge.await_init``,
+#: imported only then)
+AWAIT = "--await-initialize"
 
 
 class Log(Protocol):
@@ -116,6 +119,9 @@ class Plan(NamedTuple):
     preread: bytes = b""
     #: the ``initialize`` fields given to cbc on its command line (``compat.launch_init``)
     launch_fields: frozenset[str] = frozenset()
+    #: the private directory of the files those fields' values were written to (removed
+    #: when the session ends; ``bridge.await_init``)
+    private_dir: str | None = None
 
 
 def plan(
@@ -136,13 +142,16 @@ def plan(
     for Claude under ``claude-to-cbc`` (``rev-argv``, ``rev-env``), as is otherwise; the
     ``eof-wind-down`` ceiling from ``CLAUDE_CODE_PRINT_BG_WAIT_CEILING_MS``. A client that
     awaits initialize: its first line read (``first_line``) and its launch fields added
-    (``_with_initialize``). ``options``: the other fields of ``Plan``."""
+    (``bridge.await_init``). ``options``: the other fields of ``Plan``."""
     settings = wind_down_ceiling(profile, rulespec.settings(rules), env)
     on = launch_translations(profile, settings)
     forward, reverse = _translate(profile, on, client_argv, new_session_id)
-    preread, fields = b"", frozenset[str]()
-    if first_line is not None and on["argv"] and forward is not None:
-        preread, forward, fields = _with_initialize(forward, client_argv, first_line, log)
+    awaited = None
+    if first_line is not None and forward is not None and AWAIT in forward.options and on["argv"]:
+        from bridge.await_init import with_initialize
+
+        awaited = with_initialize(forward, client_argv, first_line, log)
+        forward = awaited.forward
     argv = _launch_line(on, backend, client_argv, forward, reverse, log)
     log.debug("launch line: " + " ".join(argv), "argv")
     return Plan(
@@ -156,54 +165,8 @@ def plan(
         forward,
         reverse,
         **options,
-        preread=preread,
-        launch_fields=fields,
+        **(awaited.plan_fields() if awaited is not None else {}),
     )
-
-
-def _with_initialize(
-    forward: ForwardTranslation,
-    client_argv: Sequence[str],
-    first_line: Callable[[], bytes],
-    log: Log,
-) -> tuple[bytes, ForwardTranslation, frozenset[str]]:
-    """A client that awaits initialize (``compat.launch_init``): its first line read, and
-    when it is an ``initialize``, the client's argv translated again with the options its
-    launch fields make (before the client's own words, the same session pin); returns
-    (the bytes read, the translation, the fields cbc gets)."""
-    from compat import launch_init
-
-    if not launch_init.awaits_initialize(forward.options):
-        return b"", forward, frozenset()
-    preread = first_line()
-    body = launch_init.initialize_body(preread.split(b"\n", 1)[0])
-    words, fields = launch_init.launch_options(body) if body is not None else ([], [])
-    if not words:
-        return preread, forward, frozenset(fields)
-    from compat.argv import translate_to_cbc
-
-    sid = forward.session_id if forward.pinned else None
-    again = translate_to_cbc([*words, *client_argv], session_id=sid, pin=forward.pinned)
-    applied = launch_init.applied(fields, again.dropped)
-    if applied:
-        log.info(f"initialize {', '.join(sorted(applied))}: given to cbc at launch", "argv")
-    return preread, again, applied
-
-
-def read_first_line(fd: int = 0, limit: int | None = None) -> bytes:
-    """The client's bytes up to its first newline, its EOF or ``limit`` bytes (default
-    ``compat.DEFAULT_MAX_LINE``), whichever comes first: read before the backend starts,
-    all of it given to the session first (``Plan.preread``)."""
-    from compat import DEFAULT_MAX_LINE
-
-    limit = limit or DEFAULT_MAX_LINE
-    got = bytearray()
-    while b"\n" not in got and len(got) <= limit:
-        chunk = os.read(fd, 64 * 1024)
-        if not chunk:
-            break
-        got += chunk
-    return bytes(got)
 
 
 def _translate(
@@ -293,18 +256,21 @@ def dropin_session(
         env,
         settings.rules,
         early,
-        first_line=lambda: read_first_line(0, settings.max_line),
+        first_line=first_line_reader(settings.max_line),
         **options(settings),
     )
-    capture = open_record(p, "CCBRIDGE_RECORD (or record =)")
-    return serve(
-        start(p.backend_argv, p.backend_env),
-        early,
-        p,
-        headless=headless,
-        prepared=prepared,
-        capture=capture,
-    )
+    try:
+        capture = open_record(p, "CCBRIDGE_RECORD (or record =)")
+        return serve(
+            start(p.backend_argv, p.backend_env),
+            early,
+            p,
+            headless=headless,
+            prepared=prepared,
+            capture=capture,
+        )
+    finally:
+        discard_private(p)
 
 
 def _backend_env(
@@ -438,6 +404,26 @@ def serve(
     except BaseException:
         abandon(started)
         raise
+
+
+def discard_private(plan: Plan) -> None:
+    """The plan's private files gone (``bridge.await_init``): after its session, or when
+    it never ran."""
+    if plan.private_dir is not None:
+        import shutil
+
+        shutil.rmtree(plan.private_dir, ignore_errors=True)
+
+
+def first_line_reader(limit: int | None) -> Callable[[], bytes]:
+    """``plan``'s ``first_line`` for a session on our stdin (``bridge.await_init``)."""
+
+    def read() -> bytes:
+        from bridge.await_init import read_first_line
+
+        return read_first_line(0, limit)
+
+    return read
 
 
 def abandon(started: Started) -> None:

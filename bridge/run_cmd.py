@@ -58,20 +58,23 @@ def main(argv: list[str], env: Mapping[str, str] | None = None) -> int:
         env,
         rules,
         early,
-        first_line=lambda: launch.read_first_line(0, options["max_line"]),
+        first_line=launch.first_line_reader(options["max_line"]),
         **options,
     )
-    capture = launch.open_record(plan, "--record" if args.record else "CCBRIDGE_RECORD")
-    started = launch.start(plan.backend_argv, plan.backend_env)
-    return launch.serve(
-        started,
-        early,
-        plan,
-        headless=headless,
-        prepared=prepared,
-        only_print=True,
-        capture=capture,
-    )
+    try:
+        capture = launch.open_record(plan, "--record" if args.record else "CCBRIDGE_RECORD")
+        started = launch.start(plan.backend_argv, plan.backend_env)
+        return launch.serve(
+            started,
+            early,
+            plan,
+            headless=headless,
+            prepared=prepared,
+            only_print=True,
+            capture=capture,
+        )
+    finally:
+        launch.discard_private(plan)
 
 
 def build_parser() -> argparse.ArgumentParser:
