@@ -11,7 +11,7 @@ for both targets) after the client read the previous line's answer, the way an S
 writes its next ``query()`` right after ``receive_response()``. A line is answered when the
 result ``ack N`` of its own turn comes; one with no answer within ``--timeout`` is lost, one
 answered twice is duplicated (both are what cbc 2.163.0 does with a line that reaches it
-while it starts its drain poll: ``compat/stages/control.py``, rule ``user-line``).
+while it starts its drain poll: ``compat/stages/user_line.py``, rule ``user-line``).
 
 Figures: per-turn time (writing the line -> reading its answer), mean and median, for the
 first follow-up of a session (the one ``user-line`` may hold) and the later ones; the

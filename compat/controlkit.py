@@ -1,9 +1,9 @@
 """Shared vocabulary of the control-protocol rules (PROTOCOL.md §2 "Control protocol", §3).
 
-The stages live in ``compat/stages/control.py`` (requests, replies, initialize, stdin),
-``permissions.py`` and ``interrupts.py``; what they must agree on is here: how a control
-frame is read and built, the two CLIs' error wordings, and which client input types cbc
-can take at all.
+The stages live in ``compat/stages/control.py`` (requests, replies), ``initialize.py``,
+``user_line.py`` (stdin), ``sdk_mcp.py``, ``permissions.py`` and ``interrupts.py``; what
+they must agree on is here: how a control frame is read and built, the two CLIs' error
+wordings, and which client input types cbc can take at all.
 """
 
 from __future__ import annotations

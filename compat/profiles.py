@@ -25,10 +25,10 @@ from compat.suggest import did_you_mean
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
     "identity": {"up": (), "down": ()},
     "cbc-to-claude": {
-        # control protocol (compat/stages/control.py, initialize.py, interrupts.py,
-        # permissions.py): stdin-vocabulary first (nothing else sees what cbc must never
-        # get); the request rewriters before unsupported-control, which registers and
-        # times what is really forwarded
+        # control protocol (compat/stages/control.py, user_line.py, initialize.py, interrupts.py,
+        # permissions.py): stdin-vocabulary first (nothing else sees what cbc must never get); the
+        # request rewriters before unsupported-control, which registers and times what is really
+        # forwarded
         "up": (
             "stdin-vocabulary",
             "user-line",
@@ -82,7 +82,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             # cut), context_management; compat/stages/fields.py
             "frame-fields",
             # cbc's requests to the client's in-process MCP servers and their tool
-            # results, as Claude's (compat/stages/control.py)
+            # results, as Claude's (compat/stages/sdk_mcp.py)
             "sdk-mcp",
             "hook-once",  # cbc's repeated PreToolUse for one call, answered as first answered
             "hook-input",  # a hook request's input as Claude's: prompt id, a Stop's answer

@@ -22,6 +22,7 @@ from compat.stages import (  # noqa: F401
     plan,
     reverse_agents,
     reverse_denials,
+    sdk_mcp,
     session,
     shape,
     slash,
@@ -32,6 +33,7 @@ from compat.stages import (  # noqa: F401
     tool_input,
     turns,
     usage,
+    user_line,
     winddown,
     workflow,
 )

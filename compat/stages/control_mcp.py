@@ -1,6 +1,7 @@
 """In-process MCP servers (the SDK's ``create_sdk_mcp_server`` / ``createSdkMcpServer``) as
 Claude Code shows them: the shapes ``sdk-mcp``, ``sdk-mcp-reply`` and
-``unsupported-control``'s ``mcp_status`` write (the rules: ``compat/stages/control.py``).
+``unsupported-control``'s ``mcp_status`` write (the rules: ``compat/stages/sdk_mcp.py``,
+``control.py``).
 
 Pure functions of the frames' values; the rules keep the facts.
 """

@@ -1,8 +1,9 @@
-"""Control requests and replies (compat/stages/control.py): ``initialize-reply``,
-``unsupported-control`` + ``control-reply``, ``stdin-vocabulary``, ``user-line``,
-``control-state``; on cbc 2.163.0's real frames (``nomodel_controls-*``,
+"""Control requests and replies (compat/stages/control.py, initialize.py, user_line.py):
+``initialize-reply``, ``unsupported-control`` + ``control-reply``, ``stdin-vocabulary``,
+``user-line``, ``control-state``; on cbc 2.163.0's real frames (``nomodel_controls-*``,
 ``nomodel_unknown-stdin-types``, ``mockoai_*``) against Claude Code 2.1.220's
-(``nocreds_idle-interrupt_…``)."""
+(``nocreds_idle-interrupt_…``).
+"""
 
 from __future__ import annotations
 

@@ -270,7 +270,7 @@ def test_max_turns_off_without_the_launch_fact() -> None:
     assert pb.counts == {}
 
 
-# -- user-line (compat/stages/control.py; the engine-wide story: test_user_line_ready.py) ----
+# -- user-line (compat/stages/user_line.py; the engine-wide story: test_user_line_ready.py) ----
 
 
 def after_first_result() -> Playbook:

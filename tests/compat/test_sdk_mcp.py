@@ -1,4 +1,4 @@
-"""``sdk-mcp`` and ``sdk-mcp-reply`` (compat/stages/control.py): cbc's requests to a Claude
+"""``sdk-mcp`` and ``sdk-mcp-reply`` (compat/stages/sdk_mcp.py): cbc's requests to a Claude
 SDK's in-process MCP server and their results, as Claude Code 2.1.220 writes them. The
 frames are those of a real session of each CLI (the Python SDK's
 ``create_sdk_mcp_server`` with a tool ``echo`` and a failing ``boom``, the stand-in

@@ -1,4 +1,4 @@
-"""When ``user-line`` gives cbc the client's next line (compat/stages/control.py, issue 27):
+"""When ``user-line`` gives cbc the client's next line (compat/stages/user_line.py, issue 27):
 right after a result that restarts cbc 2.163.0's drain poll (the first cbc writes itself
 for a client turn, or a turn cbc ran by itself) only ``margin`` after cbc answered the
 bridge's readiness probe written after that result (at the latest ``settle`` after it);
