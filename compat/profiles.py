@@ -19,7 +19,13 @@ from compat import rulespec
 from compat.rulespec import RuleError as RuleError
 from compat.rulespec import RuleSettings
 from compat.stage import Stage
-from compat.stages import REGISTRY, reverse_control, reverse_stream, stream  # noqa: F401 (they register)
+from compat.stages import (  # noqa: F401 (they register)
+    REGISTRY,
+    reverse_control,
+    reverse_replies,
+    reverse_stream,
+    stream,
+)
 from compat.suggest import did_you_mean
 
 PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -160,8 +166,8 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
         ),
     },
     # the other direction (REVERSE.md): a cbc 2.163.0 client over Claude Code 2.1.220;
-    # compat/stages/reverse_control.py, reverse_stream.py. Bookkeeping first; the session
-    # id swaps last, so frames the rules before them build are swapped too
+    # compat/stages/reverse_control.py, reverse_replies.py, reverse_stream.py. Bookkeeping
+    # first; the session id swaps last, so frames the rules before them build are swapped too
     "claude-to-cbc": {
         "up": (
             "rev-requests",
