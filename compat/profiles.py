@@ -127,7 +127,7 @@ PROFILES: dict[str, dict[str, tuple[str, ...]]] = {
             "permission-cancel",
             "interrupt-terminal",
             "permission-routing",
-            # turns and the end of the session (turns.py, shape.py, winddown.py): after the
+            # turns and the end of the session (turns.py, result_shape.py, winddown.py): after the
             # rules that drop cbc's own post-interrupt turn; interrupted-turn rewrites the
             # result result-shape then completes; eof-wind-down sees results as the client
             # will, and its synthesized shell kills pass the task rules below

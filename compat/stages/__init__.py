@@ -20,6 +20,7 @@ from compat.stages import (  # noqa: F401
     maxturns,
     permissions,
     plan,
+    result_shape,
     reverse_agents,
     reverse_denials,
     sdk_mcp,

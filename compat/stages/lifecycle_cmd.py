@@ -237,6 +237,6 @@ def _not_naming(frame: Frame, obj: wire.TurnResult) -> Frame:
 
 
 def _ends_at_max_turns(obj: wire.Result) -> bool:
-    from compat.stages.shape import _is_cbc_max_turns
+    from compat.stages.result_shape import is_cbc_max_turns
 
-    return obj.get("subtype") == "error_max_turns" or _is_cbc_max_turns(wire.plain(obj))
+    return obj.get("subtype") == "error_max_turns" or is_cbc_max_turns(wire.plain(obj))

@@ -33,7 +33,7 @@ from compat import controlkit as ck
 from compat import wire
 from compat.frames import Frame
 from compat.stage import Context, Output, Stage, register
-from compat.stages.shape import _is_cbc_max_turns, _is_max_turns_notice
+from compat.stages.result_shape import is_cbc_max_turns, is_max_turns_notice
 from compat.taskkit import remember
 
 #: a turn's frames (counted, or dropped once it is stopped); task frames pass
@@ -163,7 +163,7 @@ class MaxTurns(Stage):
 
     def _assistant(self, frame: Frame, obj: wire.Assistant, limit: int, ctx: Context) -> Output:
         message = obj.get("message")
-        if not isinstance(message, dict) or _is_max_turns_notice(message):
+        if not isinstance(message, dict) or is_max_turns_notice(message):
             return None
         mid = message.get("id")
         if (mid is None or mid != self._message) and not self._next(frame, message, limit, ctx):
@@ -241,7 +241,7 @@ class MaxTurns(Stage):
     def _stopping(self, obj: dict[str, Any], ctx: Context) -> Output:
         if obj.get("type") == "result":
             self._left(ctx)  # (the turn's own end: nothing is left of it)
-            if not _is_cbc_max_turns(obj):
+            if not is_cbc_max_turns(obj):
                 return (self._end(ctx),)
             self._due = False  # cbc stopped by itself: result-shape converts its result
             self._reset()
