@@ -90,7 +90,8 @@ def _words(name: str, value: Any) -> list[str] | None:
     when the value has no option form."""
     option = FIELDS[name].option
     if name == "mcpServers":
-        return [f"{option}={json.dumps({'mcpServers': value})}"] if _is_map(value) else None
+        servers = {"mcpServers": value}
+        return [f"{option}={json.dumps(servers)}"] if isinstance(value, dict) else None
     if name in ("settings", "managedSettings"):
         return _settings_words(option, value)
     if name == "plugins":
@@ -104,7 +105,7 @@ def _words(name: str, value: Any) -> list[str] | None:
 
 def _settings_words(option: str, value: Any) -> list[str] | None:
     """Settings as an object (written as JSON) or a string (a JSON text or a file path)."""
-    if _is_map(value):
+    if isinstance(value, dict):
         return [f"{option}={json.dumps(value)}"]
     return [f"{option}={value}"] if isinstance(value, str) and value else None
 
@@ -122,10 +123,6 @@ def _plugin_words(value: Any) -> list[str] | None:
         option = "--plugin-dir-no-mcp" if plugin.get("skipMcpDiscovery") else "--plugin-dir"
         words.append(f"{option}={path}")
     return words
-
-
-def _is_map(value: Any) -> bool:
-    return isinstance(value, dict)
 
 
 def _is_texts(value: Any) -> bool:
